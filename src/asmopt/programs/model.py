@@ -1,0 +1,216 @@
+"""Programs, their tests and how outputs are compared.
+
+A `Program` is everything needed to build and judge one C program: its source, the headers
+that live beside it, the flags it is compiled and linked with, and the tests that define
+correct behaviour. The objects are immutable so that a content hash of a program is stable
+and can key caches and result stores.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import re
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+CompareMode = Literal["exact", "whitespace", "numeric"]
+COMPARE_MODES: tuple[str, ...] = ("exact", "whitespace", "numeric")
+
+_ID_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.\-]{0,127}$")
+
+
+class ProgramError(ValueError):
+    """A program or test description is malformed; the message names the problem."""
+
+
+def check_program_id(program_id: str) -> str:
+    """Ids become directory names and database keys, so they are restricted to a safe set."""
+    if not isinstance(program_id, str) or not _ID_RE.match(program_id):
+        raise ProgramError(
+            f"invalid program id {program_id!r}: use 1-128 letters, digits, '_', '-' or '.', "
+            "starting with a letter or digit"
+        )
+    return program_id
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """How a test's actual stdout is compared with the expected stdout.
+
+    `numeric` follows llvm-test-suite's fpcmp: the outputs are split into numbers and
+    non-number text; text must match exactly (modulo whitespace) and each pair of numbers must
+    agree within `abs_tol` OR within `rel_tol` relative to the expected value.
+    """
+
+    mode: CompareMode = "exact"
+    abs_tol: float = 0.0
+    rel_tol: float = 0.0
+
+    def __post_init__(self) -> None:
+        if self.mode not in COMPARE_MODES:
+            raise ProgramError(
+                f"unknown comparison mode {self.mode!r}; expected one of {', '.join(COMPARE_MODES)}"
+            )
+        for name in ("abs_tol", "rel_tol"):
+            value = getattr(self, name)
+            if not isinstance(value, int | float) or math.isnan(value) or value < 0:
+                raise ProgramError(f"comparison {name} must be a non-negative number, got {value!r}")
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"mode": self.mode}
+        if self.mode == "numeric":
+            out["abs_tol"] = self.abs_tol
+            out["rel_tol"] = self.rel_tol
+        return out
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any] | None) -> Comparison:
+        if data is None:
+            return cls()
+        if not isinstance(data, dict):
+            raise ProgramError(f"'compare' must be an object, got {type(data).__name__}")
+        unknown = set(data) - {"mode", "abs_tol", "rel_tol"}
+        if unknown:
+            raise ProgramError(f"unknown keys in 'compare': {', '.join(sorted(unknown))}")
+        return cls(
+            mode=data.get("mode", "exact"),
+            abs_tol=float(data.get("abs_tol", 0.0)),
+            rel_tol=float(data.get("rel_tol", 0.0)),
+        )
+
+
+@dataclass(frozen=True)
+class TestCase:
+    """One run of a program: argv, stdin, and what it must print and return."""
+
+    __test__ = False  # not a pytest class
+
+    name: str
+    stdin: bytes
+    expected_stdout: bytes
+    argv: tuple[str, ...] = ()
+    expected_exit: int = 0
+    compare: Comparison = field(default_factory=Comparison)
+
+    def __post_init__(self) -> None:
+        if not self.name or "/" in self.name or self.name.startswith("."):
+            raise ProgramError(f"invalid test name {self.name!r}")
+        if not isinstance(self.stdin, bytes) or not isinstance(self.expected_stdout, bytes):
+            raise ProgramError(f"test {self.name!r}: stdin and expected stdout must be bytes")
+        if not all(isinstance(a, str) for a in self.argv):
+            raise ProgramError(f"test {self.name!r}: argv must be a list of strings")
+        if not isinstance(self.expected_exit, int) or not 0 <= self.expected_exit <= 255:
+            raise ProgramError(
+                f"test {self.name!r}: expected exit code must be 0..255, got {self.expected_exit!r}"
+            )
+
+
+@dataclass(frozen=True)
+class Program:
+    """A C program with its tests.
+
+    `headers` maps file names to contents for headers that sit next to the source and are
+    included with quotes; they are written beside the source when it is compiled.
+    """
+
+    id: str
+    source: str
+    tests: tuple[TestCase, ...]
+    headers: tuple[tuple[str, str], ...] = ()
+    cflags: tuple[str, ...] = ()
+    ldflags: tuple[str, ...] = ("-lm",)
+    metadata: tuple[tuple[str, Any], ...] = ()
+
+    def __post_init__(self) -> None:
+        check_program_id(self.id)
+        if not self.source.strip():
+            raise ProgramError(f"program {self.id!r}: C source is empty")
+        names = [t.name for t in self.tests]
+        dupes = {n for n in names if names.count(n) > 1}
+        if dupes:
+            raise ProgramError(f"program {self.id!r}: duplicate test names {sorted(dupes)}")
+        for hname, _ in self.headers:
+            if "/" in hname or hname.startswith(".") or not hname:
+                raise ProgramError(f"program {self.id!r}: invalid header file name {hname!r}")
+
+    @property
+    def meta(self) -> dict[str, Any]:
+        return dict(self.metadata)
+
+    @property
+    def header_files(self) -> dict[str, str]:
+        return dict(self.headers)
+
+    def content_hash(self) -> str:
+        """Hash of everything that affects building and judging the program."""
+        h = hashlib.sha256()
+        payload = {
+            "source": self.source,
+            "headers": list(self.headers),
+            "cflags": list(self.cflags),
+            "ldflags": list(self.ldflags),
+            "tests": [
+                {
+                    "name": t.name,
+                    "argv": list(t.argv),
+                    "stdin": hashlib.sha256(t.stdin).hexdigest(),
+                    "stdout": hashlib.sha256(t.expected_stdout).hexdigest(),
+                    "exit": t.expected_exit,
+                    "compare": t.compare.to_dict(),
+                }
+                for t in self.tests
+            ],
+        }
+        h.update(json.dumps(payload, sort_keys=True).encode())
+        return h.hexdigest()
+
+
+SPLITS: tuple[str, ...] = ("train", "validation", "test")
+
+
+@dataclass
+class Suite:
+    """Named programs with split labels (train / validation / test)."""
+
+    name: str
+    programs: dict[str, Program]
+    splits: dict[str, str]
+    description: str = ""
+
+    def __post_init__(self) -> None:
+        for pid, split in self.splits.items():
+            if split not in SPLITS:
+                raise ProgramError(
+                    f"program {pid!r}: unknown split {split!r}; expected one of {', '.join(SPLITS)}"
+                )
+        missing = set(self.programs) - set(self.splits)
+        for pid in missing:
+            self.splits[pid] = "test"
+
+    def __len__(self) -> int:
+        return len(self.programs)
+
+    def __iter__(self):  # type: ignore[no-untyped-def]
+        return iter(self.programs.values())
+
+    def get(self, program_id: str) -> Program:
+        try:
+            return self.programs[program_id]
+        except KeyError:
+            close = [p for p in self.programs if program_id.lower() in p.lower()][:5]
+            hint = f"; did you mean {', '.join(close)}?" if close else ""
+            raise ProgramError(
+                f"no program {program_id!r} in suite {self.name!r}{hint} "
+                f"(`asmopt suite list` shows all {len(self.programs)})"
+            ) from None
+
+    def select(self, split: str | None = None, ids: list[str] | None = None) -> list[Program]:
+        """Programs in a split and/or with given ids, in a stable (sorted) order."""
+        if split is not None and split not in SPLITS and split != "all":
+            raise ProgramError(f"unknown split {split!r}; expected one of all, {', '.join(SPLITS)}")
+        chosen = [self.get(i) for i in ids] if ids else [self.programs[k] for k in sorted(self.programs)]
+        if split and split != "all":
+            chosen = [p for p in chosen if self.splits.get(p.id) == split]
+        return chosen
