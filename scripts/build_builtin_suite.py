@@ -1,0 +1,534 @@
+#!/usr/bin/env python3
+"""Build (or check) the built-in benchmark suite.
+
+The C sources live in ``src/asmopt/programs/builtin/programs/ID/main.c``. This script holds
+each program's metadata and test inputs, and:
+
+1. writes ``tests/tN.in`` and ``program.json`` for every program;
+2. compiles ``main.c`` with ``gcc -O0`` (the reference build), runs every test and writes
+   ``tests/tN.out`` -- failing loudly on a crash, a non-zero exit or a timeout;
+3. compiles with ``gcc -O3``, checks that every output matches the reference (within the
+   program's tolerance for numeric programs), optionally runs the light tests under
+   ``-O3 -fsanitize=undefined,address``, and times the heavy tests (median of 3 runs),
+   failing if a program has no test whose ``-O3`` run takes 50-500 ms;
+4. writes ``suite.json``.
+
+Everything is deterministic, so running it twice leaves the tree unchanged.
+
+    python scripts/build_builtin_suite.py                 # build everything
+    python scripts/build_builtin_suite.py --only lcs_dp   # one program (repeatable)
+    python scripts/build_builtin_suite.py --check         # verify, write nothing
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+SUITE_DIR = ROOT / "src" / "asmopt" / "programs" / "builtin"
+PROGRAMS_DIR = SUITE_DIR / "programs"
+
+SUITE_DESCRIPTION = (
+    "Built-in benchmark suite: small C programs in the style of competitive-programming "
+    "submissions and classic kernels (sorting, dynamic programming, graphs, number theory, "
+    "strings, hashing, bit tricks, matrix and stencil loops, floating point). Each reads "
+    "stdin and prints a few lines; expected outputs come from a gcc -O0 reference build."
+)
+
+CC = os.environ.get("CC", "gcc")
+WARN = ["-Wall", "-Wextra", "-Werror"]
+HEAVY_MIN_S = 0.050
+HEAVY_MAX_S = 0.500
+RUN_TIMEOUT_S = 20.0
+SANITIZE_TIMEOUT_S = 60.0
+MAX_INPUT_BYTES = 200_000
+MAX_OUTPUT_BYTES = 4096
+
+
+# --------------------------------------------------------------------------------------------
+# Deterministic data for test inputs (independent of Python's `random`, so files never drift).
+# --------------------------------------------------------------------------------------------
+
+class Rng:
+    """splitmix64."""
+
+    def __init__(self, seed: int) -> None:
+        self.state = seed & 0xFFFFFFFFFFFFFFFF
+
+    def next(self) -> int:
+        self.state = (self.state + 0x9E3779B97F4A7C15) & 0xFFFFFFFFFFFFFFFF
+        z = self.state
+        z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) & 0xFFFFFFFFFFFFFFFF
+        z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & 0xFFFFFFFFFFFFFFFF
+        return z ^ (z >> 31)
+
+    def below(self, n: int) -> int:
+        return self.next() % n
+
+    def between(self, lo: int, hi: int) -> int:
+        """Uniform-ish integer in [lo, hi]."""
+        return lo + self.below(hi - lo + 1)
+
+    def text(self, n: int, alphabet: str) -> str:
+        return "".join(alphabet[self.below(len(alphabet))] for _ in range(n))
+
+
+def related_strings(seed: int, n: int, alphabet: str, mutate: float) -> tuple[str, str]:
+    """A random string and a mutated copy (substitutions, insertions, deletions)."""
+    r = Rng(seed)
+    a = r.text(n, alphabet)
+    out = []
+    per_mille = int(mutate * 1000)
+    for ch in a:
+        roll = r.below(1000)
+        if roll < per_mille // 3:
+            out.append(alphabet[r.below(len(alphabet))])
+        elif roll < 2 * per_mille // 3:
+            continue
+        elif roll < per_mille:
+            out.append(ch)
+            out.append(alphabet[r.below(len(alphabet))])
+        else:
+            out.append(ch)
+    return a, "".join(out)
+
+
+WORDS = (
+    "the of and to in is was that for on with as by at from his her it an were are which "
+    "this be or have had not but one all their they there been has when who will more no "
+    "if out so what up into said time only can other new some could these two may first "
+    "then do any like my now over such our man me even most made after also did many "
+    "before must through back years where much your way well down should because each "
+    "just those people how too little state good very make world still own see men work "
+    "long get here between both life being under never day same another know while last "
+    "might us great old year off come since against go came right used take three states "
+    "himself few house use during without again place american around however home small "
+    "found thought went say part once general high upon school every does got united left "
+    "number course war until always away something fact though water less public put think "
+    "almost hand enough far took head yet government system better set told nothing night "
+    "end why called didn eyes find going look asked later knew point next program city "
+    "business give group toward young days let room president side social given present "
+    "several order national possible rather second face per among form important often "
+    "things looked early white john case become large big need four within felt along "
+    "children saw best church ever least power development light thing seemed family "
+    "interest want members mind country area others done turned although open god service "
+    "certain kind problem began different door thus help sense means whole matter perhaps "
+    "itself york times human law line above name example action company local show whether "
+    "five history gave today either act feet across taken past quite anything seen having "
+    "death week experience body word half really field am car words already themselves"
+).split()
+
+
+def zipf_text(seed: int, n_words: int, vocab: int) -> str:
+    """English-like text: words drawn with a Zipf-ish skew, some capitalised, punctuated."""
+    r = Rng(seed)
+    words = WORDS[:vocab]
+    lines, line, length = [], [], 0
+    for i in range(n_words):
+        # Skewed index: min of two or three uniforms favours the front of the list.
+        k = min(r.below(len(words)), r.below(len(words)), r.below(len(words)))
+        w = words[k]
+        if i == 0 or r.below(12) == 0:
+            w = w.capitalize()
+        if r.below(15) == 0:
+            w += "," if r.below(2) else "."
+        line.append(w)
+        length += len(w) + 1
+        if length > 70:
+            lines.append(" ".join(line))
+            line, length = [], 0
+    if line:
+        lines.append(" ".join(line))
+    return "\n".join(lines) + "\n"
+
+
+def graph_edges(seed: int, n: int, m: int, wmax: int) -> list[tuple[int, int, int]]:
+    """m directed edges on 1..n with weights 1..wmax; includes a ring so it is connected."""
+    r = Rng(seed)
+    edges = [(i, i % n + 1, r.between(1, wmax)) for i in range(1, n + 1)] if n > 1 else []
+    while len(edges) < m:
+        u, v = r.between(1, n), r.between(1, n)
+        if u != v:
+            edges.append((u, v, r.between(1, wmax)))
+    return edges
+
+
+def numbers(seed: int, n: int, lo: int, hi: int) -> list[int]:
+    r = Rng(seed)
+    return [r.between(lo, hi) for _ in range(n)]
+
+
+def wrap_ints(values: list[int], per_line: int = 16) -> str:
+    rows = [" ".join(map(str, values[i:i + per_line])) for i in range(0, len(values), per_line)]
+    return "\n".join(rows) + ("\n" if rows else "")
+
+
+# --------------------------------------------------------------------------------------------
+# Program table.
+# --------------------------------------------------------------------------------------------
+
+Input = str | Callable[[], str]
+
+
+@dataclass
+class Spec:
+    id: str
+    category: str
+    split: str
+    description: str
+    tests: list[Input]
+    heavy: tuple[str, ...] = ()  # test names expected to take 50-500 ms at -O3 (default: last)
+    compare: dict[str, object] | None = None
+
+    def heavy_tests(self) -> tuple[str, ...]:
+        return self.heavy or (f"t{len(self.tests)}",)
+
+
+def numeric(abs_tol: float = 1e-6, rel_tol: float = 1e-6) -> dict[str, object]:
+    return {"mode": "numeric", "abs_tol": abs_tol, "rel_tol": rel_tol}
+
+
+SPECS: list[Spec] = []
+
+
+def spec(*args: object, **kwargs: object) -> None:
+    SPECS.append(Spec(*args, **kwargs))  # type: ignore[arg-type]
+
+
+# ---- sorting ---------------------------------------------------------------------------------
+
+spec("quicksort_int", "sorting", "train",
+     "Median-of-three quicksort with insertion-sort cutoff on generated ints (4 distributions)",
+     ["0 1 0\n", "1 7 0\n", "1000 3 1\n", "50000 11 2\n", "200000 5 3\n", "2500000 42 0\n"])
+spec("mergesort_u64", "sorting", "train",
+     "Recursive top-down merge sort of 64-bit keys; distinct count and longest equal run",
+     ["0 1 64\n", "1 2 64\n", "17 3 4\n", "10000 4 20\n", "300000 5 64\n", "2000000 6 40\n"])
+spec("radix_sort_u32", "sorting", "validation",
+     "LSD radix sort (4 x 8-bit counting passes) of 32-bit keys, then gap statistics",
+     ["0 1 0\n", "1 5 0\n", "1000 9 20\n", "100000 13 0\n", "1000000 21 8\n",
+      "8000000 77 0\n"])
+spec("heapsort_int", "sorting", "train",
+     "Heapsort plus a streaming top-k with a bounded min-heap",
+     ["0 3 1\n", "1 1 2\n", "10 20 3\n", "5000 100 4\n", "200000 1000 5\n",
+      "1200000 5000 6\n"])
+spec("qsort_records", "sorting", "test",
+     "libc qsort of small structs with multi-key comparators; scoreboard ranks and groups",
+     ["0 1\n", "1 2\n", "40 3\n", "3000 4\n", "50000 5\n", "500000 6\n"])
+
+# ---- dynamic programming --------------------------------------------------------------------
+
+
+def lcs_input(seed: int, n: int, alphabet: str, mutate: float) -> Callable[[], str]:
+    def make() -> str:
+        a, b = related_strings(seed, n, alphabet, mutate)
+        return f"{a}\n{b}\n"
+    return make
+
+
+spec("lcs_dp", "dynamic_programming", "train",
+     "Longest common subsequence of two stdin strings with a two-row table",
+     ["\n\n", "a\na\n", "ABCBDAB\nBDCABA\n", lcs_input(1, 300, "ACGT", 0.2),
+      lcs_input(2, 2000, "abcdefghij", 0.3), lcs_input(3, 9000, "ACGT", 0.25)])
+
+
+def edit_input(seed: int, pairs: list[tuple[int, str, float]]) -> Callable[[], str]:
+    def make() -> str:
+        out = [str(len(pairs))]
+        for k, (n, alphabet, mutate) in enumerate(pairs):
+            a, b = related_strings(seed * 100 + k, n, alphabet, mutate)
+            out += [a, b]
+        return "\n".join(out) + "\n"
+    return make
+
+
+spec("edit_distance", "dynamic_programming", "validation",
+     "Levenshtein distance of string pairs read from stdin (two-row DP)",
+     ["1\n\n\n", "3\nkitten\nsitting\nflaw\nlawn\nabc\n\n",
+      edit_input(1, [(50, "ab", 0.3), (80, "abcdef", 0.1), (120, "xyz", 0.5)]),
+      edit_input(2, [(1000, "ACGT", 0.1), (1500, "abcdefghijklmnop", 0.3)]),
+      edit_input(3, [(3000, "ACGT", 0.05)] * 2 + [(4000, "abcdefgh", 0.2)]),
+      edit_input(4, [(7000, "ACGT", 0.15), (6000, "abcdefghijklmnopqrstuvwxyz", 0.25)])])
+spec("knapsack_01", "dynamic_programming", "train",
+     "0/1 knapsack over generated items with a one-dimensional table",
+     ["0 0 1\n", "1 10 2\n", "20 100 3\n", "200 5000 4\n", "1000 30000 5\n",
+      "2000 60000 6\n"])
+spec("lis_nlogn", "dynamic_programming", "test",
+     "Longest increasing subsequence by patience sorting with binary search, reconstructed",
+     ["0 1\n", "1 2\n", "100 3\n", "10000 4\n", "500000 5\n", "2400000 6\n"])
+
+
+def coin_input(n: int, coins: list[int]) -> str:
+    return f"{n} {len(coins)}\n{' '.join(map(str, coins))}\n"
+
+
+spec("coin_change_ways", "dynamic_programming", "train",
+     "Coin change: ways modulo 1e9+7 and minimum coins for every amount up to N",
+     [coin_input(0, []), coin_input(1, [2]), coin_input(100, [1, 5, 10, 25, 50]),
+      coin_input(10000, [3, 7, 11, 13, 29, 97]),
+      coin_input(200000, numbers(11, 20, 2, 500)),
+      coin_input(2000000, sorted(set(numbers(12, 40, 2, 5000))))])
+
+
+# --------------------------------------------------------------------------------------------
+# Building and running.
+# --------------------------------------------------------------------------------------------
+
+@dataclass
+class RunResult:
+    stdout: bytes
+    seconds: float
+
+
+class BuildError(RuntimeError):
+    pass
+
+
+def compile_c(src: Path, out: Path, opt: list[str]) -> None:
+    cmd = [CC, *opt, *WARN, "-o", str(out), str(src), "-lm"]
+    proc = subprocess.run(cmd, capture_output=True, text=True)
+    if proc.returncode != 0 or proc.stderr.strip():
+        raise BuildError(f"{' '.join(cmd)} failed:\n{proc.stderr}")
+
+
+def lint_c(src: Path) -> None:
+    cmd = [CC, "-std=c11", "-pedantic", *WARN, "-fsyntax-only", str(src)]
+    proc = subprocess.run(cmd, capture_output=True, text=True)
+    if proc.returncode != 0 or proc.stderr.strip():
+        raise BuildError(f"{' '.join(cmd)} failed:\n{proc.stderr}")
+
+
+def run_binary(exe: Path, stdin: bytes, timeout: float, what: str,
+               env: dict[str, str] | None = None) -> RunResult:
+    t0 = time.perf_counter()
+    try:
+        proc = subprocess.run([str(exe)], input=stdin, capture_output=True, timeout=timeout,
+                              env=env)
+    except subprocess.TimeoutExpired:
+        raise BuildError(f"{what}: timed out after {timeout:.0f} s") from None
+    dt = time.perf_counter() - t0
+    if proc.returncode != 0:
+        tail = proc.stderr.decode(errors="replace")[-2000:]
+        raise BuildError(f"{what}: exit status {proc.returncode}\n{tail}")
+    if proc.stderr:
+        tail = proc.stderr.decode(errors="replace")[-2000:]
+        raise BuildError(f"{what}: wrote to stderr\n{tail}")
+    return RunResult(proc.stdout, dt)
+
+
+_NUM_RE = re.compile(rb"[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?|[-+]?(?:inf|nan)", re.I)
+
+
+def numeric_equal(expected: bytes, actual: bytes, abs_tol: float, rel_tol: float) -> bool:
+    """Texts equal (modulo whitespace) outside numbers; numbers within abs OR rel tolerance."""
+    def split(b: bytes) -> tuple[list[bytes], list[float]]:
+        texts, nums, pos = [], [], 0
+        for m in _NUM_RE.finditer(b):
+            texts.append(b"".join(b[pos:m.start()].split()))
+            nums.append(float(m.group()))
+            pos = m.end()
+        texts.append(b"".join(b[pos:].split()))
+        return texts, nums
+
+    et, en = split(expected)
+    at, an = split(actual)
+    if et != at or len(en) != len(an):
+        return False
+    for e, a in zip(en, an, strict=True):
+        if e == a:
+            continue
+        diff = abs(e - a)
+        if not (diff <= abs_tol or diff <= rel_tol * abs(e)):
+            return False
+    return True
+
+
+def outputs_match(spec_: Spec, expected: bytes, actual: bytes) -> bool:
+    if spec_.compare and spec_.compare.get("mode") == "numeric":
+        return numeric_equal(expected, actual, float(spec_.compare["abs_tol"]),  # type: ignore[arg-type]
+                             float(spec_.compare["rel_tol"]))  # type: ignore[arg-type]
+    return expected == actual
+
+
+def write_if_changed(path: Path, data: bytes, check: bool, problems: list[str]) -> None:
+    old = path.read_bytes() if path.exists() else None
+    if old == data:
+        return
+    if check:
+        problems.append(f"{path.relative_to(ROOT)} is {'missing' if old is None else 'stale'}")
+        return
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(data)
+
+
+def program_json(s: Spec) -> bytes:
+    doc: dict[str, object] = {"metadata": {"category": s.category, "description": s.description,
+                                           "heavy_tests": list(s.heavy_tests())}}
+    if s.compare:
+        doc["compare"] = s.compare
+    return (json.dumps(doc, indent=2) + "\n").encode()
+
+
+def suite_json(specs: list[Spec]) -> bytes:
+    doc = {
+        "format": "asmopt-suite",
+        "version": 1,
+        "name": "builtin",
+        "description": SUITE_DESCRIPTION,
+        "programs": [{"id": s.id, "split": s.split} for s in sorted(specs, key=lambda s: s.id)],
+    }
+    return (json.dumps(doc, indent=2) + "\n").encode()
+
+
+@dataclass
+class Report:
+    id: str
+    heavy_ms: dict[str, float] = field(default_factory=dict)
+    o0_heavy_ms: dict[str, float] = field(default_factory=dict)
+    problems: list[str] = field(default_factory=list)
+
+
+def build_program(s: Spec, work: Path, check: bool, sanitize: bool, reps: int) -> Report:
+    rep = Report(s.id)
+    pdir = PROGRAMS_DIR / s.id
+    src = pdir / "main.c"
+    if not src.exists():
+        rep.problems.append(f"{src.relative_to(ROOT)} not found")
+        return rep
+    try:
+        lint_c(src)
+        exe0, exe3, exes = work / f"{s.id}.O0", work / f"{s.id}.O3", work / f"{s.id}.san"
+        compile_c(src, exe0, ["-O0"])
+        compile_c(src, exe3, ["-O3"])
+        if sanitize:
+            compile_c(src, exes, ["-O3", "-g", "-fsanitize=undefined,address",
+                                  "-fno-sanitize-recover=all"])
+    except BuildError as exc:
+        rep.problems.append(str(exc))
+        return rep
+
+    write_if_changed(pdir / "program.json", program_json(s), check, rep.problems)
+    names = [f"t{i}" for i in range(1, len(s.tests) + 1)]
+    heavy = set(s.heavy_tests())
+    if len(names) < 5:
+        rep.problems.append(f"only {len(names)} tests (need 5)")
+    tests_dir = pdir / "tests"
+    if tests_dir.is_dir():
+        stray = sorted(p.name for p in tests_dir.iterdir()
+                       if p.suffix in (".in", ".out") and p.stem not in names)
+        for name in stray:
+            if check:
+                rep.problems.append(f"stray test file tests/{name}")
+            else:
+                (tests_dir / name).unlink()
+    san_env = dict(os.environ, ASAN_OPTIONS="detect_leaks=0:abort_on_error=0",
+                   UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1")
+    for name, inp in zip(names, s.tests, strict=True):
+        stdin = (inp() if callable(inp) else inp).encode()
+        if len(stdin) > MAX_INPUT_BYTES:
+            rep.problems.append(f"{name}: input is {len(stdin)} bytes (limit {MAX_INPUT_BYTES})")
+        write_if_changed(tests_dir / f"{name}.in", stdin, check, rep.problems)
+        try:
+            ref = run_binary(exe0, stdin, RUN_TIMEOUT_S, f"{s.id}/{name} (-O0)")
+            if len(ref.stdout) > MAX_OUTPUT_BYTES:
+                rep.problems.append(f"{name}: output is {len(ref.stdout)} bytes")
+            if not ref.stdout.strip():
+                rep.problems.append(f"{name}: empty output")
+            write_if_changed(tests_dir / f"{name}.out", ref.stdout, check, rep.problems)
+            times = []
+            for _ in range(reps if name in heavy else 1):
+                got = run_binary(exe3, stdin, RUN_TIMEOUT_S, f"{s.id}/{name} (-O3)")
+                if not outputs_match(s, ref.stdout, got.stdout):
+                    rep.problems.append(f"{name}: -O3 output differs from -O0 reference")
+                    break
+                times.append(got.seconds)
+            if name in heavy:
+                rep.heavy_ms[name] = 1000 * statistics.median(times)
+                rep.o0_heavy_ms[name] = 1000 * ref.seconds
+            elif sanitize:
+                got = run_binary(exes, stdin, SANITIZE_TIMEOUT_S, f"{s.id}/{name} (sanitizers)",
+                                 env=san_env)
+                if not outputs_match(s, ref.stdout, got.stdout):
+                    rep.problems.append(f"{name}: sanitizer build output differs")
+        except BuildError as exc:
+            rep.problems.append(str(exc))
+    in_range = [t for t, ms in rep.heavy_ms.items()
+                if HEAVY_MIN_S * 1000 <= ms <= HEAVY_MAX_S * 1000]
+    if not in_range:
+        rep.problems.append(
+            "no heavy test in 50-500 ms at -O3 ("
+            + ", ".join(f"{t}: {ms:.0f} ms" for t, ms in rep.heavy_ms.items()) + ")")
+    return rep
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--only", action="append", default=[], metavar="ID",
+                    help="build only this program (repeatable); suite.json is still written")
+    ap.add_argument("--check", action="store_true",
+                    help="verify that the files on disk are up to date; write nothing")
+    ap.add_argument("--no-sanitize", action="store_true",
+                    help="skip the -fsanitize=undefined,address runs of the light tests")
+    ap.add_argument("--reps", type=int, default=3, help="timed -O3 runs per heavy test")
+    ap.add_argument("--list", action="store_true", help="list the programs and exit")
+    args = ap.parse_args(argv)
+
+    ids = [s.id for s in SPECS]
+    dupes = {i for i in ids if ids.count(i) > 1}
+    if dupes:
+        print(f"duplicate program ids: {sorted(dupes)}", file=sys.stderr)
+        return 2
+    if args.list:
+        for s in SPECS:
+            print(f"{s.id:24} {s.category:14} {s.split:10} {s.description}")
+        return 0
+    unknown = [i for i in args.only if i not in ids]
+    if unknown:
+        print(f"unknown program ids: {', '.join(unknown)}", file=sys.stderr)
+        return 2
+    chosen = [s for s in SPECS if not args.only or s.id in args.only]
+    if shutil.which(CC) is None:
+        print(f"compiler {CC!r} not found", file=sys.stderr)
+        return 2
+
+    failures = 0
+    all_ms: list[float] = []
+    with tempfile.TemporaryDirectory(prefix="asmopt-builtin-") as tmp:
+        for s in chosen:
+            rep = build_program(s, Path(tmp), args.check, not args.no_sanitize, args.reps)
+            heavy = ", ".join(f"{t} {ms:.0f} ms (-O0 {rep.o0_heavy_ms[t]:.0f} ms)"
+                              for t, ms in rep.heavy_ms.items())
+            status = "FAIL" if rep.problems else "ok"
+            print(f"{status:4} {s.id:24} {heavy}", flush=True)
+            for p in rep.problems:
+                print(f"     - {p}", flush=True)
+            failures += bool(rep.problems)
+            all_ms.extend(rep.heavy_ms.values())
+    problems: list[str] = []
+    write_if_changed(SUITE_DIR / "suite.json", suite_json(SPECS), args.check, problems)
+    on_disk = {p.name for p in PROGRAMS_DIR.iterdir() if p.is_dir()} if PROGRAMS_DIR.is_dir() else set()
+    extra = sorted(on_disk - set(ids))
+    if extra:
+        problems.append(f"program directories not in the table: {', '.join(extra)}")
+    for p in problems:
+        print(f"suite: {p}")
+    if all_ms:
+        print(f"heavy -O3 times: min {min(all_ms):.0f} ms, median {statistics.median(all_ms):.0f} ms, "
+              f"max {max(all_ms):.0f} ms over {len(all_ms)} tests")
+    print(f"{len(chosen) - failures}/{len(chosen)} programs ok")
+    return 1 if failures or problems else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
