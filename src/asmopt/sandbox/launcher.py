@@ -1,0 +1,112 @@
+"""Build (once) and locate the in-sandbox launcher, and parse what it reports.
+
+The launcher is C so that nothing heavier than libc runs between the sandbox and the
+untrusted program, and so its own start-up does not blur the timings it takes.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import subprocess
+import tempfile
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+
+from asmopt.cache import cache_root
+
+LAUNCHER_SOURCE = Path(__file__).resolve().parent / "launcher.c"
+_lock = threading.Lock()
+_built: dict[str, Path] = {}
+
+
+class LauncherBuildError(RuntimeError):
+    """The launcher could not be compiled: an installation problem on our side."""
+
+
+def launcher_path(cc: str = "gcc") -> Path:
+    """Compile the launcher if needed and return the cached executable's path."""
+    source = LAUNCHER_SOURCE.read_bytes()
+    try:
+        version = subprocess.run(
+            [cc, "--version"], capture_output=True, text=True, timeout=30, check=True
+        ).stdout.splitlines()[0]
+    except (OSError, subprocess.SubprocessError) as exc:
+        raise LauncherBuildError(
+            f"cannot run the C compiler {cc!r} to build the sandbox launcher ({exc}); "
+            "install gcc (apt-get install gcc)"
+        ) from None
+    key = hashlib.sha256(source + version.encode()).hexdigest()[:16]
+    with _lock:
+        if key in _built and _built[key].exists():
+            return _built[key]
+        out_dir = cache_root() / "launcher"
+        out_dir.mkdir(parents=True, exist_ok=True)
+        target = out_dir / f"asmopt-launch-{key}"
+        if not target.exists():
+            fd, tmp = tempfile.mkstemp(dir=out_dir, prefix=".launch-")
+            os.close(fd)
+            proc = subprocess.run(
+                [cc, "-O2", "-Wall", "-o", tmp, str(LAUNCHER_SOURCE)],
+                capture_output=True, text=True, timeout=120,
+            )
+            if proc.returncode != 0:
+                os.unlink(tmp)
+                raise LauncherBuildError(
+                    f"building the sandbox launcher failed:\n{proc.stderr.strip()[:2000]}"
+                )
+            os.chmod(tmp, 0o755)
+            os.replace(tmp, target)
+        _built[key] = target
+        return target
+
+
+@dataclass(frozen=True)
+class LaunchRecord:
+    """One run of the program as the launcher saw it."""
+
+    exit_code: int | None
+    signal: int | None
+    user_time_s: float
+    sys_time_s: float
+    peak_rss_kb: int
+    wall_time_s: float
+
+
+@dataclass(frozen=True)
+class LaunchReport:
+    started: bool
+    runs: tuple[LaunchRecord, ...]
+    error: str | None
+    done: bool
+
+
+def parse_report(text: str) -> LaunchReport:
+    """Parse the launcher's report lines; unknown lines are ignored, never trusted."""
+    started = done = False
+    error: str | None = None
+    runs: list[LaunchRecord] = []
+    for line in text.splitlines():
+        if line == "started":
+            started = True
+        elif line == "done":
+            done = True
+        elif line.startswith("error "):
+            error = line[6:]
+        elif line.startswith("run "):
+            fields = dict(part.split("=", 1) for part in line[4:].split() if "=" in part)
+            try:
+                code = int(fields["exit"])
+                sig = int(fields["signal"])
+                runs.append(LaunchRecord(
+                    exit_code=code if code >= 0 else None,
+                    signal=sig or None,
+                    user_time_s=int(fields["utime_us"]) / 1e6,
+                    sys_time_s=int(fields["stime_us"]) / 1e6,
+                    peak_rss_kb=int(fields["maxrss_kb"]),
+                    wall_time_s=int(fields["wall_ns"]) / 1e9,
+                ))
+            except (KeyError, ValueError):
+                error = f"malformed launcher report line: {line[:200]!r}"
+    return LaunchReport(started=started, runs=tuple(runs), error=error, done=done)

@@ -1,0 +1,432 @@
+"""Run untrusted binaries (and the toolchain) inside bubblewrap with hard limits.
+
+Two profiles:
+
+* `run_program`: the candidate binary sees almost nothing. Its root is an empty tmpfs with
+  only the dynamic loader, libc and libm bound read-only, a private size-limited /tmp, a
+  minimal /dev, no /proc, no network, new pid/ipc/uts/user namespaces. It runs as an
+  unprivileged uid under the launcher's rlimits and seccomp filter. It never sees the
+  project, the suite, the expected outputs or any home directory.
+* `run_toolchain`: gcc/as/ld need the system's /usr, so the compiler runs with /usr and the
+  library directories read-only, a private /tmp, and a writable work directory holding
+  only the file being built; directories that hold suites or this package are masked
+  even when they sit under /usr. This stops `.incbin "/path/to/expected.out"` and
+  `#include "/etc/shadow"` from smuggling data into a binary.
+
+A wall-clock deadline kills the whole sandbox (pid namespace included), so no process it
+started survives. Failures of our own side are reported as `infra_error`, never as a
+verdict on the candidate.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import selectors
+import shutil
+import signal
+import subprocess
+import tempfile
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+
+from asmopt.sandbox.launcher import LaunchRecord, LauncherBuildError, launcher_path, parse_report
+
+NOBODY_UID = 65534
+NOBODY_GID = 65534
+UNSAFE_ENV = "ASMOPT_UNSAFE_NO_SANDBOX"
+_REPORT_FD = "{report_fd}"  # replaced by the real descriptor number when the pipe exists
+
+FIX_HINT = (
+    "install bubblewrap (as root: apt-get install bubblewrap) and make sure unprivileged "
+    "user namespaces are enabled (sysctl kernel.unprivileged_userns_clone=1 and "
+    "user.max_user_namespaces > 0). Trusted baselines only: set "
+    f"{UNSAFE_ENV}=1 to run WITHOUT isolation (never for model-written code)."
+)
+
+
+class SandboxUnavailable(RuntimeError):
+    """bubblewrap is missing or cannot create namespaces here; the message says how to fix it."""
+
+
+@dataclass(frozen=True)
+class Limits:
+    """Resource limits for one sandboxed run. Sizes in bytes, times in seconds."""
+
+    cpu_seconds: int = 10
+    wall_seconds: float = 20.0
+    address_space: int = 2 << 30
+    file_size: int = 16 << 20
+    tmp_size: int = 64 << 20
+    max_processes: int = 64
+    max_open_files: int = 64
+    stdout_cap: int = 4 << 20
+    stderr_cap: int = 64 << 10
+
+    def __post_init__(self) -> None:
+        for name in ("cpu_seconds", "address_space", "file_size", "tmp_size", "max_processes",
+                     "max_open_files", "stdout_cap", "stderr_cap"):
+            if int(getattr(self, name)) <= 0:
+                raise ValueError(f"limit {name} must be positive, got {getattr(self, name)!r}")
+        if self.wall_seconds <= 0:
+            raise ValueError(f"limit wall_seconds must be positive, got {self.wall_seconds!r}")
+
+
+TOOLCHAIN_LIMITS = Limits(
+    cpu_seconds=60, wall_seconds=120.0, address_space=4 << 30, file_size=256 << 20,
+    tmp_size=512 << 20, max_processes=256, max_open_files=256, stdout_cap=1 << 20,
+    stderr_cap=1 << 20,
+)
+
+
+@dataclass
+class RunResult:
+    """What happened to one sandboxed run (or to each of `runs` back-to-back runs)."""
+
+    exit_code: int | None = None
+    signal: int | None = None
+    timed_out: bool = False
+    stdout: bytes = b""
+    stderr: bytes = b""
+    stdout_truncated: bool = False
+    stderr_truncated: bool = False
+    user_time_s: float = 0.0
+    sys_time_s: float = 0.0
+    wall_time_s: float = 0.0
+    peak_rss_kb: int = 0
+    outer_wall_s: float = 0.0
+    infra_error: str | None = None
+    launcher_lost: bool = False
+    records: tuple[LaunchRecord, ...] = field(default_factory=tuple)
+
+    @property
+    def signal_name(self) -> str | None:
+        if self.signal is None:
+            return None
+        try:
+            return signal.Signals(self.signal).name
+        except ValueError:
+            return f"signal {self.signal}"
+
+    @property
+    def cpu_time_s(self) -> float:
+        return self.user_time_s + self.sys_time_s
+
+
+def _runtime_libraries() -> list[tuple[str, str]]:
+    """(path inside the sandbox, real file) for the loader and the C/math libraries.
+
+    Found by asking the loader about a trusted probe built here, never the candidate."""
+    probe_dir = Path(tempfile.mkdtemp(prefix="asmopt-probe-"))
+    try:
+        src = probe_dir / "p.c"
+        src.write_text("#include <math.h>\nint main(void){return (int)sqrt(4.0)-2;}\n")
+        subprocess.run(["gcc", str(src), "-o", str(probe_dir / "p"), "-lm"], check=True,
+                       capture_output=True, timeout=60)
+        out = subprocess.run(["ldd", str(probe_dir / "p")], check=True, capture_output=True,
+                             text=True, timeout=30).stdout
+    finally:
+        shutil.rmtree(probe_dir, ignore_errors=True)
+    libs: list[tuple[str, str]] = []
+    for line in out.splitlines():
+        parts = line.split()
+        path = next((p for p in parts if p.startswith("/")), None)
+        if path is None:
+            continue
+        libs.append((path, str(Path(path).resolve())))
+    if not any("libc.so" in p for p, _ in libs):
+        raise SandboxUnavailable(f"could not find libc for the sandbox from ldd output: {out!r}")
+    return libs
+
+
+class Sandbox:
+    """A bubblewrap sandbox. Create one per process and reuse it; it is thread-safe."""
+
+    def __init__(self, limits: Limits | None = None, *, unsafe_no_sandbox: bool | None = None,
+                 hide_paths: Sequence[str | os.PathLike[str]] = ()) -> None:
+        self.limits = limits or Limits()
+        if unsafe_no_sandbox is None:
+            unsafe_no_sandbox = os.environ.get(UNSAFE_ENV, "") not in ("", "0")
+        self.unsafe = unsafe_no_sandbox
+        self.bwrap = shutil.which("bwrap")
+        self.as_root = os.geteuid() == 0
+        self._hide = [Path(p).resolve() for p in hide_paths]
+        self._hide.append(Path(__file__).resolve().parents[1])  # the asmopt package itself
+        try:
+            self._launcher = launcher_path()
+        except LauncherBuildError as exc:
+            raise SandboxUnavailable(str(exc)) from None
+        self._libs: list[tuple[str, str]] | None = None
+        self._checked = False
+
+    # ---------------------------------------------------------------- availability
+    def check(self) -> None:
+        """Raise SandboxUnavailable unless a trivial sandboxed run works."""
+        if self.unsafe or self._checked:
+            return
+        if self.bwrap is None:
+            raise SandboxUnavailable(
+                "bubblewrap ('bwrap') is not installed, so untrusted binaries cannot be run "
+                "safely. Fix: " + FIX_HINT
+            )
+        self._libs = _runtime_libraries()
+        loader = next((inside for inside, _ in self._libs if "ld-linux" in inside), None)
+        cmd = self._bwrap_base(tmp_size=1 << 20)
+        for inside, real in self._libs:
+            cmd += ["--ro-bind", real, inside]
+        try:
+            probe = subprocess.run(cmd + [loader or "/lib64/ld-linux-x86-64.so.2", "--version"],
+                                   capture_output=True, text=True, timeout=30,
+                                   **self._user_kwargs())  # type: ignore[call-overload]
+        except (OSError, subprocess.SubprocessError) as exc:
+            raise SandboxUnavailable(f"bubblewrap could not be started: {exc}. Fix: {FIX_HINT}") from None
+        if probe.returncode != 0:
+            raise SandboxUnavailable(
+                f"bubblewrap cannot create a sandbox here: {probe.stderr.strip()[:300]}. Fix: {FIX_HINT}"
+            )
+        self._checked = True
+
+    def describe(self) -> str:
+        if self.unsafe:
+            return "UNSAFE: no sandbox (trusted code only)"
+        version = "bwrap"
+        with contextlib.suppress(OSError, subprocess.SubprocessError):
+            version = subprocess.run([self.bwrap or "bwrap", "--version"], capture_output=True,
+                                     text=True, timeout=10).stdout.strip()
+        return f"{version}, uid {NOBODY_UID if self.as_root else os.getuid()}, seccomp, rlimits"
+
+    # ---------------------------------------------------------------- helpers
+    def _user_kwargs(self) -> dict[str, object]:
+        if self.as_root and not self.unsafe:
+            return {"user": NOBODY_UID, "group": NOBODY_GID, "extra_groups": []}
+        return {}
+
+    def _bwrap_base(self, tmp_size: int) -> list[str]:
+        assert self.bwrap is not None
+        return [
+            self.bwrap, "--unshare-all", "--die-with-parent", "--new-session",
+            "--hostname", "sandbox", "--dev", "/dev",
+            "--size", str(tmp_size), "--tmpfs", "/tmp",
+        ]
+
+    def _launcher_args(self, limits: Limits, stdin_path: str, runs: int, seccomp: bool) -> list[str]:
+        return [
+            "--report-fd", _REPORT_FD,
+            "--cpu", str(limits.cpu_seconds),
+            "--as", str(limits.address_space),
+            "--fsize", str(limits.file_size),
+            "--nproc", str(limits.max_processes),
+            "--nofile", str(limits.max_open_files),
+            "--stdin", stdin_path,
+            "--runs", str(runs),
+            "--seccomp", "1" if seccomp else "0",
+        ]
+
+    def _make_run_dir(self) -> Path:
+        run_dir = Path(tempfile.mkdtemp(prefix="asmopt-run-"))
+        os.chmod(run_dir, 0o755)
+        return run_dir
+
+    # ---------------------------------------------------------------- public API
+    def run_program(self, binary: str | os.PathLike[str], *, argv: Sequence[str] = (),
+                    stdin: bytes = b"", limits: Limits | None = None, runs: int = 1) -> RunResult:
+        """Run an untrusted binary `runs` times back to back in one sandbox.
+
+        The result's exit status and times are those of the last run; `records` holds all.
+        Output (stdout/stderr) is the concatenation over runs."""
+        limits = limits or self.limits
+        self.check()
+        run_dir = self._make_run_dir()
+        try:
+            prog = run_dir / "prog"
+            shutil.copyfile(binary, prog)
+            os.chmod(prog, 0o755)
+            (run_dir / "stdin").write_bytes(stdin)
+            os.chmod(run_dir / "stdin", 0o644)
+            launch = run_dir / "launch"
+            shutil.copyfile(self._launcher, launch)
+            os.chmod(launch, 0o755)
+            if self.unsafe:
+                cmd = [str(launch), *self._launcher_args(limits, str(run_dir / "stdin"), runs, True),
+                       "--", str(prog), *argv]
+                return self._execute(cmd, limits, cwd=str(run_dir))
+            assert self._libs is not None
+            cmd = self._bwrap_base(limits.tmp_size)
+            for inside, real in self._libs:
+                cmd += ["--ro-bind", real, inside]
+            cmd += [
+                "--ro-bind", str(prog), "/sandbox/prog",
+                "--ro-bind", str(launch), "/sandbox/launch",
+                "--ro-bind", str(run_dir / "stdin"), "/sandbox/stdin",
+                "--remount-ro", "/",
+                "--chdir", "/tmp", "--clearenv",
+                "--setenv", "PATH", "/usr/bin:/bin", "--setenv", "HOME", "/tmp",
+                "--setenv", "LANG", "C",
+                "/sandbox/launch", *self._launcher_args(limits, "/sandbox/stdin", runs, True),
+                "--", "/sandbox/prog", *argv,
+            ]
+            return self._execute(cmd, limits)
+        finally:
+            shutil.rmtree(run_dir, ignore_errors=True)
+
+    def run_toolchain(self, argv: Sequence[str], work_dir: str | os.PathLike[str],
+                      limits: Limits = TOOLCHAIN_LIMITS) -> RunResult:
+        """Run a compiler command with `work_dir` (and nothing else of ours) writable at /work."""
+        self.check()
+        work = Path(work_dir).resolve()
+        if self.unsafe:
+            cmd = [str(self._launcher), *self._launcher_args(limits, "/dev/null", 1, False),
+                   "--", *argv]
+            return self._execute(cmd, limits, cwd=str(work))
+        if self.as_root:
+            for path in [work, *work.rglob("*")]:
+                os.chown(path, NOBODY_UID, NOBODY_GID)
+        launch_dir = self._make_run_dir()
+        try:
+            launch = launch_dir / "launch"
+            shutil.copyfile(self._launcher, launch)
+            os.chmod(launch, 0o755)
+            cmd = self._bwrap_base(limits.tmp_size) + ["--proc", "/proc"]
+            for top in ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32"):
+                p = Path(top)
+                if p.is_symlink():
+                    cmd += ["--symlink", os.readlink(p), top]
+                elif p.is_dir():
+                    cmd += ["--ro-bind", top, top]
+            for etc in ("/etc/ld.so.cache", "/etc/ld.so.conf", "/etc/ld.so.conf.d",
+                        "/etc/alternatives"):
+                cmd += ["--ro-bind-try", etc, etc]
+            for hidden in self._hide:
+                if any(str(hidden).startswith(t + "/") for t in ("/usr", "/lib", "/lib64", "/bin")):
+                    cmd += ["--tmpfs", str(hidden)]
+            if Path("/usr/local").is_dir():
+                cmd += ["--tmpfs", "/usr/local"]
+            cmd += [
+                "--bind", str(work), "/work",
+                "--ro-bind", str(launch), "/sandbox/launch",
+                "--chdir", "/work", "--clearenv",
+                "--setenv", "PATH", "/usr/bin:/bin", "--setenv", "LANG", "C",
+                "--setenv", "TMPDIR", "/tmp", "--setenv", "HOME", "/tmp",
+                "/sandbox/launch", *self._launcher_args(limits, "/dev/null", 1, False),
+                "--", *argv,
+            ]
+            return self._execute(cmd, limits)
+        finally:
+            shutil.rmtree(launch_dir, ignore_errors=True)
+
+    # ---------------------------------------------------------------- the run itself
+    def _execute(self, cmd: list[str], limits: Limits, cwd: str | None = None) -> RunResult:
+        report_r, report_w = os.pipe()
+        cmd = [str(report_w) if part == _REPORT_FD else part for part in cmd]
+        start = time.monotonic()
+        try:
+            proc = subprocess.Popen(
+                cmd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                pass_fds=(report_w,), start_new_session=True, cwd=cwd,
+                **self._user_kwargs(),  # type: ignore[arg-type]
+            )
+        except OSError as exc:
+            os.close(report_r)
+            os.close(report_w)
+            return RunResult(infra_error=f"could not start the sandbox: {exc}")
+        os.close(report_w)
+        # A little slack over the CPU limit so a CPU-bound program meets its rlimit first.
+        deadline = start + limits.wall_seconds
+        buffers = {"out": bytearray(), "err": bytearray(), "rep": bytearray()}
+        caps = {"out": limits.stdout_cap, "err": limits.stderr_cap, "rep": 1 << 20}
+        over = {"out": False, "err": False, "rep": False}
+        timed_out = False
+        sel = selectors.DefaultSelector()
+        assert proc.stdout is not None and proc.stderr is not None
+        sel.register(proc.stdout, selectors.EVENT_READ, "out")
+        sel.register(proc.stderr, selectors.EVENT_READ, "err")
+        rep_file = os.fdopen(report_r, "rb", buffering=0)
+        sel.register(rep_file, selectors.EVENT_READ, "rep")
+        killed = False
+        try:
+            while sel.get_map():
+                remaining = deadline - time.monotonic()
+                if remaining <= 0:
+                    timed_out = True
+                    break
+                for key, _ in sel.select(timeout=min(remaining, 0.5)):
+                    name = key.data
+                    chunk = os.read(key.fd, 65536)
+                    if not chunk:
+                        sel.unregister(key.fileobj)
+                        continue
+                    buf = buffers[name]
+                    room = caps[name] - len(buf)
+                    if len(chunk) > room:
+                        buf += chunk[: max(room, 0)]
+                        over[name] = True
+                    else:
+                        buf += chunk
+                if over["out"] or over["err"]:
+                    break
+        finally:
+            if timed_out or over["out"] or over["err"] or proc.poll() is None:
+                killed = self._kill(proc) or killed
+            try:
+                proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                self._kill(proc)
+                proc.wait(timeout=10)
+            # Drain what is left of the report after the kill (bounded).
+            with contextlib.suppress(OSError):
+                os.set_blocking(report_r, False)
+                while len(buffers["rep"]) < caps["rep"]:
+                    chunk = os.read(report_r, 65536)
+                    if not chunk:
+                        break
+                    buffers["rep"] += chunk
+            sel.close()
+            rep_file.close()
+            proc.stdout.close()
+            proc.stderr.close()
+        outer = time.monotonic() - start
+        report = parse_report(buffers["rep"].decode("utf-8", "replace"))
+        result = RunResult(
+            stdout=bytes(buffers["out"]), stderr=bytes(buffers["err"]),
+            stdout_truncated=over["out"], stderr_truncated=over["err"],
+            timed_out=timed_out, outer_wall_s=outer, records=report.runs,
+        )
+        if report.runs:
+            last = report.runs[-1]
+            result = replace(
+                result, exit_code=last.exit_code, signal=last.signal,
+                user_time_s=last.user_time_s, sys_time_s=last.sys_time_s,
+                wall_time_s=last.wall_time_s, peak_rss_kb=last.peak_rss_kb,
+            )
+        if not report.started:
+            if timed_out or over["out"] or over["err"]:
+                return result
+            msg = result.stderr.decode("utf-8", "replace").strip()[:500]
+            result.infra_error = f"the sandbox did not start (exit {proc.returncode}): {msg}"
+        elif report.error is not None:
+            result.infra_error = f"sandbox launcher: {report.error}"
+        elif not report.done and not (timed_out or over["out"] or over["err"]):
+            # The launcher vanished mid-run: only something inside the sandbox could do that.
+            result.launcher_lost = True
+        return result
+
+    def _kill(self, proc: subprocess.Popen[bytes]) -> bool:
+        """Kill bwrap; its pid namespace (and every process in it) goes with it."""
+        try:
+            os.killpg(proc.pid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            with contextlib.suppress(ProcessLookupError):
+                proc.kill()
+        return True
+
+
+_default: Sandbox | None = None
+
+
+def default_sandbox() -> Sandbox:
+    global _default
+    if _default is None:
+        _default = Sandbox()
+    return _default
