@@ -1,0 +1,278 @@
+"""gcc as a service: baseline assembly, assembling and linking candidates, a build cache.
+
+Every compiler invocation runs inside the toolchain sandbox profile, because assembler
+input is model-written and directives such as `.incbin` or `.include` would otherwise read
+any file on the host (the expected outputs included) into the binary.
+
+Results are cached on disk, keyed by the content hash of the inputs, the flags and the
+compiler identity, so a candidate seen twice (common in RL) is built once. Failures are
+cached too: assembling the same broken text again gives the same message.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import subprocess
+import tempfile
+import threading
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Literal
+
+from asmopt.cache import cache_root
+from asmopt.programs.model import Program
+from asmopt.sandbox.runner import Sandbox, SandboxUnavailable, default_sandbox
+
+BuildStage = Literal["compile", "assemble", "link", "infra", "ok"]
+MAX_ASM_BYTES = 16 << 20
+DEFAULT_O3_FLAGS: tuple[str, ...] = ("-O3",)
+
+
+class ToolchainError(RuntimeError):
+    """Our toolchain is broken (compiler missing, sandbox down): an infrastructure failure."""
+
+
+@dataclass(frozen=True)
+class BuildResult:
+    """Outcome of turning C or assembly into something runnable.
+
+    `stage` says where it stopped: "ok", or the failing step ("compile", "assemble", "link"),
+    or "infra" when the failure is ours, not the input's."""
+
+    stage: BuildStage
+    message: str = ""
+    output: Path | None = None
+    cached: bool = False
+    seconds: float = 0.0
+
+    @property
+    def ok(self) -> bool:
+        return self.stage == "ok"
+
+
+def first_messages(stderr: str, limit: int = 6) -> str:
+    """The first diagnostics of gcc/as/ld with our temporary paths removed."""
+    lines = []
+    for raw in stderr.splitlines():
+        line = raw.replace("/work/", "")
+        if not line.strip():
+            continue
+        lines.append(line)
+        if len(lines) >= limit:
+            break
+    return "\n".join(lines)
+
+
+class Toolchain:
+    """A C compiler driver used for -S, assembling and linking, with an on-disk cache."""
+
+    def __init__(self, cc: str = "gcc", *, sandbox: Sandbox | None = None,
+                 cache_dir: str | os.PathLike[str] | None = None) -> None:
+        self.cc = cc
+        self._sandbox = sandbox
+        self.cache_dir = Path(cache_dir) if cache_dir else cache_root() / "builds"
+        self.cache_dir.mkdir(parents=True, exist_ok=True)
+        self._identity: str | None = None
+        self._lock = threading.Lock()
+
+    @property
+    def sandbox(self) -> Sandbox:
+        if self._sandbox is None:
+            self._sandbox = default_sandbox()
+        return self._sandbox
+
+    # ------------------------------------------------------------------ identity
+    def identity(self) -> str:
+        """Compiler and assembler versions: part of every cache key and every fingerprint."""
+        if self._identity is None:
+            if shutil.which(self.cc) is None:
+                raise ToolchainError(
+                    f"C compiler {self.cc!r} not found; install it (apt-get install gcc)"
+                )
+            try:
+                cc_v = subprocess.run([self.cc, "--version"], capture_output=True, text=True,
+                                      timeout=30, check=True).stdout.splitlines()[0]
+                target = subprocess.run([self.cc, "-dumpmachine"], capture_output=True,
+                                        text=True, timeout=30, check=True).stdout.strip()
+                as_v = subprocess.run([self.cc, "-Wa,--version", "-c", "-x", "assembler",
+                                       "/dev/null", "-o", "/dev/null"], capture_output=True,
+                                      text=True, timeout=30).stdout.splitlines()
+            except (OSError, subprocess.SubprocessError, IndexError) as exc:
+                raise ToolchainError(f"cannot query {self.cc!r}: {exc}") from None
+            self._identity = f"{cc_v} | {target} | {as_v[0] if as_v else 'as ?'}"
+        return self._identity
+
+    # ------------------------------------------------------------------ cache
+    def _key(self, kind: str, *parts: bytes | str) -> str:
+        h = hashlib.sha256()
+        for part in (kind, self.identity(), *parts):
+            data = part.encode() if isinstance(part, str) else part
+            h.update(len(data).to_bytes(8, "little"))
+            h.update(data)
+        return h.hexdigest()
+
+    def _cache_get(self, key: str) -> BuildResult | None:
+        meta_path = self.cache_dir / key[:2] / key / "meta.json"
+        if not meta_path.exists():
+            return None
+        try:
+            meta = json.loads(meta_path.read_text())
+        except (OSError, json.JSONDecodeError):
+            return None
+        output = meta.get("output")
+        out_path = meta_path.parent / output if output else None
+        if out_path is not None and not out_path.exists():
+            return None
+        return BuildResult(stage=meta["stage"], message=meta["message"], output=out_path,
+                           cached=True, seconds=meta.get("seconds", 0.0))
+
+    def _cache_put(self, key: str, result: BuildResult) -> BuildResult:
+        if result.stage == "infra":
+            return result  # our failures are never remembered as the input's
+        final = self.cache_dir / key[:2] / key
+        final.parent.mkdir(parents=True, exist_ok=True)
+        staging = Path(tempfile.mkdtemp(dir=final.parent, prefix=".tmp-"))
+        out_name = None
+        if result.output is not None:
+            out_name = result.output.name
+            shutil.copy2(result.output, staging / out_name)
+        meta = asdict(result)
+        meta.update(output=out_name, cached=False)
+        (staging / "meta.json").write_text(json.dumps(meta))
+        try:
+            os.rename(staging, final)
+        except OSError:
+            shutil.rmtree(staging, ignore_errors=True)  # another thread won the race
+        return BuildResult(stage=result.stage, message=result.message,
+                           output=(final / out_name) if out_name else None,
+                           cached=False, seconds=result.seconds)
+
+    # ------------------------------------------------------------------ sandboxed gcc
+    def _run(self, argv: Sequence[str], files: dict[str, bytes], want: str | None,
+             stage: BuildStage) -> BuildResult:
+        work = Path(tempfile.mkdtemp(prefix="asmopt-build-"))
+        try:
+            for name, data in files.items():
+                (work / name).write_bytes(data)
+            try:
+                cc_path = shutil.which(self.cc)
+                if cc_path is None:
+                    return BuildResult(stage="infra", message=f"C compiler {self.cc!r} not found; "
+                                       "install it (apt-get install gcc)")
+                run = self.sandbox.run_toolchain([cc_path, *argv], work)
+            except SandboxUnavailable as exc:
+                return BuildResult(stage="infra", message=str(exc))
+            if run.infra_error:
+                return BuildResult(stage="infra", message=run.infra_error)
+            stderr = run.stderr.decode("utf-8", "replace")
+            if run.timed_out or (run.signal is not None and run.signal in (9, 24)):
+                return BuildResult(stage=stage, message=f"{stage} step timed out "
+                                   "(the input makes the toolchain run too long)",
+                                   seconds=run.outer_wall_s)
+            if run.signal == 25:
+                return BuildResult(stage=stage, message=f"{stage} step output exceeds the "
+                                   "file size limit", seconds=run.outer_wall_s)
+            if run.exit_code != 0:
+                msg = first_messages(stderr) or f"{self.cc} exited with {run.exit_code}"
+                return BuildResult(stage=stage, message=msg, seconds=run.outer_wall_s)
+            if want is not None:
+                produced = work / want
+                if not produced.exists():
+                    return BuildResult(stage="infra", message=f"{self.cc} reported success "
+                                       f"but wrote no {want}")
+                keep = Path(tempfile.mkdtemp(prefix="asmopt-out-")) / want
+                shutil.move(produced, keep)
+                return BuildResult(stage="ok", output=keep, seconds=run.outer_wall_s)
+            return BuildResult(stage="ok", seconds=run.outer_wall_s)
+        finally:
+            shutil.rmtree(work, ignore_errors=True)
+
+    @staticmethod
+    def _program_files(program: Program) -> dict[str, bytes]:
+        files = {"main.c": program.source.encode()}
+        for name, text in program.headers:
+            files[name] = text.encode()
+        return files
+
+    def _cached(self, key: str, build: callable) -> BuildResult:  # type: ignore[valid-type]
+        hit = self._cache_get(key)
+        if hit is not None:
+            return hit
+        result = build()
+        stored = self._cache_put(key, result)
+        if result.output is not None:
+            shutil.rmtree(result.output.parent, ignore_errors=True)
+        return stored
+
+    # ------------------------------------------------------------------ public API
+    def compile_assembly(self, program: Program, flags: Sequence[str] = DEFAULT_O3_FLAGS) -> BuildResult:
+        """`gcc FLAGS -S main.c`: the baseline assembly (output: a .s file)."""
+        argv = [*flags, *program.cflags, "-S", "main.c", "-o", "main.s"]
+        files = self._program_files(program)
+        key = self._key("asm", json.dumps(argv), *[n.encode() + b"\0" + d for n, d in sorted(files.items())])
+        return self._cached(key, lambda: self._run(argv, files, "main.s", "compile"))
+
+    def baseline_assembly(self, program: Program, flags: Sequence[str] = DEFAULT_O3_FLAGS) -> str:
+        """The -O3 assembly text, or ToolchainError naming why it could not be made."""
+        result = self.compile_assembly(program, flags)
+        if not result.ok or result.output is None:
+            raise ToolchainError(f"{program.id}: gcc {' '.join(flags)} -S failed: {result.message}")
+        return result.output.read_text(encoding="utf-8", errors="replace")
+
+    def compile_binary(self, program: Program, flags: Sequence[str] = DEFAULT_O3_FLAGS) -> BuildResult:
+        """Build an executable straight from C (reference builds, verification)."""
+        argv = [*flags, *program.cflags, "main.c", "-o", "prog", *program.ldflags]
+        files = self._program_files(program)
+        key = self._key("cbin", json.dumps(argv), *[n.encode() + b"\0" + d for n, d in sorted(files.items())])
+        return self._cached(key, lambda: self._run(argv, files, "prog", "compile"))
+
+    def assemble_and_link(self, assembly: str | bytes, ldflags: Sequence[str] = ("-lm",)) -> BuildResult:
+        """Assemble then link a candidate, reporting which of the two steps failed."""
+        if isinstance(assembly, str):
+            data = assembly.encode("utf-8")
+        else:
+            data = assembly
+            try:
+                data.decode("utf-8")
+            except UnicodeDecodeError as exc:
+                return BuildResult(stage="assemble", message=f"assembly is not UTF-8 text "
+                                   f"(invalid byte at offset {exc.start})")
+        if not data.strip():
+            return BuildResult(stage="assemble", message="assembly is empty")
+        if b"\x00" in data:
+            return BuildResult(stage="assemble", message="assembly contains NUL bytes (binary data)")
+        if len(data) > MAX_ASM_BYTES:
+            return BuildResult(stage="assemble", message=f"assembly is too large "
+                               f"({len(data)} bytes > {MAX_ASM_BYTES})")
+        key = self._key("link", json.dumps(list(ldflags)), data)
+
+        def build() -> BuildResult:
+            obj = self._run(["-c", "cand.s", "-o", "cand.o"], {"cand.s": data}, "cand.o", "assemble")
+            if not obj.ok or obj.output is None:
+                return obj
+            try:
+                linked = self._run(["cand.o", "-o", "prog", *ldflags],
+                                   {"cand.o": obj.output.read_bytes()}, "prog", "link")
+            finally:
+                shutil.rmtree(obj.output.parent, ignore_errors=True)
+            if linked.stage == "link" and "undefined reference to `main'" in linked.message:
+                linked = BuildResult(stage="link", seconds=linked.seconds, message=(
+                    "the assembly defines no global `main` (add `.globl main` and a `main:` "
+                    "label)\n" + linked.message))
+            return linked
+
+        return self._cached(key, build)
+
+
+_default: Toolchain | None = None
+
+
+def default_toolchain() -> Toolchain:
+    global _default
+    if _default is None:
+        _default = Toolchain()
+    return _default

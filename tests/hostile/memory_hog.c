@@ -1,0 +1,12 @@
+#include <stdlib.h>
+#include <string.h>
+#include <stdio.h>
+int main(void) {
+    size_t total = 0;
+    for (;;) {
+        char *p = malloc(64 << 20);
+        if (!p) { printf("oom after %zu MiB\n", total >> 20); return 3; }
+        memset(p, 1, 64 << 20);
+        total += 64 << 20;
+    }
+}
