@@ -280,6 +280,70 @@ spec("coin_change_ways", "dynamic_programming", "train",
       coin_input(200000, numbers(11, 20, 2, 500)),
       coin_input(2000000, sorted(set(numbers(12, 40, 2, 5000))))])
 
+# ---- graphs ---------------------------------------------------------------------------------
+
+spec("dijkstra_heap", "graph", "train",
+     "Dijkstra with a binary heap (lazy deletion) on a generated sparse digraph, several sources",
+     ["1 0 1 1\n", "2 1 2 2\n", "10 30 3 3\n", "5000 30000 4 3\n", "100000 600000 5 2\n",
+      "150000 900000 6 2\n"])
+spec("bfs_grid", "graph", "validation",
+     "BFS on a generated grid maze: corner distance, distance histogram, open regions",
+     ["1 1 0 1\n", "1 5 30 2\n", "10 10 30 3\n", "300 400 35 4\n", "1000 1000 25 5\n",
+      "2500 2500 30 6\n"])
+spec("scc_kosaraju", "graph", "train",
+     "Strongly connected components by Kosaraju with iterative DFS, condensation statistics",
+     ["1 0 1\n", "2 2 2\n", "50 120 3\n", "20000 40000 4\n", "200000 500000 5\n",
+      "400000 1200000 6\n"])
+
+
+def floyd_input(seed: int, n: int, m: int, wmax: int) -> Callable[[], str]:
+    def make() -> str:
+        edges = graph_edges(seed, n, m, wmax) if n else []
+        return f"{n} {len(edges)}\n" + "".join(f"{u} {v} {w}\n" for u, v, w in edges)
+    return make
+
+
+def sparse_floyd_input(seed: int, n: int, m: int) -> Callable[[], str]:
+    """Random edges without the ring, so many pairs stay unreachable."""
+    def make() -> str:
+        r = Rng(seed)
+        edges = [(r.between(1, n), r.between(1, n), r.between(0, 50)) for _ in range(m)]
+        return f"{n} {m}\n" + "".join(f"{u} {v} {w}\n" for u, v, w in edges)
+    return make
+
+
+spec("floyd_warshall", "graph", "test",
+     "Floyd-Warshall all-pairs shortest paths on a weighted digraph read from stdin",
+     ["0 0\n", "1 1\n1 1 5\n", "4 5\n1 2 3\n2 3 4\n3 1 1\n1 3 10\n4 4 0\n",
+      sparse_floyd_input(1, 60, 90), floyd_input(2, 150, 1200, 100), floyd_input(3, 540, 5400, 1000)])
+spec("kruskal_mst", "graph", "train",
+     "Kruskal minimum spanning forest: counting sort by weight, union-find with path halving",
+     ["1 0 10 1\n", "2 1 5 2\n", "20 40 100 3\n", "10000 30000 1000 4\n",
+      "200000 1000000 100000 5\n", "1000000 4000000 1000000 6\n"])
+spec("max_flow_dinic", "graph", "validation",
+     "Dinic maximum flow on a generated layered network, recursive blocking flow, min-cut check",
+     ["1 1 1 1 1\n", "2 2 1 5 2\n", "4 5 3 10 3\n", "20 50 4 100 4\n", "40 150 5 1000 5\n",
+      "50 300 5 1000 6\n"])
+
+# ---- number theory --------------------------------------------------------------------------
+
+spec("sieve_primes", "number_theory", "train",
+     "Odd-only byte sieve of Eratosthenes: prime count, sum, twins, largest gap",
+     ["0\n", "2\n", "100\n", "1000000\n", "10000000\n", "60000000\n"])
+spec("miller_rabin32", "number_theory", "test",
+     "Deterministic Miller-Rabin for 32-bit numbers (64-bit mulmod) over a window and samples",
+     ["0 10 1 0\n", "4294967200 96 2 5\n", "1000 1000 3 100\n", "1000000000 100000 4 10000\n",
+      "3000000000 200000 5 200000\n", "2000000000 1200000 6 1000000\n"])
+spec("gcd_pairs", "number_theory", "train",
+     "Sum of gcd over all pairs up to n with Euclid's algorithm, checked against a totient sieve",
+     ["0\n", "1\n", "10\n", "300\n", "1000\n", "2600\n"])
+spec("collatz_longest", "number_theory", "validation",
+     "Longest Collatz chain below N with a memo table; peak value and length histogram",
+     ["0\n", "2\n", "100\n", "100000\n", "1000000\n", "12000000\n"])
+spec("bigint_factorial", "number_theory", "train",
+     "N! in base 1e9 limbs; digit count, digit sum, leading digits, trailing zeros",
+     ["0\n", "1\n", "25\n", "1000\n", "5000\n", "22000\n"])
+
 
 # --------------------------------------------------------------------------------------------
 # Building and running.

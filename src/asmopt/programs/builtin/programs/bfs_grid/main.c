@@ -1,0 +1,81 @@
+/* Breadth-first search on a generated grid maze: shortest path corner to corner, distance
+ * histogram, and the number of connected open regions (flood fill with the same queue).
+ * Input: H W wall_percent seed. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <stdint.h>
+
+static uint32_t s;
+
+static uint32_t rnd(void)
+{
+    s ^= s << 13;
+    s ^= s >> 17;
+    s ^= s << 5;
+    return s;
+}
+
+int main(void)
+{
+    int H, W, pct;
+    unsigned seed;
+    if (scanf("%d %d %d %u", &H, &W, &pct, &seed) != 4 || H <= 0 || W <= 0) {
+        printf("bad input\n");
+        return 0;
+    }
+    s = seed | 1u;
+    size_t cells = (size_t)H * (size_t)W;
+    unsigned char *wall = malloc(cells);
+    int *dist = malloc(cells * sizeof *dist);
+    int *queue = malloc(cells * sizeof *queue);
+    if (!wall || !dist || !queue) return 1;
+    for (size_t i = 0; i < cells; i++) wall[i] = (int)(rnd() % 100) < pct;
+    wall[0] = 0;
+    wall[cells - 1] = 0;
+    for (size_t i = 0; i < cells; i++) dist[i] = -1;
+
+    static const int dr[4] = {1, -1, 0, 0};
+    static const int dc[4] = {0, 0, 1, -1};
+    int regions = 0, largest = 0;
+    long long hist[8] = {0};
+    uint64_t dsum = 0;
+    for (size_t startc = 0; startc < cells; startc++) {
+        if (wall[startc] || dist[startc] >= 0) continue;
+        regions++;
+        size_t head = 0, tail = 0;
+        queue[tail++] = (int)startc;
+        dist[startc] = 0;
+        while (head < tail) {
+            int cur = queue[head++];
+            int r = cur / W, c = cur % W;
+            for (int d = 0; d < 4; d++) {
+                int nr = r + dr[d], nc = c + dc[d];
+                if (nr < 0 || nr >= H || nc < 0 || nc >= W) continue;
+                int nx = nr * W + nc;
+                if (wall[nx] || dist[nx] >= 0) continue;
+                dist[nx] = dist[cur] + 1;
+                queue[tail++] = nx;
+            }
+        }
+        if ((int)tail > largest) largest = (int)tail;
+        if (startc == 0) {
+            for (size_t i = 0; i < tail; i++) {
+                int d = dist[queue[i]];
+                dsum += (uint64_t)d;
+                int b = 0;
+                while (b < 7 && (d >> (2 * b + 2)) != 0) b++;
+                hist[b]++;
+            }
+            printf("corner_distance %d\n", dist[cells - 1]);
+            printf("reachable %zu distance_sum %llu\n", tail, (unsigned long long)dsum);
+        }
+    }
+    printf("regions %d largest %d\n", regions, largest);
+    printf("hist");
+    for (int i = 0; i < 8; i++) printf(" %lld", hist[i]);
+    printf("\n");
+    free(wall);
+    free(dist);
+    free(queue);
+    return 0;
+}
