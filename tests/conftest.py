@@ -32,9 +32,13 @@ def toolchain(sandbox: Sandbox, tmp_path_factory: pytest.TempPathFactory) -> Too
 def no_leftovers() -> Iterator[None]:
     """Fail if a test leaves sandbox run directories or sandboxed processes behind."""
     tmp = Path(tempfile.gettempdir())
-    before = {p.name for p in tmp.glob("asmopt-run-*")} | {p.name for p in tmp.glob("asmopt-build-*")}
+    before = {p.name for p in tmp.glob("asmopt-run-*")} | {
+        p.name for p in tmp.glob("asmopt-build-*")
+    }
     yield
-    after = {p.name for p in tmp.glob("asmopt-run-*")} | {p.name for p in tmp.glob("asmopt-build-*")}
+    after = {p.name for p in tmp.glob("asmopt-run-*")} | {
+        p.name for p in tmp.glob("asmopt-build-*")
+    }
     assert after <= before, f"left behind: {sorted(after - before)}"
     assert sandboxed_processes() == [], f"processes left running: {sandboxed_processes()}"
 

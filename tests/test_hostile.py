@@ -10,17 +10,22 @@ import time
 from pathlib import Path
 
 import pytest
+from conftest import sandboxed_processes
 
 from asmopt.evaluate import Verdict, check_candidate
 from asmopt.programs.model import Program, TestCase
 from asmopt.sandbox import Limits, Sandbox
 from asmopt.toolchain import Toolchain
 
-from conftest import sandboxed_processes
-
 HOSTILE = Path(__file__).parent / "hostile"
-LIMITS = Limits(cpu_seconds=1, wall_seconds=4.0, address_space=256 << 20, file_size=8 << 20,
-                tmp_size=32 << 20, stdout_cap=1 << 20)
+LIMITS = Limits(
+    cpu_seconds=1,
+    wall_seconds=4.0,
+    address_space=256 << 20,
+    file_size=8 << 20,
+    tmp_size=32 << 20,
+    stdout_cap=1 << 20,
+)
 
 
 def _program(name: str, stdin: bytes = b"", expected: bytes = b"42\n") -> Program:
@@ -52,9 +57,14 @@ def _check(name: str, toolchain: Toolchain, sandbox: Sandbox, **kw: object):
         ("sigfpe", Verdict.CRASH, "SIGFPE"),
     ],
 )
-def test_hostile_binary_is_contained(name: str, verdict: Verdict, needle: str,
-                                     toolchain: Toolchain, sandbox: Sandbox,
-                                     no_leftovers: None) -> None:
+def test_hostile_binary_is_contained(
+    name: str,
+    verdict: Verdict,
+    needle: str,
+    toolchain: Toolchain,
+    sandbox: Sandbox,
+    no_leftovers: None,
+) -> None:
     start = time.monotonic()
     result = _check(name, toolchain, sandbox)
     assert result.verdict == verdict, result.message
@@ -63,27 +73,32 @@ def test_hostile_binary_is_contained(name: str, verdict: Verdict, needle: str,
     assert not Path("/tmp/huge.bin").exists()
 
 
-def test_memory_hog_stays_under_the_address_space_limit(toolchain: Toolchain, sandbox: Sandbox) -> None:
+def test_memory_hog_stays_under_the_address_space_limit(
+    toolchain: Toolchain, sandbox: Sandbox
+) -> None:
     result = _check("memory_hog", toolchain, sandbox)
     assert result.tests[0].peak_rss_kb * 1024 <= LIMITS.address_space
 
 
-def test_secrets_and_expected_outputs_are_invisible(toolchain: Toolchain, sandbox: Sandbox,
-                                                    tmp_path: Path, no_leftovers: None) -> None:
+def test_secrets_and_expected_outputs_are_invisible(
+    toolchain: Toolchain, sandbox: Sandbox, tmp_path: Path, no_leftovers: None
+) -> None:
     secret = tmp_path / "t1.out"
     secret.write_text("THE-EXPECTED-ANSWER\n")
     secret.chmod(0o644)
     tmp_path.chmod(0o755)
-    program = _program("read_secrets", stdin=str(secret).encode() + b"\n",
-                       expected=b"THE-EXPECTED-ANSWER\n")
+    program = _program(
+        "read_secrets", stdin=str(secret).encode() + b"\n", expected=b"THE-EXPECTED-ANSWER\n"
+    )
     asm = toolchain.baseline_assembly(program, flags=("-O1",))
     result = check_candidate(program, asm, toolchain, sandbox, limits=LIMITS)
     assert result.verdict == Verdict.WRONG_OUTPUT
     assert "nothing readable" in result.message
 
 
-def test_incbin_of_host_files_fails_at_assembly(toolchain: Toolchain, sandbox: Sandbox,
-                                                 tmp_path: Path) -> None:
+def test_incbin_of_host_files_fails_at_assembly(
+    toolchain: Toolchain, sandbox: Sandbox, tmp_path: Path
+) -> None:
     secret = tmp_path / "expected.out"
     secret.write_text("SECRET\n")
     program = _program("closed_stdout")
@@ -101,8 +116,9 @@ def test_assembler_bomb_is_stopped(toolchain: Toolchain, sandbox: Sandbox) -> No
         bomb = f".data\n{body}\n.text\n.globl main\nmain:\nret\n"
         result = check_candidate(program, bomb, toolchain, sandbox, limits=LIMITS)
         assert result.verdict == Verdict.ASSEMBLE_ERROR, result.message
-        assert any(s in result.message.lower()
-                   for s in ("file size limit", "timed out", "out of memory"))
+        assert any(
+            s in result.message.lower() for s in ("file size limit", "timed out", "out of memory")
+        )
 
 
 def test_no_sandboxed_process_survives_the_corpus() -> None:

@@ -57,7 +57,7 @@ def _tokens(data: bytes) -> list[bytes]:
         pos = 0
         for m in _NUMBER.finditer(chunk):
             if m.start() > pos:
-                out.append(chunk[pos:m.start()])
+                out.append(chunk[pos : m.start()])
             out.append(m.group())
             pos = m.end()
         if pos < len(chunk):
@@ -82,7 +82,8 @@ def compare_output(expected: bytes, actual: bytes, cmp: Comparison) -> str | Non
         if expected.split() == actual.split():
             return None
         return _first_line_diff(b"\n".join(expected.split()), b"\n".join(actual.split())).replace(
-            "line", "token", 1)
+            "line", "token", 1
+        )
     exp_toks, act_toks = _tokens(expected), _tokens(actual)
     for i in range(max(len(exp_toks), len(act_toks))):
         if i >= len(exp_toks):
@@ -93,9 +94,11 @@ def compare_output(expected: bytes, actual: bytes, cmp: Comparison) -> str | Non
         e_num, a_num = _as_float(e_tok), _as_float(a_tok)
         if e_num is not None and a_num is not None:
             if not _numbers_close(e_num, a_num, cmp):
-                return (f"token {i + 1}: expected {e_tok.decode(errors='replace')}, got "
-                        f"{a_tok.decode(errors='replace')} (abs_tol {cmp.abs_tol:g}, "
-                        f"rel_tol {cmp.rel_tol:g})")
+                return (
+                    f"token {i + 1}: expected {e_tok.decode(errors='replace')}, got "
+                    f"{a_tok.decode(errors='replace')} (abs_tol {cmp.abs_tol:g}, "
+                    f"rel_tol {cmp.rel_tol:g})"
+                )
         elif e_tok != a_tok:
             return f"token {i + 1}: expected {_show(e_tok)}, got {_show(a_tok)}"
     return None

@@ -43,8 +43,12 @@ class Verdict(StrEnum):
 
     @property
     def built(self) -> bool:
-        return self not in (Verdict.ASSEMBLE_ERROR, Verdict.LINK_ERROR, Verdict.EXTRACTION_ERROR,
-                            Verdict.INFRA_ERROR)
+        return self not in (
+            Verdict.ASSEMBLE_ERROR,
+            Verdict.LINK_ERROR,
+            Verdict.EXTRACTION_ERROR,
+            Verdict.INFRA_ERROR,
+        )
 
 
 @dataclass
@@ -63,10 +67,15 @@ class TestVerdict:
 
     def to_dict(self) -> dict[str, Any]:
         return {
-            "test": self.test, "verdict": str(self.verdict), "message": self.message,
-            "exit_code": self.exit_code, "signal": self.signal,
-            "user_time_s": self.user_time_s, "sys_time_s": self.sys_time_s,
-            "wall_time_s": self.wall_time_s, "peak_rss_kb": self.peak_rss_kb,
+            "test": self.test,
+            "verdict": str(self.verdict),
+            "message": self.message,
+            "exit_code": self.exit_code,
+            "signal": self.signal,
+            "user_time_s": self.user_time_s,
+            "sys_time_s": self.sys_time_s,
+            "wall_time_s": self.wall_time_s,
+            "peak_rss_kb": self.peak_rss_kb,
         }
 
 
@@ -99,51 +108,84 @@ class CheckResult:
 
     def to_dict(self) -> dict[str, Any]:
         return {
-            "program": self.program_id, "verdict": str(self.verdict), "message": self.message,
-            "passed": self.passed, "total": self.total, "build_seconds": self.build_seconds,
+            "program": self.program_id,
+            "verdict": str(self.verdict),
+            "message": self.message,
+            "passed": self.passed,
+            "total": self.total,
+            "build_seconds": self.build_seconds,
             "tests": [t.to_dict() for t in self.tests],
         }
 
 
 def classify_run(test: TestCase, run: RunResult, limits: Limits) -> TestVerdict:
     """Map one sandboxed run to a test verdict, in a fixed order of precedence."""
-    base = dict(test=test.name, exit_code=run.exit_code, signal=run.signal_name,
-                user_time_s=run.user_time_s, sys_time_s=run.sys_time_s,
-                wall_time_s=run.wall_time_s, peak_rss_kb=run.peak_rss_kb)
+    base = dict(
+        test=test.name,
+        exit_code=run.exit_code,
+        signal=run.signal_name,
+        user_time_s=run.user_time_s,
+        sys_time_s=run.sys_time_s,
+        wall_time_s=run.wall_time_s,
+        peak_rss_kb=run.peak_rss_kb,
+    )
     if run.infra_error:
         return TestVerdict(verdict=Verdict.INFRA_ERROR, message=run.infra_error, **base)
     if run.stdout_truncated or run.stderr_truncated:
         which = "stdout" if run.stdout_truncated else "stderr"
         cap = limits.stdout_cap if run.stdout_truncated else limits.stderr_cap
-        return TestVerdict(verdict=Verdict.OUTPUT_LIMIT,
-                           message=f"{which} exceeded {cap} bytes; the program was stopped", **base)
-    cpu_limit_hit = run.signal in (_signal.SIGXCPU, _signal.SIGKILL) and \
-        run.cpu_time_s >= limits.cpu_seconds * 0.95
+        return TestVerdict(
+            verdict=Verdict.OUTPUT_LIMIT,
+            message=f"{which} exceeded {cap} bytes; the program was stopped",
+            **base,
+        )
+    cpu_limit_hit = (
+        run.signal in (_signal.SIGXCPU, _signal.SIGKILL)
+        and run.cpu_time_s >= limits.cpu_seconds * 0.95
+    )
     if run.timed_out or cpu_limit_hit:
-        why = f"CPU time limit of {limits.cpu_seconds}s" if cpu_limit_hit else \
-            f"wall-clock limit of {limits.wall_seconds:g}s"
+        why = (
+            f"CPU time limit of {limits.cpu_seconds}s"
+            if cpu_limit_hit
+            else f"wall-clock limit of {limits.wall_seconds:g}s"
+        )
         return TestVerdict(verdict=Verdict.TIMEOUT, message=f"exceeded the {why}", **base)
     if run.launcher_lost:
-        return TestVerdict(verdict=Verdict.SANDBOX_VIOLATION,
-                           message="the program interfered with the sandbox's launcher", **base)
+        return TestVerdict(
+            verdict=Verdict.SANDBOX_VIOLATION,
+            message="the program interfered with the sandbox's launcher",
+            **base,
+        )
     if run.signal == _signal.SIGSYS:
-        return TestVerdict(verdict=Verdict.SANDBOX_VIOLATION, message=(
-            "forbidden system call (new process, exec, network, tracing or signalling "
-            "another process); killed by the sandbox's seccomp filter"), **base)
+        return TestVerdict(
+            verdict=Verdict.SANDBOX_VIOLATION,
+            message=(
+                "forbidden system call (new process, exec, network, tracing or signalling "
+                "another process); killed by the sandbox's seccomp filter"
+            ),
+            **base,
+        )
     if run.signal == _signal.SIGXFSZ:
-        return TestVerdict(verdict=Verdict.OUTPUT_LIMIT,
-                           message=f"wrote a file larger than {limits.file_size} bytes", **base)
+        return TestVerdict(
+            verdict=Verdict.OUTPUT_LIMIT,
+            message=f"wrote a file larger than {limits.file_size} bytes",
+            **base,
+        )
     if run.signal is not None:
         note = ""
         if run.peak_rss_kb * 1024 >= 0.9 * limits.address_space:
             note = " (near the memory limit: likely out of memory)"
-        return TestVerdict(verdict=Verdict.CRASH, message=f"killed by {run.signal_name}{note}",
-                           **base)
+        return TestVerdict(
+            verdict=Verdict.CRASH, message=f"killed by {run.signal_name}{note}", **base
+        )
     if run.exit_code != test.expected_exit:
         stderr = run.stderr.decode("utf-8", "replace").strip().splitlines()
         tail = f"; stderr: {stderr[0][:200]!r}" if stderr else ""
-        return TestVerdict(verdict=Verdict.NONZERO_EXIT, message=(
-            f"exit code {run.exit_code}, expected {test.expected_exit}{tail}"), **base)
+        return TestVerdict(
+            verdict=Verdict.NONZERO_EXIT,
+            message=(f"exit code {run.exit_code}, expected {test.expected_exit}{tail}"),
+            **base,
+        )
     diff = compare_output(test.expected_stdout, run.stdout, test.compare)
     if diff is not None:
         return TestVerdict(verdict=Verdict.WRONG_OUTPUT, message=diff, **base)
@@ -158,13 +200,20 @@ def _overall(program_id: str, tests: list[TestVerdict]) -> CheckResult:
         return CheckResult(program_id, first.verdict, msg, tests)
     infra = [t for t in tests if t.verdict == Verdict.INFRA_ERROR]
     if infra:
-        return CheckResult(program_id, Verdict.INFRA_ERROR, f"test {infra[0].test}: {infra[0].message}", tests)
+        return CheckResult(
+            program_id, Verdict.INFRA_ERROR, f"test {infra[0].test}: {infra[0].message}", tests
+        )
     return CheckResult(program_id, Verdict.PASS, f"all {len(tests)} tests passed", tests)
 
 
-def check_binary(program: Program, binary: str | Path, sandbox: Sandbox,
-                 limits: Limits | None = None, tests: Sequence[TestCase] | None = None,
-                 stop_on_failure: bool = False) -> CheckResult:
+def check_binary(
+    program: Program,
+    binary: str | Path,
+    sandbox: Sandbox,
+    limits: Limits | None = None,
+    tests: Sequence[TestCase] | None = None,
+    stop_on_failure: bool = False,
+) -> CheckResult:
     """Run every test of `program` against an already built binary."""
     limits = limits or sandbox.limits
     results: list[TestVerdict] = []
@@ -176,8 +225,11 @@ def check_binary(program: Program, binary: str | Path, sandbox: Sandbox,
             verdict = TestVerdict(test=test.name, verdict=Verdict.INFRA_ERROR, message=str(exc))
         except Exception as exc:  # the grader itself failed: ours, not the candidate's
             log.error("grader error on %s/%s: %s", program.id, test.name, traceback.format_exc())
-            verdict = TestVerdict(test=test.name, verdict=Verdict.INFRA_ERROR,
-                                  message=f"grader error: {type(exc).__name__}: {exc}")
+            verdict = TestVerdict(
+                test=test.name,
+                verdict=Verdict.INFRA_ERROR,
+                message=f"grader error: {type(exc).__name__}: {exc}",
+            )
         results.append(verdict)
         if stop_on_failure and verdict.verdict.is_candidate_failure:
             break
@@ -187,23 +239,34 @@ def check_binary(program: Program, binary: str | Path, sandbox: Sandbox,
 
 
 def build_verdict(program_id: str, build: BuildResult) -> CheckResult:
-    stage_verdict = {"assemble": Verdict.ASSEMBLE_ERROR, "link": Verdict.LINK_ERROR,
-                     "compile": Verdict.ASSEMBLE_ERROR, "infra": Verdict.INFRA_ERROR}
-    return CheckResult(program_id, stage_verdict[build.stage], build.message,
-                       build_seconds=build.seconds)
+    stage_verdict = {
+        "assemble": Verdict.ASSEMBLE_ERROR,
+        "link": Verdict.LINK_ERROR,
+        "compile": Verdict.ASSEMBLE_ERROR,
+        "infra": Verdict.INFRA_ERROR,
+    }
+    return CheckResult(
+        program_id, stage_verdict[build.stage], build.message, build_seconds=build.seconds
+    )
 
 
-def check_candidate(program: Program, assembly: str | bytes, toolchain: Toolchain,
-                    sandbox: Sandbox | None = None, limits: Limits | None = None,
-                    stop_on_failure: bool = False) -> CheckResult:
+def check_candidate(
+    program: Program,
+    assembly: str | bytes,
+    toolchain: Toolchain,
+    sandbox: Sandbox | None = None,
+    limits: Limits | None = None,
+    stop_on_failure: bool = False,
+) -> CheckResult:
     """Assemble, link and run a candidate against all of a program's tests."""
     sandbox = sandbox or toolchain.sandbox
     try:
         build = toolchain.assemble_and_link(assembly, program.ldflags)
     except Exception as exc:
         log.error("toolchain error on %s: %s", program.id, traceback.format_exc())
-        return CheckResult(program.id, Verdict.INFRA_ERROR,
-                           f"toolchain error: {type(exc).__name__}: {exc}")
+        return CheckResult(
+            program.id, Verdict.INFRA_ERROR, f"toolchain error: {type(exc).__name__}: {exc}"
+        )
     if not build.ok or build.output is None:
         return build_verdict(program.id, build)
     result = check_binary(program, build.output, sandbox, limits, stop_on_failure=stop_on_failure)

@@ -70,8 +70,13 @@ def first_messages(stderr: str, limit: int = 6) -> str:
 class Toolchain:
     """A C compiler driver used for -S, assembling and linking, with an on-disk cache."""
 
-    def __init__(self, cc: str = "gcc", *, sandbox: Sandbox | None = None,
-                 cache_dir: str | os.PathLike[str] | None = None) -> None:
+    def __init__(
+        self,
+        cc: str = "gcc",
+        *,
+        sandbox: Sandbox | None = None,
+        cache_dir: str | os.PathLike[str] | None = None,
+    ) -> None:
         self.cc = cc
         self._sandbox = sandbox
         self.cache_dir = Path(cache_dir) if cache_dir else cache_root() / "builds"
@@ -94,13 +99,31 @@ class Toolchain:
                     f"C compiler {self.cc!r} not found; install it (apt-get install gcc)"
                 )
             try:
-                cc_v = subprocess.run([self.cc, "--version"], capture_output=True, text=True,
-                                      timeout=30, check=True).stdout.splitlines()[0]
-                target = subprocess.run([self.cc, "-dumpmachine"], capture_output=True,
-                                        text=True, timeout=30, check=True).stdout.strip()
-                as_v = subprocess.run([self.cc, "-Wa,--version", "-c", "-x", "assembler",
-                                       "/dev/null", "-o", "/dev/null"], capture_output=True,
-                                      text=True, timeout=30).stdout.splitlines()
+                cc_v = subprocess.run(
+                    [self.cc, "--version"], capture_output=True, text=True, timeout=30, check=True
+                ).stdout.splitlines()[0]
+                target = subprocess.run(
+                    [self.cc, "-dumpmachine"],
+                    capture_output=True,
+                    text=True,
+                    timeout=30,
+                    check=True,
+                ).stdout.strip()
+                as_v = subprocess.run(
+                    [
+                        self.cc,
+                        "-Wa,--version",
+                        "-c",
+                        "-x",
+                        "assembler",
+                        "/dev/null",
+                        "-o",
+                        "/dev/null",
+                    ],
+                    capture_output=True,
+                    text=True,
+                    timeout=30,
+                ).stdout.splitlines()
             except (OSError, subprocess.SubprocessError, IndexError) as exc:
                 raise ToolchainError(f"cannot query {self.cc!r}: {exc}") from None
             self._identity = f"{cc_v} | {target} | {as_v[0] if as_v else 'as ?'}"
@@ -127,8 +150,13 @@ class Toolchain:
         out_path = meta_path.parent / output if output else None
         if out_path is not None and not out_path.exists():
             return None
-        return BuildResult(stage=meta["stage"], message=meta["message"], output=out_path,
-                           cached=True, seconds=meta.get("seconds", 0.0))
+        return BuildResult(
+            stage=meta["stage"],
+            message=meta["message"],
+            output=out_path,
+            cached=True,
+            seconds=meta.get("seconds", 0.0),
+        )
 
     def _cache_put(self, key: str, result: BuildResult) -> BuildResult:
         if result.stage == "infra":
@@ -147,13 +175,18 @@ class Toolchain:
             os.rename(staging, final)
         except OSError:
             shutil.rmtree(staging, ignore_errors=True)  # another thread won the race
-        return BuildResult(stage=result.stage, message=result.message,
-                           output=(final / out_name) if out_name else None,
-                           cached=False, seconds=result.seconds)
+        return BuildResult(
+            stage=result.stage,
+            message=result.message,
+            output=(final / out_name) if out_name else None,
+            cached=False,
+            seconds=result.seconds,
+        )
 
     # ------------------------------------------------------------------ sandboxed gcc
-    def _run(self, argv: Sequence[str], files: dict[str, bytes], want: str | None,
-             stage: BuildStage) -> BuildResult:
+    def _run(
+        self, argv: Sequence[str], files: dict[str, bytes], want: str | None, stage: BuildStage
+    ) -> BuildResult:
         work = Path(tempfile.mkdtemp(prefix="asmopt-build-"))
         try:
             for name, data in files.items():
@@ -161,8 +194,11 @@ class Toolchain:
             try:
                 cc_path = shutil.which(self.cc)
                 if cc_path is None:
-                    return BuildResult(stage="infra", message=f"C compiler {self.cc!r} not found; "
-                                       "install it (apt-get install gcc)")
+                    return BuildResult(
+                        stage="infra",
+                        message=f"C compiler {self.cc!r} not found; "
+                        "install it (apt-get install gcc)",
+                    )
                 run = self.sandbox.run_toolchain([cc_path, *argv], work)
             except SandboxUnavailable as exc:
                 return BuildResult(stage="infra", message=str(exc))
@@ -170,20 +206,26 @@ class Toolchain:
                 return BuildResult(stage="infra", message=run.infra_error)
             stderr = run.stderr.decode("utf-8", "replace")
             if run.timed_out or (run.signal is not None and run.signal in (9, 24)):
-                return BuildResult(stage=stage, message=f"{stage} step timed out "
-                                   "(the input makes the toolchain run too long)",
-                                   seconds=run.outer_wall_s)
+                return BuildResult(
+                    stage=stage,
+                    message=f"{stage} step timed out (the input makes the toolchain run too long)",
+                    seconds=run.outer_wall_s,
+                )
             if run.signal == 25:
-                return BuildResult(stage=stage, message=f"{stage} step output exceeds the "
-                                   "file size limit", seconds=run.outer_wall_s)
+                return BuildResult(
+                    stage=stage,
+                    message=f"{stage} step output exceeds the file size limit",
+                    seconds=run.outer_wall_s,
+                )
             if run.exit_code != 0:
                 msg = first_messages(stderr) or f"{self.cc} exited with {run.exit_code}"
                 return BuildResult(stage=stage, message=msg, seconds=run.outer_wall_s)
             if want is not None:
                 produced = work / want
                 if not produced.exists():
-                    return BuildResult(stage="infra", message=f"{self.cc} reported success "
-                                       f"but wrote no {want}")
+                    return BuildResult(
+                        stage="infra", message=f"{self.cc} reported success but wrote no {want}"
+                    )
                 keep = Path(tempfile.mkdtemp(prefix="asmopt-out-")) / want
                 shutil.move(produced, keep)
                 return BuildResult(stage="ok", output=keep, seconds=run.outer_wall_s)
@@ -209,11 +251,15 @@ class Toolchain:
         return stored
 
     # ------------------------------------------------------------------ public API
-    def compile_assembly(self, program: Program, flags: Sequence[str] = DEFAULT_O3_FLAGS) -> BuildResult:
+    def compile_assembly(
+        self, program: Program, flags: Sequence[str] = DEFAULT_O3_FLAGS
+    ) -> BuildResult:
         """`gcc FLAGS -S main.c`: the baseline assembly (output: a .s file)."""
         argv = [*flags, *program.cflags, "-S", "main.c", "-o", "main.s"]
         files = self._program_files(program)
-        key = self._key("asm", json.dumps(argv), *[n.encode() + b"\0" + d for n, d in sorted(files.items())])
+        key = self._key(
+            "asm", json.dumps(argv), *[n.encode() + b"\0" + d for n, d in sorted(files.items())]
+        )
         return self._cached(key, lambda: self._run(argv, files, "main.s", "compile"))
 
     def baseline_assembly(self, program: Program, flags: Sequence[str] = DEFAULT_O3_FLAGS) -> str:
@@ -223,14 +269,20 @@ class Toolchain:
             raise ToolchainError(f"{program.id}: gcc {' '.join(flags)} -S failed: {result.message}")
         return result.output.read_text(encoding="utf-8", errors="replace")
 
-    def compile_binary(self, program: Program, flags: Sequence[str] = DEFAULT_O3_FLAGS) -> BuildResult:
+    def compile_binary(
+        self, program: Program, flags: Sequence[str] = DEFAULT_O3_FLAGS
+    ) -> BuildResult:
         """Build an executable straight from C (reference builds, verification)."""
         argv = [*flags, *program.cflags, "main.c", "-o", "prog", *program.ldflags]
         files = self._program_files(program)
-        key = self._key("cbin", json.dumps(argv), *[n.encode() + b"\0" + d for n, d in sorted(files.items())])
+        key = self._key(
+            "cbin", json.dumps(argv), *[n.encode() + b"\0" + d for n, d in sorted(files.items())]
+        )
         return self._cached(key, lambda: self._run(argv, files, "prog", "compile"))
 
-    def assemble_and_link(self, assembly: str | bytes, ldflags: Sequence[str] = ("-lm",)) -> BuildResult:
+    def assemble_and_link(
+        self, assembly: str | bytes, ldflags: Sequence[str] = ("-lm",)
+    ) -> BuildResult:
         """Assemble then link a candidate, reporting which of the two steps failed."""
         if isinstance(assembly, str):
             data = assembly.encode("utf-8")
@@ -239,30 +291,47 @@ class Toolchain:
             try:
                 data.decode("utf-8")
             except UnicodeDecodeError as exc:
-                return BuildResult(stage="assemble", message=f"assembly is not UTF-8 text "
-                                   f"(invalid byte at offset {exc.start})")
+                return BuildResult(
+                    stage="assemble",
+                    message=f"assembly is not UTF-8 text (invalid byte at offset {exc.start})",
+                )
         if not data.strip():
             return BuildResult(stage="assemble", message="assembly is empty")
         if b"\x00" in data:
-            return BuildResult(stage="assemble", message="assembly contains NUL bytes (binary data)")
+            return BuildResult(
+                stage="assemble", message="assembly contains NUL bytes (binary data)"
+            )
         if len(data) > MAX_ASM_BYTES:
-            return BuildResult(stage="assemble", message=f"assembly is too large "
-                               f"({len(data)} bytes > {MAX_ASM_BYTES})")
+            return BuildResult(
+                stage="assemble",
+                message=f"assembly is too large ({len(data)} bytes > {MAX_ASM_BYTES})",
+            )
         key = self._key("link", json.dumps(list(ldflags)), data)
 
         def build() -> BuildResult:
-            obj = self._run(["-c", "cand.s", "-o", "cand.o"], {"cand.s": data}, "cand.o", "assemble")
+            obj = self._run(
+                ["-c", "cand.s", "-o", "cand.o"], {"cand.s": data}, "cand.o", "assemble"
+            )
             if not obj.ok or obj.output is None:
                 return obj
             try:
-                linked = self._run(["cand.o", "-o", "prog", *ldflags],
-                                   {"cand.o": obj.output.read_bytes()}, "prog", "link")
+                linked = self._run(
+                    ["cand.o", "-o", "prog", *ldflags],
+                    {"cand.o": obj.output.read_bytes()},
+                    "prog",
+                    "link",
+                )
             finally:
                 shutil.rmtree(obj.output.parent, ignore_errors=True)
             if linked.stage == "link" and "undefined reference to `main'" in linked.message:
-                linked = BuildResult(stage="link", seconds=linked.seconds, message=(
-                    "the assembly defines no global `main` (add `.globl main` and a `main:` "
-                    "label)\n" + linked.message))
+                linked = BuildResult(
+                    stage="link",
+                    seconds=linked.seconds,
+                    message=(
+                        "the assembly defines no global `main` (add `.globl main` and a `main:` "
+                        "label)\n" + linked.message
+                    ),
+                )
             return linked
 
         return self._cached(key, build)

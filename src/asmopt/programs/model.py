@@ -56,7 +56,9 @@ class Comparison:
         for name in ("abs_tol", "rel_tol"):
             value = getattr(self, name)
             if not isinstance(value, int | float) or math.isnan(value) or value < 0:
-                raise ProgramError(f"comparison {name} must be a non-negative number, got {value!r}")
+                raise ProgramError(
+                    f"comparison {name} must be a non-negative number, got {value!r}"
+                )
 
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {"mode": self.mode}
@@ -210,7 +212,9 @@ class Suite:
         """Programs in a split and/or with given ids, in a stable (sorted) order."""
         if split is not None and split not in SPLITS and split != "all":
             raise ProgramError(f"unknown split {split!r}; expected one of all, {', '.join(SPLITS)}")
-        chosen = [self.get(i) for i in ids] if ids else [self.programs[k] for k in sorted(self.programs)]
+        chosen = (
+            [self.get(i) for i in ids] if ids else [self.programs[k] for k in sorted(self.programs)]
+        )
         if split and split != "all":
             chosen = [p for p in chosen if self.splits.get(p.id) == split]
         return chosen

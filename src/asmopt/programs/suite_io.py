@@ -120,7 +120,8 @@ def load_program_dir(directory: Path, program_id: str | None = None) -> Program:
     if header_names is None:
         header_names = sorted(p.name for p in directory.glob("*.h"))
     headers = tuple(
-        (name, read_text_file(_inside(directory, name, "header"), "header")) for name in header_names
+        (name, read_text_file(_inside(directory, name, "header"), "header"))
+        for name in header_names
     )
     try:
         default_compare = Comparison.from_dict(spec.get("compare"))
@@ -140,7 +141,9 @@ def load_program_dir(directory: Path, program_id: str | None = None) -> Program:
         raise SuiteFormatError(f"{directory}: {exc}") from None
 
 
-def _load_tests(directory: Path, spec: dict[str, Any], default_compare: Comparison) -> tuple[TestCase, ...]:
+def _load_tests(
+    directory: Path, spec: dict[str, Any], default_compare: Comparison
+) -> tuple[TestCase, ...]:
     entries = spec.get("tests")
     if entries is None:
         tests_dir = directory / "tests"
@@ -152,10 +155,16 @@ def _load_tests(directory: Path, spec: dict[str, Any], default_compare: Comparis
                 raise SuiteFormatError(
                     f"{stdin_path}: test input has no expected output (missing {out_path.name})"
                 )
-            entries.append({"name": stdin_path.stem, "stdin": f"tests/{stdin_path.name}",
-                            "stdout": f"tests/{out_path.name}"})
+            entries.append(
+                {
+                    "name": stdin_path.stem,
+                    "stdin": f"tests/{stdin_path.name}",
+                    "stdout": f"tests/{out_path.name}",
+                }
+            )
         orphans = sorted(
-            p.name for p in (tests_dir.glob("*.out") if tests_dir.is_dir() else [])
+            p.name
+            for p in (tests_dir.glob("*.out") if tests_dir.is_dir() else [])
             if not p.with_suffix(".in").exists()
         )
         if orphans:
@@ -174,14 +183,23 @@ def _load_tests(directory: Path, spec: dict[str, Any], default_compare: Comparis
         name = entry.get("name") or f"t{i}"
         if "stdout" not in entry:
             raise SuiteFormatError(f"{directory}: test {name!r} has no expected output ('stdout')")
-        stdin = _read_bytes(_inside(directory, entry["stdin"], "stdin"), "test input") if entry.get("stdin") else b""
+        stdin = (
+            _read_bytes(_inside(directory, entry["stdin"], "stdin"), "test input")
+            if entry.get("stdin")
+            else b""
+        )
         stdout = _read_bytes(_inside(directory, entry["stdout"], "stdout"), "expected output")
         compare = Comparison.from_dict(entry["compare"]) if "compare" in entry else default_compare
-        tests.append(TestCase(
-            name=name, stdin=stdin, expected_stdout=stdout,
-            argv=tuple(entry.get("argv", ())), expected_exit=int(entry.get("exit_code", 0)),
-            compare=compare,
-        ))
+        tests.append(
+            TestCase(
+                name=name,
+                stdin=stdin,
+                expected_stdout=stdout,
+                argv=tuple(entry.get("argv", ())),
+                expected_exit=int(entry.get("exit_code", 0)),
+                compare=compare,
+            )
+        )
     return tuple(tests)
 
 
@@ -254,8 +272,11 @@ def save_suite(suite: Suite, path: str | os.PathLike[str]) -> Path:
         for t in program.tests:
             _atomic_write(pdir / "tests" / f"{t.name}.in", t.stdin)
             _atomic_write(pdir / "tests" / f"{t.name}.out", t.expected_stdout)
-            entry: dict[str, Any] = {"name": t.name, "stdin": f"tests/{t.name}.in",
-                                     "stdout": f"tests/{t.name}.out"}
+            entry: dict[str, Any] = {
+                "name": t.name,
+                "stdin": f"tests/{t.name}.in",
+                "stdout": f"tests/{t.name}.out",
+            }
             if t.argv:
                 entry["argv"] = list(t.argv)
             if t.expected_exit:

@@ -49,7 +49,9 @@ def launcher_path(cc: str = "gcc") -> Path:
             os.close(fd)
             proc = subprocess.run(
                 [cc, "-O2", "-Wall", "-o", tmp, str(LAUNCHER_SOURCE)],
-                capture_output=True, text=True, timeout=120,
+                capture_output=True,
+                text=True,
+                timeout=120,
             )
             if proc.returncode != 0:
                 os.unlink(tmp)
@@ -99,14 +101,16 @@ def parse_report(text: str) -> LaunchReport:
             try:
                 code = int(fields["exit"])
                 sig = int(fields["signal"])
-                runs.append(LaunchRecord(
-                    exit_code=code if code >= 0 else None,
-                    signal=sig or None,
-                    user_time_s=int(fields["utime_us"]) / 1e6,
-                    sys_time_s=int(fields["stime_us"]) / 1e6,
-                    peak_rss_kb=int(fields["maxrss_kb"]),
-                    wall_time_s=int(fields["wall_ns"]) / 1e9,
-                ))
+                runs.append(
+                    LaunchRecord(
+                        exit_code=code if code >= 0 else None,
+                        signal=sig or None,
+                        user_time_s=int(fields["utime_us"]) / 1e6,
+                        sys_time_s=int(fields["stime_us"]) / 1e6,
+                        peak_rss_kb=int(fields["maxrss_kb"]),
+                        wall_time_s=int(fields["wall_ns"]) / 1e9,
+                    )
+                )
             except (KeyError, ValueError):
                 error = f"malformed launcher report line: {line[:200]!r}"
     return LaunchReport(started=started, runs=tuple(runs), error=error, done=done)

@@ -32,7 +32,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from asmopt.sandbox.launcher import LaunchRecord, LauncherBuildError, launcher_path, parse_report
+from asmopt.sandbox.launcher import LauncherBuildError, LaunchRecord, launcher_path, parse_report
 
 NOBODY_UID = 65534
 NOBODY_GID = 65534
@@ -66,8 +66,16 @@ class Limits:
     stderr_cap: int = 64 << 10
 
     def __post_init__(self) -> None:
-        for name in ("cpu_seconds", "address_space", "file_size", "tmp_size", "max_processes",
-                     "max_open_files", "stdout_cap", "stderr_cap"):
+        for name in (
+            "cpu_seconds",
+            "address_space",
+            "file_size",
+            "tmp_size",
+            "max_processes",
+            "max_open_files",
+            "stdout_cap",
+            "stderr_cap",
+        ):
             if int(getattr(self, name)) <= 0:
                 raise ValueError(f"limit {name} must be positive, got {getattr(self, name)!r}")
         if self.wall_seconds <= 0:
@@ -75,8 +83,14 @@ class Limits:
 
 
 TOOLCHAIN_LIMITS = Limits(
-    cpu_seconds=60, wall_seconds=120.0, address_space=4 << 30, file_size=256 << 20,
-    tmp_size=512 << 20, max_processes=256, max_open_files=256, stdout_cap=1 << 20,
+    cpu_seconds=60,
+    wall_seconds=120.0,
+    address_space=4 << 30,
+    file_size=256 << 20,
+    tmp_size=512 << 20,
+    max_processes=256,
+    max_open_files=256,
+    stdout_cap=1 << 20,
     stderr_cap=1 << 20,
 )
 
@@ -123,10 +137,15 @@ def _runtime_libraries() -> list[tuple[str, str]]:
     try:
         src = probe_dir / "p.c"
         src.write_text("#include <math.h>\nint main(void){return (int)sqrt(4.0)-2;}\n")
-        subprocess.run(["gcc", str(src), "-o", str(probe_dir / "p"), "-lm"], check=True,
-                       capture_output=True, timeout=60)
-        out = subprocess.run(["ldd", str(probe_dir / "p")], check=True, capture_output=True,
-                             text=True, timeout=30).stdout
+        subprocess.run(
+            ["gcc", str(src), "-o", str(probe_dir / "p"), "-lm"],
+            check=True,
+            capture_output=True,
+            timeout=60,
+        )
+        out = subprocess.run(
+            ["ldd", str(probe_dir / "p")], check=True, capture_output=True, text=True, timeout=30
+        ).stdout
     finally:
         shutil.rmtree(probe_dir, ignore_errors=True)
     libs: list[tuple[str, str]] = []
@@ -144,8 +163,13 @@ def _runtime_libraries() -> list[tuple[str, str]]:
 class Sandbox:
     """A bubblewrap sandbox. Create one per process and reuse it; it is thread-safe."""
 
-    def __init__(self, limits: Limits | None = None, *, unsafe_no_sandbox: bool | None = None,
-                 hide_paths: Sequence[str | os.PathLike[str]] = ()) -> None:
+    def __init__(
+        self,
+        limits: Limits | None = None,
+        *,
+        unsafe_no_sandbox: bool | None = None,
+        hide_paths: Sequence[str | os.PathLike[str]] = (),
+    ) -> None:
         self.limits = limits or Limits()
         if unsafe_no_sandbox is None:
             unsafe_no_sandbox = os.environ.get(UNSAFE_ENV, "") not in ("", "0")
@@ -177,14 +201,21 @@ class Sandbox:
         for inside, real in self._libs:
             cmd += ["--ro-bind", real, inside]
         try:
-            probe = subprocess.run(cmd + [loader or "/lib64/ld-linux-x86-64.so.2", "--version"],
-                                   capture_output=True, text=True, timeout=30,
-                                   **self._user_kwargs())  # type: ignore[call-overload]
+            probe = subprocess.run(
+                cmd + [loader or "/lib64/ld-linux-x86-64.so.2", "--version"],
+                capture_output=True,
+                text=True,
+                timeout=30,
+                **self._user_kwargs(),
+            )  # type: ignore[call-overload]
         except (OSError, subprocess.SubprocessError) as exc:
-            raise SandboxUnavailable(f"bubblewrap could not be started: {exc}. Fix: {FIX_HINT}") from None
+            raise SandboxUnavailable(
+                f"bubblewrap could not be started: {exc}. Fix: {FIX_HINT}"
+            ) from None
         if probe.returncode != 0:
             raise SandboxUnavailable(
-                f"bubblewrap cannot create a sandbox here: {probe.stderr.strip()[:300]}. Fix: {FIX_HINT}"
+                "bubblewrap cannot create a sandbox here: "
+                f"{probe.stderr.strip()[:300]}. Fix: {FIX_HINT}"
             )
         self._checked = True
 
@@ -193,8 +224,9 @@ class Sandbox:
             return "UNSAFE: no sandbox (trusted code only)"
         version = "bwrap"
         with contextlib.suppress(OSError, subprocess.SubprocessError):
-            version = subprocess.run([self.bwrap or "bwrap", "--version"], capture_output=True,
-                                     text=True, timeout=10).stdout.strip()
+            version = subprocess.run(
+                [self.bwrap or "bwrap", "--version"], capture_output=True, text=True, timeout=10
+            ).stdout.strip()
         return f"{version}, uid {NOBODY_UID if self.as_root else os.getuid()}, seccomp, rlimits"
 
     # ---------------------------------------------------------------- helpers
@@ -206,22 +238,42 @@ class Sandbox:
     def _bwrap_base(self, tmp_size: int) -> list[str]:
         assert self.bwrap is not None
         return [
-            self.bwrap, "--unshare-all", "--die-with-parent", "--new-session",
-            "--hostname", "sandbox", "--dev", "/dev",
-            "--size", str(tmp_size), "--tmpfs", "/tmp",
+            self.bwrap,
+            "--unshare-all",
+            "--die-with-parent",
+            "--new-session",
+            "--hostname",
+            "sandbox",
+            "--dev",
+            "/dev",
+            "--size",
+            str(tmp_size),
+            "--tmpfs",
+            "/tmp",
         ]
 
-    def _launcher_args(self, limits: Limits, stdin_path: str, runs: int, seccomp: bool) -> list[str]:
+    def _launcher_args(
+        self, limits: Limits, stdin_path: str, runs: int, seccomp: bool
+    ) -> list[str]:
         return [
-            "--report-fd", _REPORT_FD,
-            "--cpu", str(limits.cpu_seconds),
-            "--as", str(limits.address_space),
-            "--fsize", str(limits.file_size),
-            "--nproc", str(limits.max_processes),
-            "--nofile", str(limits.max_open_files),
-            "--stdin", stdin_path,
-            "--runs", str(runs),
-            "--seccomp", "1" if seccomp else "0",
+            "--report-fd",
+            _REPORT_FD,
+            "--cpu",
+            str(limits.cpu_seconds),
+            "--as",
+            str(limits.address_space),
+            "--fsize",
+            str(limits.file_size),
+            "--nproc",
+            str(limits.max_processes),
+            "--nofile",
+            str(limits.max_open_files),
+            "--stdin",
+            stdin_path,
+            "--runs",
+            str(runs),
+            "--seccomp",
+            "1" if seccomp else "0",
         ]
 
     def _make_run_dir(self) -> Path:
@@ -230,8 +282,15 @@ class Sandbox:
         return run_dir
 
     # ---------------------------------------------------------------- public API
-    def run_program(self, binary: str | os.PathLike[str], *, argv: Sequence[str] = (),
-                    stdin: bytes = b"", limits: Limits | None = None, runs: int = 1) -> RunResult:
+    def run_program(
+        self,
+        binary: str | os.PathLike[str],
+        *,
+        argv: Sequence[str] = (),
+        stdin: bytes = b"",
+        limits: Limits | None = None,
+        runs: int = 1,
+    ) -> RunResult:
         """Run an untrusted binary `runs` times back to back in one sandbox.
 
         The result's exit status and times are those of the last run; `records` holds all.
@@ -249,36 +308,68 @@ class Sandbox:
             shutil.copyfile(self._launcher, launch)
             os.chmod(launch, 0o755)
             if self.unsafe:
-                cmd = [str(launch), *self._launcher_args(limits, str(run_dir / "stdin"), runs, True),
-                       "--", str(prog), *argv]
+                cmd = [
+                    str(launch),
+                    *self._launcher_args(limits, str(run_dir / "stdin"), runs, True),
+                    "--",
+                    str(prog),
+                    *argv,
+                ]
                 return self._execute(cmd, limits, cwd=str(run_dir))
             assert self._libs is not None
             cmd = self._bwrap_base(limits.tmp_size)
             for inside, real in self._libs:
                 cmd += ["--ro-bind", real, inside]
             cmd += [
-                "--ro-bind", str(prog), "/sandbox/prog",
-                "--ro-bind", str(launch), "/sandbox/launch",
-                "--ro-bind", str(run_dir / "stdin"), "/sandbox/stdin",
-                "--remount-ro", "/",
-                "--chdir", "/tmp", "--clearenv",
-                "--setenv", "PATH", "/usr/bin:/bin", "--setenv", "HOME", "/tmp",
-                "--setenv", "LANG", "C",
-                "/sandbox/launch", *self._launcher_args(limits, "/sandbox/stdin", runs, True),
-                "--", "/sandbox/prog", *argv,
+                "--ro-bind",
+                str(prog),
+                "/sandbox/prog",
+                "--ro-bind",
+                str(launch),
+                "/sandbox/launch",
+                "--ro-bind",
+                str(run_dir / "stdin"),
+                "/sandbox/stdin",
+                "--remount-ro",
+                "/",
+                "--chdir",
+                "/tmp",
+                "--clearenv",
+                "--setenv",
+                "PATH",
+                "/usr/bin:/bin",
+                "--setenv",
+                "HOME",
+                "/tmp",
+                "--setenv",
+                "LANG",
+                "C",
+                "/sandbox/launch",
+                *self._launcher_args(limits, "/sandbox/stdin", runs, True),
+                "--",
+                "/sandbox/prog",
+                *argv,
             ]
             return self._execute(cmd, limits)
         finally:
             shutil.rmtree(run_dir, ignore_errors=True)
 
-    def run_toolchain(self, argv: Sequence[str], work_dir: str | os.PathLike[str],
-                      limits: Limits = TOOLCHAIN_LIMITS) -> RunResult:
+    def run_toolchain(
+        self,
+        argv: Sequence[str],
+        work_dir: str | os.PathLike[str],
+        limits: Limits = TOOLCHAIN_LIMITS,
+    ) -> RunResult:
         """Run a compiler command with `work_dir` (and nothing else of ours) writable at /work."""
         self.check()
         work = Path(work_dir).resolve()
         if self.unsafe:
-            cmd = [str(self._launcher), *self._launcher_args(limits, "/dev/null", 1, False),
-                   "--", *argv]
+            cmd = [
+                str(self._launcher),
+                *self._launcher_args(limits, "/dev/null", 1, False),
+                "--",
+                *argv,
+            ]
             return self._execute(cmd, limits, cwd=str(work))
         if self.as_root:
             for path in [work, *work.rglob("*")]:
@@ -295,8 +386,12 @@ class Sandbox:
                     cmd += ["--symlink", os.readlink(p), top]
                 elif p.is_dir():
                     cmd += ["--ro-bind", top, top]
-            for etc in ("/etc/ld.so.cache", "/etc/ld.so.conf", "/etc/ld.so.conf.d",
-                        "/etc/alternatives"):
+            for etc in (
+                "/etc/ld.so.cache",
+                "/etc/ld.so.conf",
+                "/etc/ld.so.conf.d",
+                "/etc/alternatives",
+            ):
                 cmd += ["--ro-bind-try", etc, etc]
             for hidden in self._hide:
                 if any(str(hidden).startswith(t + "/") for t in ("/usr", "/lib", "/lib64", "/bin")):
@@ -304,13 +399,31 @@ class Sandbox:
             if Path("/usr/local").is_dir():
                 cmd += ["--tmpfs", "/usr/local"]
             cmd += [
-                "--bind", str(work), "/work",
-                "--ro-bind", str(launch), "/sandbox/launch",
-                "--chdir", "/work", "--clearenv",
-                "--setenv", "PATH", "/usr/bin:/bin", "--setenv", "LANG", "C",
-                "--setenv", "TMPDIR", "/tmp", "--setenv", "HOME", "/tmp",
-                "/sandbox/launch", *self._launcher_args(limits, "/dev/null", 1, False),
-                "--", *argv,
+                "--bind",
+                str(work),
+                "/work",
+                "--ro-bind",
+                str(launch),
+                "/sandbox/launch",
+                "--chdir",
+                "/work",
+                "--clearenv",
+                "--setenv",
+                "PATH",
+                "/usr/bin:/bin",
+                "--setenv",
+                "LANG",
+                "C",
+                "--setenv",
+                "TMPDIR",
+                "/tmp",
+                "--setenv",
+                "HOME",
+                "/tmp",
+                "/sandbox/launch",
+                *self._launcher_args(limits, "/dev/null", 1, False),
+                "--",
+                *argv,
             ]
             return self._execute(cmd, limits)
         finally:
@@ -323,8 +436,13 @@ class Sandbox:
         start = time.monotonic()
         try:
             proc = subprocess.Popen(
-                cmd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                pass_fds=(report_w,), start_new_session=True, cwd=cwd,
+                cmd,
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                pass_fds=(report_w,),
+                start_new_session=True,
+                cwd=cwd,
                 **self._user_kwargs(),  # type: ignore[arg-type]
             )
         except OSError as exc:
@@ -389,16 +507,24 @@ class Sandbox:
         outer = time.monotonic() - start
         report = parse_report(buffers["rep"].decode("utf-8", "replace"))
         result = RunResult(
-            stdout=bytes(buffers["out"]), stderr=bytes(buffers["err"]),
-            stdout_truncated=over["out"], stderr_truncated=over["err"],
-            timed_out=timed_out, outer_wall_s=outer, records=report.runs,
+            stdout=bytes(buffers["out"]),
+            stderr=bytes(buffers["err"]),
+            stdout_truncated=over["out"],
+            stderr_truncated=over["err"],
+            timed_out=timed_out,
+            outer_wall_s=outer,
+            records=report.runs,
         )
         if report.runs:
             last = report.runs[-1]
             result = replace(
-                result, exit_code=last.exit_code, signal=last.signal,
-                user_time_s=last.user_time_s, sys_time_s=last.sys_time_s,
-                wall_time_s=last.wall_time_s, peak_rss_kb=last.peak_rss_kb,
+                result,
+                exit_code=last.exit_code,
+                signal=last.signal,
+                user_time_s=last.user_time_s,
+                sys_time_s=last.sys_time_s,
+                wall_time_s=last.wall_time_s,
+                peak_rss_kb=last.peak_rss_kb,
             )
         if not report.started:
             if timed_out or over["out"] or over["err"]:

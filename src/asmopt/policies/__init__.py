@@ -1,0 +1,43 @@
+"""Policies: anything that turns a program and its baseline assembly into candidates."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from asmopt.policies.base import Candidate, IdentityPolicy, Policy, PolicyRequest
+
+_REGISTRY: dict[str, Callable[..., Policy]] = {
+    "identity": IdentityPolicy,
+}
+
+
+def register_policy(name: str, factory: Callable[..., Policy]) -> None:
+    _REGISTRY[name] = factory
+
+
+def available_policies() -> list[str]:
+    return sorted(_REGISTRY)
+
+
+def get_policy(name: str, **options: object) -> Policy:
+    """Build a policy by name; an unknown name lists the known ones."""
+    if name not in _REGISTRY:
+        import difflib
+
+        close = difflib.get_close_matches(name, _REGISTRY, n=3)
+        hint = f" (did you mean {', '.join(close)}?)" if close else ""
+        raise ValueError(
+            f"unknown policy {name!r}{hint}; available: {', '.join(available_policies())}"
+        )
+    return _REGISTRY[name](**options)
+
+
+__all__ = [
+    "Candidate",
+    "IdentityPolicy",
+    "Policy",
+    "PolicyRequest",
+    "available_policies",
+    "get_policy",
+    "register_policy",
+]
