@@ -25,6 +25,10 @@ def _first_line_diff(expected: bytes, actual: bytes) -> str:
     if not actual and expected:
         first = expected.split(b"\n")[0]
         return f"no output; expected {_show(first)} on line 1"
+    if expected.rstrip(b"\n") == actual.rstrip(b"\n"):
+        want = len(expected) - len(expected.rstrip(b"\n"))
+        got = len(actual) - len(actual.rstrip(b"\n"))
+        return f"only the trailing newlines differ: expected {want}, got {got}"
     exp_lines = expected.split(b"\n")
     act_lines = actual.split(b"\n")
     for i in range(max(len(exp_lines), len(act_lines))):

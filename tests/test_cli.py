@@ -1,0 +1,112 @@
+"""The `asmopt` command as a user runs it: real processes, real files."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from asmopt.programs import load_builtin_suite
+
+PROGRAM = sorted(load_builtin_suite().programs)[0]
+
+
+def asmopt(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "asmopt.cli", *args],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=cwd,
+        env=os.environ.copy(),
+    )
+
+
+def test_suite_list_json() -> None:
+    proc = asmopt("suite", "list", "--json")
+    assert proc.returncode == 0, proc.stderr
+    rows = json.loads(proc.stdout)
+    assert len(rows) == len(load_builtin_suite())
+    assert {"id", "split", "tests"} <= set(rows[0])
+
+
+def test_suite_show_and_baseline() -> None:
+    proc = asmopt("suite", "show", PROGRAM)
+    assert proc.returncode == 0 and "int main" in proc.stdout
+    proc = asmopt("baseline", PROGRAM)
+    assert proc.returncode == 0 and "main:" in proc.stdout and ".cfi_endproc" in proc.stdout
+
+
+def test_check_identity_and_corrupted(tmp_path: Path) -> None:
+    asm = asmopt("baseline", PROGRAM).stdout
+    good = tmp_path / "good.s"
+    good.write_text(asm)
+    proc = asmopt("check", PROGRAM, str(good), "--json")
+    assert proc.returncode == 0, proc.stderr
+    result = json.loads(proc.stdout)
+    assert result["verdict"] == "pass" and result["passed"] == result["total"] >= 5
+    bad = tmp_path / "bad.s"
+    bad.write_text(asm.replace("main:", "notmain:"))
+    proc = asmopt("check", PROGRAM, str(bad))
+    assert proc.returncode == 1
+    assert (
+        "link_error" in proc.stdout or "assemble_error" in proc.stdout
+    ) and "main" in proc.stdout
+
+
+@pytest.mark.parametrize(
+    ("args", "needle"),
+    [
+        (("suite", "show", "no_such_program"), "no program 'no_such_program'"),
+        (("baseline", "no_such_program"), "no program 'no_such_program'"),
+        (("check", PROGRAM, "/nonexistent/cand.s"), "assembly file not found"),
+        (("check", PROGRAM, "/"), "is a directory"),
+        (("eval", "--policy", "identty"), "did you mean identity"),
+        (("eval", "--jobs", "0"), "--jobs must be at least 1"),
+        (("eval", "--split", "dev"), "unknown split 'dev'"),
+        (("suite", "list", "--suite", "/nonexistent-suite"), "suite not found"),
+    ],
+)
+def test_bad_input_is_one_clear_line(args: tuple[str, ...], needle: str) -> None:
+    proc = asmopt(*args)
+    assert proc.returncode == 2, (proc.stdout, proc.stderr)
+    assert needle in proc.stderr
+    assert "Traceback" not in proc.stderr
+    assert proc.stderr.strip().count("\n") == 0
+
+
+def test_binary_and_non_utf8_assembly_files(tmp_path: Path) -> None:
+    binary = tmp_path / "cand.s"
+    binary.write_bytes(b"\x7fELF\x02\x01\x01\x00\x00\x00")
+    proc = asmopt("check", PROGRAM, str(binary))
+    assert proc.returncode == 2 and "binary file" in proc.stderr
+    latin = tmp_path / "latin.s"
+    latin.write_bytes(b"\t.text\n# caf\xe9\n")
+    proc = asmopt("check", PROGRAM, str(latin))
+    assert proc.returncode == 2 and "not UTF-8" in proc.stderr
+
+
+def test_wrong_schema_version_suite(tmp_path: Path) -> None:
+    (tmp_path / "suite.json").write_text(
+        json.dumps({"format": "asmopt-suite", "version": 99, "programs": []})
+    )
+    proc = asmopt("suite", "list", "--suite", str(tmp_path))
+    assert proc.returncode == 2
+    assert "schema version 99" in proc.stderr and "suite.json" in proc.stderr
+
+
+def test_missing_expected_output(tmp_path: Path) -> None:
+    (tmp_path / "suite.json").write_text(
+        json.dumps({"format": "asmopt-suite", "version": 1, "programs": ["p"]})
+    )
+    pdir = tmp_path / "programs" / "p" / "tests"
+    pdir.mkdir(parents=True)
+    (pdir.parent / "main.c").write_text("int main(void){return 0;}\n")
+    (pdir / "t1.in").write_text("1\n")
+    proc = asmopt("suite", "list", "--suite", str(tmp_path))
+    assert proc.returncode == 2
+    assert "t1.in" in proc.stderr and "no expected output" in proc.stderr
