@@ -344,6 +344,91 @@ spec("bigint_factorial", "number_theory", "train",
      "N! in base 1e9 limbs; digit count, digit sum, leading digits, trailing zeros",
      ["0\n", "1\n", "25\n", "1000\n", "5000\n", "22000\n"])
 
+# ---- strings --------------------------------------------------------------------------------
+
+
+def kmp_input(n: int, seed: int, alphabet: int, patterns: list[str]) -> str:
+    return f"{n} {seed} {alphabet} {len(patterns)}\n" + "".join(p + "\n" for p in patterns)
+
+
+spec("kmp_search", "strings", "train",
+     "Knuth-Morris-Pratt search of stdin patterns in a generated text with planted prefixes",
+     [kmp_input(0, 1, 2, ["a"]), kmp_input(1, 2, 1, ["a", "aa"]),
+      kmp_input(200, 3, 2, ["ab", "aba", "abab", "bbbb"]),
+      kmp_input(100000, 4, 4, ["abcabd", "aaaa", "dcba", "abcdabcdabce"]),
+      kmp_input(1000000, 5, 3, ["abcab", "aabbaabbc", "cccccccc", "abacabadabacaba"]),
+      kmp_input(7000000, 6, 2, ["abaababaab", "aaaaaaab", "babbabbbabbbba", "ab",
+                                 "aabaabaaabaabaaab", "bbbbbbbbbbbbbbbbbbbbbbbbbbbbba"])])
+spec("suffix_array", "strings", "test",
+     "Suffix array by prefix doubling with counting sorts, Kasai LCP, distinct substrings",
+     ["0 1 2\n", "1 2 3\n", "12 3 2\n", "5000 4 4\n", "100000 5 2\n", "700000 6 4\n"])
+
+
+def word_input(rounds: int, seed: int, n_words: int, vocab: int) -> Callable[[], str]:
+    return lambda: f"{rounds}\n" + zipf_text(seed, n_words, vocab)
+
+
+spec("word_freq", "strings", "train",
+     "Word frequencies of stdin text in an open-addressing table with salted FNV-1a; top 10",
+     ["1\n", "1\nHello, hello world. It's a World!\n", word_input(2, 3, 300, 60),
+      word_input(5, 4, 5000, 300), word_input(20, 5, 20000, 500),
+      word_input(300, 6, 28000, len(WORDS))])
+spec("manacher_palindrome", "strings", "validation",
+     "Manacher's algorithm: longest palindrome and palindromic substring count",
+     ["0 1 2\n", "1 2 2\n", "30 3 2\n", "10000 4 3\n", "1000000 5 2\n",
+      "10000000 6 4\n"])
+spec("base64_roundtrip", "strings", "train",
+     "Base64 encode and decode of generated buffers with round-trip verification",
+     ["0 1\n", "1 2\n", "100 3\n", "100000 4\n", "3000000 5\n", "9000000 6\n"])
+
+# ---- hashing --------------------------------------------------------------------------------
+
+spec("hash_table_open", "hashing", "train",
+     "Open-addressing hash map (linear probing, backward-shift delete) under a mixed workload",
+     ["1 0 1 1\n", "2 10 3 2\n", "8 1000 150 3\n", "16 200000 40000 4\n",
+      "20 2000000 700000 5\n", "21 3000000 1200000 6\n"])
+spec("crc32_table", "hashing", "validation",
+     "Table-driven CRC-32 and Adler-32 over a generated stream, bitwise CRC cross-check",
+     ["0 1\n", "1 2\n", "1000 3\n", "100000 4\n", "10000000 5\n", "40000000 6\n"])
+spec("sha256_blocks", "hashing", "train",
+     "SHA-256 of a stdin message, of a generated buffer, and a hash chain",
+     ["0 0 1\n\n", "3 1 2\nabc\n",
+      "100 10 3\nabcdbcdecdefdefgefghfghighijhijkijkljklmklmnlmnomnopnopq\n",
+      "100000 1000 4\nThe quick brown fox jumps over the lazy dog\n",
+      "2000000 20000 5\n" + "a" * 1000 + "\n", "20000000 100000 6\nasmopt\n"])
+spec("bloom_filter", "hashing", "test",
+     "Bloom filter with double hashing; measured vs expected false-positive rate",
+     ["6 1 0 0 1\n", "6 3 5 10 2\n", "12 4 300 2000 3\n", "20 7 100000 100000 4\n",
+      "24 5 1000000 1000000 5\n", "24 6 1500000 2000000 6\n"],
+     compare=numeric(1e-4, 1e-6))
+
+# ---- bit manipulation -----------------------------------------------------------------------
+
+spec("popcount_swar", "bit_manipulation", "train",
+     "Portable SWAR popcount, bit reversal, ctz/clz, parity and Gosper's hack over a stream",
+     ["0 1\n", "1 2\n", "100 3\n", "100000 4\n", "1000000 5\n", "8000000 6\n"])
+spec("nqueens_bitmask", "bit_manipulation", "validation",
+     "N-queens with blocked squares by recursive bitmask search",
+     ["1 0 1\n", "3 0 2\n", "8 0 3\n", "10 5 4\n", "12 10 5\n", "14 12 6\n"])
+
+
+def subset_input(seed: int, n: int, lo: int, hi: int, targets: list[int]) -> str:
+    vals = numbers(seed, n, lo, hi)
+    return (f"{n}\n{' '.join(map(str, vals))}\n{len(targets)}\n"
+            + " ".join(map(str, targets)) + "\n")
+
+
+spec("subset_sum_mitm", "bit_manipulation", "train",
+     "Meet-in-the-middle subset sums (sorted by merging) for targets from stdin",
+     ["0\n1\n0\n", "1\n5\n3\n0 5 6\n", subset_input(3, 10, 1, 20, [0, 17, 50, 1000]),
+      subset_input(4, 24, 1, 1000, [5000, 6000, 12345]),
+      subset_input(5, 34, 1, 1 << 20, [1 << 22, 5000000, 12345678]),
+      subset_input(6, 42, 1, 1 << 30, [10**10, 2 * 10**10, 123456789012, 7 * 10**9, 3**20])])
+spec("life_bitboard", "bit_manipulation", "test",
+     "Game of Life on a torus, 64 cells per word, bit-parallel neighbour counting",
+     ["3 1 0 50 1\n", "3 1 1 50 2\n", "16 1 10 35 3\n", "128 4 50 30 4\n",
+      "512 8 100 30 5\n", "1024 16 1500 30 6\n"])
+
 
 # --------------------------------------------------------------------------------------------
 # Building and running.
