@@ -1,0 +1,252 @@
+"""KV cache of the Parallel Loop Transformer, keyed by (layer, loop).
+
+Layout for L physical layers and R loops (slot `loop * L + layer` of `Cache.layers`):
+
+- loop 1 (loop_idx 0): a full, growing KV cache per layer (`DynamicLayer`). It is the only
+  full-length cache in PLT mode; loops >= 2 read it as their global branch.
+- loops >= 2 in PLT mode: a ring buffer of the last w keys/values per layer
+  (`PLTWindowLayer`), the local branch. Together with the current token that is exactly the
+  window "token itself plus w previous".
+- plain looped mode: every loop has its own full cache (the baseline costs R times the memory).
+- `loop_states`: the last hidden state h(r) of loops r = 1..R-1 for every batch row, shape
+  `[batch, R - 1, hidden]`. Loop r + 1 of the next token starts from it (cross-loop shift).
+
+Sharing one cache slot between loops is the bug that made other looped models emit garbage
+after a few cached tokens; every (layer, loop) here has its own slot, and the batch
+operations of the `Cache` API (beam reordering, batch selection, repetition) also move
+`loop_states`, so no row ever sees another row's state.
+"""
+
+from __future__ import annotations
+
+import torch
+from transformers.cache_utils import Cache, DynamicLayer
+
+from .configuration_plt import PLTConfig
+
+
+class PLTWindowLayer(DynamicLayer):
+    """Ring buffer of the last `window` keys and values of one (layer, loop >= 2) slot.
+
+    Token at sequence index j (counting left padding) lives in ring slot `j % window`. The
+    buffer is allocated once at `window` slots, so memory does not grow with the sequence.
+    `update` returns the ring as it was *before* the new tokens, followed by the new tokens:
+    the caller masks by sequence index (see `ring_sequence_indices`), which keeps order
+    irrelevant (RoPE is already applied to the stored keys).
+    """
+
+    is_sliding = True
+    is_croppable = False
+
+    def __init__(self, window: int) -> None:
+        super().__init__()
+        if window < 0:
+            raise ValueError(f"window must be >= 0, got {window}")
+        self.window = window
+        self.cumulative_length = 0
+
+    def lazy_initialization(self, key_states: torch.Tensor, value_states: torch.Tensor) -> None:
+        self.dtype, self.device = key_states.dtype, key_states.device
+        batch, heads, _, head_dim = key_states.shape
+        self.keys = key_states.new_zeros(batch, heads, self.window, head_dim)
+        self.values = value_states.new_zeros(batch, heads, self.window, value_states.shape[-1])
+        self.is_initialized = True
+
+    def update(
+        self, key_states: torch.Tensor, value_states: torch.Tensor, *args: object, **kwargs: object
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        """Stores the newest `min(q, window)` tokens; returns ring-before + new `[B, h, w + q, d]`.
+
+        Before the first update the ring part is empty and only the new states come back.
+        """
+        if not self.is_initialized:
+            self.lazy_initialization(key_states, value_states)
+        past, q = self.cumulative_length, key_states.shape[-2]
+        if past > 0 and self.window > 0:
+            keys = torch.cat([self.keys, key_states], dim=-2)
+            values = torch.cat([self.values, value_states], dim=-2)
+        else:
+            keys, values = key_states, value_states
+        if self.window > 0:
+            kept = min(q, self.window)
+            if kept == 1:
+                slot = (past + q - 1) % self.window
+                self.keys[:, :, slot] = key_states[:, :, -1]
+                self.values[:, :, slot] = value_states[:, :, -1]
+            else:
+                first = past + q - kept
+                slots = torch.arange(first, first + kept, device=self.keys.device) % self.window
+                self.keys.index_copy_(-2, slots, key_states[:, :, q - kept :])
+                self.values.index_copy_(-2, slots, value_states[:, :, q - kept :])
+        self.cumulative_length += q
+        return keys, values
+
+    def get_mask_sizes(self, query_length: int) -> tuple[int, int]:
+        """Keys returned by the next `update`: the full ring (once written) plus the query."""
+        ring = self.window if self.cumulative_length > 0 else 0
+        return ring + query_length, max(self.cumulative_length - ring, 0)
+
+    def get_seq_length(self) -> int:
+        """Tokens seen so far (not tokens held: the ring holds at most `window`)."""
+        return self.cumulative_length
+
+    def get_max_length(self) -> int:
+        return self.window
+
+    def reset(self) -> None:
+        self.keys = self.values = None
+        self.is_initialized = False
+        self.cumulative_length = 0
+
+    def crop(self, tokens_to_remove: int) -> None:
+        """Only a no-op crop is possible: evicted ring entries cannot be brought back."""
+        if tokens_to_remove != 0:
+            raise ValueError(
+                "A PLT window layer cannot be cropped: its ring buffer has already dropped the "
+                "tokens that a rollback would need. Re-run the prefill instead."
+            )
+
+    def batch_repeat_interleave(self, repeats: int) -> None:
+        if self.is_initialized:
+            self.keys = self.keys.repeat_interleave(repeats, dim=0)
+            self.values = self.values.repeat_interleave(repeats, dim=0)
+
+    def batch_select_indices(self, indices: torch.Tensor) -> None:
+        if self.is_initialized:
+            self.keys = self.keys[indices, ...]
+            self.values = self.values[indices, ...]
+
+    def reorder_cache(self, beam_idx: torch.LongTensor) -> None:
+        if self.is_initialized:
+            self.keys = self.keys.index_select(0, beam_idx.to(self.keys.device))
+            self.values = self.values.index_select(0, beam_idx.to(self.values.device))
+
+
+def ring_sequence_indices(past_length: int, window: int, device: torch.device) -> torch.Tensor:
+    """Sequence index held by each ring slot after `past_length` tokens (negative = empty).
+
+    Slot s holds the latest index j <= past_length - 1 with j % window == s.
+    """
+    slots = torch.arange(window, device=device)
+    last = past_length - 1
+    return last - torch.remainder(last - slots, window)
+
+
+class PLTCache(Cache):
+    """Cache for `PLTForCausalLM`: one slot per (layer, loop), plus the per-loop last states.
+
+    Use it like any transformers cache; `generate()` creates one automatically. Methods that
+    take `layer_idx` also take `loop_idx` (0-based; loop_idx 0 is loop 1). A flat index
+    `loop_idx * num_hidden_layers + layer_idx` addresses `self.layers` directly.
+    """
+
+    def __init__(self, config: PLTConfig) -> None:
+        config = config.get_text_config(decoder=True)
+        self.num_hidden_layers: int = config.num_hidden_layers
+        self.num_loops: int = config.plt_num_loops
+        self.loop_mode: str = config.plt_loop_mode
+        self.window: int = config.plt_local_window
+        layers: list[DynamicLayer] = []
+        for loop_idx in range(self.num_loops):
+            for _ in range(self.num_hidden_layers):
+                if loop_idx == 0 or self.loop_mode == "plain":
+                    layers.append(DynamicLayer())
+                else:
+                    layers.append(PLTWindowLayer(self.window))
+        super().__init__(layers=layers)
+        self.loop_states: torch.Tensor | None = None
+
+    def cache_index(self, layer_idx: int, loop_idx: int = 0) -> int:
+        """Flat slot of (layer, loop) in `self.layers`."""
+        if not 0 <= layer_idx < self.num_hidden_layers or not 0 <= loop_idx < self.num_loops:
+            raise IndexError(
+                f"(layer {layer_idx}, loop {loop_idx}) is outside this cache of "
+                f"{self.num_hidden_layers} layers x {self.num_loops} loops."
+            )
+        return loop_idx * self.num_hidden_layers + layer_idx
+
+    def layer(self, layer_idx: int, loop_idx: int = 0) -> DynamicLayer:
+        """The cache layer object of (layer, loop)."""
+        return self.layers[self.cache_index(layer_idx, loop_idx)]
+
+    def update(
+        self,
+        key_states: torch.Tensor,
+        value_states: torch.Tensor,
+        layer_idx: int,
+        loop_idx: int = 0,
+        *args: object,
+        **kwargs: object,
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        """Appends to the slot of (layer, loop) and returns the keys/values to attend over."""
+        return super().update(key_states, value_states, self.cache_index(layer_idx, loop_idx))
+
+    def get_seq_length(self, layer_idx: int = 0, loop_idx: int = 0) -> int:
+        """Tokens seen by (layer, loop); the default, loop 1 of layer 0, is the sequence length."""
+        return self.layers[self.cache_index(layer_idx, loop_idx)].get_seq_length()
+
+    def get_mask_sizes(
+        self, query_length: int, layer_idx: int = 0, loop_idx: int = 0
+    ) -> tuple[int, int]:
+        return self.layers[self.cache_index(layer_idx, loop_idx)].get_mask_sizes(query_length)
+
+    def get_max_length(self, layer_idx: int | None = None, loop_idx: int = 0) -> int:
+        """-1 (unbounded) for the cache as a whole: loop 1 always keeps the full sequence."""
+        if layer_idx is None:
+            return -1
+        return self.layers[self.cache_index(layer_idx, loop_idx)].get_max_length()
+
+    @property
+    def is_croppable(self) -> bool:
+        """False in PLT mode with R > 1: ring buffers and loop states cannot be rolled back."""
+        return self.loop_states is None and all(layer.is_croppable for layer in self.layers)
+
+    def crop(self, tokens_to_remove: int) -> None:
+        if tokens_to_remove != 0 and not self.is_croppable:
+            raise ValueError(
+                "This PLTCache cannot be cropped (ring buffers and per-loop last states drop the "
+                "past); assisted or speculative decoding is not supported with R > 1 in PLT mode."
+            )
+        super().crop(tokens_to_remove)
+
+    def reset(self) -> None:
+        super().reset()
+        self.loop_states = None
+
+    def reorder_cache(self, beam_idx: torch.LongTensor) -> None:
+        super().reorder_cache(beam_idx)
+        if self.loop_states is not None:
+            self.loop_states = self.loop_states.index_select(
+                0, beam_idx.to(self.loop_states.device)
+            )
+
+    def batch_repeat_interleave(self, repeats: int) -> None:
+        super().batch_repeat_interleave(repeats)
+        if self.loop_states is not None:
+            self.loop_states = self.loop_states.repeat_interleave(repeats, dim=0)
+
+    def batch_select_indices(self, indices: torch.Tensor) -> None:
+        super().batch_select_indices(indices)
+        if self.loop_states is not None:
+            self.loop_states = self.loop_states[indices, ...]
+
+    def nbytes(self) -> dict[str, int]:
+        """Bytes held, split into loop-1 (full) KV, other full KV, window KV and loop states."""
+        sizes = {"loop1_kv": 0, "other_full_kv": 0, "window_kv": 0, "loop_states": 0}
+        for index, layer in enumerate(self.layers):
+            if not layer.is_initialized or layer.keys is None:
+                continue
+            size = layer.keys.nbytes + layer.values.nbytes
+            if isinstance(layer, PLTWindowLayer):
+                sizes["window_kv"] += size
+            elif index < self.num_hidden_layers:
+                sizes["loop1_kv"] += size
+            else:
+                sizes["other_full_kv"] += size
+        if self.loop_states is not None:
+            sizes["loop_states"] = self.loop_states.nbytes
+        sizes["total"] = sum(sizes.values())
+        return sizes
+
+
+__all__ = ["PLTCache", "PLTWindowLayer", "ring_sequence_indices"]

@@ -1,0 +1,357 @@
+"""Numerics of the Parallel Loop Transformer: Llama equivalence, caches, decode paths, windows.
+
+Tiny random models in float64, so that "equal" can mean 1e-10 rather than "close".
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+import torch
+from transformers import LlamaConfig, LlamaForCausalLM
+
+from asmopt.models.plt import PLTCache, PLTConfig, PLTForCausalLM, PLTWindowLayer
+from asmopt.models.plt.cache_plt import ring_sequence_indices
+
+VOCAB = 99
+TIGHT = 1e-10  # float64: paths that do the same arithmetic in another order
+
+
+def tiny_config(**overrides: Any) -> PLTConfig:
+    fields: dict[str, Any] = {
+        "vocab_size": VOCAB,
+        "hidden_size": 32,
+        "intermediate_size": 64,
+        "num_hidden_layers": 2,
+        "num_attention_heads": 4,
+        "num_key_value_heads": 2,
+        "max_position_embeddings": 128,
+        "plt_num_loops": 2,
+        "plt_window_size": [3, 0],
+        "pad_token_id": 0,
+        "bos_token_id": 1,
+        "eos_token_id": None,
+        "rope_parameters": {"rope_type": "default", "rope_theta": 10000.0},
+    }
+    fields.update(overrides)
+    return PLTConfig(**fields)
+
+
+def tiny_model(seed: int = 0, **overrides: Any) -> PLTForCausalLM:
+    """A float64 model whose gates are random (zero gates would hide gate bugs)."""
+    torch.manual_seed(seed)
+    model = PLTForCausalLM(tiny_config(**overrides)).double().eval()
+    with torch.no_grad():
+        for layer in model.model.layers:
+            gate = layer.self_attn.plt_gate
+            if gate is not None:
+                gate.weight.normal_(0.0, 0.5)
+                gate.bias.normal_(0.0, 0.5)
+    return model
+
+
+MODES = {
+    "r1": {"plt_num_loops": 1},
+    "plt2_hidden_gate": {"plt_num_loops": 2},
+    "plt3_query_gate_norm_scaled": {
+        "plt_num_loops": 3,
+        "plt_gate_use_hidden_states": False,
+        "plt_normalize_per_loop": True,
+        "plt_emb_scale": 0.7,
+        "plt_hidden_scale": 1.3,
+    },
+    "plt4_window0": {"plt_num_loops": 4, "plt_window_size": [0, 0]},
+    "plain2": {"plt_num_loops": 2, "plt_loop_mode": "plain"},
+}
+
+
+def decode_logits(
+    model: PLTForCausalLM, ids: torch.Tensor, prefill: int, parallel: bool = True
+) -> torch.Tensor:
+    """Prefill `prefill` tokens, then feed the rest one at a time through the cache."""
+    model.model.parallel_decode = parallel
+    try:
+        cache = PLTCache(model.config)
+        with torch.no_grad():
+            out = model(ids[:, :prefill], past_key_values=cache, use_cache=True)
+            logits = [out.logits]
+            for t in range(prefill, ids.shape[1]):
+                out = model(ids[:, t : t + 1], past_key_values=cache, use_cache=True)
+                logits.append(out.logits)
+    finally:
+        model.model.parallel_decode = True
+    return torch.cat(logits, dim=1)
+
+
+def test_r1_matches_llama_with_copied_weights() -> None:
+    torch.manual_seed(0)
+    config = tiny_config(plt_num_loops=1)
+    model = PLTForCausalLM(config).double().eval()
+    llama_config = LlamaConfig(
+        vocab_size=VOCAB,
+        hidden_size=32,
+        intermediate_size=64,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        num_key_value_heads=2,
+        max_position_embeddings=128,
+        rms_norm_eps=config.rms_norm_eps,
+        rope_parameters={"rope_type": "default", "rope_theta": 10000.0},
+        pad_token_id=0,
+    )
+    llama = LlamaForCausalLM(llama_config).double().eval()
+    llama.load_state_dict(model.state_dict(), strict=True)
+
+    ids = torch.randint(2, VOCAB, (2, 11))
+    with torch.no_grad():
+        ours = model(ids).logits
+        theirs = llama(ids).logits
+    assert (ours - theirs).abs().max().item() < 1e-5
+    # float32 too, where both use SDPA
+    model.float()
+    llama.float()
+    with torch.no_grad():
+        assert (model(ids).logits - llama(ids).logits).abs().max().item() < 1e-5
+
+
+@pytest.mark.parametrize("mode", sorted(MODES))
+def test_cached_decode_equals_full_recomputation(mode: str) -> None:
+    model = tiny_model(**MODES[mode])
+    ids = torch.randint(2, VOCAB, (2, 12))
+    with torch.no_grad():
+        full = model(ids).logits
+    for prefill in (1, 3, 4, 7):  # before, at and past the window of 3 (+1)
+        cached = decode_logits(model, ids, prefill)
+        assert (cached - full).abs().max().item() < TIGHT, f"prefill {prefill}"
+
+
+def test_chunked_prefill_equals_full() -> None:
+    model = tiny_model(plt_num_loops=3)
+    ids = torch.randint(2, VOCAB, (2, 14))
+    with torch.no_grad():
+        full = model(ids).logits
+        cache = PLTCache(model.config)
+        chunks = [
+            model(ids[:, a:b], past_key_values=cache).logits for a, b in ((0, 5), (5, 7), (7, 14))
+        ]
+    assert (torch.cat(chunks, dim=1) - full).abs().max().item() < TIGHT
+
+
+@pytest.mark.parametrize("loops", [2, 3, 4])
+def test_one_pass_parallel_decode_equals_loop_by_loop(loops: int) -> None:
+    model = tiny_model(plt_num_loops=loops)
+    ids = torch.randint(2, VOCAB, (3, 10))
+
+    calls: list[int] = []
+    hook = model.model.layers[0].self_attn.q_proj.register_forward_hook(
+        lambda module, args, output: calls.append(args[0].shape[1])
+    )
+    try:
+        parallel = decode_logits(model, ids, prefill=2, parallel=True)
+        parallel_rows = list(calls)
+        calls.clear()
+        sequential = decode_logits(model, ids, prefill=2, parallel=False)
+        sequential_rows = list(calls)
+    finally:
+        hook.remove()
+    assert (parallel - sequential).abs().max().item() < TIGHT
+    steps = ids.shape[1] - 2
+    # Parallel: prefill runs R loops over the chunk, then ONE call per step with R rows.
+    assert parallel_rows == [2] * loops + [loops] * steps
+    # Loop by loop: R calls per step, one row each.
+    assert sequential_rows == [2] * loops + [1] * (loops * steps)
+
+
+def test_window_boundary_in_attention_maps() -> None:
+    """With the gate pushed to the local branch, loop 2 of token i attends exactly i-w..i."""
+    window = 3
+    model = tiny_model(plt_num_loops=2, plt_window_size=[window, 0])
+    with torch.no_grad():
+        for layer in model.model.layers:
+            layer.self_attn.plt_gate.weight.zero_()
+            layer.self_attn.plt_gate.bias.fill_(-60.0)  # g = sigmoid(-60) ~ 1e-26
+    ids = torch.randint(2, VOCAB, (1, 9))
+    with torch.no_grad():
+        out = model(ids, output_attentions=True)
+    for probs in out.loop_attentions[1]:
+        seen = probs[0] > 1e-12  # [H, Q, K]
+        query = torch.arange(9)[:, None]
+        key = torch.arange(9)[None, :]
+        expected = (key <= query) & (key >= query - window)
+        assert torch.equal(seen, expected.expand_as(seen))
+    for probs in out.loop_attentions[0]:  # loop 1 stays fully causal
+        assert torch.equal(probs[0] > 0, torch.ones(9, 9).tril().bool().expand_as(probs[0]))
+
+
+def test_window_layer_ring_buffer() -> None:
+    layer = PLTWindowLayer(window=3)
+    values = torch.arange(10, dtype=torch.float64).view(1, 1, 10, 1)
+    keys, _ = layer.update(values[:, :, :5], values[:, :, :5])
+    assert keys.shape[-2] == 5  # first chunk: nothing before it
+    # ring holds sequence indices 2, 3, 4 in slots 2, 0, 1
+    assert layer.keys.flatten().tolist() == [3.0, 4.0, 2.0]
+    assert ring_sequence_indices(5, 3, torch.device("cpu")).tolist() == [3, 4, 2]
+    keys, _ = layer.update(values[:, :, 5:6], values[:, :, 5:6])
+    assert keys.flatten().tolist() == [3.0, 4.0, 2.0, 5.0]  # ring before the step + new token
+    assert layer.get_seq_length() == 6
+    assert ring_sequence_indices(2, 3, torch.device("cpu")).tolist() == [0, 1, -1]
+    layer.crop(0)
+    with pytest.raises(ValueError, match="cannot be cropped"):
+        layer.crop(-1)
+
+
+def test_zero_initialised_gate_gives_half() -> None:
+    for hidden_gate in (True, False):
+        torch.manual_seed(0)
+        model = PLTForCausalLM(tiny_config(plt_num_loops=3, plt_gate_use_hidden_states=hidden_gate))
+        ids = torch.randint(2, VOCAB, (2, 6))
+        with torch.no_grad():
+            out = model(ids, output_loop_states=True)
+        assert out.loop_gates[0] is None
+        for loop_gates in out.loop_gates[1:]:
+            assert len(loop_gates) == 2
+            for gate in loop_gates:
+                assert gate.shape == (2, 6, 4)
+                assert torch.equal(gate, torch.full_like(gate, 0.5))
+
+
+def test_plain_looped_r2_equals_running_the_stack_twice() -> None:
+    """Plain R = 2 over L layers == a Llama of 2L layers whose second half copies the first."""
+    torch.manual_seed(0)
+    model = PLTForCausalLM(tiny_config(plt_num_loops=2, plt_loop_mode="plain")).double().eval()
+    llama = (
+        LlamaForCausalLM(
+            LlamaConfig(
+                vocab_size=VOCAB,
+                hidden_size=32,
+                intermediate_size=64,
+                num_hidden_layers=4,
+                num_attention_heads=4,
+                num_key_value_heads=2,
+                rms_norm_eps=model.config.rms_norm_eps,
+                rope_parameters={"rope_type": "default", "rope_theta": 10000.0},
+            )
+        )
+        .double()
+        .eval()
+    )
+    state = model.state_dict()
+    for key in list(state):
+        if key.startswith("model.layers."):
+            index = int(key.split(".")[2])
+            state[key.replace(f"layers.{index}.", f"layers.{index + 2}.", 1)] = state[key]
+    llama.load_state_dict(state, strict=True)
+    ids = torch.randint(2, VOCAB, (2, 9))
+    with torch.no_grad():
+        assert (model(ids).logits - llama(ids).logits).abs().max().item() < 1e-10
+        out = model(ids, output_loop_states=True)
+    assert len(out.loop_hidden_states) == 3
+    assert out.loop_gates == (None, None)
+
+
+def test_diagnostics_shapes_and_probabilities() -> None:
+    model = tiny_model(plt_num_loops=3)
+    ids = torch.randint(2, VOCAB, (2, 7))
+    with torch.no_grad():
+        out = model(ids, output_attentions=True, output_hidden_states=True, output_loop_states=True)
+        plain = model(ids)
+    assert (out.logits - plain.logits).abs().max().item() < TIGHT
+    assert len(out.loop_hidden_states) == 4  # h(0) = E(x), h(1), h(2), h(3)
+    assert torch.equal(out.loop_hidden_states[0], model.model.embed_tokens(ids))
+    last = model.lm_head(model.model.norm(out.loop_hidden_states[-1]))
+    assert (last - out.logits).abs().max().item() < TIGHT  # logit lens of the last loop
+    assert len(out.hidden_states) == 1 + 3 * 2
+    assert len(out.attentions) == 3 * 2
+    assert [len(loop) for loop in out.loop_attentions] == [2, 2, 2]
+    for loop in out.loop_attentions:
+        for probs in loop:
+            assert probs.shape == (2, 4, 7, 7)
+            assert torch.allclose(probs.sum(-1), torch.ones(2, 4, 7, dtype=probs.dtype))
+            assert probs.triu(1).abs().max().item() == 0.0  # causal
+
+
+def test_cache_layout_and_batch_operations() -> None:
+    model = tiny_model(plt_num_loops=3)
+    cache = PLTCache(model.config)
+    assert len(cache.layers) == 3 * 2
+    assert type(cache.layer(1, 0)).__name__ == "DynamicLayer"
+    assert isinstance(cache.layer(1, 2), PLTWindowLayer)
+    with pytest.raises(IndexError):
+        cache.cache_index(2, 0)
+    ids = torch.randint(2, VOCAB, (3, 8))
+    with torch.no_grad():
+        model(ids, past_key_values=cache)
+    assert cache.get_seq_length() == 8 and cache.get_seq_length(1, 2) == 8
+    assert cache.loop_states.shape == (3, 2, 32)
+    assert not cache.is_croppable
+    with pytest.raises(ValueError, match="cannot be cropped"):
+        cache.crop(-1)
+
+    before = cache.loop_states.clone()
+    ring = cache.layer(0, 1).keys.clone()
+    cache.reorder_cache(torch.tensor([2, 0, 1]))
+    assert torch.equal(cache.loop_states, before[[2, 0, 1]])
+    assert torch.equal(cache.layer(0, 1).keys, ring[[2, 0, 1]])
+    cache.batch_select_indices(torch.tensor([0, 2]))
+    assert cache.loop_states.shape[0] == 2 and cache.layer(1, 2).keys.shape[0] == 2
+    cache.batch_repeat_interleave(2)
+    assert cache.loop_states.shape[0] == 4 and cache.layer(0, 0).keys.shape[0] == 4
+
+
+def test_kv_bytes_plt_vs_plain() -> None:
+    prompt = torch.randint(2, VOCAB, (1, 40))
+    sizes = {}
+    for name, overrides in {
+        "r1": {"plt_num_loops": 1},
+        "plt3": {"plt_num_loops": 3},
+        "plain3": {"plt_num_loops": 3, "plt_loop_mode": "plain"},
+    }.items():
+        model = tiny_model(**overrides)
+        cache = PLTCache(model.config)
+        with torch.no_grad():
+            model(prompt, past_key_values=cache)
+        sizes[name] = cache.nbytes()
+    loop1 = sizes["r1"]["total"]
+    assert sizes["plt3"]["loop1_kv"] == loop1
+    # two extra loops x two layers x (K and V) x [1, 2 kv heads, window 3, head_dim 8] float64
+    assert sizes["plt3"]["window_kv"] == 2 * 2 * 2 * (2 * 3 * 8) * 8
+    assert sizes["plain3"]["total"] == 3 * loop1
+
+
+def enable_checkpointing(model: PLTForCausalLM, use_reentrant: bool) -> None:
+    """Newer transformers call it `activation_checkpointing_enable`; 5.0 has the older name."""
+    enable = getattr(model, "activation_checkpointing_enable", None)
+    if enable is not None:
+        enable(activation_checkpointing_kwargs={"use_reentrant": use_reentrant})
+    else:
+        model.gradient_checkpointing_enable({"use_reentrant": use_reentrant})
+
+
+@pytest.mark.parametrize("use_reentrant", [False, True])
+def test_training_backward_and_checkpointing(use_reentrant: bool) -> None:
+    model = tiny_model(plt_num_loops=3)
+    model.train()
+    ids = torch.randint(2, VOCAB, (2, 8))
+    loss = model(ids, labels=ids).loss
+    loss.backward()
+    gate = model.model.layers[0].self_attn.plt_gate
+    assert gate.weight.grad is not None and gate.weight.grad.abs().sum() > 0
+    reference = {n: p.grad.clone() for n, p in model.named_parameters()}
+    model.zero_grad()
+
+    enable_checkpointing(model, use_reentrant)
+    model(ids, labels=ids).loss.backward()
+    for name, param in model.named_parameters():
+        assert torch.allclose(param.grad, reference[name], atol=1e-10), name
+
+
+def test_rejects_foreign_cache_and_bad_masks() -> None:
+    from transformers import DynamicCache
+
+    model = tiny_model()
+    ids = torch.randint(2, VOCAB, (1, 4))
+    with pytest.raises(TypeError, match="PLTCache"):
+        model(ids, past_key_values=DynamicCache())
+    with pytest.raises(ValueError, match="attention_mask"):
+        model(ids, attention_mask=torch.ones(1, 3, dtype=torch.long))
