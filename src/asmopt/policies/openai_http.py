@@ -1,0 +1,191 @@
+"""OpenAI-compatible HTTP back-end (vLLM, SGLang, llama.cpp server, hosted APIs, `asmopt serve`).
+
+Only the standard library is used. Requests share a concurrency limit, retry with
+exponential backoff on 429, 5xx and connection resets, and time out. Configuration errors
+(unreachable server, 401/403, unknown model) are raised as PolicyError at start-up by
+`preflight()`, so a run stops before it begins instead of scoring every program as failed.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import threading
+import time
+import urllib.error
+import urllib.request
+from dataclasses import dataclass, field
+from typing import Any
+
+from asmopt.policies.llm import Completion, PolicyError, SamplingParams
+
+RETRY_STATUS = {408, 409, 429, 500, 502, 503, 504}
+
+
+class TransientError(RuntimeError):
+    """Retries were exhausted on a temporary failure: the sample is an infra_error."""
+
+
+@dataclass
+class OpenAIBackend:
+    base_url: str
+    model: str
+    api: str = "chat"  # "chat" -> /chat/completions, "completions" -> /completions
+    api_key_env: str = "OPENAI_API_KEY"
+    timeout_s: float = 600.0
+    max_retries: int = 5
+    backoff_s: float = 1.0
+    concurrency: int = 8
+    _sem: threading.Semaphore = field(init=False, repr=False)
+    usage: dict[str, int] = field(
+        default_factory=lambda: {"prompt_tokens": 0, "completion_tokens": 0, "requests": 0}
+    )
+    _usage_lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+
+    def __post_init__(self) -> None:
+        if not self.base_url.startswith(("http://", "https://")):
+            raise PolicyError(
+                f"--base-url must start with http:// or https://, got {self.base_url!r}"
+            )
+        if self.api not in ("chat", "completions"):
+            raise PolicyError(f"api must be 'chat' or 'completions', got {self.api!r}")
+        if self.concurrency < 1:
+            raise PolicyError("concurrency must be at least 1")
+        self.base_url = self.base_url.rstrip("/")
+        self._sem = threading.Semaphore(self.concurrency)
+
+    # ------------------------------------------------------------------ HTTP
+    def _headers(self) -> dict[str, str]:
+        headers = {"Content-Type": "application/json", "Accept": "application/json"}
+        key = os.environ.get(self.api_key_env)
+        if key:
+            headers["Authorization"] = f"Bearer {key}"
+        return headers
+
+    def _request(self, method: str, path: str, body: dict[str, Any] | None = None) -> Any:
+        url = f"{self.base_url}{path}"
+        data = json.dumps(body).encode() if body is not None else None
+        last = ""
+        for attempt in range(self.max_retries + 1):
+            req = urllib.request.Request(url, data=data, method=method, headers=self._headers())
+            try:
+                with self._sem, urllib.request.urlopen(req, timeout=self.timeout_s) as resp:
+                    raw = resp.read()
+            except urllib.error.HTTPError as exc:
+                detail = exc.read()[:500].decode("utf-8", "replace")
+                if exc.code in (401, 403):
+                    raise PolicyError(
+                        f"{url}: authentication failed ({exc.code}); set the API key in "
+                        f"${self.api_key_env}. Server said: {detail}"
+                    ) from None
+                if exc.code == 404:
+                    raise PolicyError(
+                        f"{url}: not found (404); check --base-url (it usually "
+                        f"ends in /v1) and --model. Server said: {detail}"
+                    ) from None
+                if exc.code not in RETRY_STATUS:
+                    raise PolicyError(f"{url}: HTTP {exc.code}: {detail}") from None
+                last = f"HTTP {exc.code}: {detail[:200]}"
+                retry_after = exc.headers.get("Retry-After") if exc.headers else None
+                delay = float(retry_after) if retry_after and retry_after.isdigit() else None
+            except (urllib.error.URLError, ConnectionError, TimeoutError, OSError) as exc:
+                reason = getattr(exc, "reason", exc)
+                last = f"{type(exc).__name__}: {reason}"
+                delay = None
+            else:
+                try:
+                    return json.loads(raw)
+                except (json.JSONDecodeError, UnicodeDecodeError):
+                    last = f"server returned invalid JSON: {raw[:200]!r}"
+                    delay = None
+            if attempt < self.max_retries:
+                wait = delay if delay is not None else self.backoff_s * (2**attempt)
+                time.sleep(wait * (0.5 + random.random()))  # jitter spreads retries apart
+        raise TransientError(f"{url}: gave up after {self.max_retries + 1} attempts: {last}")
+
+    def preflight(self) -> None:
+        """Fail fast on an unreachable server, a bad key or an unknown model."""
+        try:
+            listing = self._request("GET", "/models")
+        except TransientError as exc:
+            raise PolicyError(f"cannot reach the model server: {exc}") from None
+        models = (
+            [m.get("id") for m in listing.get("data", []) if isinstance(m, dict)]
+            if isinstance(listing, dict)
+            else []
+        )
+        if models and self.model not in models:
+            raise PolicyError(
+                f"model {self.model!r} is not served at {self.base_url}; "
+                f"available: {', '.join(map(str, models[:10]))}"
+            )
+
+    # ------------------------------------------------------------------ generation
+    def _one(
+        self, messages: list[dict[str, str]], params: SamplingParams, seed: int | None
+    ) -> Completion:
+        body: dict[str, Any] = {
+            "model": self.model,
+            "temperature": params.temperature,
+            "top_p": params.top_p,
+            "max_tokens": params.max_new_tokens,
+        }
+        if seed is not None:
+            body["seed"] = seed
+        if self.api == "chat":
+            body["messages"] = messages
+            path = "/chat/completions"
+        else:
+            body["prompt"] = "\n\n".join(m["content"] for m in messages)
+            path = "/completions"
+        start = time.monotonic()
+        resp = self._request("POST", path, body)
+        latency = time.monotonic() - start
+        try:
+            choice = resp["choices"][0]
+            text = choice["message"]["content"] if self.api == "chat" else choice["text"]
+            if text is None:
+                text = ""
+            if not isinstance(text, str):
+                raise TypeError("content is not a string")
+        except (KeyError, IndexError, TypeError) as exc:
+            raise TransientError(
+                f"malformed response from the server ({exc}): {json.dumps(resp)[:300]}"
+            ) from None
+        usage = resp.get("usage") or {}
+        pt, ct = int(usage.get("prompt_tokens", 0)), int(usage.get("completion_tokens", 0))
+        with self._usage_lock:
+            self.usage["prompt_tokens"] += pt
+            self.usage["completion_tokens"] += ct
+            self.usage["requests"] += 1
+        return Completion(
+            text=text,
+            prompt_tokens=pt,
+            completion_tokens=ct,
+            finish_reason=choice.get("finish_reason"),
+            latency_s=latency,
+        )
+
+    def generate(
+        self, messages: list[dict[str, str]], n: int, params: SamplingParams
+    ) -> list[Completion]:
+        """n independent requests (not every server supports `n`), seeds seed, seed+1, ..."""
+        results: list[Completion | None] = [None] * n
+        errors: list[BaseException] = []
+
+        def work(i: int) -> None:
+            try:
+                seed = None if params.seed is None else params.seed + i
+                results[i] = self._one(messages, params, seed)
+            except BaseException as exc:  # re-raised below in the caller's thread
+                errors.append(exc)
+
+        threads = [threading.Thread(target=work, args=(i,)) for i in range(n)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        if errors:
+            raise errors[0]
+        return [r for r in results if r is not None]
