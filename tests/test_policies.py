@@ -7,6 +7,7 @@ import threading
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
+from typing import ClassVar
 
 import pytest
 
@@ -181,7 +182,7 @@ def test_wrong_model_name_and_unreachable(server: object) -> None:
 class _Scripted(BaseHTTPRequestHandler):
     """A deliberately broken server: status and body are chosen by the test."""
 
-    script: list[tuple[int, bytes]] = []
+    script: ClassVar[list[tuple[int, bytes]]] = []
 
     def log_message(self, *args: object) -> None:
         pass
@@ -243,7 +244,7 @@ def test_model_dir_problems_are_named(tmp_path: Path, tiny_model_dir: Path) -> N
     with pytest.raises(PolicyError, match="not found"):
         HFBackend(tmp_path / "missing")
     (tmp_path / "empty").mkdir()
-    with pytest.raises(PolicyError, match="no config.json"):
+    with pytest.raises(PolicyError, match=r"no config\.json"):
         HFBackend(tmp_path / "empty")
     no_weights = tmp_path / "no_weights"
     no_weights.mkdir()
