@@ -1,0 +1,225 @@
+"""Loading and saving PLT models: our directories, published LoopCoder directories, versions.
+
+The published checkpoints are large, so the tests write synthetic directories with the
+published config fields and tensor names (`plt_gate`, older `loop_gate_proj`) from a tiny
+model and check that loading them gives that model's logits.
+"""
+
+from __future__ import annotations
+
+import json
+import tomllib
+from pathlib import Path
+from typing import Any
+
+import pytest
+import torch
+import transformers
+from packaging.specifiers import SpecifierSet
+from packaging.version import Version
+from safetensors.torch import load_file, save_file
+from transformers import AutoConfig, AutoModelForCausalLM
+
+from asmopt.models.plt import (
+    SUPPORTED_TRANSFORMERS,
+    IQuestPLTCoderConfig,
+    IQuestPLTCoderForCausalLM,
+    PLTConfig,
+    PLTForCausalLM,
+    load_plt_pretrained,
+)
+
+VOCAB = 99
+REPO_ROOT = Path(__file__).resolve().parents[1]
+
+SHAPE: dict[str, Any] = {
+    "vocab_size": VOCAB,
+    "hidden_size": 32,
+    "intermediate_size": 64,
+    "num_hidden_layers": 2,
+    "num_attention_heads": 4,
+    "num_key_value_heads": 2,
+    "head_dim": 8,
+    "max_position_embeddings": 128,
+    "rms_norm_eps": 1e-5,
+    "tie_word_embeddings": False,
+}
+
+
+def random_model(config: PLTConfig) -> PLTForCausalLM:
+    torch.manual_seed(0)
+    model = PLTForCausalLM(config).eval()
+    with torch.no_grad():
+        for layer in model.model.layers:
+            gate = layer.self_attn.plt_gate
+            gate.weight.normal_(0.0, 0.5)
+            gate.bias.normal_(0.0, 0.5)
+            if gate.gate_norm is not None:
+                gate.gate_norm.weight.uniform_(0.5, 1.5)
+    return model
+
+
+def logits(model: PLTForCausalLM) -> torch.Tensor:
+    ids = torch.arange(2, 14).view(2, 6)
+    with torch.no_grad():
+        return model(ids).logits
+
+
+def write_published_dir(
+    path: Path, config_json: dict[str, Any], state: dict[str, torch.Tensor]
+) -> None:
+    path.mkdir(parents=True, exist_ok=True)
+    (path / "config.json").write_text(json.dumps(config_json, indent=2))
+    save_file({k: v.contiguous() for k, v in state.items()}, str(path / "model.safetensors"))
+
+
+def test_save_load_round_trip(tmp_path: Path) -> None:
+    config = PLTConfig(
+        **SHAPE,
+        plt_num_loops=3,
+        plt_window_size=[4, 0],
+        plt_normalize_per_loop=True,
+        plt_emb_scale=0.5,
+        plt_hidden_scale=2.0,
+    )
+    model = random_model(config)
+    model.save_pretrained(tmp_path)
+    saved = load_file(str(tmp_path / "model.safetensors"))
+    assert "model.layers.0.self_attn.plt_gate.weight" in saved
+    assert "model.layers.1.self_attn.plt_gate.gate_norm.weight" in saved
+    assert json.loads((tmp_path / "config.json").read_text())["model_type"] == "asmopt_plt"
+
+    loaded = AutoModelForCausalLM.from_pretrained(tmp_path).eval()
+    assert type(loaded) is PLTForCausalLM
+    assert type(loaded).__module__.startswith("asmopt.")  # native code, no remote code
+    for field in ("plt_num_loops", "plt_window_size", "plt_normalize_per_loop", "plt_emb_scale"):
+        assert getattr(loaded.config, field) == getattr(config, field)
+    assert torch.equal(logits(loaded), logits(model))
+    assert torch.equal(logits(load_plt_pretrained(tmp_path).eval()), logits(model))
+
+
+def published_v2_config(window: int) -> dict[str, Any]:
+    """Field names as in the LoopCoder-v2 config.json (rope given the legacy way)."""
+    return {
+        **SHAPE,
+        "architectures": ["IQuestPLTCoderForCausalLM"],
+        "auto_map": {
+            "AutoConfig": "configuration_iquestpltcoder.IQuestPLTCoderConfig",
+            "AutoModelForCausalLM": "modeling_iquestpltcoder.IQuestPLTCoderForCausalLM",
+        },
+        "model_type": "iquestpltcoder",
+        "hidden_act": "silu",
+        "rope_theta": 500000.0,
+        "attention_bias": False,
+        "torch_dtype": "float32",
+        "plt_num_loops": 2,
+        "plt_window_size": [window, 0],
+        "plt_normalize_per_loop": True,
+        "plt_emb_scale": 1,
+        "plt_hidden_scale": 1.0,
+        "plt_gate_use_hidden_states": True,
+        "bos_token_id": 1,
+        "eos_token_id": 2,
+    }
+
+
+def test_published_v2_directory_gives_our_logits(tmp_path: Path) -> None:
+    ours = random_model(
+        PLTConfig(
+            **SHAPE,
+            plt_num_loops=2,
+            plt_window_size=[3, 0],
+            plt_normalize_per_loop=True,
+            rope_parameters={"rope_type": "default", "rope_theta": 500000.0},
+        )
+    )
+    write_published_dir(tmp_path, published_v2_config(3), ours.state_dict())
+
+    config = AutoConfig.from_pretrained(tmp_path)
+    assert isinstance(config, IQuestPLTCoderConfig)
+    assert config.plt_window_size == [3, 0] and config.plt_gate_use_hidden_states
+    loaded, info = AutoModelForCausalLM.from_pretrained(tmp_path, output_loading_info=True)
+    assert type(loaded) is IQuestPLTCoderForCausalLM
+    assert not info["missing_keys"] and not info["unexpected_keys"]
+    assert (logits(loaded.eval()) - logits(ours)).abs().max().item() < 1e-6
+
+    # Re-saving keeps the published names, and the copy loads again.
+    loaded.save_pretrained(tmp_path / "resaved")
+    resaved = load_file(str(tmp_path / "resaved" / "model.safetensors"))
+    assert "model.layers.0.self_attn.plt_gate.gate_norm.weight" in resaved
+    again = AutoModelForCausalLM.from_pretrained(tmp_path / "resaved").eval()
+    assert (logits(again) - logits(ours)).abs().max().item() < 1e-6
+
+
+def test_published_v1_directory_with_loop_gate_proj(tmp_path: Path) -> None:
+    """v1: `loop_num` / `loop_window_size` (window counts the token itself), query gate,
+    gate tensors named `loop_gate_proj`."""
+    ours = random_model(
+        PLTConfig(
+            **SHAPE,
+            plt_num_loops=3,
+            plt_window_size=[3, 0],
+            plt_gate_use_hidden_states=False,
+            rope_parameters={"rope_type": "default", "rope_theta": 10000.0},
+        )
+    )
+    state = {
+        key.replace(".plt_gate.", ".loop_gate_proj."): value
+        for key, value in ours.state_dict().items()
+    }
+    assert any("loop_gate_proj" in key for key in state)
+    config_json = {
+        **SHAPE,
+        "architectures": ["IQuestPLTCoderForCausalLM"],
+        "model_type": "iquestpltcoder",
+        "rope_theta": 10000.0,
+        "loop_num": 3,
+        "loop_window_size": 4,
+    }
+    write_published_dir(tmp_path, config_json, state)
+
+    loaded, info = AutoModelForCausalLM.from_pretrained(tmp_path, output_loading_info=True)
+    assert not info["missing_keys"] and not info["unexpected_keys"]
+    assert loaded.config.plt_num_loops == 3
+    assert loaded.config.plt_window_size == [3, 0]
+    assert loaded.config.plt_gate_use_hidden_states is False
+    assert (logits(loaded.eval()) - logits(ours)).abs().max().item() < 1e-6
+
+    # A model loaded from old names saves old names (the format it came in) and reloads.
+    loaded.save_pretrained(tmp_path / "resaved")
+    resaved = load_file(str(tmp_path / "resaved" / "model.safetensors"))
+    assert "model.layers.0.self_attn.loop_gate_proj.weight" in resaved
+    again = AutoModelForCausalLM.from_pretrained(tmp_path / "resaved").eval()
+    assert (logits(again) - logits(ours)).abs().max().item() < 1e-6
+
+
+def test_fresh_published_type_model_saves_v2_names(tmp_path: Path) -> None:
+    model = IQuestPLTCoderForCausalLM(IQuestPLTCoderConfig(**SHAPE, plt_window_size=[3, 0]))
+    model.save_pretrained(tmp_path)
+    saved = load_file(str(tmp_path / "model.safetensors"))
+    assert "model.layers.0.self_attn.plt_gate.weight" in saved
+    assert not any("loop_gate_proj" in key for key in saved)
+
+
+def test_load_plt_pretrained_rejects_other_architectures(tmp_path: Path) -> None:
+    (tmp_path / "config.json").write_text(json.dumps({"model_type": "llama", **SHAPE}))
+    with pytest.raises(ValueError, match="llama"):
+        load_plt_pretrained(tmp_path)
+
+
+def test_installed_transformers_is_in_the_declared_range_and_works() -> None:
+    pyproject = tomllib.loads((REPO_ROOT / "pyproject.toml").read_text())
+    declared = [
+        requirement
+        for requirement in pyproject["project"]["optional-dependencies"]["ml"]
+        if requirement.startswith("transformers")
+    ]
+    assert len(declared) == 1
+    specifier = SpecifierSet(declared[0].removeprefix("transformers"))
+    assert specifier == SpecifierSet(",".join(SUPPORTED_TRANSFORMERS))
+    installed = Version(transformers.__version__)
+    assert installed in specifier, f"transformers {installed} is outside {specifier}"
+
+    model = random_model(PLTConfig(**SHAPE, plt_num_loops=2, plt_window_size=[2, 0]))
+    out = model.generate(torch.tensor([[3, 4, 5]]), max_new_tokens=5, do_sample=False)
+    assert out.shape == (1, 8)
