@@ -1,0 +1,48 @@
+"""`asmopt serve`: the OpenAI-compatible server around a local model directory."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+
+log = logging.getLogger(__name__)
+
+
+def cmd_serve(args: argparse.Namespace) -> int:
+    from asmopt.policies.hf_local import HFBackend
+    from asmopt.serve import ModelServer
+
+    if not 0 <= args.port <= 65535:
+        raise ValueError(f"--port must be 0..65535, got {args.port}")
+    backend = HFBackend(
+        args.model_dir, device=args.device, dtype=args.dtype, batch_size=args.batch_size
+    )
+    server = ModelServer(backend, host=args.host, port=args.port, model_name=args.name)
+    print(
+        f"asmopt serve: model {server.model_name!r} at {server.url} "
+        f"(OpenAI-compatible: /models, /chat/completions, /completions)",
+        file=sys.stderr,
+        flush=True,
+    )
+    try:
+        server.serve_forever()
+    except KeyboardInterrupt:
+        pass
+    finally:
+        server.httpd.server_close()
+    return 0
+
+
+def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -> None:
+    p = sub.add_parser(
+        "serve", parents=[common], help="serve a local model over an OpenAI-compatible HTTP API"
+    )
+    p.add_argument("model_dir", help="local Hugging Face model directory")
+    p.add_argument("--host", default="127.0.0.1")
+    p.add_argument("--port", type=int, default=8000)
+    p.add_argument("--name", default=None, help="model name clients must use (default: dir name)")
+    p.add_argument("--device", default="cpu")
+    p.add_argument("--dtype", default="auto", help="auto | float32 | bfloat16 | float16")
+    p.add_argument("--batch-size", type=int, default=8)
+    p.set_defaults(func=cmd_serve)
