@@ -1,5 +1,5 @@
-/* Breadth-first search on a generated grid maze: shortest path corner to corner, distance
- * histogram, and the number of connected open regions (flood fill with the same queue).
+/* Breadth-first search on a generated grid maze: flood fill of every open region with one
+ * queue, the corner-to-corner distance, and distance statistics of the largest region.
  * Input: H W wall_percent seed. */
 #include <stdio.h>
 #include <stdlib.h>
@@ -36,9 +36,11 @@ int main(void)
 
     static const int dr[4] = {1, -1, 0, 0};
     static const int dc[4] = {0, 0, 1, -1};
-    int regions = 0, largest = 0;
+    int regions = 0;
+    size_t largest = 0, largest_start = 0;
+    int largest_ecc = 0;
     long long hist[8] = {0};
-    uint64_t dsum = 0;
+    uint64_t largest_dsum = 0;
     for (size_t startc = 0; startc < cells; startc++) {
         if (wall[startc] || dist[startc] >= 0) continue;
         regions++;
@@ -57,20 +59,28 @@ int main(void)
                 queue[tail++] = nx;
             }
         }
-        if ((int)tail > largest) largest = (int)tail;
         if (startc == 0) {
+            printf("corner_distance %d\n", dist[cells - 1]);
+            printf("corner_region %zu\n", tail);
+        }
+        if (tail > largest) {
+            /* distances from this region's first cell: BFS order is sorted by distance */
+            largest = tail;
+            largest_start = startc;
+            largest_ecc = dist[queue[tail - 1]];
+            largest_dsum = 0;
+            for (int b = 0; b < 8; b++) hist[b] = 0;
             for (size_t i = 0; i < tail; i++) {
                 int d = dist[queue[i]];
-                dsum += (uint64_t)d;
+                largest_dsum += (uint64_t)d;
                 int b = 0;
                 while (b < 7 && (d >> (2 * b + 2)) != 0) b++;
                 hist[b]++;
             }
-            printf("corner_distance %d\n", dist[cells - 1]);
-            printf("reachable %zu distance_sum %llu\n", tail, (unsigned long long)dsum);
         }
     }
-    printf("regions %d largest %d\n", regions, largest);
+    printf("regions %d largest %zu from %zu\n", regions, largest, largest_start);
+    printf("eccentricity %d distance_sum %llu\n", largest_ecc, (unsigned long long)largest_dsum);
     printf("hist");
     for (int i = 0; i < 8; i++) printf(" %lld", hist[i]);
     printf("\n");
