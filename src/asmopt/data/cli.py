@@ -1,0 +1,343 @@
+"""`asmopt data ...`: import, build and export benchmark suites from the command line.
+
+```
+asmopt data import codenet|supercoder|llvm-test-suite|dir PATH... -o SUITE
+asmopt data build [POOL] -o SUITE [--speedup 3 --top-n 10000 --max-tests 10 ...]
+asmopt data export [SUITE] --format verl-parquet|jsonl|hf -o OUT
+```
+
+Each shows progress on stderr and ends with a summary of what was kept and dropped (with
+reasons); `--json` prints the full report instead. The report is also saved as
+SUITE/data_report.json next to the suite it describes.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+from asmopt.cli import UsageError, emit_json
+from asmopt.programs.model import SPLITS, Suite
+from asmopt.programs.suite_io import builtin_suite_path, load_suite
+
+from .common import REPORT_FILE, DataError, write_suite
+from .report import DataReport
+
+
+def _print_report(report: DataReport, args: argparse.Namespace) -> None:
+    for line in report.summary_lines(max_items=10_000 if args.verbose else 20):
+        print(line)
+
+
+def _split_counts(suite: Suite) -> str:
+    counts = {s: 0 for s in SPLITS}
+    for split in suite.splits.values():
+        counts[split] += 1
+    return ", ".join(f"{s} {n}" for s, n in counts.items() if n)
+
+
+def _finish(suite: Suite, report: DataReport, args: argparse.Namespace) -> int:
+    """Write the suite (refusing an empty one) and print the summary."""
+    if not suite.programs:
+        if not args.json:
+            _print_report(report, args)
+        reasons = ", ".join(f"{r}={n}" for r, n in report.reason_counts().items())
+        raise DataError(f"no programs kept, nothing written ({reasons or 'nothing found'})")
+    out = write_suite(suite, args.output, report, force=args.force)
+    if args.json:
+        emit_json({"output": str(out), "programs": len(suite), "report": report.to_dict()})
+        return 0
+    _print_report(report, args)
+    print(
+        f"\nwrote suite {suite.name!r} to {args.output}: {len(suite)} programs "
+        f"({_split_counts(suite)}); report in {REPORT_FILE}"
+    )
+    return 0
+
+
+def _fractions(args: argparse.Namespace) -> dict[str, Any]:
+    return {"val_frac": args.val_frac, "test_frac": args.test_frac, "seed": args.seed}
+
+
+# ---------------------------------------------------------------------------- import
+def cmd_import_codenet(args: argparse.Namespace) -> int:
+    from .codenet import import_codenet
+
+    suite, report = import_codenet(
+        args.path,
+        per_problem=args.per_problem,
+        io_dir=args.io_dir,
+        problems=args.problems,
+        name=args.name or "codenet",
+        progress=not args.json,
+        **_fractions(args),
+    )
+    return _finish(suite, report, args)
+
+
+def cmd_import_supercoder(args: argparse.Namespace) -> int:
+    from .supercoder import import_supercoder
+
+    suite, report = import_supercoder(
+        args.paths, prefix=args.prefix, name=args.name or "supercoder", progress=not args.json
+    )
+    return _finish(suite, report, args)
+
+
+def cmd_import_llvm(args: argparse.Namespace) -> int:
+    from .llvm_test_suite import import_llvm_test_suite
+
+    suite, report = import_llvm_test_suite(
+        args.paths,
+        size=args.size,
+        verify=not args.no_verify,
+        jobs=args.jobs,
+        cpu_seconds=args.cpu_seconds,
+        progress=not args.json,
+        name=args.name or "llvm-test-suite",
+    )
+    return _finish(suite, report, args)
+
+
+def cmd_import_dir(args: argparse.Namespace) -> int:
+    from .plain_dir import import_plain_dir
+
+    suite, report = import_plain_dir(args.path, name=args.name, **_fractions(args))
+    return _finish(suite, report, args)
+
+
+# ---------------------------------------------------------------------------- build
+def _input_suite(args: argparse.Namespace, positional: str | None) -> Suite:
+    path = positional or args.suite
+    return load_suite(path or builtin_suite_path())
+
+
+def cmd_build(args: argparse.Namespace) -> int:
+    from .builder import BuildConfig, build_suite
+
+    pool = _input_suite(args, args.pool)
+    try:
+        config = BuildConfig(
+            speedup_threshold=args.speedup,
+            top_n=args.top_n or None,
+            max_tests=args.max_tests,
+            max_tokens=args.max_tokens or None,
+            tokenizer=args.tokenizer,
+            chars_per_token=args.chars_per_token,
+            run_seconds=args.timeout,
+            timing_runs=args.timing_runs,
+            dedup=not args.no_dedup,
+            jobs=args.jobs,
+            **_fractions(args),
+        )
+    except DataError as exc:
+        raise UsageError(str(exc)) from None
+    suite, report = build_suite(pool, config, progress=not args.json, name=args.name)
+    pool_report = Path(args.pool or args.suite or "") / REPORT_FILE
+    if (args.pool or args.suite) and pool_report.is_file():
+        try:
+            earlier = json.loads(pool_report.read_text())
+            report.stats["pool_report"] = {
+                k: earlier.get(k) for k in ("step", "kept", "dropped", "reasons", "filtered")
+            }
+        except (OSError, json.JSONDecodeError):
+            report.note(f"{pool_report}: unreadable, not carried into this report")
+    return _finish(suite, report, args)
+
+
+# ---------------------------------------------------------------------------- export
+def cmd_export(args: argparse.Namespace) -> int:
+    from .export import export_suite
+
+    suite = _input_suite(args, args.suite_path)
+    splits = SPLITS if args.split == "all" else (args.split,)
+    written, report = export_suite(
+        suite,
+        args.output,
+        args.format,
+        splits=splits,
+        data_source=args.data_source,
+        allow_lossy=args.allow_lossy,
+        progress=not args.json,
+    )
+    if args.json:
+        emit_json({"written": [str(p) for p in written], "report": report.to_dict()})
+        return 0
+    _print_report(report, args)
+    rows = report.stats.get("rows", {})
+    print(
+        f"\nwrote {sum(rows.values())} rows ("
+        + ", ".join(f"{s} {n}" for s, n in rows.items())
+        + f") as {args.format}: "
+        + ", ".join(str(p) for p in written)
+    )
+    return 0
+
+
+# ---------------------------------------------------------------------------- parser
+def _positive_int(text: str) -> int:
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
+    return value
+
+
+def _fraction(text: str) -> float:
+    value = float(text)
+    if not 0 <= value <= 1:
+        raise argparse.ArgumentTypeError(f"must be between 0 and 1, got {value}")
+    return value
+
+
+def _add_output(p: argparse.ArgumentParser) -> None:
+    p.add_argument("-o", "--output", required=True, help="suite directory to write")
+    p.add_argument("--force", action="store_true", help="replace an existing suite there")
+    p.add_argument("--name", default=None, help="suite name (default: from the source)")
+
+
+def _add_split(p: argparse.ArgumentParser, val: float, test: float) -> None:
+    p.add_argument("--val-frac", type=_fraction, default=val, help=f"default {val}")
+    p.add_argument("--test-frac", type=_fraction, default=test, help=f"default {test}")
+    p.add_argument("--seed", default="asmopt", help="split hash seed")
+
+
+def register(subparsers: Any, common: argparse.ArgumentParser) -> None:
+    """Add the `data` command group to the `asmopt` parser."""
+    from .llvm_test_suite import SIZES, VERIFY_CPU_SECONDS
+
+    data = subparsers.add_parser("data", help="import, build and export benchmark suites")
+    data_sub = data.add_subparsers(dest="data_command", metavar="ACTION")
+    data_sub.required = True
+
+    imp = data_sub.add_parser("import", help="import programs from outside data into a suite")
+    imp_sub = imp.add_subparsers(dest="import_format", metavar="FORMAT")
+    imp_sub.required = True
+
+    p = imp_sub.add_parser(
+        "codenet", parents=[common], help="a Project CodeNet checkout (accepted C submissions)"
+    )
+    p.add_argument("path", help="CodeNet root (holds metadata/, data/, derived/)")
+    p.add_argument("--per-problem", type=_positive_int, default=10)
+    p.add_argument(
+        "--io-dir",
+        default=None,
+        help="per-problem test folders (default: derived/input_output/data under the root)",
+    )
+    p.add_argument("--problems", nargs="+", metavar="PID", help="only these problems")
+    _add_split(p, 0.025, 0.0)
+    _add_output(p)
+    p.set_defaults(func=cmd_import_codenet)
+
+    p = imp_sub.add_parser(
+        "supercoder", parents=[common], help="SuperCoder / verl rows (parquet or JSONL)"
+    )
+    p.add_argument("paths", nargs="+", help="files, or directories of .parquet / .jsonl")
+    p.add_argument("--prefix", default="supercoder", help="program id prefix")
+    _add_output(p)
+    p.set_defaults(func=cmd_import_supercoder)
+
+    p = imp_sub.add_parser(
+        "llvm-test-suite", parents=[common], help="llvm-test-suite SingleSource directories"
+    )
+    p.add_argument("paths", nargs="+", help="SingleSource directories or trees holding them")
+    p.add_argument(
+        "--size",
+        choices=SIZES,
+        default="small",
+        help="problem size: small uses -DSMALL_PROBLEM_SIZE and "
+        ".reference_output.small where present (default)",
+    )
+    p.add_argument(
+        "--no-verify",
+        action="store_true",
+        help="skip compiling and running each program at -O0 and -O3",
+    )
+    p.add_argument(
+        "--cpu-seconds",
+        type=_positive_int,
+        default=VERIFY_CPU_SECONDS,
+        help="CPU limit per run while verifying (default %(default)s)",
+    )
+    p.add_argument("-j", "--jobs", type=_positive_int, default=2)
+    _add_output(p)
+    p.set_defaults(func=cmd_import_llvm)
+
+    p = imp_sub.add_parser(
+        "dir", parents=[common], help="the plain layout: NAME/NAME.c + NAME/tests/*.in, *.out"
+    )
+    p.add_argument("path")
+    _add_split(p, 0.0, 1.0)
+    _add_output(p)
+    p.set_defaults(func=cmd_import_dir)
+
+    p = data_sub.add_parser(
+        "build", parents=[common], help="select a benchmark from a pool (reference pipeline)"
+    )
+    p.add_argument("pool", nargs="?", help="pool suite directory (default: --suite)")
+    p.add_argument("--speedup", type=float, default=3.0, help="min -O0/-O3 speedup (3.0)")
+    p.add_argument("--top-n", type=int, default=10_000, help="keep the N best (0: all)")
+    p.add_argument("--max-tests", type=_positive_int, default=10)
+    p.add_argument("--max-tokens", type=int, default=4_000, help="prompt+answer (0: no limit)")
+    p.add_argument("--tokenizer", default=None, help="local tokenizer.json or its directory")
+    p.add_argument(
+        "--chars-per-token",
+        type=float,
+        default=3.5,
+        help="estimate used without --tokenizer (default 3.5)",
+    )
+    p.add_argument("--timeout", type=float, default=60.0, help="seconds per reference run")
+    p.add_argument("--timing-runs", type=_positive_int, default=3)
+    p.add_argument("--no-dedup", action="store_true")
+    p.add_argument("-j", "--jobs", type=_positive_int, default=2)
+    _add_split(p, 0.025, 0.0)
+    _add_output(p)
+    p.set_defaults(func=cmd_build)
+
+    from .export import FORMATS
+
+    p = data_sub.add_parser(
+        "export", parents=[common], help="write verl parquet, JSONL or a HF dataset"
+    )
+    p.add_argument("suite_path", nargs="?", metavar="SUITE", help="suite (default: --suite)")
+    p.add_argument("--format", required=True, choices=FORMATS)
+    p.add_argument(
+        "-o",
+        "--output",
+        required=True,
+        help="FILE.parquet / FILE.jsonl, or a directory (one file per split)",
+    )
+    p.add_argument("--split", default="all", choices=("all", *SPLITS))
+    p.add_argument("--data-source", default=None, help="data_source value (default: suite name)")
+    p.add_argument(
+        "--allow-lossy",
+        action="store_true",
+        help="also export programs whose argv / exit code / tolerance / flags the "
+        "schema cannot express",
+    )
+    p.set_defaults(func=cmd_export)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run `asmopt data ...` on its own (the same as through the `asmopt` command)."""
+    from asmopt import cli
+
+    parser = argparse.ArgumentParser(prog="asmopt")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    sub.required = True
+    register(sub, cli.common_parser())
+    args = parser.parse_args(argv)
+    from asmopt.sandbox.runner import SandboxUnavailable
+    from asmopt.toolchain import ToolchainError
+
+    try:
+        return int(args.func(args) or 0)
+    except (UsageError, ValueError, FileNotFoundError, SandboxUnavailable, ToolchainError) as exc:
+        print(f"asmopt: error: {exc}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,168 @@
+"""Import a Project CodeNet checkout: accepted C submissions with their problem's tests.
+
+Layout read (the one CodeNet ships):
+
+```
+ROOT/metadata/pNNNNN.csv          one row per submission; columns used: submission_id,
+                                  problem_id, language, status, filename_ext
+ROOT/data/pNNNNN/LANG/ID.EXT      the submission's source (LANG is the `language` value)
+ROOT/derived/input_output/data/pNNNNN/input.txt, output.txt
+                                  the problem's tests; more pairs may be given as
+                                  input.N.txt / output.N.txt or NAME.in / NAME.out
+```
+
+Only rows whose `language` is C and `status` is Accepted are read, at most `per_problem`
+per problem (10 in the reference dataset), in the CSV's order; rows skipped by those
+filters are counted, not reported one by one. A submission that cannot be used (missing
+file, not UTF-8, duplicate id) is dropped with its reason and the next accepted one takes
+its place. Program ids are `PROBLEM-SUBMISSION`; `metadata.problem` keeps the problem so
+splits never separate submissions to one problem.
+"""
+
+from __future__ import annotations
+
+import csv
+from pathlib import Path
+
+from asmopt.programs.model import Program, ProgramError, Suite, TestCase
+
+from .common import (
+    DataError,
+    ItemError,
+    assign_splits,
+    decode_text,
+    read_bytes,
+    safe_id,
+)
+from .report import DataReport
+from .testfiles import pair_test_files
+
+REQUIRED_COLUMNS = ("submission_id", "problem_id", "language", "status")
+DEFAULT_PER_PROBLEM = 10
+
+
+def _read_csv(path: Path) -> list[dict[str, str]]:
+    try:
+        text = path.read_bytes().decode("utf-8", errors="replace")
+    except OSError as exc:
+        raise ItemError("unreadable", f"{path}: cannot read ({exc.strerror})") from None
+    reader = csv.DictReader(text.splitlines())
+    columns = [c.strip() for c in reader.fieldnames or []]
+    missing = [c for c in REQUIRED_COLUMNS if c not in columns]
+    if missing:
+        raise ItemError("missing_column", f"{path}: missing column(s) {', '.join(missing)}")
+    return [{(k or "").strip(): (v or "").strip() for k, v in row.items()} for row in reader]
+
+
+def import_codenet(
+    root: str | Path,
+    *,
+    per_problem: int = DEFAULT_PER_PROBLEM,
+    language: str = "C",
+    status: str = "Accepted",
+    io_dir: str | Path | None = None,
+    problems: list[str] | None = None,
+    val_frac: float = 0.025,
+    test_frac: float = 0.0,
+    seed: str = "asmopt",
+    name: str = "codenet",
+    progress: bool = False,
+) -> tuple[Suite, DataReport]:
+    """Read a CodeNet tree; bad problems and submissions are reported, never fatal."""
+    root = Path(root)
+    meta_dir = root / "metadata"
+    if not meta_dir.is_dir():
+        raise DataError(f"{root}: not a CodeNet checkout (no metadata/ directory)")
+    if per_problem < 1:
+        raise DataError(f"--per-problem must be at least 1, got {per_problem}")
+    io_root = Path(io_dir) if io_dir else root / "derived" / "input_output" / "data"
+    report = DataReport("import codenet")
+    csvs = sorted(p for p in meta_dir.glob("p*.csv") if p.stem != "problem_list")
+    if problems:
+        wanted = set(problems)
+        csvs = [p for p in csvs if p.stem in wanted]
+    if not csvs:
+        raise DataError(f"{meta_dir}: no per-problem metadata files (pNNNNN.csv)")
+    programs: dict[str, Program] = {}
+
+    from tqdm import tqdm
+
+    for csv_path in tqdm(csvs, desc="codenet", unit="problem", disable=not progress):
+        problem = csv_path.stem
+        try:
+            rows = _read_csv(csv_path)
+        except ItemError as exc:
+            report.drop(problem, exc.reason, exc.detail)
+            continue
+        chosen = [r for r in rows if r["language"] == language and r["status"] == status]
+        report.filter(f"language is not {language}", sum(r["language"] != language for r in rows))
+        report.filter(
+            f"status is not {status}",
+            sum(r["language"] == language and r["status"] != status for r in rows),
+        )
+        if not chosen:
+            continue
+        try:
+            tests = pair_test_files(io_root / problem) if (io_root / problem).is_dir() else None
+            if tests is None:
+                raise ItemError("no_tests", f"{io_root / problem}: no test directory")
+        except ItemError as exc:
+            report.drop(problem, exc.reason, exc.detail)
+            continue
+        taken = 0
+        for row in chosen:
+            if taken >= per_problem:
+                report.filter(f"beyond {per_problem} submissions per problem")
+                continue
+            program = _submission(root, problem, row, tests, programs, report)
+            if program is not None:
+                programs[program.id] = program
+                taken += 1
+    report.kept = sorted(programs)
+    report.stats["problems"] = len({p.meta["problem"] for p in programs.values()})
+    splits = assign_splits(programs.values(), val_frac, test_frac, seed)
+    suite = Suite(
+        name=name,
+        programs=programs,
+        splits=splits,
+        description=f"CodeNet {language} submissions with status {status}",
+    )
+    return suite, report
+
+
+def _submission(
+    root: Path,
+    problem: str,
+    row: dict[str, str],
+    tests: list[TestCase],
+    programs: dict[str, Program],
+    report: DataReport,
+) -> Program | None:
+    sub = row["submission_id"]
+    pid = safe_id(problem, sub)
+    ext = row.get("filename_ext") or "c"
+    path = root / "data" / problem / row["language"] / f"{sub}.{ext}"
+    try:
+        if row["problem_id"] and row["problem_id"] != problem:
+            raise ItemError(
+                "bad_row", f"{problem}.csv: row {sub} names problem {row['problem_id']}"
+            )
+        if pid in programs:
+            raise ItemError("duplicate_id", f"{problem}.csv: submission {sub} listed twice")
+        source = decode_text(read_bytes(path, "source"), str(path.relative_to(root)))
+        return Program(
+            id=pid,
+            source=source,
+            tests=tuple(tests),
+            metadata=(
+                ("origin", str(path.relative_to(root))),
+                ("problem", problem),
+                ("source", "codenet"),
+                ("submission", sub),
+            ),
+        )
+    except ItemError as exc:
+        report.drop(pid, exc.reason, exc.detail)
+    except ProgramError as exc:
+        report.drop(pid, "invalid_program", f"{path}: {exc}")
+    return None

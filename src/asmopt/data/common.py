@@ -1,0 +1,149 @@
+"""Helpers every importer shares: errors, safe ids, text decoding, splits, writing suites."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+import shutil
+from collections.abc import Iterable
+from pathlib import Path
+
+from asmopt.programs.model import SPLITS, Program, ProgramError, Suite
+from asmopt.programs.suite_io import save_suite
+
+from .report import DataReport
+
+REPORT_FILE = "data_report.json"
+
+
+class DataError(ProgramError):
+    """Dataset input that cannot be used at all (as opposed to one bad item, which is
+    dropped and reported); the message names the file and the problem."""
+
+
+class ItemError(Exception):
+    """One item is unusable: carries the report reason code and a detail naming the cause."""
+
+    def __init__(self, reason: str, detail: str) -> None:
+        super().__init__(detail)
+        self.reason = reason
+        self.detail = detail
+
+
+_UNSAFE_ID_CHARS = re.compile(r"[^A-Za-z0-9_.\-]+")
+
+
+def safe_id(*parts: str) -> str:
+    """Join parts into a valid program id ('-' between parts, unsafe characters -> '_').
+
+    Ids become directory names, so the result is limited to the characters the suite format
+    allows; very long ids are shortened with a hash suffix to stay unique."""
+    raw = "-".join(_UNSAFE_ID_CHARS.sub("_", p).strip("_.-") or "x" for p in parts)
+    if not raw[0].isalnum():
+        raw = "p" + raw
+    if len(raw) > 128:
+        digest = hashlib.sha256(raw.encode()).hexdigest()[:10]
+        raw = raw[:117] + "-" + digest
+    return raw
+
+
+def decode_text(data: bytes, where: str, what: str = "source") -> str:
+    """UTF-8 text or ItemError('not_utf8') naming the file and the first bad byte."""
+    if b"\x00" in data:
+        raise ItemError("not_utf8", f"{where}: {what} is binary (contains NUL bytes)")
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise ItemError(
+            "not_utf8", f"{where}: {what} is not UTF-8 (invalid byte at offset {exc.start})"
+        ) from None
+
+
+def read_bytes(path: Path, what: str) -> bytes:
+    try:
+        return path.read_bytes()
+    except FileNotFoundError:
+        raise ItemError("missing_file", f"{path}: {what} not found") from None
+    except OSError as exc:
+        raise ItemError("unreadable", f"{path}: cannot read {what} ({exc.strerror})") from None
+
+
+# ---------------------------------------------------------------------------- splits
+def problem_of(program: Program) -> str:
+    """The problem a program solves; submissions to one problem share a split."""
+    return str(program.meta.get("problem") or program.id)
+
+
+def split_for(problem: str, val_frac: float, test_frac: float, seed: str = "asmopt") -> str:
+    """Deterministic split of a problem from a hash of (seed, problem).
+
+    Hashing the problem id (never the program id, never an RNG over the pool) means the
+    answer does not depend on which other programs are in the pool or on their order, and
+    every submission to a problem lands on the same side."""
+    if not (0 <= val_frac <= 1 and 0 <= test_frac <= 1 and val_frac + test_frac <= 1):
+        raise DataError(
+            f"split fractions must be in [0, 1] and sum to at most 1 "
+            f"(validation {val_frac}, test {test_frac})"
+        )
+    digest = hashlib.sha256(f"{seed}\0{problem}".encode()).digest()
+    u = int.from_bytes(digest[:8], "big") / 2.0**64
+    if u < test_frac:
+        return "test"
+    if u < test_frac + val_frac:
+        return "validation"
+    return "train"
+
+
+def assign_splits(
+    programs: Iterable[Program], val_frac: float, test_frac: float, seed: str = "asmopt"
+) -> dict[str, str]:
+    return {p.id: split_for(problem_of(p), val_frac, test_frac, seed) for p in programs}
+
+
+def normalize_split_name(name: object) -> str | None:
+    """Map split names used in the wild ('val', 'valid', 'dev', 'eval') onto ours."""
+    text = str(name or "").strip().lower()
+    aliases = {"val": "validation", "valid": "validation", "dev": "validation", "eval": "test"}
+    text = aliases.get(text, text)
+    return text if text in SPLITS else None
+
+
+# ---------------------------------------------------------------------------- writing
+def prepare_output(path: Path, force: bool) -> None:
+    """Refuse to mix a new suite into existing files unless --force and it is a suite.
+
+    Only a directory that already holds a suite (suite.json) is cleared, so a mistyped -o
+    never deletes unrelated files."""
+    if not path.exists():
+        return
+    if not path.is_dir():
+        raise DataError(f"{path}: output exists and is not a directory")
+    if not any(path.iterdir()):
+        return
+    if not force:
+        raise DataError(f"{path}: output directory is not empty (use --force to replace a suite)")
+    if not (path / "suite.json").exists():
+        raise DataError(
+            f"{path}: --force only replaces an existing suite directory (no suite.json here)"
+        )
+    shutil.rmtree(path / "programs", ignore_errors=True)
+    for name in ("suite.json", REPORT_FILE):
+        (path / name).unlink(missing_ok=True)
+
+
+def write_suite(
+    suite: Suite, path: str | Path, report: DataReport | None = None, force: bool = False
+) -> Path:
+    """Save a suite (format v1) plus its data report as data_report.json beside suite.json."""
+    root = Path(path)
+    prepare_output(root, force)
+    save_suite(suite, root)
+    if report is not None:
+        report.write(root / REPORT_FILE)
+    return root
+
+
+def json_safe(value: object) -> object:
+    """Round-trip through JSON so metadata stays serialisable in program.json."""
+    return json.loads(json.dumps(value, default=str))

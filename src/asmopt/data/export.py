@@ -1,0 +1,320 @@
+"""Export a suite as verl parquet (the SuperCoder row schema), JSONL or a HF dataset.
+
+One row per program, exactly the reference schema so verl recipes and reward plug-ins
+written for the published file run unchanged:
+
+```
+data_source   string
+prompt        list<struct<role: string, content: string>>   one user turn: the question
+ability       string                                         "code"
+reward_model  struct<style: string, ground_truth: string>    "rule", the -O3 assembly
+extra_info    struct<split: string, index: int64, c_code: string, question: string,
+                     c_only_question: string, answer: string, inputs: list<string>,
+                     outputs: list<string>, unoptimized_assembly: string>
+```
+
+`unoptimized_assembly` holds the -O3 baseline, as in the published data. Rows are in
+program-id order within each split and `index` is the row's position in its split; a
+manifest written beside the output maps (split, index) back to program ids and content
+hashes. The baseline is `metadata.baseline_asm` when the program carries one (SuperCoder
+imports), else `gcc -O3 -S` in the sandboxed toolchain.
+
+`c_code` is self-contained: the program's own headers are inlined and `-D` flags become
+`#define` lines (see `flatten_program`), and the baseline is compiled from that text. The
+schema cannot express argv, a non-zero expected exit code, numeric tolerance, non-UTF-8
+test data or other cflags; such programs are skipped with reason `unsupported` (or
+included anyway with `allow_lossy=True`, and named in the notes).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable, Sequence
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+from asmopt.programs.model import SPLITS, Program, Suite
+
+from .common import DataError, ItemError
+from .prompt import build_c_only_question, build_question, format_answer
+from .report import DataReport
+
+FORMATS = ("verl-parquet", "jsonl", "hf")
+SUFFIX = {"verl-parquet": ".parquet", "jsonl": ".jsonl"}
+MANIFEST_SUFFIX = ".manifest.json"
+
+
+def verl_schema() -> Any:
+    """The pyarrow schema of a SuperCoder / verl row."""
+    import pyarrow as pa
+
+    return pa.schema(
+        [
+            ("data_source", pa.string()),
+            (
+                "prompt",
+                pa.list_(pa.struct([("role", pa.string()), ("content", pa.string())])),
+            ),
+            ("ability", pa.string()),
+            ("reward_model", pa.struct([("style", pa.string()), ("ground_truth", pa.string())])),
+            (
+                "extra_info",
+                pa.struct(
+                    [
+                        ("split", pa.string()),
+                        ("index", pa.int64()),
+                        ("c_code", pa.string()),
+                        ("question", pa.string()),
+                        ("c_only_question", pa.string()),
+                        ("answer", pa.string()),
+                        ("inputs", pa.list_(pa.string())),
+                        ("outputs", pa.list_(pa.string())),
+                        ("unoptimized_assembly", pa.string()),
+                    ]
+                ),
+            ),
+        ]
+    )
+
+
+_QUOTE_INCLUDE = re.compile(r'^[ \t]*#[ \t]*include[ \t]*"([^"]+)"[^\n]*$', re.MULTILINE)
+
+
+def flatten_program(program: Program) -> tuple[Program, list[str]]:
+    """One self-contained C text, so a row's `c_code` compiles alone with plain gcc.
+
+    `-DNAME[=VALUE]` flags become `#define` lines at the top (the same thing for a single
+    translation unit) and quoted includes of the program's own headers are inlined (each
+    header once, which is what include guards do anyway). Warning flags (-W...) are
+    dropped as harmless. Returns the flattened program and what could not be expressed
+    (other cflags, extra ldflags, argv, exit codes, tolerances)."""
+    lossy: list[str] = []
+    defines: list[str] = []
+    kept_flags: list[str] = []
+    for flag in program.cflags:
+        if flag.startswith("-D") and len(flag) > 2:
+            name, _, value = flag[2:].partition("=")
+            defines.append(f"#define {name} {value or '1'}")
+        elif flag.startswith("-W"):
+            continue
+        else:
+            kept_flags.append(flag)
+    if kept_flags:
+        lossy.append(f"cflags {' '.join(kept_flags)}")
+    extra_ld = [f for f in program.ldflags if f != "-lm"]
+    if extra_ld:
+        lossy.append(f"ldflags {' '.join(extra_ld)}")
+    for t in program.tests:
+        if t.argv:
+            lossy.append(f"test {t.name} has argv")
+        if t.expected_exit:
+            lossy.append(f"test {t.name} expects exit code {t.expected_exit}")
+        if t.compare.mode != "exact":
+            lossy.append(f"test {t.name} uses {t.compare.mode} comparison")
+    headers = program.header_files
+    inlined: set[str] = set()
+
+    def inline(text: str, depth: int) -> str:
+        def repl(m: re.Match[str]) -> str:
+            name = m.group(1)
+            if name not in headers or depth > 20:
+                return m.group(0)
+            if name in inlined:
+                return f"/* {name} already included above */"
+            inlined.add(name)
+            return inline(headers[name], depth + 1).rstrip("\n")
+
+        return _QUOTE_INCLUDE.sub(repl, text)
+
+    source = inline(program.source, 0)
+    if defines:
+        source = "\n".join(defines) + "\n" + source
+    if source == program.source and not program.headers and not program.cflags:
+        return program, lossy
+    flat = replace(program, source=source, headers=(), cflags=tuple(kept_flags))
+    return flat, lossy
+
+
+def _text(data: bytes, what: str) -> str:
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError:
+        raise ItemError("unsupported", f"{what} is not UTF-8 text") from None
+
+
+def make_row(
+    program: Program, split: str, index: int, baseline: str, data_source: str
+) -> dict[str, Any]:
+    """One verl row (see the module docstring)."""
+    question = build_question(program.source, baseline)
+    return {
+        "data_source": data_source,
+        "prompt": [{"role": "user", "content": question}],
+        "ability": "code",
+        "reward_model": {"style": "rule", "ground_truth": baseline},
+        "extra_info": {
+            "split": split,
+            "index": index,
+            "c_code": program.source,
+            "question": question,
+            "c_only_question": build_c_only_question(program.source),
+            "answer": format_answer(baseline),
+            "inputs": [_text(t.stdin, f"test {t.name} input") for t in program.tests],
+            "outputs": [_text(t.expected_stdout, f"test {t.name} output") for t in program.tests],
+            "unoptimized_assembly": baseline,
+        },
+    }
+
+
+def build_rows(
+    suite: Suite,
+    *,
+    splits: Sequence[str] = SPLITS,
+    data_source: str | None = None,
+    allow_lossy: bool = False,
+    baseline_fn: Callable[[Program], str] | None = None,
+    report: DataReport | None = None,
+    progress: bool = False,
+) -> tuple[dict[str, list[dict[str, Any]]], dict[str, list[str]], DataReport]:
+    """Rows per split, program ids per split (row order), and the report."""
+    report = report or DataReport("export")
+    source = data_source or suite.name
+    if baseline_fn is None:
+        from asmopt.toolchain import default_toolchain
+
+        toolchain = default_toolchain()
+
+        def baseline_fn(p: Program) -> str:
+            return toolchain.baseline_assembly(p)
+
+    from tqdm import tqdm
+
+    rows: dict[str, list[dict[str, Any]]] = {}
+    ids: dict[str, list[str]] = {}
+    chosen = [p for p in suite.select() if suite.splits[p.id] in splits]
+    for program in tqdm(chosen, desc="export", unit="prog", disable=not progress):
+        split = suite.splits[program.id]
+        flat, lossy = flatten_program(program)
+        if lossy and not allow_lossy:
+            report.drop(program.id, "unsupported", "; ".join(lossy))
+            continue
+        try:
+            given = program.meta.get("baseline_asm")
+            baseline = given if isinstance(given, str) and given.strip() else baseline_fn(flat)
+            row = make_row(flat, split, len(rows.get(split, [])), baseline, source)
+        except ItemError as exc:
+            report.drop(program.id, exc.reason, exc.detail)
+            continue
+        except Exception as exc:  # the baseline could not be compiled
+            report.drop(program.id, "compile_failed", str(exc))
+            continue
+        if lossy:
+            report.note(f"{program.id}: exported without {'; '.join(lossy)}")
+        rows.setdefault(split, []).append(row)
+        ids.setdefault(split, []).append(program.id)
+        report.keep(program.id)
+    report.stats["rows"] = {s: len(r) for s, r in rows.items()}
+    return rows, ids, report
+
+
+def _write_parquet(rows: list[dict[str, Any]], path: Path) -> None:
+    try:
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+    except ImportError:
+        raise DataError("the verl-parquet export needs pyarrow (pip install pyarrow)") from None
+    table = pa.Table.from_pylist(rows, schema=verl_schema())
+    pq.write_table(table, path)
+
+
+def _write_jsonl(rows: list[dict[str, Any]], path: Path) -> None:
+    with path.open("w", encoding="utf-8") as fh:
+        for row in rows:
+            fh.write(json.dumps(row, ensure_ascii=False) + "\n")
+
+
+def _write_hf(rows: dict[str, list[dict[str, Any]]], path: Path) -> None:
+    try:
+        import datasets
+    except ImportError:
+        raise DataError(
+            "the hf export needs the 'datasets' package (pip install datasets)"
+        ) from None
+    features = datasets.Features.from_arrow_schema(verl_schema())
+    dd = datasets.DatasetDict(
+        {split: datasets.Dataset.from_list(r, features=features) for split, r in rows.items()}
+    )
+    dd.save_to_disk(str(path))
+
+
+def export_suite(
+    suite: Suite,
+    out: str | Path,
+    fmt: str,
+    *,
+    splits: Sequence[str] = SPLITS,
+    data_source: str | None = None,
+    allow_lossy: bool = False,
+    baseline_fn: Callable[[Program], str] | None = None,
+    progress: bool = False,
+) -> tuple[list[Path], DataReport]:
+    """Write the export; returns the files written and the report.
+
+    `out` ending in .parquet / .jsonl is one file holding every selected split; any other
+    path is a directory with one file per non-empty split (SPLIT.parquet / SPLIT.jsonl),
+    the shape verl's `data.train_files` / `data.val_files` expect. The `hf` format always
+    writes a `datasets.DatasetDict` directory (load it with `datasets.load_from_disk`)."""
+    if fmt not in FORMATS:
+        raise DataError(f"unknown export format {fmt!r}; expected one of {', '.join(FORMATS)}")
+    out = Path(out)
+    rows, ids, report = build_rows(
+        suite,
+        splits=splits,
+        data_source=data_source,
+        allow_lossy=allow_lossy,
+        baseline_fn=baseline_fn,
+        progress=progress,
+        report=DataReport(f"export {fmt}"),
+    )
+    if not rows:
+        raise DataError(
+            f"nothing to export from suite {suite.name!r} (splits {', '.join(splits)}): "
+            + (", ".join(f"{r}={n}" for r, n in report.reason_counts().items()) or "no programs")
+        )
+    written: list[Path] = []
+    manifest: dict[str, Any] = {
+        "suite": suite.name,
+        "format": fmt,
+        "splits": {
+            s: [
+                {"index": i, "id": pid, "content_hash": suite.programs[pid].content_hash()}
+                for i, pid in enumerate(ids[s])
+            ]
+            for s in ids
+        },
+    }
+    if fmt == "hf":
+        out.mkdir(parents=True, exist_ok=True)
+        _write_hf(rows, out)
+        written.append(out)
+        manifest_path = out / f"export{MANIFEST_SUFFIX}"
+    elif out.suffix in (".parquet", ".jsonl"):
+        if out.suffix != SUFFIX[fmt]:
+            raise DataError(f"{out}: format {fmt} writes {SUFFIX[fmt]} files")
+        out.parent.mkdir(parents=True, exist_ok=True)
+        flat = [r for s in SPLITS if s in rows for r in rows[s]]
+        (_write_parquet if fmt == "verl-parquet" else _write_jsonl)(flat, out)
+        written.append(out)
+        manifest_path = out.with_name(out.name + MANIFEST_SUFFIX)
+    else:
+        out.mkdir(parents=True, exist_ok=True)
+        for split, split_rows in rows.items():
+            path = out / f"{split}{SUFFIX[fmt]}"
+            (_write_parquet if fmt == "verl-parquet" else _write_jsonl)(split_rows, path)
+            written.append(path)
+        manifest_path = out / f"export{MANIFEST_SUFFIX}"
+    manifest_path.write_text(json.dumps(manifest, indent=2) + "\n")
+    report.stats["manifest"] = manifest_path.name
+    return written, report

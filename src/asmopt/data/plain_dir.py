@@ -1,0 +1,110 @@
+"""Import the plain layout: bring your own C programs with a directory per problem.
+
+```
+POOL/
+  NAME/                    one problem
+    NAME.c                 a solution (any *.c name; several .c files = several solutions
+                           to the same problem, sharing its tests)
+    util.h                 headers beside the sources, included with quotes
+    tests/T.in, tests/T.out
+                           test stdin and expected stdout, paired by name
+```
+
+Ids are NAME when the problem has one source, NAME-STEM when it has several. POOL itself
+may be a single problem directory. A problem with test inputs but no `.out` files at all
+is imported with empty expected outputs and a note: run `asmopt data build` on it, which
+regenerates every expected output from a reference build. A problem with no `tests/`
+directory gets one test with empty stdin (programs that read nothing), also to be built.
+Anything else unusual (unpaired .in/.out, non-UTF-8 text) drops that problem, named.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from asmopt.programs.model import Program, ProgramError, Suite, TestCase
+
+from .common import DataError, ItemError, assign_splits, decode_text, read_bytes, safe_id
+from .report import DataReport
+from .testfiles import pair_test_files
+
+
+def _problem_dirs(root: Path) -> list[Path]:
+    if any(root.glob("*.c")):
+        return [root]
+    return sorted(d for d in root.iterdir() if d.is_dir() and not d.name.startswith("."))
+
+
+def import_plain_dir(
+    root: str | Path,
+    *,
+    val_frac: float = 0.0,
+    test_frac: float = 1.0,
+    seed: str = "asmopt",
+    name: str | None = None,
+) -> tuple[Suite, DataReport]:
+    """Read the plain layout (see module docstring); by default every program is `test`."""
+    root = Path(root)
+    if not root.is_dir():
+        raise DataError(f"{root}: directory not found")
+    report = DataReport("import dir")
+    programs: dict[str, Program] = {}
+    missing_outputs: list[str] = []
+    for problem_dir in _problem_dirs(root):
+        problem = safe_id(problem_dir.name)
+        sources = sorted(problem_dir.glob("*.c"))
+        if not sources:
+            report.drop(problem, "missing_file", f"{problem_dir}: no .c source")
+            continue
+        try:
+            tests_dir = problem_dir / "tests"
+            if tests_dir.is_dir():
+                tests = pair_test_files(tests_dir, outputs_required=False)
+            else:
+                tests = [TestCase(name="t0", stdin=b"", expected_stdout=b"")]
+            if all(not t.expected_stdout for t in tests) and not (
+                tests_dir.is_dir() and any(tests_dir.glob("*.out"))
+            ):
+                missing_outputs.append(problem)
+            headers = tuple(
+                (h.name, decode_text(read_bytes(h, "header"), str(h), "header"))
+                for h in sorted(problem_dir.glob("*.h"))
+            )
+        except ItemError as exc:
+            report.drop(problem, exc.reason, exc.detail)
+            continue
+        for src in sources:
+            pid = problem if len(sources) == 1 else safe_id(problem_dir.name, src.stem)
+            try:
+                if pid in programs:
+                    raise ItemError("duplicate_id", f"{src}: id {pid!r} already used")
+                text = decode_text(read_bytes(src, "C source"), str(src))
+                programs[pid] = Program(
+                    id=pid,
+                    source=text,
+                    tests=tuple(tests),
+                    headers=headers,
+                    metadata=(
+                        ("origin", f"{problem_dir.name}/{src.name}"),
+                        ("problem", problem),
+                        ("source", "dir"),
+                    ),
+                )
+            except ItemError as exc:
+                report.drop(pid, exc.reason, exc.detail)
+            except ProgramError as exc:
+                report.drop(pid, "invalid_program", f"{src}: {exc}")
+    if missing_outputs:
+        report.note(
+            f"{len(missing_outputs)} problem(s) have no expected outputs "
+            f"({', '.join(missing_outputs[:5])}); run `asmopt data build` to generate them"
+        )
+    report.kept = sorted(programs)
+    report.stats["problems"] = len({p.meta["problem"] for p in programs.values()})
+    suite = Suite(
+        name=name or root.resolve().name,
+        programs=programs,
+        splits=assign_splits(programs.values(), val_frac, test_frac, seed),
+        description=f"programs imported from the plain layout ({root.name})",
+    )
+    return suite, report
