@@ -12,8 +12,9 @@ order, counting every program it drops under one reason:
    each input in the sandbox with the reference's 60 s limit: `crash`, `timeout`,
    `nonzero_exit`, `output_limit`, `sandbox_violation` drop the program.
 4. Time the -O0 and the -O3 binary on the first input (the minimum wall time of
-   `timing_runs` sandboxed runs each) and select: `below_speedup` under the threshold
-   (3.0), then `beyond_top_n` past the N fastest-improving (10,000).
+   `timing_runs` sandboxed runs each, one program at a time so parallel compiles do not
+   disturb the clock; the reference times concurrently) and select: `below_speedup`
+   under the threshold (3.0), then `beyond_top_n` past the N fastest-improving (10,000).
 5. `o3_fails_tests`: the -O3 build must reproduce the regenerated outputs (programs with
    undefined behaviour that changes with optimisation go here).
 6. `too_long`: prompt + answer (C + -O3 assembly, see prompt.py) must fit `max_tokens`
@@ -35,6 +36,7 @@ from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any, TypeVar
 
+from asmopt.compare import compare_output
 from asmopt.evaluate import Verdict, check_binary, classify_run
 from asmopt.programs.model import Program, Suite, TestCase
 from asmopt.sandbox.runner import Limits, Sandbox
@@ -52,8 +54,9 @@ log = logging.getLogger(__name__)
 T = TypeVar("T")
 R = TypeVar("R")
 
-# Seconds; a timer returns how long `binary` takes on `test`.
-Timer = Callable[[Path, TestCase], float]
+# timer(program, level, binary, test) -> seconds `binary` (the program built at `level`,
+# "O0" or "O3") takes on `test`. Tests pass a fake one to exercise selection exactly.
+Timer = Callable[[Program, str, Path, TestCase], float]
 _MIN_TIME_S = 1e-6  # guards the speedup division; real runs take far longer
 
 
@@ -102,9 +105,10 @@ class BuildConfig:
 @dataclass
 class _Prepared:
     program: Program  # tests truncated, expected outputs regenerated
+    o0_binary: Path
     o3_binary: Path
-    time_o0: float
-    time_o3: float
+    time_o0: float = math.nan
+    time_o3: float = math.nan
 
     @property
     def speedup(self) -> float:
@@ -124,7 +128,7 @@ _RUN_FAILURES = {
 def sandbox_timer(sandbox: Sandbox, limits: Limits, runs: int) -> Timer:
     """Minimum sandboxed wall time over `runs` runs (whole process, like the reference)."""
 
-    def timer(binary: Path, test: TestCase) -> float:
+    def timer(program: Program, level: str, binary: Path, test: TestCase) -> float:
         best = math.inf
         for _ in range(runs):
             run = sandbox.run_program(binary, argv=test.argv, stdin=test.stdin, limits=limits)
@@ -160,10 +164,12 @@ class Builder:
         self.tokens = TokenCounter(config.tokenizer, config.chars_per_token)
 
     # ------------------------------------------------------------------ helpers
-    def _map(self, desc: str, fn: Callable[[T], R], items: list[T]) -> list[R]:
+    def _map(
+        self, desc: str, fn: Callable[[T], R], items: list[T], jobs: int | None = None
+    ) -> list[R]:
         from tqdm import tqdm
 
-        with ThreadPoolExecutor(max_workers=self.config.jobs) as pool:
+        with ThreadPoolExecutor(max_workers=jobs or self.config.jobs) as pool:
             bar = tqdm(total=len(items), desc=desc, unit="prog", disable=not self.progress)
             out = []
             for result in pool.map(fn, items):
@@ -207,14 +213,21 @@ class Builder:
                 if self.config.reference_flags == self.config.o0_flags
                 else self._compile(program, self.config.reference_flags)
             )
-            prepared = self._reference_outputs(program, ref)
-            first = prepared.tests[0]
-            return _Prepared(prepared, o3, self.timer(o0, first), self.timer(o3, first))
+            return _Prepared(self._reference_outputs(program, ref), o0, o3)
         except ItemError as exc:
             return exc
         except Exception as exc:  # ours: record it, never lose the program silently
             log.exception("build step failed on %s", program.id)
             return ItemError("infra_error", f"{type(exc).__name__}: {exc}")
+
+    def _time(self, item: _Prepared) -> ItemError | None:
+        first = item.program.tests[0]
+        try:
+            item.time_o0 = self.timer(item.program, "O0", item.o0_binary, first)
+            item.time_o3 = self.timer(item.program, "O3", item.o3_binary, first)
+        except ItemError as exc:
+            return exc
+        return None
 
     def _self_check(self, item: _Prepared) -> str | None:
         result = check_binary(item.program, item.o3_binary, self.sandbox, self.limits)
@@ -264,7 +277,7 @@ class Builder:
                     unique.append(p)
             programs = unique
 
-        # 2-4. compile, regenerate outputs, time
+        # 2-3. compile, regenerate outputs
         prepared: list[_Prepared] = []
         for p, outcome in zip(
             programs, self._map("compile+run", self._prepare, programs), strict=True
@@ -274,17 +287,34 @@ class Builder:
             else:
                 prepared.append(outcome)
         given = {p.id: p for p in programs}
-        changed = sum(
-            new.expected_stdout != old.expected_stdout
-            for item in prepared
-            for new, old in zip(item.program.tests, given[item.program.id].tests, strict=False)
-            if old.expected_stdout
+        changed = sorted(
+            {
+                item.program.id
+                for item in prepared
+                for new, old in zip(item.program.tests, given[item.program.id].tests, strict=False)
+                if old.expected_stdout
+                and compare_output(old.expected_stdout, new.expected_stdout, old.compare)
+            }
         )
         if changed:
-            report.note(f"{changed} given expected output(s) differ from the reference build's")
+            report.note(
+                f"{len(changed)} program(s) had given expected outputs that differ from the "
+                f"reference build's (replaced): {', '.join(changed[:5])}"
+                + (" ..." if len(changed) > 5 else "")
+            )
+
+        # Timing runs one program at a time, so compiles and other timings do not disturb it.
+        timed = []
+        for item, error in zip(
+            prepared, self._map("timing", self._time, prepared, jobs=1), strict=True
+        ):
+            if error is not None:
+                report.drop(item.program.id, error.reason, error.detail)
+            else:
+                timed.append(item)
 
         selected = []
-        for item in prepared:
+        for item in timed:
             if item.speedup < cfg.speedup_threshold:
                 report.drop(
                     item.program.id,
