@@ -227,6 +227,9 @@ class Builder:
             item.time_o3 = self.timer(item.program, "O3", item.o3_binary, first)
         except ItemError as exc:
             return exc
+        except Exception as exc:  # ours (sandbox gone): the program is not to blame
+            log.exception("timing failed on %s", item.program.id)
+            return ItemError("infra_error", f"timing: {type(exc).__name__}: {exc}")
         return None
 
     def _self_check(self, item: _Prepared) -> str | None:
