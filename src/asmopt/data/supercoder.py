@@ -28,7 +28,6 @@ from .prompt import extract_fenced_assembly
 from .report import DataReport
 
 REQUIRED_FIELDS = ("c_code", "inputs", "outputs")
-FILE_SUFFIXES = (".parquet", ".jsonl", ".json")
 
 
 def _files(paths: Sequence[str | Path], report: DataReport) -> list[Path]:
@@ -36,7 +35,8 @@ def _files(paths: Sequence[str | Path], report: DataReport) -> list[Path]:
     for raw in paths:
         path = Path(raw)
         if path.is_dir():
-            inside = sorted(p for p in path.rglob("*") if p.suffix in FILE_SUFFIXES)
+            # .json only when named explicitly: directories hold manifests and other JSON
+            inside = sorted(p for p in path.rglob("*") if p.suffix in (".parquet", ".jsonl"))
             if not inside:
                 report.drop(str(path), "missing_file", f"{path}: no .parquet or .jsonl files")
             found.extend(inside)

@@ -1,0 +1,166 @@
+"""Exports: verl parquet read back with pyarrow against the SuperCoder schema, JSONL, the
+HF dataset, self-contained c_code, lossy programs, and the round trip through the
+SuperCoder importer."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from asmopt.data.common import DataError
+from asmopt.data.export import export_suite, flatten_program, verl_schema
+from asmopt.data.prompt import extract_fenced_assembly
+from asmopt.data.supercoder import import_supercoder
+from asmopt.programs.model import Comparison, Program, Suite, TestCase
+
+ECHO = (
+    '#include <stdio.h>\nint main(void){int a; if(scanf("%d",&a)!=1) return 1; '
+    'printf("%d\\n", a * 2); return 0;}\n'
+)
+GIVEN_ASM = "\t.text\n\t.globl main\nmain:\n\txorl %eax, %eax\n\tret\n"
+
+
+def t(name: str, stdin: bytes, out: bytes, **kw: object) -> TestCase:
+    return TestCase(name=name, stdin=stdin, expected_stdout=out, **kw)  # type: ignore[arg-type]
+
+
+def make_suite() -> Suite:
+    programs = [
+        Program(
+            "given",
+            ECHO,
+            (t("a", b"1\n", b"2\n"), t("b", b"5\n", b"10\n")),
+            metadata=(("baseline_asm", GIVEN_ASM),),
+        ),
+        Program("compiled", ECHO, (t("a", b"3\n", b"6\n"),)),
+        Program(
+            "flat",
+            '#include <stdio.h>\n#include "k.h"\nint main(void){ printf("%d\\n", K * SCALE); '
+            "return 0; }\n",
+            (t("a", b"", b"42\n"),),
+            headers=(("k.h", "#ifndef K_H\n#define K_H\n#define K 21\n#endif\n"),),
+            cflags=("-DSCALE=2", "-Wall"),
+        ),
+        Program("argv", ECHO, (t("a", b"1\n", b"2\n", argv=("x",)),)),
+        Program("tol", ECHO, (t("a", b"1\n", b"2\n", compare=Comparison("numeric", 0.1)),)),
+        Program("binary", ECHO, (t("a", b"1\n", b"\xff\n"),)),
+    ]
+    splits = {
+        "given": "train",
+        "compiled": "train",
+        "flat": "test",
+        "argv": "test",
+        "tol": "test",
+        "binary": "validation",
+    }
+    return Suite("mini", {p.id: p for p in programs}, splits)
+
+
+@pytest.fixture()
+def baseline_fn(toolchain):
+    return lambda p: toolchain.baseline_assembly(p)
+
+
+def test_verl_parquet_matches_schema_and_content(tmp_path: Path, baseline_fn) -> None:
+    import pyarrow.parquet as pq
+
+    written, report = export_suite(
+        make_suite(), tmp_path / "out", "verl-parquet", baseline_fn=baseline_fn
+    )
+    assert sorted(p.name for p in written) == ["test.parquet", "train.parquet"]
+    assert report.reason_counts() == {"unsupported": 3}
+    assert {d.item for d in report.dropped} == {"argv", "tol", "binary"}
+    train = pq.read_table(tmp_path / "out" / "train.parquet")
+    assert train.schema.equals(verl_schema())
+    assert train.column_names == ["data_source", "prompt", "ability", "reward_model", "extra_info"]
+    rows = train.to_pylist()
+    assert [r["extra_info"]["index"] for r in rows] == [0, 1]
+    compiled, given = rows  # id order: compiled < given
+    assert given["data_source"] == "mini" and given["ability"] == "code"
+    assert given["reward_model"] == {"style": "rule", "ground_truth": GIVEN_ASM}
+    info = given["extra_info"]
+    assert info["split"] == "train" and info["c_code"] == ECHO
+    assert info["inputs"] == ["1\n", "5\n"] and info["outputs"] == ["2\n", "10\n"]
+    assert info["unoptimized_assembly"] == GIVEN_ASM
+    assert extract_fenced_assembly(info["answer"]) == GIVEN_ASM
+    assert given["prompt"] == [{"role": "user", "content": info["question"]}]
+    q = info["question"]
+    assert "```c\n" + ECHO.rstrip() in q and "```assembly\n" + GIVEN_ASM.rstrip() in q
+    assert q.rstrip().endswith("Optimized Assembly Code:")
+    assert "Assembly Code:" not in info["c_only_question"].replace("Optimized Assembly", "")
+    assert "main:" in compiled["reward_model"]["ground_truth"]  # compiled here at -O3
+    manifest = json.loads((tmp_path / "out" / "export.manifest.json").read_text())
+    assert [e["id"] for e in manifest["splits"]["train"]] == ["compiled", "given"]
+
+
+def test_flattened_c_code_builds_alone_and_behaves(tmp_path: Path, toolchain, sandbox) -> None:
+    import pyarrow.parquet as pq
+
+    written, _ = export_suite(
+        make_suite(),
+        tmp_path / "flat.parquet",
+        "verl-parquet",
+        splits=("test",),
+        baseline_fn=lambda p: toolchain.baseline_assembly(p),
+    )
+    (row,) = pq.read_table(written[0]).to_pylist()
+    code = row["extra_info"]["c_code"]
+    assert code.startswith("#define SCALE 2\n") and "#define K 21" in code
+    assert '#include "k.h"' not in code
+    alone = Program("alone", code, (t("a", b"", b"42\n"),))
+    build = toolchain.compile_binary(alone, ("-O2",))
+    assert build.ok, build.message
+    assert sandbox.run_program(build.output, stdin=b"").stdout == b"42\n"
+    flat, lossy = flatten_program(make_suite().programs["flat"])
+    assert lossy == [] and flat.cflags == () and flat.headers == ()
+
+
+def test_jsonl_hf_and_lossy(tmp_path: Path, baseline_fn) -> None:
+    import datasets
+    import pyarrow.parquet as pq
+
+    suite = make_suite()
+    (pq_file,), _ = export_suite(
+        suite, tmp_path / "all.parquet", "verl-parquet", baseline_fn=baseline_fn
+    )
+    (jl_file,), _ = export_suite(suite, tmp_path / "all.jsonl", "jsonl", baseline_fn=baseline_fn)
+    jl_rows = [json.loads(line) for line in jl_file.read_text().splitlines()]
+    assert jl_rows == pq.read_table(pq_file).to_pylist()
+    assert [r["extra_info"]["split"] for r in jl_rows] == ["train", "train", "test"]
+
+    written, report = export_suite(
+        suite, tmp_path / "hf", "hf", baseline_fn=baseline_fn, allow_lossy=True
+    )
+    dd = datasets.load_from_disk(str(written[0]))
+    assert sorted(dd) == ["test", "train"]
+    assert dd["test"].num_rows == 3 and dd["train"].num_rows == 2
+    assert report.reason_counts() == {"unsupported": 1}  # non-UTF-8 output: never exportable
+    assert any("argv" in n for n in report.notes)
+    assert dd["train"][1]["reward_model"]["ground_truth"] == GIVEN_ASM
+
+    with pytest.raises(DataError, match=r"writes \.jsonl"):
+        export_suite(suite, tmp_path / "x.parquet", "jsonl", baseline_fn=baseline_fn)
+    with pytest.raises(DataError, match="nothing to export"):
+        export_suite(
+            suite, tmp_path / "v", "jsonl", splits=("validation",), baseline_fn=baseline_fn
+        )
+
+
+def test_round_trip_through_the_supercoder_importer(tmp_path: Path, baseline_fn) -> None:
+    suite = make_suite()
+    export_suite(suite, tmp_path / "rt", "verl-parquet", baseline_fn=baseline_fn)
+    back, report = import_supercoder([tmp_path / "rt"])
+    assert report.dropped == []
+    assert sorted(back.programs) == [
+        "supercoder-test-00000",
+        "supercoder-train-00000",
+        "supercoder-train-00001",
+    ]
+    given = back.programs["supercoder-train-00001"]
+    assert given.meta["baseline_asm"] == GIVEN_ASM
+    assert [(x.stdin, x.expected_stdout) for x in given.tests] == [
+        (x.stdin, x.expected_stdout) for x in suite.programs["given"].tests
+    ]
+    assert back.splits["supercoder-test-00000"] == "test"
