@@ -1,0 +1,139 @@
+"""`asmopt data ...` end to end on a tiny plain-layout pool: import, build, export, errors."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+import pytest
+
+import asmopt.cli
+from asmopt.data import cli as data_cli
+from asmopt.programs.suite_io import load_suite
+
+PROG = (
+    '#include <stdio.h>\nint main(void){long n,s=0; if(scanf("%ld",&n)!=1) return 1;'
+    ' for(long i=0;i<n;i++) s+=i%9; printf("%ld\\n", s); return 0;}\n'
+)
+
+
+def make_pool(root: Path) -> Path:
+    for name, n in (("alpha", 10), ("beta", 20)):
+        (root / name / "tests").mkdir(parents=True)
+        (root / name / f"{name}.c").write_text(PROG.replace("%9", f"%{n % 7 + 2}"))
+        (root / name / "tests" / "a.in").write_text(f"{n}\n")
+    (root / "gamma").mkdir()
+    (root / "gamma" / "main.c").write_bytes(b"/* \xff */ int main(void){return 0;}\n")
+    return root
+
+
+def run(argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:
+    code = data_cli.main(argv)
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def test_register_adds_the_data_group() -> None:
+    parser = argparse.ArgumentParser(prog="asmopt")
+    sub = parser.add_subparsers(dest="command")
+    data_cli.register(sub, asmopt.cli.common_parser())
+    args = parser.parse_args(
+        ["data", "import", "llvm-test-suite", "a", "b", "-o", "out", "--size", "large"]
+    )
+    assert (
+        args.paths == ["a", "b"] and args.size == "large" and args.func is data_cli.cmd_import_llvm
+    )
+    args = parser.parse_args(
+        ["data", "export", "S", "--format", "jsonl", "-o", "x.jsonl", "--json"]
+    )
+    assert args.suite_path == "S" and args.json
+
+
+def test_import_build_export_through_the_cli(tmp_path: Path, capsys) -> None:
+    pool = make_pool(tmp_path / "pool")
+    code, out, _ = run(["data", "import", "dir", str(pool), "-o", str(tmp_path / "s")], capsys)
+    assert code == 0
+    assert "kept 2, dropped 1" in out and "not_utf8" in out and "data build" in out
+    assert sorted(load_suite(tmp_path / "s").programs) == ["alpha", "beta"]
+
+    code, out, err = run(["data", "import", "dir", str(pool), "-o", str(tmp_path / "s")], capsys)
+    assert code == 2 and "asmopt: error:" in err and "--force" in err
+
+    code, out, _ = run(
+        [
+            "data",
+            "build",
+            str(tmp_path / "s"),
+            "-o",
+            str(tmp_path / "b"),
+            "--speedup",
+            "0",
+            "--timing-runs",
+            "1",
+            "--val-frac",
+            "0",
+            "--json",
+        ],
+        capsys,
+    )
+    assert code == 0
+    result = json.loads(out)
+    assert result["programs"] == 2 and result["report"]["kept"] == 2
+    assert result["report"]["stats"]["pool_report"]["dropped"] == 1
+    built = load_suite(tmp_path / "b")
+    assert built.programs["alpha"].tests[0].expected_stdout == b"%d\n" % sum(
+        i % 5 for i in range(10)
+    )
+    assert (tmp_path / "b" / "data_report.json").is_file()
+
+    code, out, _ = run(
+        [
+            "data",
+            "export",
+            str(tmp_path / "b"),
+            "--format",
+            "jsonl",
+            "-o",
+            str(tmp_path / "e" / "rows.jsonl"),
+        ],
+        capsys,
+    )
+    assert code == 0 and "wrote 2 rows (train 2)" in out
+    assert len((tmp_path / "e" / "rows.jsonl").read_text().splitlines()) == 2
+
+
+def test_nothing_kept_is_an_error_and_writes_nothing(tmp_path: Path, capsys) -> None:
+    empty = tmp_path / "pool"
+    (empty / "bad").mkdir(parents=True)
+    (empty / "bad" / "main.c").write_bytes(b"\xfe\xff")
+    code, _, err = run(["data", "import", "dir", str(empty), "-o", str(tmp_path / "s")], capsys)
+    assert code == 2 and "no programs kept" in err and "not_utf8=1" in err
+    assert not (tmp_path / "s").exists()
+    code, _, err = run(
+        ["data", "import", "codenet", str(tmp_path), "-o", str(tmp_path / "c")], capsys
+    )
+    assert code == 2 and "not a CodeNet checkout" in err
+
+
+def test_through_the_asmopt_command(tmp_path: Path, capsys, monkeypatch) -> None:
+    monkeypatch.setattr(asmopt.cli, "COMMAND_MODULES", ["asmopt.data.cli"])
+    pool = make_pool(tmp_path / "pool")
+    code = asmopt.cli.main(["data", "import", "dir", str(pool), "-o", str(tmp_path / "s")])
+    assert code == 0
+    code = asmopt.cli.main(
+        [
+            "data",
+            "export",
+            "--suite",
+            str(tmp_path / "s"),
+            "--format",
+            "verl-parquet",
+            "-o",
+            str(tmp_path / "x.parquet"),
+            "--split",
+            "validation",
+        ]
+    )
+    err = capsys.readouterr().err
+    assert code == 2 and "nothing to export" in err
