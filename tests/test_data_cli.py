@@ -137,3 +137,10 @@ def test_through_the_asmopt_command(tmp_path: Path, capsys, monkeypatch) -> None
     )
     err = capsys.readouterr().err
     assert code == 2 and "nothing to export" in err
+
+
+def test_every_drop_reason_is_documented() -> None:
+    from asmopt.data.report import REASONS
+
+    doc = (Path(__file__).resolve().parents[1] / "docs" / "datasets.md").read_text()
+    assert [r for r in REASONS if f"`{r}`" not in doc] == []
