@@ -185,17 +185,22 @@ def test_window_boundary_in_attention_maps() -> None:
 
 
 def test_window_layer_ring_buffer() -> None:
+    """w = 3: four slots; token j in slot j % 4."""
     layer = PLTWindowLayer(window=3)
     values = torch.arange(10, dtype=torch.float64).view(1, 1, 10, 1)
-    keys, _ = layer.update(values[:, :, :5], values[:, :, :5])
-    assert keys.shape[-2] == 5  # first chunk: nothing before it
-    # ring holds sequence indices 2, 3, 4 in slots 2, 0, 1
-    assert layer.keys.flatten().tolist() == [3.0, 4.0, 2.0]
-    assert ring_sequence_indices(5, 3, torch.device("cpu")).tolist() == [3, 4, 2]
-    keys, _ = layer.update(values[:, :, 5:6], values[:, :, 5:6])
-    assert keys.flatten().tolist() == [3.0, 4.0, 2.0, 5.0]  # ring before the step + new token
-    assert layer.get_seq_length() == 6
-    assert ring_sequence_indices(2, 3, torch.device("cpu")).tolist() == [0, 1, -1]
+    keys, _ = layer.update(values[:, :, :6], values[:, :, :6])
+    assert keys.shape[-2] == 6  # first chunk: nothing stored before it
+    assert layer.keys.flatten().tolist() == [4.0, 5.0, 2.0, 3.0]  # tokens 2..5
+    cpu = torch.device("cpu")
+    assert ring_sequence_indices(6, 4, cpu).tolist() == [4, 5, 2, 3]
+    keys, _ = layer.update(values[:, :, 6:7], values[:, :, 6:7])
+    assert keys.flatten().tolist() == [4.0, 5.0, 6.0, 3.0]  # one token: the ring after its write
+    assert keys.data_ptr() == layer.keys.data_ptr()  # attended in place, no copy
+    keys, _ = layer.update(values[:, :, 7:9], values[:, :, 7:9])
+    assert keys.flatten().tolist() == [4.0, 5.0, 6.0, 3.0, 7.0, 8.0]  # ring before + chunk
+    assert layer.get_seq_length() == 9
+    assert ring_sequence_indices(2, 4, cpu).tolist() == [0, 1, -2, -1]
+    assert layer.get_mask_sizes(1) == (4, 6) and layer.get_mask_sizes(3) == (7, 5)
     layer.crop(0)
     with pytest.raises(ValueError, match="cannot be cropped"):
         layer.crop(-1)
@@ -314,8 +319,8 @@ def test_kv_bytes_plt_vs_plain() -> None:
         sizes[name] = cache.nbytes()
     loop1 = sizes["r1"]["total"]
     assert sizes["plt3"]["loop1_kv"] == loop1
-    # two extra loops x two layers x (K and V) x [1, 2 kv heads, window 3, head_dim 8] float64
-    assert sizes["plt3"]["window_kv"] == 2 * 2 * 2 * (2 * 3 * 8) * 8
+    # two extra loops x two layers x (K and V) x [1, 2 kv heads, w + 1 = 4, head_dim 8] float64
+    assert sizes["plt3"]["window_kv"] == 2 * 2 * 2 * (2 * 4 * 8) * 8
     assert sizes["plain3"]["total"] == 3 * loop1
 
 

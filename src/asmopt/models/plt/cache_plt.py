@@ -4,9 +4,8 @@ Layout for L physical layers and R loops (slot `loop * L + layer` of `Cache.laye
 
 - loop 1 (loop_idx 0): a full, growing KV cache per layer (`DynamicLayer`). It is the only
   full-length cache in PLT mode; loops >= 2 read it as their global branch.
-- loops >= 2 in PLT mode: a ring buffer of the last w keys/values per layer
-  (`PLTWindowLayer`), the local branch. Together with the current token that is exactly the
-  window "token itself plus w previous".
+- loops >= 2 in PLT mode: a ring buffer of the last w + 1 keys/values per layer
+  (`PLTWindowLayer`), the local branch: exactly the window "token itself plus w previous".
 - plain looped mode: every loop has its own full cache (the baseline costs R times the memory).
 - `loop_states`: the last hidden state h(r) of loops r = 1..R-1 for every batch row, shape
   `[batch, R - 1, hidden]`. Loop r + 1 of the next token starts from it (cross-loop shift).
@@ -26,13 +25,19 @@ from .configuration_plt import PLTConfig
 
 
 class PLTWindowLayer(DynamicLayer):
-    """Ring buffer of the last `window` keys and values of one (layer, loop >= 2) slot.
+    """Ring buffer of the last `window + 1` keys and values of one (layer, loop >= 2) slot.
 
-    Token at sequence index j (counting left padding) lives in ring slot `j % window`. The
-    buffer is allocated once at `window` slots, so memory does not grow with the sequence.
-    `update` returns the ring as it was *before* the new tokens, followed by the new tokens:
-    the caller masks by sequence index (see `ring_sequence_indices`), which keeps order
-    irrelevant (RoPE is already applied to the stored keys).
+    The window is "the token itself plus `window` previous tokens", so `window + 1` slots hold
+    exactly what a decode step attends to. The token at sequence index j (counting left
+    padding) lives in slot `j % (window + 1)`. The buffer is allocated once; memory does not
+    grow with the sequence. Slot order is irrelevant to attention (RoPE is already applied to
+    the stored keys); the model masks slots by the sequence index they hold
+    (`ring_sequence_indices`).
+
+    `update` with one new token writes it in place and returns the ring itself (no copy: the
+    decode step attends to the buffer directly). With a chunk of q > 1 tokens it returns the
+    ring as it was before the chunk followed by the chunk (earlier chunk tokens need entries
+    that later ones overwrite), then stores the newest tokens.
     """
 
     is_sliding = True
@@ -43,55 +48,56 @@ class PLTWindowLayer(DynamicLayer):
         if window < 0:
             raise ValueError(f"window must be >= 0, got {window}")
         self.window = window
+        self.capacity = window + 1
         self.cumulative_length = 0
 
     def lazy_initialization(self, key_states: torch.Tensor, value_states: torch.Tensor) -> None:
         self.dtype, self.device = key_states.dtype, key_states.device
         batch, heads, _, head_dim = key_states.shape
-        self.keys = key_states.new_zeros(batch, heads, self.window, head_dim)
-        self.values = value_states.new_zeros(batch, heads, self.window, value_states.shape[-1])
+        self.keys = key_states.new_zeros(batch, heads, self.capacity, head_dim)
+        self.values = value_states.new_zeros(batch, heads, self.capacity, value_states.shape[-1])
         self.is_initialized = True
 
     def update(
         self, key_states: torch.Tensor, value_states: torch.Tensor, *args: object, **kwargs: object
     ) -> tuple[torch.Tensor, torch.Tensor]:
-        """Stores the newest `min(q, window)` tokens; returns ring-before + new `[B, h, w + q, d]`.
-
-        Before the first update the ring part is empty and only the new states come back.
-        """
+        """One token: the ring after writing it. A chunk: ring-before + chunk `[B, h, w+1+q, d]`
+        (just the chunk when nothing was stored before)."""
         if not self.is_initialized:
             self.lazy_initialization(key_states, value_states)
         past, q = self.cumulative_length, key_states.shape[-2]
-        if past > 0 and self.window > 0:
+        self.cumulative_length += q
+        if q == 1:
+            slot = past % self.capacity
+            self.keys[:, :, slot] = key_states[:, :, 0]
+            self.values[:, :, slot] = value_states[:, :, 0]
+            return self.keys, self.values
+        if past > 0:
             keys = torch.cat([self.keys, key_states], dim=-2)
             values = torch.cat([self.values, value_states], dim=-2)
         else:
             keys, values = key_states, value_states
-        if self.window > 0:
-            kept = min(q, self.window)
-            if kept == 1:
-                slot = (past + q - 1) % self.window
-                self.keys[:, :, slot] = key_states[:, :, -1]
-                self.values[:, :, slot] = value_states[:, :, -1]
-            else:
-                first = past + q - kept
-                slots = torch.arange(first, first + kept, device=self.keys.device) % self.window
-                self.keys.index_copy_(-2, slots, key_states[:, :, q - kept :])
-                self.values.index_copy_(-2, slots, value_states[:, :, q - kept :])
-        self.cumulative_length += q
+        kept = min(q, self.capacity)
+        first = past + q - kept
+        slots = torch.arange(first, first + kept, device=self.keys.device) % self.capacity
+        self.keys.index_copy_(-2, slots, key_states[:, :, q - kept :])
+        self.values.index_copy_(-2, slots, value_states[:, :, q - kept :])
         return keys, values
 
     def get_mask_sizes(self, query_length: int) -> tuple[int, int]:
-        """Keys returned by the next `update`: the full ring (once written) plus the query."""
-        ring = self.window if self.cumulative_length > 0 else 0
-        return ring + query_length, max(self.cumulative_length - ring, 0)
+        """Number of keys the next `update` returns, and the first sequence index they can hold."""
+        past = self.cumulative_length
+        if query_length == 1:
+            return self.capacity, max(past + 1 - self.capacity, 0)
+        ring = self.capacity if past > 0 else 0
+        return ring + query_length, max(past - ring, 0)
 
     def get_seq_length(self) -> int:
-        """Tokens seen so far (not tokens held: the ring holds at most `window`)."""
+        """Tokens seen so far (not tokens held: the ring holds at most `window + 1`)."""
         return self.cumulative_length
 
     def get_max_length(self) -> int:
-        return self.window
+        return self.capacity
 
     def reset(self) -> None:
         self.keys = self.values = None
@@ -122,14 +128,14 @@ class PLTWindowLayer(DynamicLayer):
             self.values = self.values.index_select(0, beam_idx.to(self.values.device))
 
 
-def ring_sequence_indices(past_length: int, window: int, device: torch.device) -> torch.Tensor:
-    """Sequence index held by each ring slot after `past_length` tokens (negative = empty).
+def ring_sequence_indices(stored: int, capacity: int, device: torch.device) -> torch.Tensor:
+    """Sequence index held by each ring slot once `stored` tokens were written (negative = empty).
 
-    Slot s holds the latest index j <= past_length - 1 with j % window == s.
+    Slot s holds the latest index j <= stored - 1 with j % capacity == s.
     """
-    slots = torch.arange(window, device=device)
-    last = past_length - 1
-    return last - torch.remainder(last - slots, window)
+    slots = torch.arange(capacity, device=device)
+    last = stored - 1
+    return last - torch.remainder(last - slots, capacity)
 
 
 class PLTCache(Cache):

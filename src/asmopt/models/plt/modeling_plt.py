@@ -415,8 +415,8 @@ class PLTAttention(nn.Module):
 
         Row 0 (loop 1) appends its key/value to the full cache; all R rows then attend that
         cache (row 0 as its causal attention, rows >= 1 as their global branch) in one call.
-        Rows >= 1 also attend their own ring buffer plus their new key (local branch) in one
-        call batched over loops, and are mixed by the gate.
+        Rows >= 1 write their key/value into their ring buffer and attend it (local branch) in
+        one call batched over loops, and are mixed by the gate.
         """
         cache = context.cache
         batch, heads, rows, head_dim = query.shape
@@ -427,30 +427,35 @@ class PLTAttention(nn.Module):
         if rows == 1:
             return AttentionResult(output=y_global)
 
+        loops = rows - 1
         local_keys, local_values = [], []
         for loop_idx in range(1, rows):
-            local_key, local_value = cache.update(
+            # One new token: the ring after the write, `[B, H_kv, w + 1, d]`, not a copy.
+            ring_key, ring_value = cache.update(
                 key[:, :, loop_idx : loop_idx + 1],
                 value[:, :, loop_idx : loop_idx + 1],
                 self.layer_idx,
                 loop_idx,
             )
-            local_keys.append(local_key)
-            local_values.append(local_value)
-        loops = rows - 1
-        # [B, R - 1, H_kv, K_local, d] -> [B * (R - 1), H_kv, K_local, d]
-        local_key = torch.stack(local_keys, dim=1).flatten(0, 1)
-        local_value = torch.stack(local_values, dim=1).flatten(0, 1)
-        # [B, H, R - 1, d] -> [B * (R - 1), H, 1, d]
-        local_query = query[:, :, 1:].transpose(1, 2).reshape(batch * loops, heads, 1, head_dim)
+            local_keys.append(ring_key)
+            local_values.append(ring_value)
         local_mask = context.masks.local
-        if local_mask is not None and local_mask.shape[0] > 1:
-            # [B, 1, 1, K] -> [B * (R - 1), 1, 1, K]; a batch-free mask broadcasts as it is.
-            local_mask = local_mask.unsqueeze(1).expand(-1, loops, -1, -1, -1).flatten(0, 1)
+        if loops == 1:
+            local_key, local_value = local_keys[0], local_values[0]
+            local_query = query[:, :, 1:]  # [B, H, 1, d]
+        else:
+            # [B, R - 1, H_kv, w + 1, d] -> [B * (R - 1), H_kv, w + 1, d]
+            local_key = torch.stack(local_keys, dim=1).flatten(0, 1)
+            local_value = torch.stack(local_values, dim=1).flatten(0, 1)
+            # [B, H, R - 1, d] -> [B * (R - 1), H, 1, d]
+            local_query = query[:, :, 1:].transpose(1, 2).reshape(batch * loops, heads, 1, head_dim)
+            if local_mask is not None and local_mask.shape[0] > 1:
+                # [B, 1, 1, K] -> [B * (R - 1), 1, 1, K]; a batch-free mask broadcasts as it is.
+                local_mask = local_mask.unsqueeze(1).expand(-1, loops, -1, -1, -1).flatten(0, 1)
         y_local, _ = attention_forward(
             self, local_query, local_key, local_value, local_mask, False
         )  # [B * (R - 1), 1, H, d]
-        y_local = y_local.view(batch, loops, heads, head_dim)
+        y_local = y_local.reshape(batch, loops, heads, head_dim)
 
         gate = self.plt_gate(gate_input[:, 1:], query[:, :, 1:]).unsqueeze(-1)  # [B, R-1, H, 1]
         mixed = gate * y_global[:, 1:] + (1 - gate) * y_local
@@ -655,7 +660,9 @@ class PLTModel(PLTPreTrainedModel):
             raise ValueError(
                 "The PLTCache has tokens but no per-loop states; it was not filled by PLT."
             )
-        masks = self._chunk_masks(key_valid, q_len, past_length, gated, inputs_embeds.device)
+        masks = self._chunk_masks(
+            key_valid, q_len, past_length, gated, past_key_values is not None, inputs_embeds.device
+        )
         # Loop 1's keys/values per layer, the global branch of later loops when there is no cache.
         loop1_kv: list[tuple[torch.Tensor | None, torch.Tensor | None]] = [
             (None, None)
@@ -815,12 +822,15 @@ class PLTModel(PLTPreTrainedModel):
         q_len: int,
         past_length: int,
         gated: bool,
+        has_cache: bool,
         device: torch.device,
     ) -> PLTAttentionMasks:
         """Masks of the sequential path: causal over the full keys, windowed over local keys.
 
-        Every query may always attend to its own slot, so that padding queries get a finite
-        (unused) output instead of NaN.
+        Local keys are what `PLTWindowLayer.update` returns: with a cache, one new token sees
+        the ring after its write, a chunk sees the ring before the chunk followed by the chunk;
+        without a cache, the chunk itself. Every query may always attend to its own slot, so
+        that padding queries get a finite (unused) output instead of NaN.
         """
         query_index = torch.arange(past_length, past_length + q_len, device=device)  # [Q]
         full_index = torch.arange(past_length + q_len, device=device)  # [K_full]
@@ -833,8 +843,10 @@ class PLTModel(PLTPreTrainedModel):
 
         window = self.config.plt_local_window
         local_index = query_index
-        if past_length > 0 and window > 0:
-            ring_index = ring_sequence_indices(past_length, window, device)
+        if has_cache and q_len == 1:
+            local_index = ring_sequence_indices(past_length + 1, window + 1, device)
+        elif has_cache and past_length > 0:
+            ring_index = ring_sequence_indices(past_length, window + 1, device)
             local_index = torch.cat([ring_index, query_index])  # [K_local]
         offset = query_index[:, None] - local_index[None, :]  # [Q, K_local]
         local = (offset >= 0) & (offset <= window) & (local_index >= 0)
@@ -849,8 +861,8 @@ class PLTModel(PLTPreTrainedModel):
     ) -> PLTAttentionMasks:
         """Masks of one decode step at index t = past_length (None where nothing is hidden).
 
-        Global: every cached key 0..t (padding removed). Local: the ring slots, which hold
-        exactly t - w ... t - 1 once t >= w, plus the new key t.
+        Global: every cached key 0..t, padding removed. Local: the w + 1 ring slots after the
+        write of token t, which hold t - w ... t (fewer, and masked, while t < w).
         """
         window = self.config.plt_local_window
         full = None
@@ -860,16 +872,14 @@ class PLTModel(PLTPreTrainedModel):
             full = full.view(-1, 1, 1, past_length + 1)
         local = None
         ring_index = None
-        if self.config.plt_num_loops > 1 and window > 0:
-            ring_index = ring_sequence_indices(past_length, window, device)
+        if self.config.plt_num_loops > 1:
+            ring_index = ring_sequence_indices(past_length + 1, window + 1, device)
             if key_valid is not None or past_length < window:
-                ring_valid = ring_index >= 0
+                ring_valid = (ring_index >= 0)[None]  # [1, w + 1]
                 if key_valid is not None:
-                    ring_valid = key_valid[:, ring_index.clamp(min=0)] & ring_valid  # [B, w]
-                else:
-                    ring_valid = ring_valid[None]
-                new_valid = torch.ones_like(ring_valid[:, :1])
-                local = torch.cat([ring_valid, new_valid], dim=-1).view(-1, 1, 1, window + 1)
+                    ring_valid = ring_valid & key_valid[:, ring_index.clamp(min=0)]  # [B, w + 1]
+                ring_valid = ring_valid | (ring_index == past_length)
+                local = ring_valid.view(-1, 1, 1, window + 1)
         return PLTAttentionMasks(full=full, local=local, local_key_index=ring_index)
 
 
