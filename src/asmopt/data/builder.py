@@ -152,12 +152,11 @@ class Builder:
         timer: Timer | None = None,
         progress: bool = False,
     ) -> None:
-        from asmopt.sandbox.runner import default_sandbox
         from asmopt.toolchain import default_toolchain
 
         self.config = config
         self.toolchain = toolchain or default_toolchain()
-        self.sandbox = sandbox or self.toolchain.sandbox or default_sandbox()
+        self.sandbox = sandbox or self.toolchain.sandbox
         self.limits = config.limits()
         self.timer = timer or sandbox_timer(self.sandbox, self.limits, config.timing_runs)
         self.progress = progress
@@ -259,7 +258,7 @@ class Builder:
         report = DataReport("build")
         report.stats.update(
             pool=len(programs),
-            config={k: v for k, v in asdict(cfg).items()},
+            config=asdict(cfg),
             length_measure=self.tokens.description,
             timing="min sandboxed wall time over timing_runs runs on the first test",
         )

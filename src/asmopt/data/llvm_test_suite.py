@@ -32,14 +32,19 @@ from __future__ import annotations
 import os
 import re
 import shlex
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Iterable, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from asmopt.programs.model import Comparison, Program, ProgramError, Suite, TestCase
 
 from .cmake import CMakeError, CMakeResult, evaluate_cmake
 from .common import DataError, ItemError, decode_text, read_bytes, safe_id
 from .report import DataReport
+
+if TYPE_CHECKING:
+    from asmopt.sandbox.runner import Sandbox
+    from asmopt.toolchain import Toolchain
 
 _EXIT_LINE = re.compile(rb"exit (-?\d+)\n?\Z")
 _QUOTE_INCLUDE = re.compile(r'^\s*#\s*include\s*"([^"]+)"', re.MULTILINE)
@@ -234,9 +239,8 @@ def verify_and_filter(
     jobs: int = 2,
     cpu_seconds: int = VERIFY_CPU_SECONDS,
     progress: bool = True,
-    toolchain: object | None = None,
-    sandbox: object | None = None,
-    on_result: Callable[[str, bool], None] | None = None,
+    toolchain: Toolchain | None = None,
+    sandbox: Sandbox | None = None,
 ) -> list[Program]:
     """Keep the programs whose -O0 and -O3 builds pass their tests in the sandbox."""
     from asmopt.eval_suite import verify_programs
@@ -244,14 +248,13 @@ def verify_and_filter(
     from asmopt.toolchain import default_toolchain
 
     box = sandbox or default_sandbox()
-    box.check()  # type: ignore[union-attr]
-    tc = toolchain or default_toolchain()
+    box.check()
     limits = Limits(cpu_seconds=cpu_seconds, wall_seconds=2.0 * cpu_seconds + 5)
     programs = list(programs)
     outcomes = verify_programs(
         programs,
-        tc,  # type: ignore[arg-type]
-        box,  # type: ignore[arg-type]
+        toolchain or default_toolchain(),
+        box,
         jobs=jobs,
         progress=progress,
         limits=limits,
@@ -264,8 +267,6 @@ def verify_and_filter(
             level, check = ("-O0", outcome.o0) if not outcome.o0.correct else ("-O3", outcome.o3)
             reason = "infra_error" if str(check.verdict) == "infra_error" else "verify_failed"
             report.drop(program.id, reason, f"{level}: {check.verdict}: {check.message}")
-        if on_result is not None:
-            on_result(program.id, outcome.ok)
     return kept
 
 
@@ -278,8 +279,8 @@ def import_llvm_test_suite(
     cpu_seconds: int = VERIFY_CPU_SECONDS,
     progress: bool = True,
     name: str = "llvm-test-suite",
-    toolchain: object | None = None,
-    sandbox: object | None = None,
+    toolchain: Toolchain | None = None,
+    sandbox: Sandbox | None = None,
 ) -> tuple[Suite, DataReport]:
     """Import SingleSource directories (or trees holding them); see the module docstring."""
     programs, report = collect_llvm_programs(paths, size)
