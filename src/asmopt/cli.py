@@ -24,7 +24,7 @@ from asmopt.toolchain import ToolchainError
 
 # Subcommand groups that live beside the modules they drive. Each exposes
 # `register(subparsers, common)` where `common` is the parent parser with shared options.
-COMMAND_MODULES: list[str] = []
+COMMAND_MODULES: list[str] = ["asmopt.data.cli", "asmopt.policies.cli"]
 
 
 class UsageError(Exception):
