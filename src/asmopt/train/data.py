@@ -1,0 +1,222 @@
+"""Training rows: a prompt (chat messages or text) plus any extra columns.
+
+Rows are plain dicts so that a reward function can be handed every column by name, as TRL
+does (`reward_fn(prompts, completions, program_id=[...], ...)`). Three sources:
+
+* `suite:SPLIT` — one row per program of a suite split: the prompt template filled with the
+  C code and gcc's -O3 assembly; columns `program_id` and `split`. For SFT the row also gets
+  a `completion`: the baseline assembly in the fenced form the answer extractor reads.
+* `text-task:SPLIT` — the built-in toy task used by tests and the tiny configs.
+* a path to a JSONL file, one JSON object per line with at least `prompt`.
+
+`RowSampler` walks the rows in a seeded random order, epoch after epoch, and its position
+is two integers, so a checkpoint can resume the data stream exactly.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+Row = dict[str, Any]
+TEXT_TASK_SIZES = {"train": 64, "validation": 16, "test": 16}
+
+
+def check_prompt(prompt: Any, where: str) -> None:
+    """A prompt is a non-empty string or a list of {role, content} messages."""
+    if isinstance(prompt, str):
+        if not prompt:
+            raise ValueError(f"{where}: empty prompt")
+        return
+    if isinstance(prompt, list) and prompt:
+        for m in prompt:
+            if not (
+                isinstance(m, dict)
+                and isinstance(m.get("role"), str)
+                and isinstance(m.get("content"), str)
+            ):
+                raise ValueError(f"{where}: each prompt message needs string role and content")
+        return
+    raise ValueError(f"{where}: prompt must be a string or a list of chat messages")
+
+
+def rows_from_jsonl(path: str | Path, *, need_completion: bool = False) -> list[Row]:
+    """Rows of a JSONL file; errors name the line."""
+    path = Path(path)
+    try:
+        lines = path.read_text(encoding="utf-8").splitlines()
+    except OSError as exc:
+        raise ValueError(f"{path}: cannot read rows ({exc.strerror or exc})") from None
+    rows: list[Row] = []
+    for n, line in enumerate(lines, 1):
+        if not line.strip():
+            continue
+        try:
+            row = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise ValueError(f"{path}:{n}: not JSON ({exc.msg})") from None
+        if not isinstance(row, dict) or "prompt" not in row:
+            raise ValueError(f"{path}:{n}: expected an object with a 'prompt' field")
+        check_prompt(row["prompt"], f"{path}:{n}")
+        if need_completion and not isinstance(row.get("completion"), str):
+            raise ValueError(f"{path}:{n}: SFT rows need a string 'completion' field")
+        rows.append(row)
+    if not rows:
+        raise ValueError(f"{path}: no rows")
+    return rows
+
+
+def fenced_assembly(asm: str) -> str:
+    """An answer in the format of the reference prompt (one ```assembly block)."""
+    return f"```assembly\n{asm.rstrip()}\n```"
+
+
+def rows_from_suite(
+    suite: Any,
+    split: str,
+    *,
+    template: str = "reference",
+    toolchain: Any = None,
+    target_flags: Sequence[str] | None = None,
+) -> list[Row]:
+    """One row per program in `split`; `target_flags` adds an SFT `completion`.
+
+    The baseline assembly is made by the toolchain (cached), exactly as `asmopt baseline`
+    prints it, so the prompts match those of evaluation."""
+    from asmopt.policies.prompts import load_template
+    from asmopt.toolchain import DEFAULT_O3_FLAGS, default_toolchain
+
+    tmpl = load_template(template)
+    tc = toolchain if toolchain is not None else default_toolchain()
+    programs = suite.select(split=split)
+    if not programs:
+        raise ValueError(f"suite {suite.name!r} has no programs in split {split!r}")
+    rows: list[Row] = []
+    for program in programs:
+        baseline = tc.baseline_assembly(program, DEFAULT_O3_FLAGS)
+        row: Row = {
+            "prompt": tmpl.messages(program.source, baseline),
+            "program_id": program.id,
+            "split": suite.splits.get(program.id, split),
+        }
+        if target_flags is not None:
+            flags = tuple(target_flags)
+            asm = baseline if flags == tuple(DEFAULT_O3_FLAGS) else None
+            if asm is None:
+                asm = tc.baseline_assembly(program, flags)
+            row["completion"] = fenced_assembly(asm)
+        rows.append(row)
+    return rows
+
+
+def text_task_rows(split: str) -> list[Row]:
+    """Toy prompts for the `text-task` reward (answer in lowercase letters; optimum 1.0)."""
+    if split not in TEXT_TASK_SIZES:
+        raise ValueError(f"text-task has splits {', '.join(TEXT_TASK_SIZES)}, not {split!r}")
+    offset = {"train": 0, "validation": 1000, "test": 2000}[split]
+    words = ("alpha", "bravo", "delta", "kilo", "oscar", "tango", "zulu", "echo")
+    rows = []
+    for i in range(TEXT_TASK_SIZES[split]):
+        n = offset + i
+        topic = f"{words[n % len(words)]} {words[(n // len(words)) % len(words)]} {n}"
+        rows.append(
+            {
+                "prompt": [{"role": "user", "content": f"Reply in lowercase letters: {topic}"}],
+                "id": f"{split}-{i}",
+                "completion": "abc",
+            }
+        )
+    return rows
+
+
+def load_rows(
+    spec: str,
+    *,
+    suite: str | None = None,
+    template: str = "reference",
+    target_flags: Sequence[str] | None = None,
+    need_completion: bool = False,
+    toolchain: Any = None,
+) -> list[Row]:
+    """Rows for a source spec (`suite:SPLIT`, `text-task:SPLIT` or a JSONL path)."""
+    kind, _, split = spec.partition(":")
+    if kind == "suite" and not Path(spec).exists():
+        from asmopt.programs import load_builtin_suite, load_suite
+
+        loaded = load_suite(suite) if suite else load_builtin_suite()
+        return rows_from_suite(
+            loaded,
+            split or "train",
+            template=template,
+            toolchain=toolchain,
+            target_flags=target_flags,
+        )
+    if kind == "text-task" and not Path(spec).exists():
+        return text_task_rows(split or "train")
+    path = Path(spec)
+    if not path.is_file():
+        raise ValueError(
+            f"data source {spec!r}: not suite:SPLIT, text-task:SPLIT or an existing JSONL file"
+        )
+    return rows_from_jsonl(path, need_completion=need_completion)
+
+
+def render_prompt(tokenizer: Any, prompt: str | list[dict[str, str]]) -> str:
+    """The text the model sees, as the local back-end renders it (chat template if any)."""
+    if isinstance(prompt, str):
+        return prompt
+    if getattr(tokenizer, "chat_template", None):
+        return tokenizer.apply_chat_template(prompt, tokenize=False, add_generation_prompt=True)
+    return "\n\n".join(m["content"] for m in prompt)
+
+
+class RowSampler:
+    """Rows in a fresh seeded permutation each epoch; the position is (epoch, index).
+
+    It draws from its own generator seeded by (seed, epoch), never from the global RNG, so
+    the order does not depend on anything else the trainer does."""
+
+    def __init__(self, num_rows: int, seed: int, *, shuffle: bool = True) -> None:
+        if num_rows < 1:
+            raise ValueError("no rows to sample from")
+        self.num_rows = num_rows
+        self.seed = seed
+        self.shuffle = shuffle
+        self.epoch = 0
+        self.index = 0
+        self._order = self._permutation(0)
+
+    def _permutation(self, epoch: int) -> list[int]:
+        import torch
+
+        if not self.shuffle:
+            return list(range(self.num_rows))
+        gen = torch.Generator().manual_seed(self.seed * 1_000_003 + epoch)
+        return torch.randperm(self.num_rows, generator=gen).tolist()
+
+    def next(self, k: int) -> list[int]:
+        """The next `k` row indices, crossing into the next epoch when needed."""
+        out = []
+        while len(out) < k:
+            if self.index >= self.num_rows:
+                self.epoch += 1
+                self.index = 0
+                self._order = self._permutation(self.epoch)
+            out.append(self._order[self.index])
+            self.index += 1
+        return out
+
+    def state_dict(self) -> dict[str, int]:
+        return {"epoch": self.epoch, "index": self.index, "num_rows": self.num_rows}
+
+    def load_state_dict(self, state: dict[str, int]) -> None:
+        if state["num_rows"] != self.num_rows:
+            raise ValueError(
+                f"the checkpoint was made with {state['num_rows']} training rows, now there "
+                f"are {self.num_rows}; resume with the same data"
+            )
+        self.epoch = int(state["epoch"])
+        self.index = int(state["index"])
+        self._order = self._permutation(self.epoch)

@@ -1,0 +1,129 @@
+"""Fresh random models of a CPU-friendly size, so that a config can run with no download.
+
+`tiny:llama` and `tiny:plt` build a small Llama or looped (PLT) decoder with a byte-level
+tokenizer (256 byte tokens plus `<pad>` and `</s>`, no merges): every text is representable,
+nothing has to be trained first, and the same tokenizer serves the test task and assembly.
+The model is written once to a directory and then loaded like any other local model, so the
+trainers have a single loading path.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+TINY_ARCHS = ("llama", "plt")
+CHAT_TEMPLATE = (
+    "{% for m in messages %}<|{{ m['role'] }}|>\n{{ m['content'] }}\n{% endfor %}"
+    "{% if add_generation_prompt %}<|assistant|>\n{% endif %}"
+)
+# Small enough for CPU tests in seconds; override any field through `model_overrides`.
+TINY_DEFAULTS: dict[str, Any] = {
+    "hidden_size": 64,
+    "intermediate_size": 128,
+    "num_hidden_layers": 2,
+    "num_attention_heads": 4,
+    "num_key_value_heads": 2,
+    "max_position_embeddings": 8192,
+    "tie_word_embeddings": False,
+}
+PLT_DEFAULTS: dict[str, Any] = {"plt_num_loops": 2, "plt_window_size": [16, 0]}
+MARKER = "asmopt_tiny.json"
+
+
+def byte_tokenizer() -> Any:
+    """A byte-level fast tokenizer with a chat template; ids 0/1 are `<pad>`/`</s>`."""
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers
+    from transformers import PreTrainedTokenizerFast
+
+    alphabet = pre_tokenizers.ByteLevel.alphabet()
+    vocab = {"<pad>": 0, "</s>": 1}
+    for ch in sorted(alphabet):
+        vocab[ch] = len(vocab)
+    tok = Tokenizer(models.BPE(vocab=vocab, merges=[], unk_token=None))
+    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False)
+    tok.decoder = decoders.ByteLevel()
+    tok.add_special_tokens(["<pad>", "</s>"])
+    fast = PreTrainedTokenizerFast(tokenizer_object=tok, eos_token="</s>", pad_token="<pad>")
+    fast.chat_template = CHAT_TEMPLATE
+    return fast
+
+
+def build_tiny_model(
+    out: Path,
+    arch: str,
+    *,
+    overrides: dict[str, Any] | None = None,
+    tokenizer_dir: str | None = None,
+    seed: int = 0,
+) -> Path:
+    """Writes a random `arch` model and its tokenizer to `out` and returns `out`."""
+    import torch
+    from transformers import AutoTokenizer, LlamaConfig, LlamaForCausalLM
+
+    if arch not in TINY_ARCHS:
+        raise ValueError(f"unknown tiny model {arch!r}; available: {', '.join(TINY_ARCHS)}")
+    if tokenizer_dir is not None:
+        tokenizer = AutoTokenizer.from_pretrained(tokenizer_dir, local_files_only=True)
+        if tokenizer.pad_token_id is None:
+            tokenizer.pad_token = tokenizer.eos_token or tokenizer.unk_token
+    else:
+        tokenizer = byte_tokenizer()
+    fields = {**TINY_DEFAULTS, **(PLT_DEFAULTS if arch == "plt" else {}), **(overrides or {})}
+    fields.update(
+        vocab_size=len(tokenizer),
+        pad_token_id=tokenizer.pad_token_id,
+        eos_token_id=tokenizer.eos_token_id,
+        bos_token_id=tokenizer.bos_token_id,
+    )
+    with torch.random.fork_rng():
+        torch.manual_seed(seed)
+        if arch == "plt":
+            from asmopt.models.plt import PLTConfig, PLTForCausalLM
+
+            fields.setdefault("rope_parameters", {"rope_type": "default", "rope_theta": 10000.0})
+            model: Any = PLTForCausalLM(PLTConfig(**fields))
+        else:
+            model = LlamaForCausalLM(LlamaConfig(**fields))
+    out.mkdir(parents=True, exist_ok=True)
+    tokenizer.save_pretrained(out)
+    model.save_pretrained(out)
+    (out / MARKER).write_text(
+        json.dumps({"arch": arch, "overrides": overrides or {}, "seed": seed}, indent=2) + "\n"
+    )
+    return out
+
+
+def resolve_model(
+    spec: str,
+    output_dir: str | Path,
+    *,
+    overrides: dict[str, Any] | None = None,
+    tokenizer_dir: str | None = None,
+    seed: int = 0,
+) -> Path:
+    """The directory to load for `spec`: itself, or a `tiny:*` model built once per run."""
+    from asmopt.policies.hf_local import check_model_dir
+    from asmopt.policies.llm import PolicyError
+
+    if spec.startswith("tiny:"):
+        arch = spec.split(":", 1)[1]
+        out = Path(output_dir) / "init-model"
+        wanted = {"arch": arch, "overrides": overrides or {}, "seed": seed}
+        marker = out / MARKER
+        if marker.is_file():
+            built = json.loads(marker.read_text())
+            if built != wanted:
+                raise ValueError(
+                    f"{out} holds a different tiny model ({built}) than asked ({wanted}); "
+                    "use another output_dir"
+                )
+            return out
+        return build_tiny_model(
+            out, arch, overrides=overrides, tokenizer_dir=tokenizer_dir, seed=seed
+        )
+    try:
+        return check_model_dir(spec)
+    except PolicyError as exc:
+        raise ValueError(str(exc)) from None
