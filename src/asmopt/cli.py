@@ -20,6 +20,7 @@ from typing import Any
 from asmopt.programs.model import ProgramError, Suite
 from asmopt.programs.suite_io import builtin_suite_path, load_suite, read_text_file
 from asmopt.sandbox.runner import SandboxUnavailable
+from asmopt.store import StoreError as ResultsError
 from asmopt.toolchain import ToolchainError
 
 # Subcommand groups that live beside the modules they drive. Each exposes
@@ -241,10 +242,63 @@ def cmd_check(args: argparse.Namespace) -> int:
 
 
 # ---------------------------------------------------------------------------- eval
+def _ratio(x: float | None, digits: int = 3) -> str:
+    return "-" if x is None else f"{x:.{digits}f}x"
+
+
+def _interval(low: float | None, high: float | None) -> str:
+    if low is None or high is None:
+        return "-"
+    hi = "inf" if high == float("inf") else f"{high:.3f}"
+    return f"[{low:.3f}, {hi}]"
+
+
+def _speedup_cell(o: Any) -> tuple[str, str, str]:
+    """(speedup, interval, note) columns for one outcome."""
+    sp = o.check.speedup
+    if sp is None:
+        return "-", "-", ""
+    status = str(sp.status)
+    if status == "copy":
+        return "1.000x", "-", "copy"
+    if status != "measured":
+        return "-", "-", status
+    note = "faster" if sp.significantly_faster else "slower" if sp.significantly_slower else ""
+    if not sp.reliable:
+        note = (note + " unreliable").strip()
+    return _ratio(sp.ratio), _interval(sp.low, sp.high), note
+
+
+def print_metrics(metrics: dict[str, Any], indent: str = "  ") -> None:
+    ref, strict = metrics["reference"], metrics["strict"]
+    print(f"{indent}reference metrics (SuperCoder definitions)")
+    print(f"{indent}  compile           {_pct(ref['compile_rate'])}")
+    print(f"{indent}  test pass         {_pct(ref['pass_rate'])}")
+    print(f"{indent}  avg speedup       {_ratio(ref['speedup'])}  (floored at 1.0 per test)")
+    print(f"{indent}strict metrics")
+    print(f"{indent}  significantly faster  {_pct(strict['significantly_faster'])}")
+    print(f"{indent}  %Opt (>= 1.10x)       {_pct(strict['pie_opt'])}")
+    print(f"{indent}  geomean of correct    {_ratio(strict['geomean_correct'])}  (unfloored)")
+    print(f"{indent}  significantly slower  {_pct(strict['significantly_slower'])}")
+    print(f"{indent}  copies of baseline    {_pct(strict['copy_rate'])}")
+    print(
+        f"{indent}  measured {metrics['measured']} (unreliable {metrics['unreliable']}), "
+        f"unmeasurable {metrics['unmeasurable']}"
+    )
+
+
+def default_run_dir(suite: str, policy: str, split: str, measure: str) -> Path:
+    """Deterministic, so that re-running the same command resumes the same run."""
+    return Path("runs") / f"{suite}-{policy}-{split}-{measure}"
+
+
 def cmd_eval(args: argparse.Namespace) -> int:
-    from asmopt.eval_suite import evaluate_programs, summarize
+    from asmopt.eval_suite import MeasureOptions, evaluate_programs, summarize
+    from asmopt.measure.speedup import MeasureMode
+    from asmopt.measure.timing import TimingConfig, default_core_lock
     from asmopt.policies import get_policy
     from asmopt.sandbox.runner import default_sandbox
+    from asmopt.store import DB_NAME, ResultStore, environment_fingerprint
     from asmopt.toolchain import default_toolchain
 
     suite = open_suite(args)
@@ -255,42 +309,279 @@ def cmd_eval(args: argparse.Namespace) -> int:
         policy = get_policy(args.policy)
     except ValueError as exc:
         raise UsageError(str(exc)) from None
+    mode = MeasureMode(args.measure)
+    timing = TimingConfig(
+        target_half_width=args.timing_target,
+        max_pairs=args.timing_max_pairs,
+        budget_s=args.timing_budget,
+    )
     sandbox = default_sandbox()
     sandbox.check()
-    outcomes = evaluate_programs(
-        programs,
-        policy,
-        default_toolchain(),
-        sandbox,
-        samples=args.samples,
-        jobs=args.jobs,
-        progress=not args.json,
+    toolchain = default_toolchain()
+    valgrind_version = None
+    if mode == MeasureMode.INSTRUCTIONS:
+        from asmopt.measure.valgrind import Valgrind, ValgrindUnavailable
+
+        try:
+            valgrind_version = Valgrind.locate().version
+        except ValgrindUnavailable as exc:
+            raise UsageError(str(exc)) from None
+    run_dir = (
+        Path(args.run_dir)
+        if args.run_dir
+        else default_run_dir(suite.name, policy.name, args.split, mode.value)
     )
+    if args.fresh and (run_dir / DB_NAME).exists():
+        for suffix in ("", "-wal", "-shm"):
+            (run_dir / (DB_NAME + suffix)).unlink(missing_ok=True)
+    layout = default_core_lock().layout if mode == MeasureMode.TIME else None
+    fingerprint = environment_fingerprint(
+        compiler=toolchain.identity(),
+        sandbox=sandbox.describe(),
+        measure=mode.value,
+        timing={
+            **timing.to_dict(),
+            "timing_cores": list(layout.timing),
+            "general_cores": list(layout.general),
+            "isolated": layout.isolated,
+        }
+        if layout
+        else None,
+        valgrind=valgrind_version,
+    )
+    store = ResultStore(run_dir)
+    try:
+        notes = store.begin_run(
+            {
+                "suite": suite.name,
+                "policy": policy.name,
+                "split": args.split,
+                "measure": mode.value,
+                "samples": args.samples,
+                "time_copies": args.time_copies,
+            },
+            fingerprint,
+        )
+        for note in notes:
+            print(f"asmopt: warning: {note}", file=sys.stderr)
+        outcomes = evaluate_programs(
+            programs,
+            policy,
+            toolchain,
+            sandbox,
+            samples=args.samples,
+            jobs=args.jobs,
+            progress=not args.json,
+            measure=MeasureOptions(mode=mode, timing=timing, time_copies=args.time_copies),
+            store=store,
+            splits=suite.splits,
+        )
+    finally:
+        store.close()
     summary = summarize(outcomes)
-    summary.update(suite=suite.name, policy=policy.name, split=args.split)
+    summary.update(
+        suite=suite.name,
+        policy=policy.name,
+        split=args.split,
+        measure=mode.value,
+        run_dir=str(run_dir),
+    )
     if args.json:
         emit_json({"summary": summary, "results": [o.to_dict() for o in outcomes]})
         return 0
-    rows = [
-        (
-            o.program_id,
-            o.sample,
-            o.check.verdict,
-            f"{o.check.passed}/{o.check.total}",
-            _short(o.check.message if not o.check.correct else ""),
+    rows = []
+    for o in outcomes:
+        speed, interval, note = _speedup_cell(o)
+        rows.append(
+            (
+                o.program_id,
+                o.sample,
+                o.check.verdict,
+                f"{o.check.passed}/{o.check.total}",
+                speed,
+                interval,
+                note,
+                _short(o.check.message if not o.check.correct else "", 50),
+            )
         )
-        for o in outcomes
-    ]
-    print_table(rows, ["program", "sample", "verdict", "tests", "detail"])
+    print_table(
+        rows, ["program", "sample", "verdict", "tests", "speedup", "95% interval", "", "detail"]
+    )
     print()
     print(
-        f"suite {suite.name!r}, split {args.split}, policy {policy.name}: "
-        f"{summary['programs']} programs, {summary['samples']} samples"
+        f"suite {suite.name!r}, split {args.split}, policy {policy.name}, measure {mode}: "
+        f"{summary['programs']} programs, {summary['samples']} samples "
+        f"({summary['resumed']} from earlier sessions)"
     )
-    print(f"  build rate    {_pct(summary['build_rate'])}")
-    print(f"  pass rate     {_pct(summary['pass_rate'])}")
-    print(f"  infra errors  {summary['infra_errors']} (not counted against the policy)")
+    print_metrics(summary["metrics"])
+    print(
+        f"  infra errors  {summary['infra_errors']} verdicts, "
+        f"{summary['measure_infra_errors']} measurements (not counted against the policy; "
+        "rerun the command to retry them)"
+    )
     print("  verdicts      " + ", ".join(f"{k}={v}" for k, v in summary["verdicts"].items()))
+    print(f"\nresults stored in {run_dir}/{DB_NAME}; `asmopt report {run_dir}` writes a report")
+    return 0
+
+
+# ---------------------------------------------------------------------------- results / report
+def _open_store(path: str) -> Any:
+    from asmopt.store import ResultStore
+
+    return ResultStore(path, create=False)
+
+
+def _program_summary(outcomes: Sequence[Any]) -> list[tuple[Any, ...]]:
+    rows = []
+    for o in outcomes:
+        speed, interval, note = _speedup_cell(o)
+        rows.append((o.program_id, o.sample, o.check.verdict, speed, interval, note))
+    return rows
+
+
+def cmd_results_show(args: argparse.Namespace) -> int:
+    from asmopt.eval_suite import summarize
+
+    with _open_store(args.run) as store:
+        meta = store.meta()
+        outcomes = store.load_outcomes()
+    summary = summarize(outcomes)
+    if args.json:
+        emit_json({"meta": meta, "summary": summary})
+        return 0
+    run = meta.get("run", {})
+    fp = meta.get("fingerprint", {})
+    print(
+        f"run {args.run}: suite {run.get('suite')!r}, policy {run.get('policy')}, "
+        f"split {run.get('split')}, measure {run.get('measure')}, created {meta.get('created')}"
+    )
+    print(f"  cpu {fp.get('cpu_model')} x{fp.get('cpus')}, kernel {fp.get('kernel')}")
+    print(f"  compiler {fp.get('compiler')}")
+    print(f"  sandbox {fp.get('sandbox')}")
+    print()
+    print_table(
+        _program_summary(outcomes),
+        ["program", "sample", "verdict", "speedup", "95% interval", ""],
+    )
+    print()
+    print(f"{summary['programs']} programs, {summary['samples']} samples")
+    print_metrics(summary["metrics"])
+    print(
+        f"  infra errors  {summary['infra_errors']} verdicts, "
+        f"{summary['measure_infra_errors']} measurements"
+    )
+    return 0
+
+
+def cmd_results_compare(args: argparse.Namespace) -> int:
+    from asmopt.eval_suite import summarize
+
+    with _open_store(args.run_a) as a, _open_store(args.run_b) as b:
+        out_a, out_b = a.load_outcomes(), b.load_outcomes()
+        meta_a, meta_b = a.meta(), b.meta()
+    sum_a, sum_b = summarize(out_a), summarize(out_b)
+    by_a = {(o.program_id, o.sample): o for o in out_a}
+    by_b = {(o.program_id, o.sample): o for o in out_b}
+    common = sorted(set(by_a) & set(by_b))
+    fp_a, fp_b = meta_a.get("fingerprint", {}), meta_b.get("fingerprint", {})
+    env_diff = {
+        k: (fp_a.get(k), fp_b.get(k))
+        for k in ("cpu_model", "kernel", "compiler", "sandbox", "measure")
+        if fp_a.get(k) != fp_b.get(k)
+    }
+    rows = []
+    for key in common:
+        oa, ob = by_a[key], by_b[key]
+        sa, _, na = _speedup_cell(oa)
+        sb, _, nb = _speedup_cell(ob)
+        changed = str(oa.check.verdict) != str(ob.check.verdict) or na != nb
+        rows.append(
+            (*key, oa.check.verdict, sa, na, ob.check.verdict, sb, nb, "*" if changed else "")
+        )
+    if args.json:
+        emit_json(
+            {
+                "a": {"run": args.run_a, "summary": sum_a},
+                "b": {"run": args.run_b, "summary": sum_b},
+                "environment_differences": env_diff,
+                "programs": [
+                    {
+                        "program": r[0],
+                        "sample": r[1],
+                        "a": by_a[(r[0], r[1])].answer().__dict__,
+                        "b": by_b[(r[0], r[1])].answer().__dict__,
+                    }
+                    for r in rows
+                ],
+            }
+        )
+        return 0
+    print_table(
+        rows, ["program", "sample", "A verdict", "A speedup", "", "B verdict", "B speedup", "", ""]
+    )
+    print()
+    ma, mb = sum_a["metrics"], sum_b["metrics"]
+    lines = [
+        ("compile", ma["reference"]["compile_rate"], mb["reference"]["compile_rate"], _pct),
+        ("test pass", ma["reference"]["pass_rate"], mb["reference"]["pass_rate"], _pct),
+        ("avg speedup (ref)", ma["reference"]["speedup"], mb["reference"]["speedup"], _ratio),
+        (
+            "sig. faster",
+            ma["strict"]["significantly_faster"],
+            mb["strict"]["significantly_faster"],
+            _pct,
+        ),
+        ("%Opt", ma["strict"]["pie_opt"], mb["strict"]["pie_opt"], _pct),
+        (
+            "geomean correct",
+            ma["strict"]["geomean_correct"],
+            mb["strict"]["geomean_correct"],
+            _ratio,
+        ),
+        (
+            "sig. slower",
+            ma["strict"]["significantly_slower"],
+            mb["strict"]["significantly_slower"],
+            _pct,
+        ),
+        ("copies", ma["strict"]["copy_rate"], mb["strict"]["copy_rate"], _pct),
+    ]
+    print_table([(name, f(x), f(y)) for name, x, y, f in lines], ["metric", "A", "B"])
+    print(
+        f"\nA = {args.run_a}\nB = {args.run_b}\n{len(common)} samples in both; "
+        f"{len(set(by_a) - set(by_b))} only in A, {len(set(by_b) - set(by_a))} only in B"
+    )
+    for k, (x, y) in env_diff.items():
+        print(f"environment differs: {k}: {x!r} vs {y!r}")
+    return 0
+
+
+def cmd_results_export(args: argparse.Namespace) -> int:
+    from asmopt.store import export_records, write_jsonl, write_parquet
+
+    with _open_store(args.run) as store:
+        records = export_records(store, raw=args.raw)
+    default = Path(args.run) / f"results.{args.format}"
+    out = Path(args.output) if args.output else default
+    if args.format == "jsonl":
+        write_jsonl(records, out)
+    else:
+        write_parquet(records, out)
+    print(f"wrote {len(records)} samples to {out}")
+    return 0
+
+
+def cmd_report(args: argparse.Namespace) -> int:
+    from asmopt.report import PlotsUnavailable, write_report
+
+    with _open_store(args.run) as store:
+        try:
+            html_path, md_path = write_report(
+                store, Path(args.output) if args.output else None, plots=not args.no_plots
+            )
+        except PlotsUnavailable as exc:
+            raise UsageError(str(exc)) from None
+    print(f"wrote {html_path}\nwrote {md_path}")
     return 0
 
 
@@ -337,13 +628,75 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("file", help="candidate assembly file")
     p.set_defaults(func=cmd_check)
 
-    p = sub.add_parser("eval", parents=[common], help="evaluate a policy on a suite")
+    p = sub.add_parser(
+        "eval",
+        parents=[common],
+        help="evaluate a policy on a suite (stored; re-running resumes)",
+        description="Judge a policy's answers, measure the correct ones against the -O3 "
+        "baseline, store everything in RUN_DIR/results.db. Re-running the same command "
+        "skips finished samples and retries infrastructure errors.",
+    )
     p.add_argument("--policy", default="identity")
     p.add_argument("--split", default="all")
     p.add_argument("--only", nargs="+", metavar="PROGRAM")
     p.add_argument("--samples", type=int, default=1, help="candidates per program")
     p.add_argument("-j", "--jobs", type=int, default=_jobs_default())
+    p.add_argument(
+        "--run-dir",
+        default=None,
+        help="where results are stored (default: runs/SUITE-POLICY-SPLIT-MEASURE)",
+    )
+    p.add_argument("--fresh", action="store_true", help="discard results already in --run-dir")
+    p.add_argument(
+        "--measure",
+        choices=["time", "instructions", "none"],
+        default="time",
+        help="time: interleaved CPU-time runs with intervals (default); instructions: exact "
+        "counts under valgrind (deterministic, biased); none: correctness only",
+    )
+    p.add_argument(
+        "--timing-target",
+        type=float,
+        default=0.02,
+        help="stop timing a test when the 95%% interval is within +-this (default 0.02)",
+    )
+    p.add_argument("--timing-max-pairs", type=int, default=100, help="timed pairs per test")
+    p.add_argument(
+        "--timing-budget", type=float, default=30.0, help="seconds of timing per test at most"
+    )
+    p.add_argument(
+        "--time-copies",
+        action="store_true",
+        help="also time answers that are copies of the baseline (an A/A check of the timer)",
+    )
     p.set_defaults(func=cmd_eval)
+
+    results = sub.add_parser("results", help="show, compare and export stored results")
+    results_sub = results.add_subparsers(dest="results_command", metavar="ACTION")
+    results_sub.required = True
+    p = results_sub.add_parser("show", parents=[common], help="metrics and per-program results")
+    p.add_argument("run", help="run directory (or its results.db)")
+    p.set_defaults(func=cmd_results_show)
+    p = results_sub.add_parser("compare", parents=[common], help="two runs side by side")
+    p.add_argument("run_a")
+    p.add_argument("run_b")
+    p.set_defaults(func=cmd_results_compare)
+    p = results_sub.add_parser(
+        "export", parents=[common], help="one record per sample, as JSON lines or Parquet"
+    )
+    p.add_argument("run")
+    p.add_argument("--format", choices=["jsonl", "parquet"], default="jsonl")
+    p.add_argument("-o", "--output", default=None, help="file (default: RUN/results.FORMAT)")
+    p.add_argument("--raw", action="store_true", help="include raw timing samples")
+    p.set_defaults(func=cmd_results_export)
+
+    p = sub.add_parser(
+        "report", parents=[common], help="write an HTML page and a Markdown summary of a run"
+    )
+    p.add_argument("run", help="run directory")
+    p.add_argument("-o", "--output", default=None, help="directory (default: the run directory)")
+    p.add_argument("--no-plots", action="store_true", help="skip plots (no matplotlib needed)")
+    p.set_defaults(func=cmd_report)
 
     for name in COMMAND_MODULES:
         register: Callable[..., None] = importlib.import_module(name).register
@@ -352,10 +705,16 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _validate(args: argparse.Namespace) -> None:
-    for name in ("jobs", "samples"):
+    for name in ("jobs", "samples", "timing_max_pairs"):
         value = getattr(args, name, None)
         if value is not None and value < 1:
-            raise UsageError(f"--{name} must be at least 1, got {value}")
+            raise UsageError(f"--{name.replace('_', '-')} must be at least 1, got {value}")
+    target = getattr(args, "timing_target", None)
+    if target is not None and not 0 < target < 1:
+        raise UsageError(f"--timing-target must be between 0 and 1, got {target}")
+    budget = getattr(args, "timing_budget", None)
+    if budget is not None and budget <= 0:
+        raise UsageError(f"--timing-budget must be positive, got {budget}")
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -370,6 +729,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return int(args.func(args) or 0)
     except (
         UsageError,
+        ResultsError,
         ProgramError,
         ToolchainError,
         SandboxUnavailable,

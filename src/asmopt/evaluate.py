@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from asmopt.compare import compare_output
+from asmopt.measure.speedup import ProgramSpeedup, TestSpeedup
 from asmopt.programs.model import Program, TestCase
 from asmopt.sandbox.runner import Limits, RunResult, Sandbox, SandboxUnavailable
 from asmopt.toolchain import BuildResult, Toolchain
@@ -64,9 +65,11 @@ class TestVerdict:
     sys_time_s: float = 0.0
     wall_time_s: float = 0.0
     peak_rss_kb: int = 0
+    # Filled in by the measurement step (eval_suite) for answers that pass every test.
+    speedup: TestSpeedup | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        return {
+        out = {
             "test": self.test,
             "verdict": str(self.verdict),
             "message": self.message,
@@ -77,6 +80,9 @@ class TestVerdict:
             "wall_time_s": self.wall_time_s,
             "peak_rss_kb": self.peak_rss_kb,
         }
+        if self.speedup is not None:
+            out["speedup"] = self.speedup.to_dict()
+        return out
 
 
 @dataclass
@@ -89,6 +95,8 @@ class CheckResult:
     tests: list[TestVerdict] = field(default_factory=list)
     build_seconds: float = 0.0
     binary: Path | None = None
+    # The answer's speedup over the baseline (measure/speedup.py), or None when not judged.
+    speedup: ProgramSpeedup | None = None
 
     @property
     def correct(self) -> bool:
@@ -114,6 +122,7 @@ class CheckResult:
             "passed": self.passed,
             "total": self.total,
             "build_seconds": self.build_seconds,
+            "speedup": self.speedup.to_dict() if self.speedup is not None else None,
             "tests": [t.to_dict() for t in self.tests],
         }
 
@@ -139,8 +148,9 @@ def classify_run(test: TestCase, run: RunResult, limits: Limits) -> TestVerdict:
             message=f"{which} exceeded {cap} bytes; the program was stopped",
             **base,
         )
-    cpu_limit_hit = (
-        run.signal in (_signal.SIGXCPU, _signal.SIGKILL)
+    # SIGXCPU only comes from the CPU rlimit; SIGKILL is the hard limit one second later.
+    cpu_limit_hit = run.signal == _signal.SIGXCPU or (
+        run.signal == _signal.SIGKILL
         and run.cpu_time_s >= limits.cpu_seconds * 0.95
     )
     if run.timed_out or cpu_limit_hit:

@@ -11,7 +11,7 @@ import os
 import subprocess
 import tempfile
 import threading
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from asmopt.cache import cache_root
@@ -66,7 +66,11 @@ def launcher_path(cc: str = "gcc") -> Path:
 
 @dataclass(frozen=True)
 class LaunchRecord:
-    """One run of the program as the launcher saw it."""
+    """One run of the program as the launcher saw it.
+
+    `prog` is the index of the program that ran (0 unless several were alternated); the
+    context-switch and page-fault counts come from the child's rusage and let a timing
+    tell a run that was preempted (`nivcsw`) from one that was merely slow."""
 
     exit_code: int | None
     signal: int | None
@@ -74,6 +78,16 @@ class LaunchRecord:
     sys_time_s: float
     peak_rss_kb: int
     wall_time_s: float
+    prog: int = 0
+    voluntary_switches: int = 0
+    involuntary_switches: int = 0
+    minor_faults: int = 0
+    major_faults: int = 0
+    log: bytes = b""
+
+    @property
+    def cpu_time_s(self) -> float:
+        return self.user_time_s + self.sys_time_s
 
 
 @dataclass(frozen=True)
@@ -82,12 +96,14 @@ class LaunchReport:
     runs: tuple[LaunchRecord, ...]
     error: str | None
     done: bool
+    tamper: str | None = None
 
 
 def parse_report(text: str) -> LaunchReport:
     """Parse the launcher's report lines; unknown lines are ignored, never trusted."""
     started = done = False
     error: str | None = None
+    tamper: str | None = None
     runs: list[LaunchRecord] = []
     for line in text.splitlines():
         if line == "started":
@@ -96,6 +112,15 @@ def parse_report(text: str) -> LaunchReport:
             done = True
         elif line.startswith("error "):
             error = line[6:]
+        elif line.startswith("tamper "):
+            tamper = line[7:]
+        elif line.startswith("log ") and runs:
+            try:
+                chunk = bytes.fromhex(line[4:])
+            except ValueError:
+                error = f"malformed launcher report line: {line[:200]!r}"
+                continue
+            runs[-1] = replace(runs[-1], log=runs[-1].log + chunk)
         elif line.startswith("run "):
             fields = dict(part.split("=", 1) for part in line[4:].split() if "=" in part)
             try:
@@ -109,8 +134,13 @@ def parse_report(text: str) -> LaunchReport:
                         sys_time_s=int(fields["stime_us"]) / 1e6,
                         peak_rss_kb=int(fields["maxrss_kb"]),
                         wall_time_s=int(fields["wall_ns"]) / 1e9,
+                        prog=int(fields.get("prog", 0)),
+                        voluntary_switches=int(fields.get("nvcsw", 0)),
+                        involuntary_switches=int(fields.get("nivcsw", 0)),
+                        minor_faults=int(fields.get("minflt", 0)),
+                        major_faults=int(fields.get("majflt", 0)),
                     )
                 )
             except (KeyError, ValueError):
                 error = f"malformed launcher report line: {line[:200]!r}"
-    return LaunchReport(started=started, runs=tuple(runs), error=error, done=done)
+    return LaunchReport(started=started, runs=tuple(runs), error=error, done=done, tamper=tamper)

@@ -22,19 +22,28 @@ from __future__ import annotations
 
 import contextlib
 import os
+import random
 import selectors
 import shutil
 import signal
 import subprocess
 import tempfile
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import Literal
 
 from asmopt.sandbox.launcher import LauncherBuildError, LaunchRecord, launcher_path, parse_report
 
 NOBODY_UID = 65534
+# Every untrusted program sees this argv[0], whatever it is and however it is run.
+PROGRAM_ARGV0 = "/sandbox/prog"
+# A padding variable of random length (below ENV_PAD_MAX bytes) is in every program's
+# environment, so its stack starts at a different offset in each sandbox (Mytkowicz et al.
+# 2009: environment size alone can shift run time by several percent).
+ENV_PAD_NAME = "PAD"
+ENV_PAD_MAX = 4096
 NOBODY_GID = 65534
 UNSAFE_ENV = "ASMOPT_UNSAFE_NO_SANDBOX"
 _REPORT_FD = "{report_fd}"  # replaced by the real descriptor number when the pipe exists
@@ -114,6 +123,13 @@ class RunResult:
     infra_error: str | None = None
     launcher_lost: bool = False
     records: tuple[LaunchRecord, ...] = field(default_factory=tuple)
+    # With a run marker: each run's own stdout, in run order (None without a marker).
+    segments: tuple[bytes, ...] | None = None
+    # The program left state behind between runs that the launcher could not remove.
+    tamper: str | None = None
+    env_pad: int = 0
+    cpus: tuple[int, ...] = ()
+    priority: str = "normal"
 
     @property
     def signal_name(self) -> str | None:
@@ -136,9 +152,14 @@ def _runtime_libraries() -> list[tuple[str, str]]:
     probe_dir = Path(tempfile.mkdtemp(prefix="asmopt-probe-"))
     try:
         src = probe_dir / "p.c"
-        src.write_text("#include <math.h>\nint main(void){return (int)sqrt(4.0)-2;}\n")
+        # `volatile` keeps gcc from folding sqrt at compile time, and --no-as-needed keeps
+        # libm in the probe's dependencies: otherwise no libm is found and every program
+        # that links it fails to load in the sandbox.
+        src.write_text(
+            "#include <math.h>\nint main(void){volatile double x = 4.0; return (int)sqrt(x)-2;}\n"
+        )
         subprocess.run(
-            ["gcc", str(src), "-o", str(probe_dir / "p"), "-lm"],
+            ["gcc", str(src), "-o", str(probe_dir / "p"), "-Wl,--no-as-needed", "-lm"],
             check=True,
             capture_output=True,
             timeout=60,
@@ -290,68 +311,171 @@ class Sandbox:
         stdin: bytes = b"",
         limits: Limits | None = None,
         runs: int = 1,
+        env_pad: int | None = None,
+        cpus: Sequence[int] | None = None,
     ) -> RunResult:
         """Run an untrusted binary `runs` times back to back in one sandbox.
 
         The result's exit status and times are those of the last run; `records` holds all.
         Output (stdout/stderr) is the concatenation over runs."""
+        if runs < 1:
+            raise ValueError(f"runs must be at least 1, got {runs}")
+        return self.run_binaries(
+            [binary],
+            [0] * runs,
+            argv=argv,
+            stdin=stdin,
+            limits=limits,
+            env_pad=env_pad,
+            cpus=cpus,
+        )
+
+    def run_binaries(
+        self,
+        binaries: Sequence[str | os.PathLike[str]],
+        order: Sequence[int],
+        *,
+        argv: Sequence[str] = (),
+        stdin: bytes = b"",
+        limits: Limits | None = None,
+        marker: str | None = None,
+        env_pad: int | None = None,
+        cpus: Sequence[int] | None = None,
+        argv0: str = PROGRAM_ARGV0,
+        extra_env: Sequence[tuple[str, str]] = (),
+        extra_ro_binds: Sequence[tuple[str | os.PathLike[str], str]] = (),
+        log_fd: int | None = None,
+        mount_proc: bool = False,
+        priority: Priority = "normal",
+    ) -> RunResult:
+        """Run several binaries in one sandbox, one run per entry of `order`.
+
+        Every binary is executed from the same descriptor number with the same argv
+        (`argv0` first), environment, stdin and working directory, and the sandbox's /tmp is
+        emptied between runs, so a program cannot tell which run it is in, nor whether it is
+        being timed (see launcher.c). `order` lists binary indexes, e.g. [0, 1, 0, 1].
+
+        `marker` (a secret the program cannot see) is written to stdout after every run;
+        `RunResult.segments` then holds each run's own output. `env_pad` is the length of a
+        padding variable in the environment (random when None; hyperfine's measure against
+        memory-layout bias); `cpus` pins the sandbox to those cores and `priority` raises its
+        scheduling priority (see `_raise_priority`).
+
+        `extra_ro_binds` and `extra_env` exist for instrumented runs (valgrind), where the
+        executed binary is a tool and the program is a file it opens; `log_fd` is a
+        descriptor number whose writes the launcher collects per run (`LaunchRecord.log`);
+        `mount_proc` gives the sandbox its own /proc (valgrind reads /proc/self/maps; the pid
+        namespace keeps every process outside the sandbox invisible)."""
         limits = limits or self.limits
+        if not binaries or len(binaries) > 4:
+            raise ValueError(f"between 1 and 4 binaries, got {len(binaries)}")
+        if not order or any(not 0 <= k < len(binaries) for k in order):
+            raise ValueError(f"order must be a non-empty list of indexes below {len(binaries)}")
+        if marker is not None and (not marker or not marker.isalnum()):
+            raise ValueError("marker must be a non-empty alphanumeric string")
+        if env_pad is None:
+            env_pad = random.randrange(ENV_PAD_MAX)
         self.check()
         run_dir = self._make_run_dir()
+        fds: list[int] = []
         try:
-            prog = run_dir / "prog"
-            shutil.copyfile(binary, prog)
-            os.chmod(prog, 0o755)
+            for k, binary in enumerate(binaries):
+                prog = run_dir / f"prog{k}"
+                shutil.copyfile(binary, prog)
+                os.chmod(prog, 0o755)
+                fds.append(os.open(prog, os.O_RDONLY))
             (run_dir / "stdin").write_bytes(stdin)
             os.chmod(run_dir / "stdin", 0o644)
             launch = run_dir / "launch"
             shutil.copyfile(self._launcher, launch)
             os.chmod(launch, 0o755)
+            order_text = "".join(str(k) for k in order)
+            prog_args: list[str] = []
+            for fd in fds:
+                prog_args += ["--exec-fd", str(fd)]
+            prog_args += ["--order", order_text]
+            if marker is not None:
+                prog_args += ["--marker", marker]
+            if log_fd is not None:
+                prog_args += ["--log-fd", str(log_fd)]
             if self.unsafe:
                 cmd = [
                     str(launch),
-                    *self._launcher_args(limits, str(run_dir / "stdin"), runs, True),
+                    *self._launcher_args(limits, str(run_dir / "stdin"), len(order), True),
+                    *prog_args,
                     "--",
-                    str(prog),
+                    argv0,
                     *argv,
                 ]
-                return self._execute(cmd, limits, cwd=str(run_dir))
-            assert self._libs is not None
-            cmd = self._bwrap_base(limits.tmp_size)
-            for inside, real in self._libs:
-                cmd += ["--ro-bind", real, inside]
-            cmd += [
-                "--ro-bind",
-                str(prog),
-                "/sandbox/prog",
-                "--ro-bind",
-                str(launch),
-                "/sandbox/launch",
-                "--ro-bind",
-                str(run_dir / "stdin"),
-                "/sandbox/stdin",
-                "--remount-ro",
-                "/",
-                "--chdir",
-                "/tmp",
-                "--clearenv",
-                "--setenv",
-                "PATH",
-                "/usr/bin:/bin",
-                "--setenv",
-                "HOME",
-                "/tmp",
-                "--setenv",
-                "LANG",
-                "C",
-                "/sandbox/launch",
-                *self._launcher_args(limits, "/sandbox/stdin", runs, True),
-                "--",
-                "/sandbox/prog",
-                *argv,
-            ]
-            return self._execute(cmd, limits)
+                env = {**os.environ, ENV_PAD_NAME: "x" * env_pad, **dict(extra_env)}
+                result = self._execute(
+                    cmd,
+                    limits,
+                    cwd=str(run_dir),
+                    pass_fds=fds,
+                    cpus=cpus,
+                    env=env,
+                    priority=priority,
+                )
+            else:
+                assert self._libs is not None
+                cmd = self._bwrap_base(limits.tmp_size)
+                if mount_proc:
+                    cmd += ["--proc", "/proc"]
+                for inside, real in self._libs:
+                    cmd += ["--ro-bind", real, inside]
+                for real, inside in extra_ro_binds:
+                    cmd += ["--ro-bind", str(real), inside]
+                cmd += [
+                    "--ro-bind",
+                    str(launch),
+                    "/sandbox/launch",
+                    "--ro-bind",
+                    str(run_dir / "stdin"),
+                    "/sandbox/stdin",
+                    "--remount-ro",
+                    "/dev",
+                    "--remount-ro",
+                    "/",
+                    "--chdir",
+                    "/tmp",
+                    "--clearenv",
+                    "--setenv",
+                    "PATH",
+                    "/usr/bin:/bin",
+                    "--setenv",
+                    "HOME",
+                    "/tmp",
+                    "--setenv",
+                    "LANG",
+                    "C",
+                    "--setenv",
+                    ENV_PAD_NAME,
+                    "x" * env_pad,
+                ]
+                for name, value in extra_env:
+                    cmd += ["--setenv", name, value]
+                cmd += [
+                    "/sandbox/launch",
+                    *self._launcher_args(limits, "/sandbox/stdin", len(order), True),
+                    *prog_args,
+                    "--wipe",
+                    "/tmp",
+                    "--",
+                    argv0,
+                    *argv,
+                ]
+                result = self._execute(cmd, limits, pass_fds=fds, cpus=cpus, priority=priority)
+            result.env_pad = env_pad
+            result.cpus = tuple(sorted(cpus)) if cpus else ()
+            if marker is not None:
+                parts = result.stdout.split(marker.encode() + b"\n")
+                result.segments = tuple(parts[:-1]) if len(parts) > 1 else ()
+            return result
         finally:
+            for fd in fds:
+                with contextlib.suppress(OSError):
+                    os.close(fd)
             shutil.rmtree(run_dir, ignore_errors=True)
 
     def run_toolchain(
@@ -430,21 +554,34 @@ class Sandbox:
             shutil.rmtree(launch_dir, ignore_errors=True)
 
     # ---------------------------------------------------------------- the run itself
-    def _execute(self, cmd: list[str], limits: Limits, cwd: str | None = None) -> RunResult:
+    def _execute(
+        self,
+        cmd: list[str],
+        limits: Limits,
+        cwd: str | None = None,
+        pass_fds: Sequence[int] = (),
+        cpus: Sequence[int] | None = None,
+        env: dict[str, str] | None = None,
+        priority: Priority = "normal",
+    ) -> RunResult:
         report_r, report_w = os.pipe()
         cmd = [str(report_w) if part == _REPORT_FD else part for part in cmd]
         start = time.monotonic()
         try:
-            proc = subprocess.Popen(
-                cmd,
-                stdin=subprocess.DEVNULL,
-                stdout=subprocess.PIPE,
-                stderr=subprocess.PIPE,
-                pass_fds=(report_w,),
-                start_new_session=True,
-                cwd=cwd,
-                **self._user_kwargs(),  # type: ignore[arg-type]
-            )
+            # Affinity is inherited at fork: pin this thread around the spawn only, so the
+            # sandbox (and everything in it) runs on `cpus` and this process does not.
+            with _thread_placement(cpus, priority) as achieved:
+                proc = subprocess.Popen(
+                    cmd,
+                    stdin=subprocess.DEVNULL,
+                    stdout=subprocess.PIPE,
+                    stderr=subprocess.PIPE,
+                    pass_fds=(report_w, *pass_fds),
+                    start_new_session=True,
+                    cwd=cwd,
+                    env=env,
+                    **self._user_kwargs(),  # type: ignore[arg-type]
+                )
         except OSError as exc:
             os.close(report_r)
             os.close(report_w)
@@ -507,6 +644,7 @@ class Sandbox:
         outer = time.monotonic() - start
         report = parse_report(buffers["rep"].decode("utf-8", "replace"))
         result = RunResult(
+            priority=achieved,
             stdout=bytes(buffers["out"]),
             stderr=bytes(buffers["err"]),
             stdout_truncated=over["out"],
@@ -526,6 +664,7 @@ class Sandbox:
                 wall_time_s=last.wall_time_s,
                 peak_rss_kb=last.peak_rss_kb,
             )
+        result.tamper = report.tamper
         if not report.started:
             if timed_out or over["out"] or over["err"]:
                 return result
@@ -533,7 +672,11 @@ class Sandbox:
             result.infra_error = f"the sandbox did not start (exit {proc.returncode}): {msg}"
         elif report.error is not None:
             result.infra_error = f"sandbox launcher: {report.error}"
-        elif not report.done and not (timed_out or over["out"] or over["err"]):
+        elif (
+            not report.done
+            and report.tamper is None
+            and not (timed_out or over["out"] or over["err"])
+        ):
             # The launcher vanished mid-run: only something inside the sandbox could do that.
             result.launcher_lost = True
         return result
@@ -546,6 +689,55 @@ class Sandbox:
             with contextlib.suppress(ProcessLookupError):
                 proc.kill()
         return True
+
+
+Priority = Literal["normal", "high", "realtime"]
+
+
+def _raise_priority(priority: Priority) -> str:
+    """Raise the calling thread's priority as far as `priority` asks and we are allowed.
+
+    "realtime" is SCHED_FIFO at the lowest real-time level: nothing of normal priority can
+    preempt the timed program on its core (the kernel's real-time throttling still keeps 5%
+    of the core for others, so a runaway program cannot take it over). "high" is nice -20.
+    Returns what was achieved, which timings record."""
+    if priority == "realtime":
+        try:
+            os.sched_setscheduler(0, os.SCHED_FIFO, os.sched_param(1))
+            return "realtime"
+        except (PermissionError, OSError, AttributeError):
+            priority = "high"
+    if priority == "high":
+        try:
+            os.setpriority(os.PRIO_PROCESS, 0, -20)
+            return "high"
+        except (PermissionError, OSError):
+            pass
+    return "normal"
+
+
+@contextlib.contextmanager
+def _thread_placement(cpus: Sequence[int] | None, priority: Priority) -> Iterator[str]:
+    """Pin the calling thread (only) to `cpus` and raise its priority for the block.
+
+    Linux keeps affinity, policy and nice per thread and copies them to a child at fork, so
+    a process spawned inside the block inherits them while the rest of this process (other
+    threads, and this thread afterwards) is unaffected."""
+    before_cpus = os.sched_getaffinity(0) if cpus else None
+    before_nice = os.getpriority(os.PRIO_PROCESS, 0)
+    if cpus:
+        os.sched_setaffinity(0, set(cpus))
+    achieved = _raise_priority(priority) if priority != "normal" else "normal"
+    try:
+        yield achieved
+    finally:
+        if achieved == "realtime":
+            os.sched_setscheduler(0, os.SCHED_OTHER, os.sched_param(0))
+        elif achieved == "high":
+            with contextlib.suppress(OSError):
+                os.setpriority(os.PRIO_PROCESS, 0, before_nice)
+        if before_cpus is not None:
+            os.sched_setaffinity(0, before_cpus)
 
 
 _default: Sandbox | None = None

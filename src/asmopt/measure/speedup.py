@@ -1,0 +1,219 @@
+"""Speedup semantics, written down once, and the records that carry them.
+
+* Per test: speedup = baseline time / candidate time, so > 1 means the candidate is faster.
+  In timed mode it is the geometric mean of paired per-run ratios (CPU time, see
+  timing.py) with a confidence interval; in instruction mode it is the exact ratio of
+  instruction counts; a copy of the baseline is 1.0 exactly and is not measured.
+* Per program (one answer): the geometric mean of its per-test speedups, with an interval
+  from the per-test intervals (stats.combine_geometric), widened to the instrument's
+  resolution. Only answers that pass every test have one.
+* Suite aggregates are metrics over answers (metrics.py): the reference system's floored
+  arithmetic/geometric means for comparability, and strict ones built from these intervals.
+
+Nothing here runs a program; timing.py and valgrind.py produce these records.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import Any
+
+from asmopt.measure.stats import RatioInterval, combine_geometric, exact_ratio, with_resolution
+
+
+class MeasureMode(StrEnum):
+    TIME = "time"
+    INSTRUCTIONS = "instructions"
+    NONE = "none"
+
+
+class MeasureStatus(StrEnum):
+    """What became of the speedup measurement of a correct answer."""
+
+    MEASURED = "measured"  # a ratio with an interval
+    COPY = "copy"  # the answer is the baseline after canonicalisation: 1.0, not measured
+    UNMEASURABLE = "unmeasurable"  # valgrind cannot execute an instruction it uses
+    INFRA_ERROR = "infra_error"  # our side failed; retried when the run is resumed
+    NOT_MEASURED = "not_measured"  # measurement switched off (--measure none)
+
+
+class TimingWarning(StrEnum):
+    """Things that may bias or weaken a timing; each says what to do about it."""
+
+    TARGET_NOT_MET = "target_not_met"
+    MANY_OUTLIERS = "many_outliers"
+    TOO_FAST = "too_fast"
+    HIGH_LOAD = "high_load"
+    NOT_ISOLATED = "not_isolated"
+
+    @property
+    def advice(self) -> str:
+        return _ADVICE[self]
+
+
+_ADVICE = {
+    TimingWarning.TARGET_NOT_MET: (
+        "the interval is wider than the target after the run budget was spent; raise the "
+        "budget (--timing-max-pairs / --timing-budget) or reduce the load on the machine"
+    ),
+    TimingWarning.MANY_OUTLIERS: (
+        "more than 10% of the paired runs were outliers; something interfered (other "
+        "processes, frequency changes, swapping): rerun on a quieter machine"
+    ),
+    TimingWarning.TOO_FAST: (
+        "the program runs for under 2 ms, so process start-up dominates its time and real "
+        "differences in the code are diluted; give it a larger input"
+    ),
+    TimingWarning.HIGH_LOAD: (
+        "the load average exceeded the number of cores while timing; CPU time resists load "
+        "but caches are shared: evaluate with fewer --jobs or on an idle machine"
+    ),
+    TimingWarning.NOT_ISOLATED: (
+        "no core could be reserved for timing (a single-core machine or an affinity mask "
+        "with one CPU), so timings share a core with everything else; use a machine with "
+        "at least 2 cores or set ASMOPT_TIMING_CORES"
+    ),
+}
+
+
+@dataclass
+class TestSpeedup:
+    """The speedup of one answer on one test, with the evidence behind it."""
+
+    __test__ = False
+
+    test: str
+    mode: MeasureMode
+    status: MeasureStatus
+    ratio: float = 1.0
+    low: float = 1.0
+    high: float = 1.0
+    n: int = 0
+    n_outliers: int = 0
+    reliable: bool = True
+    warnings: list[str] = field(default_factory=list)
+    message: str = ""
+    base_mean: float | None = None  # seconds (time) or instructions
+    cand_mean: float | None = None
+    log_mean: float = 0.0
+    log_se: float = 0.0
+    df: float = math.inf
+    raw: dict[str, Any] = field(default_factory=dict)
+    context: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def interval(self) -> RatioInterval:
+        return RatioInterval(
+            self.ratio, self.low, self.high, self.n, self.log_mean, self.log_se, self.df, 0.95
+        )
+
+    def to_dict(self, raw: bool = False) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "test": self.test,
+            "mode": str(self.mode),
+            "status": str(self.status),
+            "ratio": self.ratio,
+            "low": self.low,
+            "high": self.high,
+            "n": self.n,
+            "n_outliers": self.n_outliers,
+            "reliable": self.reliable,
+            "warnings": list(self.warnings),
+            "message": self.message,
+            "base_mean": self.base_mean,
+            "cand_mean": self.cand_mean,
+            "context": self.context,
+        }
+        if raw:
+            out["raw"] = self.raw
+        return out
+
+    @classmethod
+    def copy_of_baseline(cls, test: str, mode: MeasureMode) -> TestSpeedup:
+        return cls(test, mode, MeasureStatus.COPY, message="copy of the baseline: 1.0 by rule")
+
+
+@dataclass
+class ProgramSpeedup:
+    """The speedup of one answer on a whole program: geometric mean over its tests."""
+
+    mode: MeasureMode
+    status: MeasureStatus
+    ratio: float = 1.0
+    low: float = 1.0
+    high: float = 1.0
+    reliable: bool = True
+    message: str = ""
+    tests: list[TestSpeedup] = field(default_factory=list)
+
+    @property
+    def significantly_faster(self) -> bool:
+        return self.status == MeasureStatus.MEASURED and self.low > 1.0
+
+    @property
+    def significantly_slower(self) -> bool:
+        return self.status == MeasureStatus.MEASURED and self.high < 1.0
+
+    @property
+    def has_ratio(self) -> bool:
+        """A speedup that metrics may use: measured, or a copy (1.0 by rule)."""
+        return self.status in (MeasureStatus.MEASURED, MeasureStatus.COPY)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "mode": str(self.mode),
+            "status": str(self.status),
+            "ratio": self.ratio,
+            "low": self.low,
+            "high": self.high,
+            "reliable": self.reliable,
+            "significantly_faster": self.significantly_faster,
+            "significantly_slower": self.significantly_slower,
+            "message": self.message,
+        }
+
+    @classmethod
+    def from_tests(
+        cls, mode: MeasureMode, tests: list[TestSpeedup], resolution: float = 0.0
+    ) -> ProgramSpeedup:
+        """Aggregate per-test results; any non-measured test decides the program's status."""
+        if not tests:
+            return cls(mode, MeasureStatus.NOT_MEASURED, message="no tests", tests=tests)
+        for status in (MeasureStatus.INFRA_ERROR, MeasureStatus.UNMEASURABLE):
+            bad = [t for t in tests if t.status == status]
+            if bad:
+                return cls(
+                    mode,
+                    status,
+                    message=f"test {bad[0].test}: {bad[0].message}",
+                    reliable=False,
+                    tests=tests,
+                )
+        if all(t.status == MeasureStatus.COPY for t in tests):
+            return cls(mode, MeasureStatus.COPY, message=tests[0].message, tests=tests)
+        parts = [exact_ratio(1.0) if t.status == MeasureStatus.COPY else t.interval for t in tests]
+        combined = with_resolution(combine_geometric(parts), resolution)
+        unreliable = [t.test for t in tests if not t.reliable]
+        return cls(
+            mode,
+            MeasureStatus.MEASURED,
+            ratio=combined.ratio,
+            low=combined.low,
+            high=combined.high,
+            reliable=not unreliable,
+            message=f"unreliable on {', '.join(unreliable)}" if unreliable else "",
+            tests=tests,
+        )
+
+    @classmethod
+    def copy_of_baseline(cls, mode: MeasureMode, test_names: list[str]) -> ProgramSpeedup:
+        tests = [TestSpeedup.copy_of_baseline(name, mode) for name in test_names]
+        return cls(
+            mode, MeasureStatus.COPY, message="copy of the baseline: 1.0 by rule", tests=tests
+        )
+
+    @classmethod
+    def not_measured(cls) -> ProgramSpeedup:
+        return cls(MeasureMode.NONE, MeasureStatus.NOT_MEASURED, message="--measure none")

@@ -1,0 +1,301 @@
+"""Statistics for speedup ratios: paired log-ratio intervals, combination, outliers.
+
+Why the log-ratio of paired samples (and not a bootstrap of the ratio of means):
+
+* Baseline and candidate run alternately (A B A B ...), so run i of each saw nearly the same
+  machine state (frequency, cache pressure, neighbours). The paired difference
+  d_i = ln(a_i) - ln(b_i) cancels those slow drifts; a ratio of two independent means
+  does not.
+* Speedups are multiplicative: ln makes a 2x speedup and a 2x slowdown symmetric, and the
+  exponential of a t-interval on the mean of d_i is an interval for the geometric-mean
+  ratio, which is what the per-program and suite aggregates are built from.
+* A t-interval needs only the mean and standard deviation, so it is cheap to recompute
+  after every round of the adaptive sampler, and it is exact for known inputs (the unit
+  tests check it against hand-computed values).
+
+Outliers are flagged with the modified z-score (Iglewicz and Hoaglin): 0.6745 (x - median)
+/ MAD, |z| > 3.5, as hyperfine does. They are kept in the raw data and left out of the
+estimate; a measurement with too many of them is marked unreliable by the caller.
+
+Only the standard library is used, so the core stays light.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+MODIFIED_Z_THRESHOLD = 3.5
+_MAD_TO_SIGMA = 0.6745  # the 0.75 quantile of the standard normal
+
+
+# ---------------------------------------------------------------------------- Student's t
+def _betacf(a: float, b: float, x: float) -> float:
+    """Continued fraction for the regularized incomplete beta function (modified Lentz)."""
+    tiny = 1e-300
+    qab, qap, qam = a + b, a + 1.0, a - 1.0
+    c, d = 1.0, 1.0 - qab * x / qap
+    d = 1.0 / (d if abs(d) > tiny else tiny)
+    h = d
+    for m in range(1, 400):
+        m2 = 2 * m
+        aa = m * (b - m) * x / ((qam + m2) * (a + m2))
+        d = 1.0 + aa * d
+        d = 1.0 / (d if abs(d) > tiny else tiny)
+        c = 1.0 + aa / c
+        c = c if abs(c) > tiny else tiny
+        h *= d * c
+        aa = -(a + m) * (qab + m) * x / ((a + m2) * (qap + m2))
+        d = 1.0 + aa * d
+        d = 1.0 / (d if abs(d) > tiny else tiny)
+        c = 1.0 + aa / c
+        c = c if abs(c) > tiny else tiny
+        delta = d * c
+        h *= delta
+        if abs(delta - 1.0) < 1e-15:
+            break
+    return h
+
+
+def _betainc(a: float, b: float, x: float) -> float:
+    """Regularized incomplete beta I_x(a, b)."""
+    if x <= 0.0:
+        return 0.0
+    if x >= 1.0:
+        return 1.0
+    log_front = (
+        math.lgamma(a + b) - math.lgamma(a) - math.lgamma(b) + a * math.log(x) + b * math.log1p(-x)
+    )
+    front = math.exp(log_front)
+    if x < (a + 1.0) / (a + b + 2.0):
+        return front * _betacf(a, b, x) / a
+    return 1.0 - front * _betacf(b, a, 1.0 - x) / b
+
+
+def t_cdf(t: float, df: float) -> float:
+    """P(T <= t) for Student's t with `df` degrees of freedom (df may be fractional)."""
+    if df <= 0:
+        raise ValueError(f"degrees of freedom must be positive, got {df}")
+    if math.isinf(df):
+        return 0.5 * math.erfc(-t / math.sqrt(2.0))
+    x = df / (df + t * t)
+    tail = 0.5 * _betainc(df / 2.0, 0.5, x)
+    return 1.0 - tail if t > 0 else tail
+
+
+def t_quantile(p: float, df: float) -> float:
+    """The p-quantile of Student's t (bisection on t_cdf; accurate to ~1e-10)."""
+    if not 0.0 < p < 1.0:
+        raise ValueError(f"p must be in (0, 1), got {p}")
+    if p < 0.5:
+        return -t_quantile(1.0 - p, df)
+    lo, hi = 0.0, 1.0
+    while t_cdf(hi, df) < p:
+        hi *= 2.0
+        if hi > 1e12:
+            return math.inf
+    for _ in range(200):
+        mid = 0.5 * (lo + hi)
+        if t_cdf(mid, df) < p:
+            lo = mid
+        else:
+            hi = mid
+        if hi - lo < 1e-12 * max(1.0, hi):
+            break
+    return 0.5 * (lo + hi)
+
+
+# ---------------------------------------------------------------------------- outliers
+def median(values: Sequence[float]) -> float:
+    if not values:
+        raise ValueError("median of no values")
+    s = sorted(values)
+    n = len(s)
+    mid = n // 2
+    return s[mid] if n % 2 else 0.5 * (s[mid - 1] + s[mid])
+
+
+def modified_z_scores(values: Sequence[float]) -> list[float]:
+    """0.6745 (x - median) / MAD for each value.
+
+    When more than half the values are equal the MAD is 0; the mean absolute deviation
+    (scaled to match the MAD of a normal sample) stands in, and when that is 0 too every
+    value is the median and every score is 0."""
+    if not values:
+        return []
+    med = median(values)
+    deviations = [abs(v - med) for v in values]
+    mad = median(deviations)
+    if mad > 0:
+        return [_MAD_TO_SIGMA * (v - med) / mad for v in values]
+    mean_ad = sum(deviations) / len(deviations)
+    if mean_ad > 0:
+        return [(v - med) / (1.2533141373155 * mean_ad) for v in values]
+    return [0.0 for _ in values]
+
+
+def outlier_flags(values: Sequence[float], threshold: float = MODIFIED_Z_THRESHOLD) -> list[bool]:
+    """True for each value whose modified z-score exceeds `threshold` in magnitude."""
+    if len(values) < 3:
+        return [False for _ in values]
+    return [abs(z) > threshold for z in modified_z_scores(values)]
+
+
+# ---------------------------------------------------------------------------- intervals
+@dataclass(frozen=True)
+class RatioInterval:
+    """A ratio (baseline time / candidate time) with a confidence interval.
+
+    `log_mean` and `log_se` are the mean and standard error of the log-ratio; `df` its
+    degrees of freedom (0 when there is no estimate of spread: a single sample)."""
+
+    ratio: float
+    low: float
+    high: float
+    n: int
+    log_mean: float
+    log_se: float
+    df: float
+    confidence: float
+
+    @property
+    def half_width(self) -> float:
+        """Relative half-width: how far (as a fraction) the interval reaches from the ratio."""
+        if self.ratio <= 0 or math.isinf(self.high):
+            return math.inf
+        return max(self.high / self.ratio - 1.0, 1.0 - self.low / self.ratio)
+
+    @property
+    def significantly_faster(self) -> bool:
+        return self.low > 1.0
+
+    @property
+    def significantly_slower(self) -> bool:
+        return self.high < 1.0
+
+
+def log_ratio_interval(log_ratios: Sequence[float], confidence: float = 0.95) -> RatioInterval:
+    """exp(mean ± t * sd / sqrt(n)) over paired log-ratios ln(base_i / cand_i)."""
+    n = len(log_ratios)
+    if n == 0:
+        raise ValueError("no samples")
+    mean = sum(log_ratios) / n
+    if n == 1:
+        return RatioInterval(math.exp(mean), 0.0, math.inf, 1, mean, math.inf, 0.0, confidence)
+    var = sum((x - mean) ** 2 for x in log_ratios) / (n - 1)
+    se = math.sqrt(var / n)
+    t = t_quantile(0.5 + confidence / 2.0, n - 1)
+    return RatioInterval(
+        ratio=math.exp(mean),
+        low=math.exp(mean - t * se),
+        high=math.exp(mean + t * se),
+        n=n,
+        log_mean=mean,
+        log_se=se,
+        df=float(n - 1),
+        confidence=confidence,
+    )
+
+
+def paired_interval(
+    base: Sequence[float], cand: Sequence[float], confidence: float = 0.95
+) -> RatioInterval:
+    """Interval for the geometric-mean speedup from paired times (base_i, cand_i)."""
+    if len(base) != len(cand):
+        raise ValueError(f"unpaired samples: {len(base)} baseline vs {len(cand)} candidate")
+    if any(x <= 0 for x in (*base, *cand)):
+        raise ValueError("times must be positive")
+    return log_ratio_interval(
+        [math.log(a / b) for a, b in zip(base, cand, strict=True)], confidence
+    )
+
+
+def exact_ratio(ratio: float, confidence: float = 0.95, n: int = 1) -> RatioInterval:
+    """A ratio known without error (instruction counts, copies): a zero-width interval."""
+    return RatioInterval(ratio, ratio, ratio, n, math.log(ratio), 0.0, math.inf, confidence)
+
+
+def combine_geometric(parts: Sequence[RatioInterval], confidence: float = 0.95) -> RatioInterval:
+    """Geometric mean of independent ratios with an interval (Welch-Satterthwaite df).
+
+    The log of the geometric mean is the mean of the logs; its variance is the sum of the
+    parts' squared standard errors over T^2. Parts measured without error contribute no
+    variance; if none has spread, the result is exact."""
+    if not parts:
+        raise ValueError("nothing to combine")
+    k = len(parts)
+    mean = sum(p.log_mean for p in parts) / k
+    if any(math.isinf(p.log_se) for p in parts):
+        return RatioInterval(
+            math.exp(mean), 0.0, math.inf, sum(p.n for p in parts), mean, math.inf, 0.0, confidence
+        )
+    var_sum = sum(p.log_se**2 for p in parts)
+    n_total = sum(p.n for p in parts)
+    if var_sum == 0:
+        return RatioInterval(
+            math.exp(mean),
+            math.exp(mean),
+            math.exp(mean),
+            n_total,
+            mean,
+            0.0,
+            math.inf,
+            confidence,
+        )
+    denom = sum(p.log_se**4 / p.df for p in parts if p.log_se > 0 and p.df > 0)
+    df = var_sum**2 / denom if denom > 0 else math.inf
+    se = math.sqrt(var_sum) / k
+    t = t_quantile(0.5 + confidence / 2.0, df)
+    return RatioInterval(
+        ratio=math.exp(mean),
+        low=math.exp(mean - t * se),
+        high=math.exp(mean + t * se),
+        n=n_total,
+        log_mean=mean,
+        log_se=se,
+        df=df,
+        confidence=confidence,
+    )
+
+
+def with_resolution(interval: RatioInterval, resolution: float) -> RatioInterval:
+    """Widen the interval to at least ±`resolution` (relative) around the ratio.
+
+    Pairing removes drift but not systematic effects that stay fixed through a measurement
+    (code and stack alignment, one sandbox's memory layout): a paired interval can be far
+    narrower than the error those cause. The resolution is the smallest difference the
+    instrument is trusted to resolve; a claim of "faster" must exceed it."""
+    if resolution <= 0 or math.isinf(interval.high):
+        return interval
+    low = min(interval.low, interval.ratio / (1.0 + resolution))
+    high = max(interval.high, interval.ratio * (1.0 + resolution))
+    return RatioInterval(
+        interval.ratio,
+        low,
+        high,
+        interval.n,
+        interval.log_mean,
+        interval.log_se,
+        interval.df,
+        interval.confidence,
+    )
+
+
+def geometric_mean(values: Sequence[float]) -> float:
+    if not values:
+        raise ValueError("geometric mean of no values")
+    if any(v <= 0 for v in values):
+        raise ValueError("geometric mean needs positive values")
+    return math.exp(sum(math.log(v) for v in values) / len(values))
+
+
+def mean_and_sd(values: Sequence[float]) -> tuple[float, float | None]:
+    """Mean and sample standard deviation; the deviation of one value is None, not 0."""
+    n = len(values)
+    if n == 0:
+        raise ValueError("no values")
+    m = sum(values) / n
+    if n == 1:
+        return m, None
+    return m, math.sqrt(sum((v - m) ** 2 for v in values) / (n - 1))
