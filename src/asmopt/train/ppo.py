@@ -385,8 +385,7 @@ def train_ppo(
                 critic_opt,
                 device,
             )
-            actor_sched.step()
-            critic_sched.step()
+            step_schedulers(actor_sched, critic_sched)
             log.write(step, "train", metrics)
             summary.setdefault("first_train", metrics)
             summary["last_train"] = metrics
@@ -406,6 +405,19 @@ def train_ppo(
     if cfg.save_final_model:
         summary["final_model"] = str(save_final_model(models, cfg, out / "final"))
     return summary
+
+
+def step_schedulers(*schedulers: torch.optim.lr_scheduler.LRScheduler) -> None:
+    """One schedule step per PPO step, also when every sample was excluded and no optimiser
+    stepped (torch warns then; the schedule must still follow the step count)."""
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.filterwarnings(
+            "ignore", message="Detected call of `lr_scheduler.step", category=UserWarning
+        )
+        for scheduler in schedulers:
+            scheduler.step()
 
 
 def save_final_model(models: Models, cfg: PPOConfig, path: Path) -> Path:

@@ -1,0 +1,157 @@
+"""Supervised warm start and the data sources: loss goes down, resume is exact, rows from a
+suite carry prompts in the evaluation format and targets the answer extractor reads."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+torch = pytest.importorskip("torch")
+pytest.importorskip("transformers")
+pytest.importorskip("yaml")
+
+from asmopt.train.config import SFTConfig, config_from_dict, load_config  # noqa: E402
+from asmopt.train.data import RowSampler, load_rows, rows_from_jsonl  # noqa: E402
+from asmopt.train.metrics import read_metrics  # noqa: E402
+from asmopt.train.sft import train_sft  # noqa: E402
+from asmopt.train.tiny import build_tiny_model  # noqa: E402
+
+pytestmark = pytest.mark.ml
+SFT_YAML = Path(__file__).resolve().parents[1] / "src/asmopt/train/configs/sft_tiny.yaml"
+
+
+def quiet(text: str) -> None:
+    pass
+
+
+@pytest.fixture(scope="module")
+def llama_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return build_tiny_model(tmp_path_factory.mktemp("llama"), "llama", seed=0)
+
+
+def small(out: Path, model: Path | str, **fields: Any) -> SFTConfig:
+    base: dict[str, Any] = {
+        "model": str(model),
+        "device": "cpu",
+        "train_data": "text-task:train",
+        "val_data": "text-task:validation",
+        "val_max_rows": 4,
+        "output_dir": str(out),
+        "batch_size": 4,
+        "micro_batch_size": 2,
+        "lr": 3e-3,
+        "lr_schedule": "constant",
+        "total_steps": 4,
+        "save_every": 0,
+        "tensorboard": False,
+        "save_final_model": False,
+    }
+    base.update(fields)
+    return config_from_dict(SFTConfig, base)
+
+
+def test_sft_tiny_config_lowers_the_loss_and_exports_a_loadable_model(tmp_path: Path) -> None:
+    cfg = load_config(SFTConfig, SFT_YAML, {"output_dir": str(tmp_path), "total_steps": 15})
+    summary = train_sft(cfg, progress=False, echo=quiet)
+    assert summary["val_end"]["loss"] < 0.5 * summary["val_start"]["loss"]
+    assert summary["val_end"]["token_accuracy"] > summary["val_start"]["token_accuracy"]
+
+    from asmopt.policies.hf_local import HFBackend
+    from asmopt.policies.llm import SamplingParams
+
+    backend = HFBackend(tmp_path / "final")
+    (out,) = backend.generate(
+        [{"role": "user", "content": "Reply in lowercase letters: kilo"}],
+        1,
+        SamplingParams(0.0, 1.0, 8),
+    )
+    assert out.text.startswith("abc")  # the only completion it was taught
+
+
+def test_sft_resume_gives_the_same_metrics(tmp_path: Path, llama_dir: Path) -> None:
+    whole, split = tmp_path / "whole", tmp_path / "split"
+    train_sft(small(whole, llama_dir, total_steps=6, eval_every=2), progress=False, echo=quiet)
+    train_sft(small(split, llama_dir, total_steps=3, eval_every=2), progress=False, echo=quiet)
+    train_sft(small(split, llama_dir, total_steps=6, eval_every=2), progress=False, echo=quiet)
+
+    def stable(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        return [{k: v for k, v in r.items() if not k.startswith("time/")} for r in rows]
+
+    # The split run also validated at its old last step (3): compare the common lines.
+    a = stable(read_metrics(whole))
+    b = [r for r in stable(read_metrics(split)) if not (r["kind"] == "val" and r["step"] == 3)]
+    assert a == b
+
+
+@pytest.mark.parametrize("arch", ["plt", "lora"])
+def test_sft_runs_on_plt_and_with_lora(tmp_path: Path, llama_dir: Path, arch: str) -> None:
+    if arch == "lora":
+        pytest.importorskip("peft")
+        cfg = small(tmp_path, llama_dir, total_steps=2, lora_r=4, save_final_model=True)
+    else:
+        cfg = small(tmp_path, "tiny:plt", total_steps=2, model_overrides={"hidden_size": 32})
+    summary = train_sft(cfg, progress=False, echo=quiet)
+    assert summary["last_train"]["loss"] > 0
+    if arch == "lora":
+        config = json.loads((tmp_path / "final" / "config.json").read_text())
+        assert config["model_type"] == "llama"  # merged: a plain model, not an adapter
+
+
+# --------------------------------------------------------------------------- data
+
+
+class FakeToolchain:
+    """Stands in for gcc: the baseline is a fixed text per program and flags."""
+
+    def baseline_assembly(self, program: Any, flags: Any = ("-O3",)) -> str:
+        return f"\t.text\n\t.globl main\nmain:\n\t# {program.id} {' '.join(flags)}\n\tret\n"
+
+
+def test_rows_from_the_builtin_suite() -> None:
+    from asmopt.policies.extract import extract_assembly
+
+    rows = load_rows("suite:validation", toolchain=FakeToolchain(), target_flags=["-O2"])
+    assert rows and all(r["split"] == "validation" for r in rows)
+    first = rows[0]
+    (message,) = first["prompt"]
+    assert message["role"] == "user"
+    assert f"# {first['program_id']} -O3" in message["content"]  # the prompt shows -O3
+    assert "C Code:" in message["content"]
+    assert extract_assembly(first["completion"]) == FakeToolchain().baseline_assembly(
+        type("P", (), {"id": first["program_id"]}), ("-O2",)
+    )
+    assert "completion" not in load_rows("suite:validation", toolchain=FakeToolchain())[0]
+
+
+def test_rows_from_jsonl_and_their_errors(tmp_path: Path) -> None:
+    path = tmp_path / "rows.jsonl"
+    path.write_text(
+        json.dumps({"prompt": "write main", "completion": "x", "program_id": "p1"})
+        + "\n\n"
+        + json.dumps({"prompt": [{"role": "user", "content": "hi"}], "completion": "y"})
+        + "\n"
+    )
+    rows = load_rows(str(path), need_completion=True)
+    assert [r.get("program_id") for r in rows] == ["p1", None]
+    path.write_text('{"prompt": "a"}\n{"prompt": 3}\n')
+    with pytest.raises(ValueError, match=r"rows.jsonl:2: prompt must be"):
+        rows_from_jsonl(path)
+    path.write_text('{"prompt": "a"}\n')
+    with pytest.raises(ValueError, match=r"rows.jsonl:1: SFT rows need a string 'completion'"):
+        rows_from_jsonl(path, need_completion=True)
+    with pytest.raises(ValueError, match="not suite:SPLIT, text-task:SPLIT or an existing"):
+        load_rows("nowhere.jsonl")
+
+
+def test_row_sampler_position_resumes_the_stream() -> None:
+    a = RowSampler(10, seed=3)
+    first = a.next(7)
+    b = RowSampler(10, seed=3)
+    b.load_state_dict(a.state_dict())
+    assert a.next(25) == b.next(25)
+    assert sorted(first + RowSampler(10, seed=3).next(10)[7:]) == list(range(10))
+    with pytest.raises(ValueError, match="with 10 training rows, now there are 11"):
+        RowSampler(11, seed=3).load_state_dict(a.state_dict())
