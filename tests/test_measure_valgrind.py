@@ -1,0 +1,75 @@
+"""Deterministic mode: instruction counts repeat exactly; unsupported code is unmeasurable."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+from asmopt.measure.speedup import MeasureStatus
+from asmopt.measure.valgrind import Valgrind, count_instructions, instruction_speedup
+from asmopt.programs.model import Program, TestCase
+from asmopt.sandbox import Sandbox
+from asmopt.toolchain import Toolchain
+
+pytestmark = pytest.mark.skipif(shutil.which("valgrind") is None, reason="valgrind missing")
+
+LOOP_C = r"""
+#include <stdio.h>
+int main(void) {
+    long n; if (scanf("%ld", &n) != 1) return 1;
+    unsigned long s = 0;
+    for (long i = 0; i < n; i++) s += (unsigned long)i * i % 7;
+    printf("%lu\n", s);
+    return 0;
+}
+"""
+
+AVX512_S = """\t.text
+\t.globl main
+main:
+\tvpxord %zmm0, %zmm0, %zmm0
+\txorl %eax, %eax
+\tret
+\t.section .note.GNU-stack,"",@progbits
+"""
+
+
+@pytest.fixture(scope="module")
+def loop_binary(toolchain: Toolchain) -> Path:
+    build = toolchain.compile_binary(Program(id="loop", source=LOOP_C, tests=()), ("-O2",))
+    assert build.ok and build.output is not None
+    return build.output
+
+
+def test_counts_are_deterministic(sandbox: Sandbox, loop_binary: Path) -> None:
+    test = TestCase("t1", b"20000\n", b"39998\n")
+    vg = Valgrind.locate()
+    counts = [count_instructions(sandbox, loop_binary, test, valgrind=vg) for _ in range(3)]
+    assert all(c.status == MeasureStatus.MEASURED for c in counts), counts[0].message
+    assert len({c.count for c in counts}) == 1
+    sp = instruction_speedup("t1", counts[0], counts[1])
+    assert sp.ratio == 1.0 and sp.low == sp.high == 1.0
+
+
+def test_more_work_means_more_instructions(sandbox: Sandbox, loop_binary: Path) -> None:
+    small = count_instructions(sandbox, loop_binary, TestCase("a", b"1000\n", b"2001\n"))
+    large = count_instructions(sandbox, loop_binary, TestCase("b", b"20000\n", b"39998\n"))
+    assert small.count and large.count and large.count > small.count + 100_000
+
+
+def test_wrong_output_under_valgrind_is_reported(sandbox: Sandbox, loop_binary: Path) -> None:
+    res = count_instructions(sandbox, loop_binary, TestCase("t", b"10\n", b"wrong\n"))
+    assert res.status == MeasureStatus.INFRA_ERROR and res.candidate_fault
+    assert "wrong_output" in res.message
+
+
+def test_instructions_valgrind_cannot_run_are_unmeasurable(
+    toolchain: Toolchain, sandbox: Sandbox
+) -> None:
+    build = toolchain.assemble_and_link(AVX512_S)
+    assert build.ok and build.output is not None, build.message
+    res = count_instructions(sandbox, build.output, TestCase("t", b"", b""))
+    assert res.status == MeasureStatus.UNMEASURABLE
+    assert "0x62" in res.message and "--measure time" in res.message

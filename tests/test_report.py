@@ -1,0 +1,102 @@
+"""The report: a self-contained HTML page and a Markdown summary with the headline numbers."""
+
+from __future__ import annotations
+
+import builtins
+from pathlib import Path
+
+import pytest
+
+from asmopt.eval_suite import SampleOutcome
+from asmopt.evaluate import CheckResult, TestVerdict, Verdict
+from asmopt.measure.speedup import MeasureMode, MeasureStatus, ProgramSpeedup, TestSpeedup
+from asmopt.programs.model import Program, TestCase
+from asmopt.report import PlotsUnavailable, write_report
+from asmopt.store import ResultStore
+
+BASELINE = "\t.text\n\t.globl main\nmain:\n\tmovl $1, %eax\n\timull %eax, %eax\n\tret\n"
+FASTER = "\t.text\n\t.globl main\nmain:\n\tmovl $1, %eax\n\tret\n"
+
+
+def _measured(pid: str, ratio: float, low: float, high: float, asm: str) -> SampleOutcome:
+    t = TestSpeedup("t1", MeasureMode.TIME, MeasureStatus.MEASURED, ratio, low, high, n=8)
+    sp = ProgramSpeedup(MeasureMode.TIME, MeasureStatus.MEASURED, ratio, low, high, tests=[t])
+    check = CheckResult(
+        pid,
+        Verdict.PASS,
+        "all 1 tests passed",
+        [TestVerdict("t1", Verdict.PASS, speedup=t)],
+        speedup=sp,
+    )
+    return SampleOutcome(pid, 0, check, assembly=asm)
+
+
+@pytest.fixture()
+def store(tmp_path: Path) -> ResultStore:
+    s = ResultStore(tmp_path / "run")
+    s.begin_run(
+        {"suite": "demo", "policy": "unit", "split": "all", "measure": "time"},
+        {"cpu_model": "Test CPU", "kernel": "6.1", "compiler": "gcc 12"},
+    )
+    for pid in ("alpha", "beta", "gamma", "delta"):
+        s.put_program(
+            Program(
+                id=pid,
+                source=f"int main(){{return 0;}} // {pid}",
+                tests=(TestCase("t1", b"", b""),),
+            ),
+            "test",
+            BASELINE,
+        )
+    s.record(_measured("alpha", 1.5, 1.4, 1.6, FASTER))
+    s.record(_measured("beta", 0.99, 0.97, 1.01, BASELINE + "\tnop\n"))
+    copy = CheckResult(
+        "gamma",
+        Verdict.PASS,
+        "ok",
+        [TestVerdict("t1", Verdict.PASS)],
+        speedup=ProgramSpeedup.copy_of_baseline(MeasureMode.TIME, ["t1"]),
+    )
+    s.record(SampleOutcome("gamma", 0, copy, assembly=BASELINE, is_copy=True))
+    wrong = CheckResult(
+        "delta",
+        Verdict.WRONG_OUTPUT,
+        "test t1: line 1: expected '1', got '2'",
+        [TestVerdict("t1", Verdict.WRONG_OUTPUT, "line 1: expected '1'")],
+    )
+    s.record(SampleOutcome("delta", 0, wrong, assembly="broken"))
+    yield s
+    s.close()
+
+
+def test_html_report_has_the_headline_numbers(store: ResultStore, tmp_path: Path) -> None:
+    html_path, md_path = write_report(store, tmp_path / "out")
+    html = html_path.read_text()
+    assert html.startswith("<!DOCTYPE html>") and "</html>" in html
+    assert "75.0%" in html  # test pass: 3 of 4
+    assert "25.0%" in html  # significantly faster, %Opt, copies: 1 of 4 each
+    assert "1.500x" in html and "[1.400, 1.600]" in html
+    assert "data:image/png;base64," in html  # the plot is inline: the page stands alone
+    assert "wrong_output" in html and "expected" in html  # failure taxonomy with an example
+    assert "Largest wins" in html and "imull" in html  # the diff shows the removed line
+    assert "Test CPU" in html  # environment fingerprint
+    md = md_path.read_text()
+    assert "| test pass | 75.0% | reference |" in md
+    assert "```diff" in md and "-\timull %eax, %eax" in md
+
+
+def test_missing_matplotlib_is_a_clear_error(
+    store: ResultStore, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    real_import = builtins.__import__
+
+    def no_matplotlib(name: str, *args: object, **kwargs: object) -> object:
+        if name.startswith("matplotlib"):
+            raise ImportError("no matplotlib")
+        return real_import(name, *args, **kwargs)
+
+    monkeypatch.setattr(builtins, "__import__", no_matplotlib)
+    with pytest.raises(PlotsUnavailable, match="pip install matplotlib"):
+        write_report(store, tmp_path / "a")
+    html_path, _ = write_report(store, tmp_path / "b", plots=False)
+    assert "1.500x" in html_path.read_text()
