@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Iterator
 
 import pytest
 
@@ -11,6 +12,16 @@ torch = pytest.importorskip("torch")
 from asmopt.train import ppo_core as core  # noqa: E402
 
 pytestmark = pytest.mark.ml
+
+
+@pytest.fixture(autouse=True)
+def one_thread() -> Iterator[None]:
+    """One torch thread: on a loaded machine, two threads of tiny matrix products spend most
+    of their time waiting for each other (a 20-step run went from 13 s to 2 min)."""
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(before)
 
 
 def t(rows: list[list[float]]) -> torch.Tensor:

@@ -9,6 +9,7 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -29,6 +30,16 @@ pytestmark = pytest.mark.ml
 REPO = Path(__file__).resolve().parents[1]
 TINY_YAML = REPO / "src" / "asmopt" / "train" / "configs" / "ppo_tiny.yaml"
 VOLATILE = ("time/", "perf/")  # wall-clock metrics differ between any two runs
+
+
+@pytest.fixture(autouse=True)
+def one_thread() -> Iterator[None]:
+    """One torch thread: on a loaded machine, two threads of tiny matrix products spend most
+    of their time waiting for each other (a 20-step run went from 13 s to 2 min)."""
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(before)
 
 
 @pytest.fixture(scope="module")

@@ -48,6 +48,7 @@ from asmopt.train.modeling import (
     HeadInputTap,
     ValueHead,
     autocast,
+    base_model,
     collate,
     count_parameters,
     decode_response,
@@ -121,6 +122,13 @@ def build_models(cfg: PPOConfig, device: torch.device, echo: Echo) -> Models:
         ref = load_causal_lm(path_of(cfg.ref_model), cfg.dtype, device)
         ref.requires_grad_(False)
         ref.eval()
+    vocab = base_model(actor).config.vocab_size
+    for what, other in (("critic_model", critic), ("ref_model", ref)):
+        if other is not None and base_model(other).config.vocab_size != vocab:
+            raise ValueError(
+                f"{what} has a vocabulary of {base_model(other).config.vocab_size} tokens, the "
+                f"actor {vocab}: they must share the actor's tokenizer"
+            )
     models = Models(
         tokenizer=tokenizer,
         actor=actor,
