@@ -459,7 +459,7 @@ def ppo_step(
         models.value_head,
         models.tokenizer,
     )
-    T_ = cfg.temperature
+    temperature = cfg.temperature
     t0 = time.monotonic()
 
     # ---- 1. rollout
@@ -472,7 +472,7 @@ def ppo_step(
             tokenizer,
             b_texts,
             max_new_tokens=cfg.max_response_len,
-            temperature=T_,
+            temperature=temperature,
             top_p=cfg.top_p,
             batch_size=cfg.rollout_batch_size,
             device=device,
@@ -521,7 +521,9 @@ def ppo_step(
             batch = micro_batch(idx)
             r = batch.response_len
             logits, hidden = response_forward(actor, batch, tap=models.actor_tap)
-            b_old_logp[idx, :r] = core.logprobs_from_logits(logits.float() / T_, batch.response_ids)
+            b_old_logp[idx, :r] = core.logprobs_from_logits(
+                logits.float() / temperature, batch.response_ids
+            )
             b_values[idx, :r] = values_of(batch, hidden).float()
             if cfg.kl_coef > 0:
                 if models.ref is not None:
@@ -530,7 +532,7 @@ def ppo_step(
                     with actor.disable_adapter():
                         ref_logits, _ = response_forward(actor, batch, tap=models.actor_tap)
                 b_ref_logp[idx, :r] = core.logprobs_from_logits(
-                    ref_logits.float() / T_, batch.response_ids
+                    ref_logits.float() / temperature, batch.response_ids
                 )
 
     # ---- 4. rewards per token, GAE, whitening
@@ -576,7 +578,7 @@ def ppo_step(
                 with autocast(cfg.amp, device):
                     logits, hidden = response_forward(actor, batch, tap=models.actor_tap)
                     new_values = values_of(batch, hidden).float()
-                logits = logits.float() / T_
+                logits = logits.float() / temperature
                 new_logp = core.logprobs_from_logits(logits, batch.response_ids)
                 entropy = core.entropy_from_logits(logits)
                 agg = {"total_tokens": mb_tokens, "total_seqs": mb_seqs}
