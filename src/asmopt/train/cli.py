@@ -181,11 +181,19 @@ def add_rewards(sub: Any, common: argparse.ArgumentParser) -> None:
     p.set_defaults(func=cmd_rewards)
 
 
+def add_lm(sub: Any, common: argparse.ArgumentParser) -> None:
+    """`asmopt train lm`: looped decoders of the loop-count study (asmopt.study.cli)."""
+    from asmopt.study.cli import add_train_lm
+
+    add_train_lm(sub, common)
+
+
 # Each adds one `asmopt train` subcommand; append to add a trainer.
 SUBCOMMANDS: list[Callable[[Any, argparse.ArgumentParser], None]] = [
     add_ppo,
     add_sft,
     add_rewards,
+    add_lm,
 ]
 
 
