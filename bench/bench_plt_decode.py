@@ -6,16 +6,18 @@
 
 Procedure (all modes share one set of weights, ~100M parameters, on CPU):
 1. For every (dtype, batch): build every mode, prefill the same random prompt (longer than the
-   PLT window, so ring buffers are full), and take `--warmup` untimed decode steps.
-2. `--rounds` rounds; in each round every mode decodes `--steps` tokens, one timed forward +
-   argmax per token. The mode order rotates between rounds, so slow drift of the machine
-   (other jobs, thermal state) spreads over all modes instead of biasing one.
-3. Per mode: the median per-token latency over all samples, its ratio to R = 1 from the same
-   run, the spread (IQR / median) and the share of outliers (modified z-score > 3.5). KV bytes
-   are what the cache holds after the run (all modes hold the same number of tokens).
+   PLT window, so ring buffers are full) and take `--warmup` untimed decode steps per mode.
+2. `--rounds` rounds; in each round every mode decodes ONE token (one timed forward + greedy
+   choice), in an order that rotates every round. Interleaving step by step gives every mode
+   the same exposure to other jobs on the machine, so they cannot bias one mode.
+3. Per mode: the 10th percentile and the median per-token latency, their ratios to R = 1 of
+   the same run, the spread (IQR / median) and the share of outliers (modified z-score > 3.5).
+   The table's ratios use the 10th percentile (`--stat`), which tracks the cost of the step
+   itself on a shared 2-core machine where other jobs stall threads; the medians are listed
+   too. KV bytes are what each cache holds after the run (all hold the same tokens).
 
-Raw samples go to `--raw` as JSON when given. The latency of a shared 2-core machine moves
-with other jobs; the header records the load average before and after so a reader can judge.
+Dtypes: `bf16`, `fp32` (with the few-row float32 product path of `PLTLinear`), and
+`fp32-linear` (the same model with that path off, i.e. the library's `F.linear` kernels).
 """
 
 from __future__ import annotations
@@ -34,7 +36,7 @@ from pathlib import Path
 
 import torch
 
-from asmopt.models.plt import PLTCache, PLTConfig, PLTForCausalLM
+from asmopt.models.plt import PLTCache, PLTConfig, PLTForCausalLM, set_few_row_fp32_matmul
 
 # ~100M parameters, GPT-2-small-like widths with Llama parts and grouped-query attention.
 BENCH_SHAPE: dict[str, object] = {
@@ -50,7 +52,13 @@ BENCH_SHAPE: dict[str, object] = {
     "plt_window_size": [64, 0],  # the published window: the token itself plus 64 previous
 }
 
-DTYPES: dict[str, torch.dtype] = {"bf16": torch.bfloat16, "fp32": torch.float32}
+# name -> (torch dtype, few-row float32 path on)
+DTYPES: dict[str, tuple[torch.dtype, bool]] = {
+    "bf16": (torch.bfloat16, True),
+    "fp32": (torch.float32, True),
+    "fp32-linear": (torch.float32, False),
+}
+LONG_CONTEXT = 4096  # KV ratios are also extrapolated to this context length
 
 
 @dataclass(frozen=True)
@@ -83,33 +91,43 @@ class Result:
 
     samples_s: list[float] = field(default_factory=list)
     kv_bytes: dict[str, int] = field(default_factory=dict)
+    tokens: int = 0
 
-    @property
-    def median_s(self) -> float:
-        return statistics.median(self.samples_s)
+    def stat(self, name: str) -> float:
+        if name == "median":
+            return statistics.median(self.samples_s)
+        if name == "min":
+            return min(self.samples_s)
+        ordered = sorted(self.samples_s)
+        return ordered[len(ordered) // 10]  # p10
 
     @property
     def spread(self) -> float:
-        """Inter-quartile range over the median; 'none' (nan) with fewer than 4 samples."""
+        """Inter-quartile range over the median; nan ('none') with fewer than 4 samples."""
         if len(self.samples_s) < 4:
             return float("nan")
         q1, _, q3 = statistics.quantiles(self.samples_s, n=4)
-        return (q3 - q1) / self.median_s
+        return (q3 - q1) / self.stat("median")
 
     @property
     def outlier_share(self) -> float:
         """Share of samples with modified z-score > 3.5 (median and MAD, Iglewicz-Hoaglin)."""
-        median = self.median_s
+        median = self.stat("median")
         mad = statistics.median(abs(s - median) for s in self.samples_s)
         if mad == 0:
             return 0.0
-        return sum(0.6745 * abs(s - median) / mad > 3.5 for s in self.samples_s) / len(
-            self.samples_s
-        )
+        flagged = sum(0.6745 * abs(s - median) / mad > 3.5 for s in self.samples_s)
+        return flagged / len(self.samples_s)
+
+    def kv_at(self, context: int) -> float:
+        """KV bytes extrapolated to `context` tokens: full caches scale, windows do not."""
+        per_token = (self.kv_bytes["loop1_kv"] + self.kv_bytes["other_full_kv"]) / self.tokens
+        fixed = self.kv_bytes["window_kv"] + self.kv_bytes["loop_states"]
+        return per_token * context + fixed
 
 
 def build_models(modes: list[Mode], dtype: torch.dtype, seed: int) -> dict[str, PLTForCausalLM]:
-    """All modes with the same shared-stack weights (the gates start at their zero init)."""
+    """All modes with the same shared-stack weights (the gates keep their zero init)."""
     models: dict[str, PLTForCausalLM] = {}
     base_state: dict[str, torch.Tensor] | None = None
     for mode in modes:
@@ -127,100 +145,109 @@ def build_models(modes: list[Mode], dtype: torch.dtype, seed: int) -> dict[str, 
 
 
 def decode_step(model: PLTForCausalLM, cache: PLTCache, token: torch.Tensor) -> torch.Tensor:
-    """One generated token: forward through the cache, then greedy choice."""
+    """One generated token: forward through the cache, then the greedy choice."""
     logits = model(token, past_key_values=cache, use_cache=True).logits
     return logits[:, -1].argmax(-1, keepdim=True)
 
 
-def measure(
-    modes: list[Mode], dtype: torch.dtype, batch: int, args: argparse.Namespace
-) -> dict[str, Result]:
-    models = build_models(modes, dtype, args.seed)
+def prefill(
+    models: dict[str, PLTForCausalLM], batch: int, args: argparse.Namespace
+) -> tuple[dict[str, PLTCache], dict[str, torch.Tensor]]:
     generator = torch.Generator().manual_seed(args.seed)
-    prompt = torch.randint(
-        2, int(BENCH_SHAPE["vocab_size"]), (batch, args.prompt), generator=generator
-    )
+    vocab = int(BENCH_SHAPE["vocab_size"])
+    prompt = torch.randint(2, vocab, (batch, args.prompt), generator=generator)
     caches: dict[str, PLTCache] = {}
     tokens: dict[str, torch.Tensor] = {}
-    results = {mode.name: Result() for mode in modes}
-    with torch.inference_mode():
+    for name, model in models.items():
+        caches[name] = PLTCache(model.config)
+        logits = model(prompt, past_key_values=caches[name], logits_to_keep=1).logits
+        tokens[name] = logits[:, -1].argmax(-1, keepdim=True)
+        for _ in range(args.warmup):
+            tokens[name] = decode_step(model, caches[name], tokens[name])
+    return caches, tokens
+
+
+def measure(
+    modes: list[Mode], dtype_name: str, batch: int, args: argparse.Namespace
+) -> dict[str, Result]:
+    dtype, few_row_path = DTYPES[dtype_name]
+    set_few_row_fp32_matmul(few_row_path)
+    try:
+        models = build_models(modes, dtype, args.seed)
+        results = {mode.name: Result() for mode in modes}
+        with torch.inference_mode():
+            caches, tokens = prefill(models, batch, args)
+            for round_idx in range(args.rounds):
+                start = round_idx % len(modes)
+                for mode in modes[start:] + modes[:start]:
+                    begin = time.perf_counter()
+                    tokens[mode.name] = decode_step(
+                        models[mode.name], caches[mode.name], tokens[mode.name]
+                    )
+                    results[mode.name].samples_s.append(time.perf_counter() - begin)
         for mode in modes:
-            model = models[mode.name]
-            caches[mode.name] = PLTCache(model.config)
-            logits = model(prompt, past_key_values=caches[mode.name], logits_to_keep=1).logits
-            tokens[mode.name] = logits[:, -1].argmax(-1, keepdim=True)
-            for _ in range(args.warmup):
-                tokens[mode.name] = decode_step(model, caches[mode.name], tokens[mode.name])
-        order = list(modes)
-        for round_idx in range(args.rounds):
-            rotation = round_idx % len(order)
-            for mode in order[rotation:] + order[:rotation]:
-                model, cache = models[mode.name], caches[mode.name]
-                for _ in range(args.steps):
-                    start = time.perf_counter()
-                    tokens[mode.name] = decode_step(model, cache, tokens[mode.name])
-                    results[mode.name].samples_s.append(time.perf_counter() - start)
-    for mode in modes:
-        results[mode.name].kv_bytes = caches[mode.name].nbytes()
+            results[mode.name].kv_bytes = caches[mode.name].nbytes()
+            results[mode.name].tokens = caches[mode.name].get_seq_length()
+    finally:
+        set_few_row_fp32_matmul(True)
     return results
 
 
-def profile_step(
-    modes: list[Mode], dtype: torch.dtype, batch: int, args: argparse.Namespace
-) -> str:
+def profile_step(modes: list[Mode], dtype_name: str, batch: int, args: argparse.Namespace) -> str:
     """Where the time of a decode step goes: operator totals per mode from torch.profiler."""
     from torch.profiler import ProfilerActivity, profile
 
-    models = build_models(modes, dtype, args.seed)
-    prompt = torch.randint(2, int(BENCH_SHAPE["vocab_size"]), (batch, args.prompt))
+    dtype, few_row_path = DTYPES[dtype_name]
+    set_few_row_fp32_matmul(few_row_path)
     groups: dict[str, Callable[[str], bool]] = {
-        "matmul (linear layers, lm_head)": lambda n: n in {"aten::mm", "aten::addmm", "aten::bmm"},
-        "attention kernels": lambda n: "scaled_dot_product" in n or n == "aten::_softmax",
-        "cache copies (cat, index_copy, copy_)": lambda n: (
+        "matmul": lambda n: n in {"aten::mm", "aten::addmm", "aten::bmm"},
+        "attention": lambda n: "scaled_dot_product" in n or n == "aten::_softmax",
+        "cache + concat copies": lambda n: (
             n in {"aten::cat", "aten::index_copy_", "aten::copy_", "aten::stack"}
         ),
     }
-    lines = [f"### Profile: {args.profile_steps} decode steps, {dtype}, batch {batch}", ""]
-    lines.append(
-        "| mode | total ms/step | " + " | ".join(groups) + " | other ops | op calls/step |"
-    )
-    lines.append("|---" * (len(groups) + 4) + "|")
+    steps = args.profile_steps
+    lines = [
+        f"### {dtype_name}, batch {batch}: self CPU time per decode step ({steps} steps)",
+        "",
+        "| mode | total ms | " + " | ".join(f"{g} ms" for g in groups) + " | other ms | ops |",
+        "|---" * (len(groups) + 4) + "|",
+    ]
     top_lines: list[str] = []
-    with torch.inference_mode():
-        for mode in modes:
-            model = models[mode.name]
-            cache = PLTCache(model.config)
-            token = model(prompt, past_key_values=cache, logits_to_keep=1).logits[:, -1:].argmax(-1)
-            for _ in range(args.warmup):
-                token = decode_step(model, cache, token)
-            with profile(activities=[ProfilerActivity.CPU]) as prof:
-                for _ in range(args.profile_steps):
-                    token = decode_step(model, cache, token)
-            events = prof.key_averages()
-            total = sum(e.self_cpu_time_total for e in events)
-            calls = sum(e.count for e in events)
-            shares = []
-            grouped = 0.0
-            for match in groups.values():
-                value = sum(e.self_cpu_time_total for e in events if match(e.key))
-                grouped += value
-                shares.append(f"{value / 1e3 / args.profile_steps:.2f}")
-            other = (total - grouped) / 1e3 / args.profile_steps
-            lines.append(
-                f"| {mode.name} | {total / 1e3 / args.profile_steps:.2f} | "
-                + " | ".join(shares)
-                + f" | {other:.2f} | {calls / args.profile_steps:.0f} |"
-            )
-            top = sorted(events, key=lambda e: e.self_cpu_time_total, reverse=True)[:8]
-            top_lines.append(
-                f"- {mode.name}: "
-                + ", ".join(
-                    f"{e.key} {e.self_cpu_time_total / 1e3 / args.profile_steps:.2f} ms "
-                    f"({e.count // args.profile_steps}x)"
-                    for e in top
+    try:
+        models = build_models(modes, dtype, args.seed)
+        with torch.inference_mode():
+            caches, tokens = prefill(models, batch, args)
+            for mode in modes:
+                model, cache = models[mode.name], caches[mode.name]
+                with profile(activities=[ProfilerActivity.CPU]) as prof:
+                    for _ in range(steps):
+                        tokens[mode.name] = decode_step(model, cache, tokens[mode.name])
+                events = prof.key_averages()
+                total = sum(e.self_cpu_time_total for e in events) / 1e3 / steps
+                calls = sum(e.count for e in events) / steps
+                cells, grouped = [], 0.0
+                for match in groups.values():
+                    value = sum(e.self_cpu_time_total for e in events if match(e.key)) / 1e3
+                    grouped += value / steps
+                    cells.append(f"{value / steps:.2f}")
+                lines.append(
+                    f"| {mode.name} | {total:.2f} | "
+                    + " | ".join(cells)
+                    + f" | {total - grouped:.2f} | {calls:.0f} |"
                 )
-            )
-    return "\n".join([*lines, "", "Top operators per step:", *top_lines])
+                top = sorted(events, key=lambda e: e.self_cpu_time_total, reverse=True)[:8]
+                top_lines.append(
+                    f"- {mode.name}: "
+                    + ", ".join(
+                        f"{e.key} {e.self_cpu_time_total / 1e3 / steps:.2f} ms "
+                        f"({e.count // steps}x)"
+                        for e in top
+                    )
+                )
+    finally:
+        set_few_row_fp32_matmul(True)
+    return "\n".join([*lines, "", "Top operators per step:", *top_lines, ""])
 
 
 def environment(args: argparse.Namespace, load_before: tuple[float, ...]) -> list[str]:
@@ -242,48 +269,59 @@ def environment(args: argparse.Namespace, load_before: tuple[float, ...]) -> lis
         p.numel() for p in PLTForCausalLM(PLTConfig(**BENCH_SHAPE, plt_num_loops=1)).parameters()
     )
     load_after = os.getloadavg()
+    shape = ", ".join(f"{k}={v}" for k, v in BENCH_SHAPE.items() if k != "max_position_embeddings")
     return [
-        f"- date: {time.strftime('%Y-%m-%d %H:%M:%S')}, commit {commit}",
+        f"- {time.strftime('%Y-%m-%d %H:%M')}, commit {commit}; command: "
+        f"`bench/bench_plt_decode.py {' '.join(args.argv)}`".rstrip(),
         f"- torch {torch.__version__}, {torch.get_num_threads()} threads, CPU: {cpu} "
         f"({os.cpu_count()} logical CPUs)",
-        f"- model: {params / 1e6:.1f}M parameters (tied embeddings), "
-        + ", ".join(f"{k}={v}" for k, v in BENCH_SHAPE.items() if k != "max_position_embeddings"),
-        f"- prompt {args.prompt} tokens, {args.warmup} warm-up steps, {args.rounds} rounds x "
-        f"{args.steps} timed steps per mode (mode order rotated per round)",
-        f"- load average (1, 5, 15 min) before {load_before[0]:.2f} {load_before[1]:.2f} "
+        f"- model: {params / 1e6:.1f}M parameters (tied embeddings); {shape}",
+        f"- prompt {args.prompt} tokens, {args.warmup} warm-up steps per mode, then "
+        f"{args.rounds} rounds of one timed token per mode (order rotated per round)",
+        f"- load average (1/5/15 min) before {load_before[0]:.2f} {load_before[1]:.2f} "
         f"{load_before[2]:.2f}, after {load_after[0]:.2f} {load_after[1]:.2f} {load_after[2]:.2f}",
     ]
 
 
-def table(results: dict[tuple[str, int], dict[str, Result]], modes: list[Mode]) -> list[str]:
-    keys = sorted(results, key=lambda k: (list(DTYPES).index(k[0]), k[1]))
+def ratio_table(
+    results: dict[tuple[str, int], dict[str, Result]], modes: list[Mode], stat: str
+) -> list[str]:
+    keys = list(results)
     header = "| mode | " + " | ".join(f"{d} b{b} latency" for d, b in keys)
-    header += " | " + " | ".join(f"{d} b{b} KV" for d, b in keys) + " |"
-    lines = [header, "|---" * (1 + 2 * len(keys)) + "|"]
+    header += " | " + " | ".join(f"b{b} KV" for d, b in keys if d == keys[0][0])
+    header += f" | b{keys[0][1]} KV at {LONG_CONTEXT} |"
+    kv_keys = [k for k in keys if k[0] == keys[0][0]]
+    lines = [header, "|---" * (2 + len(keys) + len(kv_keys)) + "|"]
     for mode in modes:
         cells = []
         for key in keys:
             base, res = results[key]["R=1"], results[key][mode.name]
-            cells.append(f"{res.median_s / base.median_s:.2f}x ({res.median_s * 1e3:.1f} ms)")
-        for key in keys:
+            cells.append(f"{res.stat(stat) / base.stat(stat):.2f}x ({res.stat(stat) * 1e3:.1f})")
+        for key in kv_keys:
             base, res = results[key]["R=1"], results[key][mode.name]
             cells.append(f"{res.kv_bytes['total'] / base.kv_bytes['total']:.3f}x")
+        first = results[kv_keys[0]]
+        cells.append(
+            f"{first[mode.name].kv_at(LONG_CONTEXT) / first['R=1'].kv_at(LONG_CONTEXT):.3f}x"
+        )
         lines.append(f"| {mode.name} | " + " | ".join(cells) + " |")
     return lines
 
 
 def details(results: dict[tuple[str, int], dict[str, Result]], modes: list[Mode]) -> list[str]:
     lines = [
-        "| dtype | batch | mode | median ms | IQR/median | outliers | KV bytes | loop-1 KV | "
-        "window KV | loop states | other full KV |",
-        "|---" * 11 + "|",
+        "| dtype | batch | mode | p10 ms | median ms | median ratio | IQR/median | outliers | "
+        "KV bytes | loop-1 KV | window KV | loop states | other full KV |",
+        "|---" * 13 + "|",
     ]
     for (dtype, batch), per_mode in results.items():
+        base = per_mode["R=1"].stat("median")
         for mode in modes:
             res = per_mode[mode.name]
             kv = res.kv_bytes
             lines.append(
-                f"| {dtype} | {batch} | {mode.name} | {res.median_s * 1e3:.2f} | "
+                f"| {dtype} | {batch} | {mode.name} | {res.stat('p10') * 1e3:.1f} | "
+                f"{res.stat('median') * 1e3:.1f} | {res.stat('median') / base:.2f}x | "
                 f"{res.spread:.2f} | {res.outlier_share:.0%} | {kv['total']:,} | "
                 f"{kv['loop1_kv']:,} | {kv['window_kv']:,} | {kv['loop_states']:,} | "
                 f"{kv['other_full_kv']:,} |"
@@ -293,25 +331,26 @@ def details(results: dict[tuple[str, int], dict[str, Result]], modes: list[Mode]
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawTextHelpFormatter
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     parser.add_argument("--threads", type=int, default=2, help="torch intra-op threads")
-    parser.add_argument("--dtypes", default="bf16,fp32", help="comma list of bf16, fp32")
+    parser.add_argument(
+        "--dtypes", default="bf16,fp32,fp32-linear", help=f"comma list of {list(DTYPES)}"
+    )
     parser.add_argument("--batches", default="1,8", help="comma list of batch sizes")
     parser.add_argument("--modes", default=None, help="comma list of mode names (default: all)")
     parser.add_argument("--prompt", type=int, default=128, help="prefill length (> window 64)")
     parser.add_argument("--warmup", type=int, default=3, help="untimed decode steps per mode")
-    parser.add_argument("--rounds", type=int, default=6, help="interleaved rounds")
-    parser.add_argument(
-        "--steps", type=int, default=8, help="timed decode steps per mode per round"
-    )
+    parser.add_argument("--rounds", type=int, default=40, help="timed tokens per mode")
+    parser.add_argument("--stat", choices=("p10", "median", "min"), default="p10")
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--quick", action="store_true", help=f"modes {QUICK_MODES}, 3 rounds x 4")
+    parser.add_argument("--quick", action="store_true", help=f"modes {QUICK_MODES}, 12 rounds")
     parser.add_argument("--profile", action="store_true", help="profile R=1 and PLT-2 instead")
     parser.add_argument("--profile-steps", type=int, default=10)
     parser.add_argument("--raw", type=Path, default=None, help="write raw samples (JSON) here")
     parser.add_argument("--out", type=Path, default=None, help="also write the Markdown here")
     args = parser.parse_args(argv)
+    args.argv = sys.argv[1:] if argv is None else argv
 
     torch.set_num_threads(args.threads)
     names = [m.name for m in ALL_MODES]
@@ -319,36 +358,36 @@ def main(argv: list[str] | None = None) -> int:
     unknown = sorted(set(wanted) - set(names))
     if unknown:
         parser.error(f"unknown modes {unknown}; available: {names}")
-    if "R=1" not in wanted:
-        wanted = ["R=1", *wanted]  # ratios need the baseline
-    modes = [m for m in ALL_MODES if m.name in wanted]
+    modes = [m for m in ALL_MODES if m.name in wanted or m.name == "R=1"]  # R=1: the baseline
     if args.quick:
-        args.rounds, args.steps = 3, 4
+        args.rounds = 12
     dtypes = args.dtypes.split(",")
+    bad = sorted(set(dtypes) - set(DTYPES))
+    if bad:
+        parser.error(f"unknown dtypes {bad}; available: {list(DTYPES)}")
     batches = [int(b) for b in args.batches.split(",")]
     load_before = os.getloadavg()
 
     if args.profile:
         profiled = [m for m in modes if m.name in ("R=1", "PLT-2")]
-        report = [
-            profile_step(profiled, DTYPES[d], b, args) + "\n" for d in dtypes for b in batches
-        ]
+        report = [profile_step(profiled, d, b, args) for d in dtypes for b in batches]
         text = "\n".join(["# PLT decode profile", *environment(args, load_before), "", *report])
     else:
         results: dict[tuple[str, int], dict[str, Result]] = {}
         for dtype in dtypes:
             for batch in batches:
                 print(f"measuring {dtype} batch {batch} ...", file=sys.stderr, flush=True)
-                results[(dtype, batch)] = measure(modes, DTYPES[dtype], batch, args)
+                results[(dtype, batch)] = measure(modes, dtype, batch, args)
         text = "\n".join(
             [
                 "# PLT decode benchmark",
                 *environment(args, load_before),
                 "",
-                "Per-token decode latency as a ratio to R = 1 of the same dtype and batch "
-                "(median ms in brackets), and KV-cache bytes as a ratio to R = 1:",
+                f"Per-token decode latency as a ratio to R = 1 of the same dtype and batch "
+                f"({args.stat} ms in brackets); KV-cache bytes as a ratio to R = 1 after the run "
+                f"and extrapolated to {LONG_CONTEXT} tokens of context:",
                 "",
-                *table(results, modes),
+                *ratio_table(results, modes, args.stat),
                 "",
                 "Details (spread = IQR / median; outliers = modified z-score > 3.5):",
                 "",

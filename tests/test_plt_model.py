@@ -360,3 +360,26 @@ def test_rejects_foreign_cache_and_bad_masks() -> None:
         model(ids, past_key_values=DynamicCache())
     with pytest.raises(ValueError, match="attention_mask"):
         model(ids, attention_mask=torch.ones(1, 3, dtype=torch.long))
+
+
+def test_few_row_float32_product_matches_linear() -> None:
+    """The (W @ x.T).T path for 1-4 float32 rows computes the same product as F.linear."""
+    from asmopt.models.plt import modeling_plt
+
+    torch.manual_seed(0)
+    layer = modeling_plt.PLTLinear(48, 20, bias=True)
+    for rows in (1, 2, 3, 4, 5):
+        x = torch.randn(rows, 1, 48)
+        expected = torch.nn.functional.linear(x, layer.weight, layer.bias)
+        assert torch.allclose(layer(x), expected, atol=1e-5)
+    # Decode in float32 (rows = batch x loops <= 4 takes that path) still matches the forward.
+    model = tiny_model(plt_num_loops=2).float()
+    ids = torch.randint(2, VOCAB, (2, 9))
+    with torch.no_grad():
+        full = model(ids).logits
+    assert (decode_logits(model, ids, prefill=3) - full).abs().max().item() < 1e-5
+    modeling_plt.set_few_row_fp32_matmul(False)
+    try:
+        assert (decode_logits(model, ids, prefill=3) - full).abs().max().item() < 1e-5
+    finally:
+        modeling_plt.set_few_row_fp32_matmul(True)

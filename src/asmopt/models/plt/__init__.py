@@ -29,9 +29,11 @@ from .modeling_plt import (
     IQuestPLTCoderForCausalLM,
     PLTCausalLMOutputWithPast,
     PLTForCausalLM,
+    PLTLinear,
     PLTModel,
     PLTModelOutputWithPast,
     PLTPreTrainedModel,
+    set_few_row_fp32_matmul,
 )
 
 # Supported transformers range; keep in step with the `ml` extra in pyproject.toml.
@@ -81,10 +83,12 @@ __all__ = [
     "PLTCausalLMOutputWithPast",
     "PLTConfig",
     "PLTForCausalLM",
+    "PLTLinear",
     "PLTModel",
     "PLTModelOutputWithPast",
     "PLTPreTrainedModel",
     "PLTWindowLayer",
     "load_plt_pretrained",
     "ring_sequence_indices",
+    "set_few_row_fp32_matmul",
 ]

@@ -67,11 +67,16 @@ class PLTRMSNorm(nn.Module):
         self.variance_epsilon = eps
 
     def forward(self, hidden_states: torch.Tensor) -> torch.Tensor:
+        return self.weight * self.normalize(hidden_states)
+
+    def normalize(self, hidden_states: torch.Tensor) -> torch.Tensor:
+        """x / rms(x) in the input dtype, before the weight. Norms with the same eps over the
+        same input share it (the attention pre-norm and the hidden-state gate's norm)."""
         input_dtype = hidden_states.dtype
         hidden_states = hidden_states.to(torch.float32)
         mean_square = hidden_states.pow(2).mean(-1, keepdim=True)
         hidden_states = hidden_states * torch.rsqrt(mean_square + self.variance_epsilon)
-        return self.weight * hidden_states.to(input_dtype)
+        return hidden_states.to(input_dtype)
 
     def extra_repr(self) -> str:
         return f"{tuple(self.weight.shape)}, eps={self.variance_epsilon}"
@@ -133,6 +138,38 @@ def apply_rotary_pos_emb(
     return (q * cos) + (rotate_half(q) * sin), (k * cos) + (rotate_half(k) * sin)
 
 
+# Few-row float32 products on CPU: `x @ W.T` with 1-4 rows takes a slow GEMM path in the
+# installed BLAS (measured on a 2-core EPYC: ~2.5x slower for 2 rows than `(W @ x.T).T`, and a
+# single row runs the slow matrix-vector path). Decode steps have exactly such shapes (batch x
+# loops rows), so `PLTLinear` computes them as `(W @ x.T).T`, padding one row to two. Other
+# dtypes, devices and row counts use `F.linear`. Set to False to measure the library default.
+FEW_ROW_FP32_MATMUL = True
+_FEW_ROWS = 4
+
+
+def set_few_row_fp32_matmul(enabled: bool) -> None:
+    """Turns the few-row float32 CPU product path of `PLTLinear` on or off (process-wide)."""
+    global FEW_ROW_FP32_MATMUL
+    FEW_ROW_FP32_MATMUL = enabled
+
+
+class PLTLinear(nn.Linear):
+    """`nn.Linear` (same parameters and checkpoint names) with the few-row float32 CPU path."""
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        if FEW_ROW_FP32_MATMUL and x.dtype == torch.float32 and x.device.type == "cpu":
+            rows = x.numel() // x.shape[-1]
+            if rows <= _FEW_ROWS:
+                flat = x.reshape(rows, x.shape[-1])  # [rows, in]
+                if rows == 1:
+                    flat = torch.cat([flat, flat.new_zeros(1, flat.shape[1])])  # [2, in]
+                out = torch.mm(self.weight, flat.t()).t()[:rows]  # [rows, out]
+                if self.bias is not None:
+                    out = out + self.bias
+                return out.reshape(*x.shape[:-1], self.out_features)
+        return F.linear(x, self.weight, self.bias)
+
+
 class PLTMLP(nn.Module):
     """SwiGLU feed-forward: down(act(gate(x)) * up(x))."""
 
@@ -140,9 +177,9 @@ class PLTMLP(nn.Module):
         super().__init__()
         self.hidden_size = config.hidden_size
         self.intermediate_size = config.intermediate_size
-        self.gate_proj = nn.Linear(self.hidden_size, self.intermediate_size, bias=config.mlp_bias)
-        self.up_proj = nn.Linear(self.hidden_size, self.intermediate_size, bias=config.mlp_bias)
-        self.down_proj = nn.Linear(self.intermediate_size, self.hidden_size, bias=config.mlp_bias)
+        self.gate_proj = PLTLinear(self.hidden_size, self.intermediate_size, bias=config.mlp_bias)
+        self.up_proj = PLTLinear(self.hidden_size, self.intermediate_size, bias=config.mlp_bias)
+        self.down_proj = PLTLinear(self.intermediate_size, self.hidden_size, bias=config.mlp_bias)
         self.act_fn = ACT2FN[config.hidden_act]
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
@@ -269,13 +306,20 @@ class PLTGate(nn.Module):
         self.weight = nn.Parameter(torch.zeros(heads, in_features))
         self.bias = nn.Parameter(torch.zeros(heads))
 
-    def forward(self, hidden_states: torch.Tensor, query: torch.Tensor) -> torch.Tensor:
-        """hidden_states `[B, Q, hidden]`, query `[B, H, Q, head_dim]` -> g `[B, Q, H]`."""
+    def forward(self, unit_hidden: torch.Tensor, query: torch.Tensor) -> torch.Tensor:
+        """unit_hidden `[B, Q, hidden]`: the layer input divided by its RMS (`normalize`), so
+        RMSNorm(x) = gate_norm.weight * unit_hidden; query `[B, H, Q, head_dim]`.
+        Returns g `[B, Q, H]` in the input dtype, computed in float32 for half precision."""
+        dtype = query.dtype
+        compute = torch.float32 if dtype in (torch.float16, torch.bfloat16) else dtype
+        weight, bias = self.weight.to(compute), self.bias.to(compute)
         if self.gate_norm is not None:
-            logits = F.linear(self.gate_norm(hidden_states), self.weight, self.bias)
+            normed = unit_hidden.to(compute) * self.gate_norm.weight.to(compute)
+            logits = F.linear(normed, weight, bias)  # [B, Q, H]
         else:
-            logits = torch.einsum("bhqd,hd->bqh", query, self.weight) + self.bias
-        return torch.sigmoid(logits)
+            per_head = torch.matmul(query.to(compute), weight.unsqueeze(-1))  # [B, H, Q, 1]
+            logits = per_head.squeeze(-1).transpose(1, 2) + bias  # [B, Q, H]
+        return torch.sigmoid(logits).to(dtype)
 
 
 class PLTAttention(nn.Module):
@@ -297,22 +341,22 @@ class PLTAttention(nn.Module):
         self.attention_dropout = config.attention_dropout
         self.is_causal = True
 
-        self.q_proj = nn.Linear(
+        self.q_proj = PLTLinear(
             config.hidden_size,
             config.num_attention_heads * self.head_dim,
             bias=config.attention_bias,
         )
-        self.k_proj = nn.Linear(
+        self.k_proj = PLTLinear(
             config.hidden_size,
             config.num_key_value_heads * self.head_dim,
             bias=config.attention_bias,
         )
-        self.v_proj = nn.Linear(
+        self.v_proj = PLTLinear(
             config.hidden_size,
             config.num_key_value_heads * self.head_dim,
             bias=config.attention_bias,
         )
-        self.o_proj = nn.Linear(
+        self.o_proj = PLTLinear(
             config.num_attention_heads * self.head_dim,
             config.hidden_size,
             bias=config.attention_bias,
@@ -324,11 +368,11 @@ class PLTAttention(nn.Module):
         hidden_states: torch.Tensor,
         position_embeddings: tuple[torch.Tensor, torch.Tensor],
         context: PLTLoopContext,
-        gate_input: torch.Tensor,
+        unit_hidden: torch.Tensor,
         global_key: torch.Tensor | None = None,
         global_value: torch.Tensor | None = None,
     ) -> AttentionResult:
-        """`gate_input` is the layer input before the pre-norm (hidden-state gate).
+        """`unit_hidden` is the layer input divided by its RMS (the hidden-state gate reads it).
         `global_key`/`global_value`: loop 1's keys/values of this layer, for gated loops without
         a cache (with a cache they are read from it)."""
         batch, q_len, _ = hidden_states.shape
@@ -340,9 +384,9 @@ class PLTAttention(nn.Module):
         query, key = apply_rotary_pos_emb(query, key, cos, sin)
 
         if context.kind == "parallel":
-            result = self._parallel_step(query, key, value, context, gate_input)
+            result = self._parallel_step(query, key, value, context, unit_hidden)
         elif context.kind == "gated":
-            result = self._gated(query, key, value, context, gate_input, global_key, global_value)
+            result = self._gated(query, key, value, context, unit_hidden, global_key, global_value)
         else:
             result = self._causal(query, key, value, context)
         output = result.output.reshape(batch, q_len, -1).contiguous()  # [B, Q, H * d]
@@ -369,7 +413,7 @@ class PLTAttention(nn.Module):
         key: torch.Tensor,
         value: torch.Tensor,
         context: PLTLoopContext,
-        gate_input: torch.Tensor,
+        unit_hidden: torch.Tensor,
         global_key: torch.Tensor | None,
         global_value: torch.Tensor | None,
     ) -> AttentionResult:
@@ -389,9 +433,8 @@ class PLTAttention(nn.Module):
             self, query, global_key, global_value, masks.full, need
         )
         y_local, p_local = attention_forward(self, query, local_key, local_value, masks.local, need)
-        gate = self.plt_gate(gate_input, query)  # [B, Q, H]
-        g = gate.unsqueeze(-1)  # [B, Q, H, 1]
-        output = g * y_global + (1 - g) * y_local  # [B, Q, H, d]
+        gate = self.plt_gate(unit_hidden, query)  # [B, Q, H]
+        output = torch.lerp(y_local, y_global, gate.unsqueeze(-1))  # g*global + (1-g)*local
         probs = None
         if need:
             # Effective map over absolute positions: g * global + (1 - g) * local, both of which
@@ -409,7 +452,7 @@ class PLTAttention(nn.Module):
         key: torch.Tensor,
         value: torch.Tensor,
         context: PLTLoopContext,
-        gate_input: torch.Tensor,
+        unit_hidden: torch.Tensor,
     ) -> AttentionResult:
         """One decode token, the R loops as R query rows: q `[B, H, R, d]`, k/v `[B, H_kv, R, d]`.
 
@@ -457,8 +500,8 @@ class PLTAttention(nn.Module):
         )  # [B * (R - 1), 1, H, d]
         y_local = y_local.reshape(batch, loops, heads, head_dim)
 
-        gate = self.plt_gate(gate_input[:, 1:], query[:, :, 1:]).unsqueeze(-1)  # [B, R-1, H, 1]
-        mixed = gate * y_global[:, 1:] + (1 - gate) * y_local
+        gate = self.plt_gate(unit_hidden[:, 1:], query[:, :, 1:]).unsqueeze(-1)  # [B, R-1, H, 1]
+        mixed = torch.lerp(y_local, y_global[:, 1:], gate)  # g*global + (1-g)*local
         return AttentionResult(output=torch.cat([y_global[:, :1], mixed], dim=1))
 
 
@@ -494,11 +537,12 @@ class PLTDecoderLayer(GradientCheckpointingLayer):
         passes positional arguments to the checkpoint) tracks them in both of its modes.
         """
         residual = hidden_states
+        unit = self.input_layernorm.normalize(hidden_states)  # also the gate norm's input
         result = self.self_attn(
-            self.input_layernorm(hidden_states),
+            self.input_layernorm.weight * unit,
             position_embeddings=position_embeddings,
             context=context,
-            gate_input=residual,
+            unit_hidden=unit,
             global_key=global_key,
             global_value=global_value,
         )
@@ -892,7 +936,7 @@ class PLTForCausalLM(PLTPreTrainedModel, GenerationMixin):
         super().__init__(config)
         self.model = PLTModel(config)
         self.vocab_size = config.vocab_size
-        self.lm_head = nn.Linear(config.hidden_size, config.vocab_size, bias=False)
+        self.lm_head = PLTLinear(config.hidden_size, config.vocab_size, bias=False)
         # Saving re-applies only the checkpoint renamings used at load time; a model built
         # from a config saves our (published v2) tensor names.
         self._weight_conversions = []
