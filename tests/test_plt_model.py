@@ -383,3 +383,27 @@ def test_few_row_float32_product_matches_linear() -> None:
         assert (decode_logits(model, ids, prefill=3) - full).abs().max().item() < 1e-5
     finally:
         modeling_plt.set_few_row_fp32_matmul(True)
+
+
+def test_diagnostics_during_cached_decode_match_the_full_forward() -> None:
+    """A decode step with diagnostics takes the loop-by-loop path and reports the same maps,
+    gates and per-loop states as the teacher-forced forward at that token."""
+    model = tiny_model(plt_num_loops=3)
+    ids = torch.randint(2, VOCAB, (2, 10))
+    with torch.no_grad():
+        full = model(ids, output_attentions=True, output_loop_states=True)
+        cache = PLTCache(model.config)
+        model(ids[:, :9], past_key_values=cache)
+        step = model(
+            ids[:, 9:], past_key_values=cache, output_attentions=True, output_loop_states=True
+        )
+    for full_state, step_state in zip(
+        full.loop_hidden_states, step.loop_hidden_states, strict=True
+    ):
+        assert (full_state[:, -1:] - step_state).abs().max().item() < TIGHT
+    for full_loop, step_loop in zip(full.loop_attentions, step.loop_attentions, strict=True):
+        for full_probs, step_probs in zip(full_loop, step_loop, strict=True):
+            assert (full_probs[:, :, -1:] - step_probs).abs().max().item() < TIGHT
+    for full_loop, step_loop in zip(full.loop_gates[1:], step.loop_gates[1:], strict=True):
+        for full_gate, step_gate in zip(full_loop, step_loop, strict=True):
+            assert (full_gate[:, -1:] - step_gate).abs().max().item() < TIGHT

@@ -655,7 +655,8 @@ class PLTModel(PLTPreTrainedModel):
             raise ValueError("Give exactly one of input_ids and inputs_embeds.")
         if inputs_embeds is None:
             inputs_embeds = self.embed_tokens(input_ids)
-        use_cache = self.config.use_cache if use_cache is None else use_cache
+        if use_cache is None:  # training never reads a cache; do not build one by default
+            use_cache = self.config.use_cache and not self.training
         if self.gradient_checkpointing and self.training and use_cache:
             logger.warning_once("Gradient checkpointing replays layers; disabling the cache.")
             use_cache, past_key_values = False, None
@@ -684,6 +685,10 @@ class PLTModel(PLTPreTrainedModel):
 
         diagnostics = output_attentions or output_hidden_states or output_loop_states
         gated = self.config.plt_uses_gated_attention
+        if gated and past_length > 0 and past_key_values.loop_states is None:
+            raise ValueError(
+                "The PLTCache has tokens but no per-loop states; it was not filled by PLT."
+            )
         if (
             self.parallel_decode
             and self.config.plt_loop_mode == "plt"
@@ -700,10 +705,6 @@ class PLTModel(PLTPreTrainedModel):
                 last_hidden_state=self.norm(hidden_states), past_key_values=past_key_values
             )
 
-        if gated and past_length > 0 and past_key_values.loop_states is None:
-            raise ValueError(
-                "The PLTCache has tokens but no per-loop states; it was not filled by PLT."
-            )
         masks = self._chunk_masks(
             key_valid, q_len, past_length, gated, past_key_values is not None, inputs_embeds.device
         )
