@@ -7,13 +7,16 @@ import math
 import pytest
 
 from asmopt.measure.stats import (
+    RatioInterval,
     combine_geometric,
     exact_ratio,
     log_ratio_interval,
     modified_z_scores,
     outlier_flags,
     paired_interval,
+    random_effects,
     t_quantile,
+    trimmed_interval,
     with_resolution,
 )
 
@@ -97,3 +100,40 @@ def test_resolution_widens_narrow_intervals_only() -> None:
     assert with_resolution(narrow, 0.01).low == pytest.approx(1.004 / 1.01)
     assert not with_resolution(narrow, 0.01).significantly_faster
     assert with_resolution(wide, 0.01).low == wide.low
+
+
+def test_trimmed_interval_hand_computed() -> None:
+    # n = 5, g = 1: trimmed [0.01, 0.02, 0.03] -> mean 0.02; winsorized
+    # [0.01, 0.01, 0.02, 0.03, 0.03] -> s_w^2 = 0.0004 / 4; se^2 = 4 s_w^2 / (3 * 2)
+    iv = trimmed_interval([0.5, 0.0, 0.01, 0.02, 0.03])
+    se = math.sqrt(4 * 0.0001 / 6)
+    assert iv.ratio == pytest.approx(math.exp(0.02))
+    assert iv.log_se == pytest.approx(se)
+    assert iv.df == 2
+    assert iv.high == pytest.approx(math.exp(0.02 + 4.302653 * se), rel=1e-6)
+
+
+def test_trimming_ignores_a_spike_the_mean_pays_for() -> None:
+    logs = [0.001 * k for k in (-2, -1, 0, 1, 2)] * 4 + [0.25, -0.2]
+    assert trimmed_interval(logs).half_width < 0.5 * log_ratio_interval(logs).half_width
+
+
+def _part(mean: float, se: float, df: float = 9.0) -> RatioInterval:
+    return RatioInterval(math.exp(mean), 0.0, 0.0, 10, mean, se, df, 0.95)
+
+
+def test_random_effects_without_heterogeneity_is_the_weighted_mean() -> None:
+    iv = random_effects([_part(0.01, 0.01), _part(0.012, 0.02)])
+    w1, w2 = 1 / 0.01**2, 1 / 0.02**2
+    assert iv.log_mean == pytest.approx((w1 * 0.01 + w2 * 0.012) / (w1 + w2))
+    assert iv.log_se == pytest.approx(math.sqrt(1 / (w1 + w2)))
+    assert iv.df == 18
+
+
+def test_random_effects_hand_computed_heterogeneity() -> None:
+    # Q = 200, tau^2 = (200 - 2) / 20000 = 0.0099, weights 1 / 0.01 each.
+    iv = random_effects([_part(0.0, 0.01), _part(0.1, 0.01), _part(0.2, 0.01)])
+    assert iv.log_mean == pytest.approx(0.1)
+    assert iv.log_se == pytest.approx(math.sqrt(1 / 300))
+    assert iv.df == 2
+    assert iv.low == pytest.approx(math.exp(0.1 - 4.302653 * math.sqrt(1 / 300)), rel=1e-6)

@@ -25,7 +25,7 @@ from asmopt.toolchain import ToolchainError
 
 # Subcommand groups that live beside the modules they drive. Each exposes
 # `register(subparsers, common)` where `common` is the parent parser with shared options.
-COMMAND_MODULES: list[str] = ["asmopt.data.cli", "asmopt.policies.cli"]
+COMMAND_MODULES: list[str] = ["asmopt.data.cli", "asmopt.policies.cli", "asmopt.train.cli"]
 
 
 class UsageError(Exception):
@@ -660,9 +660,9 @@ def build_parser() -> argparse.ArgumentParser:
         default=0.02,
         help="stop timing a test when the 95%% interval is within +-this (default 0.02)",
     )
-    p.add_argument("--timing-max-pairs", type=int, default=100, help="timed pairs per test")
+    p.add_argument("--timing-max-pairs", type=int, default=200, help="timed pairs per test")
     p.add_argument(
-        "--timing-budget", type=float, default=30.0, help="seconds of timing per test at most"
+        "--timing-budget", type=float, default=20.0, help="seconds of timing per test at most"
     )
     p.add_argument(
         "--time-copies",

@@ -59,8 +59,9 @@ _ADVICE = {
         "budget (--timing-max-pairs / --timing-budget) or reduce the load on the machine"
     ),
     TimingWarning.MANY_OUTLIERS: (
-        "more than 10% of the paired runs were outliers; something interfered (other "
-        "processes, frequency changes, swapping): rerun on a quieter machine"
+        "more than a fifth of the paired runs were outliers, more than the estimate trims; "
+        "something interfered (other processes, frequency changes, swapping): rerun on a "
+        "quieter machine"
     ),
     TimingWarning.TOO_FAST: (
         "the program runs for under 2 ms, so process start-up dominates its time and real "

@@ -40,7 +40,12 @@ from typing import Any, Literal, Protocol
 
 from asmopt.cache import cache_root
 from asmopt.measure.speedup import MeasureMode, MeasureStatus, TestSpeedup, TimingWarning
-from asmopt.measure.stats import log_ratio_interval, outlier_flags, with_resolution
+from asmopt.measure.stats import (
+    outlier_flags,
+    random_effects,
+    trimmed_interval,
+    with_resolution,
+)
 from asmopt.programs.model import TestCase
 from asmopt.sandbox.launcher import LaunchRecord
 from asmopt.sandbox.runner import Limits, RunResult, Sandbox
@@ -63,16 +68,25 @@ class TimingConfig:
     # With 4 pairs t(3) = 3.18: a 2% half-width needs a per-pair spread under ~1.3%, which
     # CPU time of a >= 5 ms program meets on an idle core.
     min_pairs: int = 4
-    max_pairs: int = 100
-    max_rounds: int = 4
-    # Wall-clock seconds one test may take (both binaries, warm-ups included).
-    budget_s: float = 30.0
+    # Pairs are cheap for short programs (a 1 ms program costs ~3 ms a pair with the
+    # sandbox's per-run work) and those are the noisiest relative to their length.
+    max_pairs: int = 200
+    # Rounds are separate sandboxes (fresh binary copies, fresh environment padding): at
+    # most `round_pairs` pairs each, so a long measurement samples several layouts.
+    max_rounds: int = 8
+    round_pairs: int = 50
+    # Seconds one test may spend timing (both binaries, warm-ups included; waiting for the
+    # timing core does not count).
+    budget_s: float = 20.0
     # The interval is never narrower than ±1%: the size of systematic effects (layout,
     # alignment, the machine's own drift) that pairing cannot remove, and the spread of A/A
     # estimates on shared machines. A "significant" speedup must exceed it.
     resolution: float = 0.01
+    # The estimate is the 20% trimmed mean of the paired log-ratios (stats.trimmed_interval).
+    trim: float = 0.2
     outlier_threshold: float = 3.5
-    max_outlier_share: float = 0.1
+    # More outliers than the trimmed share would reach the estimate: unreliable.
+    max_outlier_share: float = 0.2
     metric: Literal["cpu", "wall"] = "cpu"
     # SCHED_FIFO on the timing core when permitted (else nice -20, else normal): nothing of
     # normal priority preempts the timed program, so it is not slowed by a neighbour's
@@ -177,8 +191,19 @@ def _summarise(
     metric = config.metric
     logs = [math.log(b.value(metric) / c.value(metric)) for b, c, _ in pairs]
     flags = outlier_flags(logs, config.outlier_threshold)
-    kept = [x for x, bad in zip(logs, flags, strict=True) if not bad]
-    stat = log_ratio_interval(kept or logs, config.confidence)
+    by_round: dict[int, list[float]] = {}
+    for x, (_, _, r) in zip(logs, pairs, strict=True):
+        by_round.setdefault(r, []).append(x)
+    per_round = [
+        trimmed_interval(xs, config.confidence, config.trim)
+        for xs in by_round.values()
+        if len(xs) >= 2
+    ]
+    stat = (
+        random_effects(per_round, config.confidence)
+        if per_round
+        else trimmed_interval(logs, config.confidence, config.trim)
+    )
     shown = with_resolution(stat, config.resolution)
     n_out = sum(flags)
     warnings: list[TimingWarning] = list(extra_warnings)
@@ -207,6 +232,11 @@ def _summarise(
         "base_nivcsw": [b.involuntary_switches for b, _, _ in pairs],
         "cand_nivcsw": [c.involuntary_switches for _, c, _ in pairs],
         "outlier": flags,
+        "estimator": (
+            f"{config.trim:.0%} trimmed mean of log-ratios (Yuen) per round, rounds combined "
+            "by random effects (DerSimonian-Laird)"
+        ),
+        "order": "AB and BA pairs alternate",
         "warmup_base_cpu": [b.cpu_s for r in rounds for b, _ in r.warmups],
         "warmup_cand_cpu": [c.cpu_s for r in rounds for _, c in r.warmups],
     }
@@ -233,7 +263,7 @@ def _summarise(
         ratio=shown.ratio,
         low=shown.low,
         high=shown.high,
-        n=len(kept) if kept else len(logs),
+        n=len(logs),
         n_outliers=n_out,
         reliable=not any(w in unreliable for w in warnings),
         warnings=codes,
@@ -298,7 +328,7 @@ def measure_pairs(
             needed = max(config.min_pairs - speedup.n, n // 2)
         per_pair = spent / max(1, sum(len(r.pairs) + len(r.warmups) for r in rounds))
         by_time = int((config.budget_s - spent) / per_pair) - config.warmup_pairs
-        want = max(2, min(needed, config.max_pairs - n, by_time))
+        want = max(2, min(needed, config.max_pairs - n, by_time, config.round_pairs))
         if by_time < 2:
             return TimingOutcome(speedup)
 
@@ -467,7 +497,9 @@ class SandboxPairExecutor:
         from asmopt.evaluate import Verdict, classify_run
 
         total = min(pairs + warmup_pairs, self.max_pairs_for_output())
-        order = [0, 1] * total
+        # Counterbalanced: AB, BA, AB, ... so that whatever favours the first (or second)
+        # run of a pair cancels out; a pair is always two adjacent runs.
+        order = [k for i in range(total) for k in ((0, 1) if i % 2 == 0 else (1, 0))]
         marker = secrets.token_hex(16)
         limits = self._round_limits(len(order))
         load_before = os.getloadavg()[0]
@@ -562,10 +594,11 @@ class SandboxPairExecutor:
                 verdict_name,
             )
             return rnd
-        timed = [
-            (RunTiming.from_record(records[2 * k]), RunTiming.from_record(records[2 * k + 1]))
-            for k in range(total)
-        ]
+        timed = []
+        for k in range(total):
+            first, second = records[2 * k], records[2 * k + 1]
+            base, cand = (first, second) if order[2 * k] == 0 else (second, first)
+            timed.append((RunTiming.from_record(base), RunTiming.from_record(cand)))
         rnd.warmups = timed[:warmup_pairs]
         rnd.pairs = timed[warmup_pairs:]
         return rnd
