@@ -1,0 +1,333 @@
+"""`asmopt study loops`: train (or load) models with R = 1..N loops, measure, diagnose, report.
+
+Steps, each reused when its inputs have not changed:
+
+1. prepare the corpus, tokenizer and token arrays (asmopt.study.data);
+2. train every R with matched settings (asmopt.study.lm; finished models are loaded);
+3. evaluate each model on the same held-out windows (loss and accuracy, all tokens and the
+   assembly only), on the task (asmopt.study.task), and compute the diagnostics
+   (asmopt.study.diagnostics) on the same held-out windows;
+4. compare the models pairwise on the held-out windows and write the report
+   (asmopt.study.report): Markdown, PNG plots, one table per R, and `study.json` with every
+   number.
+
+The comparison is paired: every model is evaluated on the same windows, so the difference of
+two models' losses is averaged window by window and given a 95% interval over windows. That
+interval says how sure we are *for these trained weights*; it does not cover seed-to-seed
+variation of training, which one run per R cannot measure (the report says so).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import itertools
+import json
+import math
+import platform
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from asmopt.study.config import StudyConfig, to_dict
+from asmopt.study.data import Prepared, prepare
+from asmopt.study.diagnostics import run_diagnostics
+from asmopt.study.lm import (
+    heldout_windows,
+    model_dir,
+    quiet_transformers,
+    resolve_device,
+    train_lm,
+)
+from asmopt.study.task import evaluate_task, task_programs
+
+STUDY_FILE = "study.json"
+Z95 = 1.959964
+
+
+def paired_difference(a: list[float | None], b: list[float | None]) -> dict[str, Any]:
+    """Mean of b - a over the windows where both are known, with a normal 95% interval.
+
+    `significant` is True when the interval excludes 0. n < 2 gives no interval."""
+    diffs = [y - x for x, y in zip(a, b, strict=True) if x is not None and y is not None]
+    n = len(diffs)
+    if n == 0:
+        return {"mean": None, "low": None, "high": None, "n": 0, "significant": False}
+    mean = sum(diffs) / n
+    if n < 2:
+        return {"mean": mean, "low": None, "high": None, "n": n, "significant": False}
+    var = sum((d - mean) ** 2 for d in diffs) / (n - 1)
+    half = Z95 * math.sqrt(var / n)
+    low, high = mean - half, mean + half
+    return {"mean": mean, "low": low, "high": high, "n": n, "significant": low > 0 or high < 0}
+
+
+def _load_model(path: Path, device: torch.device) -> Any:
+    from asmopt.models.plt import load_plt_pretrained
+
+    quiet_transformers()
+    model = load_plt_pretrained(path)
+    return model.to(device).eval()
+
+
+def _cached(path: Path, key: dict[str, Any]) -> Any:
+    if path.is_file():
+        saved = json.loads(path.read_text(encoding="utf-8"))
+        if saved.get("key") == key:
+            return saved["value"]
+    return None
+
+
+def _store(path: Path, key: dict[str, Any], value: Any) -> None:
+    path.write_text(json.dumps({"key": key, "value": value}) + "\n", encoding="utf-8")
+
+
+def diagnostics_windows(prepared: Prepared, cfg: StudyConfig) -> torch.Tensor:
+    """`[N, S + 1]` held-out windows for the diagnostics: a spread-out subset of the loss ones."""
+    starts = heldout_windows(prepared.heldout, cfg.train.seq_len, cfg.eval.heldout_windows)
+    count = min(cfg.eval.diag_windows, len(starts))
+    pick = starts[torch.linspace(0, len(starts) - 1, count).round().long().numpy()]
+    tokens = torch.from_numpy(prepared.heldout.tokens)
+    index = torch.from_numpy(pick)[:, None] + torch.arange(cfg.train.seq_len + 1)[None, :]
+    return tokens[index]
+
+
+def evaluate_model(
+    cfg: StudyConfig,
+    loops: int,
+    prepared: Prepared,
+    *,
+    toolchain: Any,
+    task_set: list[Any],
+    reevaluate: bool = False,
+    progress: bool = True,
+) -> dict[str, Any]:
+    """Diagnostics and the task metric of a trained model (cached in its final/ directory)."""
+    final = model_dir(cfg, loops) / "final"
+    device = resolve_device(cfg.train.device)
+    key = {"eval": to_dict(cfg.eval), "seq_len": cfg.train.seq_len}
+    diag_path, task_path = final / "diagnostics.json", final / "task.json"
+    diag = None if reevaluate else _cached(diag_path, key)
+    task = None if reevaluate else _cached(task_path, key)
+    if diag is not None and task is not None:
+        return {"diagnostics": diag, "task": task}
+    model = _load_model(final, device)
+    if diag is None:
+        if progress:
+            print(f"R={loops}: diagnostics", file=sys.stderr, flush=True)
+        windows = diagnostics_windows(prepared, cfg)
+        diag = run_diagnostics(model, windows, batch=cfg.eval.diag_batch, device=device).to_dict()
+        _store(diag_path, key, diag)
+    if task is None:
+        if progress:
+            print(f"R={loops}: task ({len(task_set)} programs)", file=sys.stderr, flush=True)
+        task = evaluate_task(model, prepared.tokenizer, task_set, cfg, toolchain)
+        _store(task_path, key, task)
+    return {"diagnostics": diag, "task": task}
+
+
+def _git_commit() -> str:
+    try:
+        out = subprocess.run(
+            ["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, timeout=10
+        )
+        return out.stdout.strip() or "unknown"
+    except (OSError, subprocess.SubprocessError):
+        return "unknown"
+
+
+def _cpu_model() -> str:
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or "unknown"
+
+
+def environment() -> dict[str, Any]:
+    import os
+
+    import transformers
+
+    return {
+        "date": dt.datetime.now(dt.UTC).strftime("%Y-%m-%d %H:%M UTC"),
+        "git_commit": _git_commit(),
+        "cpu": _cpu_model(),
+        "cpus": os.cpu_count(),
+        "gpu": torch.cuda.get_device_name(0) if torch.cuda.is_available() else None,
+        "python": platform.python_version(),
+        "torch": torch.__version__,
+        "transformers": transformers.__version__,
+    }
+
+
+def read_curve(path: Path) -> list[dict[str, Any]]:
+    from asmopt.train.metrics import read_metrics
+
+    return read_metrics(path)
+
+
+def run_study(
+    cfg: StudyConfig,
+    loops: list[int],
+    *,
+    report: str | Path | None = None,
+    notes: str | Path | None = None,
+    command: str = "",
+    toolchain: Any = None,
+    reevaluate: bool = False,
+    progress: bool = True,
+) -> dict[str, Any]:
+    """The whole study; returns what `study.json` holds and writes the report."""
+    from asmopt.study.report import write_report
+    from asmopt.toolchain import default_toolchain
+
+    if not loops or len(set(loops)) != len(loops) or min(loops) < 1:
+        raise ValueError(f"--loops must be distinct counts >= 1, got {loops}")
+    loops = sorted(loops)
+    toolchain = toolchain or default_toolchain()
+    prepared = prepare(cfg, toolchain=toolchain, progress=progress)
+    summaries = {r: train_lm(cfg, r, prepared=prepared, progress=progress) for r in loops}
+    task_set = task_programs(cfg, prepared.tokenizer, toolchain)
+    models = {}
+    for r in loops:
+        evaluated = evaluate_model(
+            cfg,
+            r,
+            prepared,
+            toolchain=toolchain,
+            task_set=task_set,
+            reevaluate=reevaluate,
+            progress=progress,
+        )
+        models[r] = {
+            "summary": {k: v for k, v in summaries[r].items() if k != "config"},
+            **evaluated,
+            "curve": read_curve(model_dir(cfg, r)),
+        }
+    comparisons = []
+    for a, b in itertools.pairwise(loops):
+        ha, hb = models[a]["summary"]["heldout"], models[b]["summary"]["heldout"]
+        comparisons.append(
+            {
+                "from": a,
+                "to": b,
+                "loss": paired_difference(ha["window_loss"], hb["window_loss"]),
+                "asm_loss": paired_difference(ha["window_asm_loss"], hb["window_asm_loss"]),
+            }
+        )
+    data_meta = json.loads((Path(cfg.output_dir) / "data" / "meta.json").read_text())
+    result = {
+        "config": to_dict(cfg),
+        "loops": loops,
+        "command": command,
+        "environment": environment(),
+        "corpus": {
+            "stats": {k: v for k, v in vars(prepared.corpus).items() if k != "skipped"},
+            "skipped": len(prepared.corpus.skipped),
+            "tokens": data_meta["counts"],
+            "vocab_size": len(prepared.tokenizer),
+        },
+        "task_programs": [p.id for p in task_set],
+        "models": {str(r): m for r, m in models.items()},
+        "comparisons": comparisons,
+    }
+    result["findings"] = findings(result)
+    out = Path(cfg.output_dir)
+    (out / STUDY_FILE).write_text(json.dumps(result, indent=1) + "\n", encoding="utf-8")
+    if report is not None:
+        notes_text = Path(notes).read_text(encoding="utf-8") if notes else None
+        write_report(result, Path(report), notes=notes_text)
+    return result
+
+
+# --------------------------------------------------------------------------- findings
+
+
+def _fmt(x: float | None, digits: int = 3) -> str:
+    return "n/a" if x is None else f"{x:.{digits}f}"
+
+
+def erank_rule(eranks: list[float | None]) -> int:
+    """The rule of thumb: add a loop only while effective rank still rises.
+
+    Given erank(h(r)) for r = 1..R of one model, the last r reached by a run of rises."""
+    best = 1
+    for r in range(1, len(eranks)):
+        prev, cur = eranks[r - 1], eranks[r]
+        if prev is None or cur is None or cur <= prev:
+            break
+        best = r + 1
+    return best
+
+
+def findings(result: dict[str, Any]) -> dict[str, Any]:
+    """Computed statements for the report: best R, the shape of the curve, what explains it."""
+    loops = result["loops"]
+    models = {int(r): m for r, m in result["models"].items()}
+    loss = {r: models[r]["summary"]["heldout"]["loss"] for r in loops}
+    asm = {r: models[r]["summary"]["heldout"]["asm_loss"] for r in loops}
+    best_loss = min(loops, key=lambda r: loss[r])
+    best_asm = min(loops, key=lambda r: asm[r])
+    steps = []
+    for c in result["comparisons"]:
+        d = c["asm_loss"]
+        if d["mean"] is None:
+            word = "unknown"
+        elif d["significant"]:
+            word = "better" if d["mean"] < 0 else "worse"
+        else:
+            word = "no clear difference"
+        steps.append({"from": c["from"], "to": c["to"], "asm_loss": d, "verdict": word})
+    verdicts = [s["verdict"] for s in steps]
+    if verdicts and all(v == "better" for v in verdicts):
+        shape = "monotone: every added loop lowered held-out assembly loss"
+    elif verdicts and all(v in ("better", "no clear difference") for v in verdicts):
+        shape = "saturating: added loops helped or made no clear difference, none hurt"
+    elif "worse" in verdicts and "better" in verdicts[: verdicts.index("worse")]:
+        shape = "non-monotonic: loss fell, then rose again with more loops"
+    elif "worse" in verdicts:
+        shape = "loops hurt: loss rose without an earlier significant fall"
+    else:
+        shape = "inconclusive"
+    paper_like = (
+        all(r in loss for r in (1, 2, 3, 4))
+        and best_asm == 2
+        and any(s["verdict"] == "worse" for s in steps if s["from"] >= 2)
+    )
+    largest = max(loops)
+    diag = models[largest]["diagnostics"]["per_loop"]
+    rule = erank_rule(diag["erank"])
+    gains = diag["step_size_rel"][1:]
+    costs = [c for c in diag["offset_cost_rel"][1:] if c is not None]
+    trade = None
+    if len(gains) >= 2 and costs:
+        shrinking = all(
+            a is not None and b is not None and b < a for a, b in itertools.pairwise(gains)
+        )
+        spread = max(costs) / max(min(costs), 1e-12)
+        trade = {
+            "model": largest,
+            "gains_shrink": shrinking,
+            "offset_cost_flat": spread < 1.5,
+            "offset_cost_spread": spread,
+            "gains": gains,
+            "costs": costs,
+        }
+    return {
+        "best_loss": best_loss,
+        "best_asm_loss": best_asm,
+        "steps": steps,
+        "shape": shape,
+        "paper_pattern": paper_like,
+        "erank_rule": {"model": largest, "recommended_loops": rule},
+        "tradeoff": trade,
+        "summary_line": (
+            f"best R by held-out assembly loss: {best_asm} "
+            f"({', '.join(f'R={r}: {_fmt(asm[r])}' for r in loops)}); shape: {shape}"
+        ),
+    }

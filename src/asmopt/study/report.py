@@ -1,0 +1,449 @@
+"""The loop-count study as Markdown with PNG plots (matplotlib, Agg backend).
+
+Everything shown comes from `study.json` (asmopt.study.loops), so a report can be redrawn
+without retraining: `asmopt study report runs/study/cpu_small/study.json -o docs/study/x.md`.
+Plots are small (about 100 dpi, a few hundred pixels per panel) so they stay well under
+200 KB each and diff reasonably in git.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from asmopt.study.diagnostics import METRICS
+
+# Columns of the per-R diagnostics table: (key in per_loop, header, digits).
+TABLE_COLUMNS: tuple[tuple[str, str, int], ...] = (
+    ("step_size", "delta", -4),
+    ("step_size_rel", "delta/‖h‖", 3),
+    ("update_cos", "cos", 3),
+    ("erank", "erank", 1),
+    ("fixed_point_gap_rel", "fp gap/‖h‖", 3),
+    ("offset_cost", "Omega", -4),
+    ("offset_cost_rel", "Omega/‖h‖", 3),
+    ("attn_entropy", "attn H", 3),
+    ("attn_kl", "attn KL", 3),
+    ("head_similarity", "head sim", 3),
+    ("gate", "gate", 3),
+    ("output_kl", "out KL", 3),
+    ("lens_loss", "lens loss", 3),
+    ("lens_accuracy", "lens acc", 3),
+    ("median_rank", "median rank", 0),
+)
+COLORS = ("#1f77b4", "#2ca02c", "#d62728", "#9467bd", "#ff7f0e", "#8c564b", "#e377c2")
+
+
+def _f(x: Any, digits: int = 3) -> str:
+    """Fixed-point with `digits` decimals; a negative `digits` means that many significant
+    digits (raw norms differ by orders of magnitude between model sizes)."""
+    if x is None:
+        return "–"
+    if isinstance(x, float) and x != x:  # NaN
+        return "–"
+    if not isinstance(x, float):
+        return str(x)
+    return f"{x:.{-digits}g}" if digits < 0 else f"{x:.{digits}f}"
+
+
+def _counts(counts: dict[str, int]) -> str:
+    return ", ".join(f"{v} {k}" for k, v in sorted(counts.items()))
+
+
+def _pct(x: float | None) -> str:
+    return "–" if x is None else f"{100 * x:.0f}%"
+
+
+def _interval(d: dict[str, Any]) -> str:
+    if d["mean"] is None:
+        return "–"
+    if d["low"] is None:
+        return f"{d['mean']:+.4f}"
+    return f"{d['mean']:+.4f} [{d['low']:+.4f}, {d['high']:+.4f}]"
+
+
+# --------------------------------------------------------------------------- plots
+
+
+def _figure(rows: int, cols: int, width: float = 9.0, height: float = 3.0) -> tuple[Any, Any]:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(rows, cols, figsize=(width, height * rows), squeeze=False)
+    return fig, axes
+
+
+def _save(fig: Any, path: Path) -> None:
+    import matplotlib.pyplot as plt
+
+    fig.tight_layout()
+    fig.savefig(path, dpi=90)
+    plt.close(fig)
+
+
+def _per_loop_panel(ax: Any, models: dict[int, Any], key: str, title: str) -> None:
+    """One line per model over its loops; loops where the value is undefined are skipped."""
+    drawn = False
+    for i, (r, m) in enumerate(sorted(models.items())):
+        values = m["diagnostics"]["per_loop"][key]
+        points = [(k + 1, v) for k, v in enumerate(values) if v is not None and v == v]
+        if key == "erank":
+            points = [(0, m["diagnostics"]["embedding_erank"]), *points]
+        if not points:
+            continue
+        xs, ys = zip(*points, strict=True)
+        ax.plot(xs, ys, marker="o", color=COLORS[i % len(COLORS)], label=f"R={r}")
+        drawn = True
+    ax.set_title(title, fontsize=9)
+    ax.set_xlabel("loop r", fontsize=8)
+    ax.tick_params(labelsize=7)
+    ax.grid(alpha=0.3)
+    if drawn:
+        ax.legend(fontsize=7)
+        ax.xaxis.get_major_locator().set_params(integer=True)
+    else:
+        ax.text(0.5, 0.5, "undefined for these models", ha="center", va="center", fontsize=8)
+
+
+def plot_training(result: dict[str, Any], path: Path) -> None:
+    fig, axes = _figure(1, 2)
+    for i, (r, m) in enumerate(sorted((int(k), v) for k, v in result["models"].items())):
+        color = COLORS[i % len(COLORS)]
+        train = [x for x in m["curve"] if x.get("kind") == "train"]
+        held = [x for x in m["curve"] if x.get("kind") in ("heldout", "heldout_final")]
+        if train:
+            axes[0][0].plot(
+                [x["step"] for x in train], [x["loss"] for x in train], color=color, label=f"R={r}"
+            )
+        if held:
+            axes[0][1].plot(
+                [x["step"] for x in held],
+                [x["asm_loss"] for x in held],
+                marker="o",
+                color=color,
+                label=f"R={r}",
+            )
+    for ax, title in zip(
+        axes[0], ("training loss (per logged step)", "held-out assembly loss"), strict=True
+    ):
+        ax.set_title(title, fontsize=9)
+        ax.set_xlabel("step", fontsize=8)
+        ax.tick_params(labelsize=7)
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize=7)
+    _save(fig, path)
+
+
+def plot_summary(result: dict[str, Any], path: Path) -> None:
+    models = sorted((int(k), v) for k, v in result["models"].items())
+    rs = [r for r, _ in models]
+    fig, axes = _figure(1, 2)
+    ax = axes[0][0]
+    ax.plot(rs, [m["summary"]["heldout"]["loss"] for _, m in models], marker="o", label="all")
+    ax.plot(
+        rs, [m["summary"]["heldout"]["asm_loss"] for _, m in models], marker="s", label="assembly"
+    )
+    ax.set_title("held-out loss (nats/token) by loop count", fontsize=9)
+    ax = axes[0][1]
+    for key, label, marker in (
+        ("build_rate", "builds", "o"),
+        ("assemble_rate", "assembles", "s"),
+        ("ended_rate", "ends", "^"),
+        ("similarity", "line similarity", "d"),
+    ):
+        ys = [m["task"][key] for _, m in models]
+        if all(y is not None for y in ys):
+            ax.plot(rs, ys, marker=marker, label=label)
+    ax.set_ylim(-0.05, 1.05)
+    ax.set_title("task: assembly generated from C", fontsize=9)
+    for ax in axes[0]:
+        ax.set_xlabel("R (loops)", fontsize=8)
+        ax.set_xticks(rs)
+        ax.tick_params(labelsize=7)
+        ax.grid(alpha=0.3)
+        if ax.get_legend_handles_labels()[0]:
+            ax.legend(fontsize=7)
+    _save(fig, path)
+
+
+def plot_group(models: dict[int, Any], keys: list[tuple[str, str]], path: Path) -> None:
+    cols = 2
+    rows = (len(keys) + cols - 1) // cols
+    fig, axes = _figure(rows, cols, height=2.6)
+    for i, (key, title) in enumerate(keys):
+        _per_loop_panel(axes[i // cols][i % cols], models, key, title)
+    for j in range(len(keys), rows * cols):
+        axes[j // cols][j % cols].axis("off")
+    _save(fig, path)
+
+
+def plot_peaks(models: dict[int, Any], path: Path) -> None:
+    fig, axes = _figure(1, 1, width=4.5, height=2.6)
+    ax = axes[0][0]
+    width = 0.8 / max(1, len(models))
+    for i, (r, m) in enumerate(sorted(models.items())):
+        share = m["diagnostics"]["peak_share"]
+        if share:
+            xs = [k + 2 + (i - len(models) / 2) * width for k in range(len(share))]
+            ax.bar(xs, share, width=width, color=COLORS[i % len(COLORS)], label=f"R={r}")
+    ax.set_title("share of tokens whose output shift peaks at loop r", fontsize=9)
+    ax.set_xlabel("loop r", fontsize=8)
+    ax.tick_params(labelsize=7)
+    ax.grid(alpha=0.3, axis="y")
+    if any(m["diagnostics"]["peak_share"] for m in models.values()):
+        ax.legend(fontsize=7)
+    _save(fig, path)
+
+
+def draw_plots(result: dict[str, Any], directory: Path, stem: str) -> dict[str, str]:
+    """Writes the PNGs beside the report; returns {name: file name}."""
+    models = {int(k): v for k, v in result["models"].items()}
+    files = {
+        "training": f"{stem}_training.png",
+        "summary": f"{stem}_summary.png",
+        "states": f"{stem}_states.png",
+        "attention": f"{stem}_attention.png",
+        "outputs": f"{stem}_outputs.png",
+        "peaks": f"{stem}_peaks.png",
+    }
+    plot_training(result, directory / files["training"])
+    plot_summary(result, directory / files["summary"])
+    plot_group(
+        models,
+        [
+            ("step_size_rel", "relative step size ||h(r)-h(r-1)|| / ||h(r-1)||"),
+            ("update_cos", "update alignment cos (<0: oscillation)"),
+            ("erank", "effective rank (loop 0 = embeddings)"),
+            ("fixed_point_gap_rel", "relative fixed-point gap ||h-f(h)|| / ||h||"),
+            ("offset_cost_rel", "relative offset cost Omega(r) / ||h(r-1)||"),
+            ("state_norm", "state norm ||h(r)||"),
+        ],
+        directory / files["states"],
+    )
+    plot_group(
+        models,
+        [
+            ("attn_entropy", "attention entropy (nats)"),
+            ("attn_kl", "attention KL(A(r) || A(r-1))"),
+            ("head_similarity", "head similarity (mean pairwise cosine)"),
+            ("gate", "mean gate (weight on global branch)"),
+        ],
+        directory / files["attention"],
+    )
+    plot_group(
+        models,
+        [
+            ("output_kl", "output shift KL(p(r) || p(r-1))"),
+            ("lens_loss", "logit-lens loss of loop r"),
+            ("lens_accuracy", "logit-lens top-1 accuracy"),
+            ("median_rank", "median rank of the true token"),
+        ],
+        directory / files["outputs"],
+    )
+    plot_peaks(models, directory / files["peaks"])
+    return files
+
+
+# --------------------------------------------------------------------------- Markdown
+
+
+def _model_rows(result: dict[str, Any]) -> list[str]:
+    lines = [
+        "| R | parameters | tokens seen | train time | tok/s | held-out loss | assembly loss "
+        "| assembly acc. | builds | assembles | ends | line sim. |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    for r, m in sorted((int(k), v) for k, v in result["models"].items()):
+        s, h, t = m["summary"], m["summary"]["heldout"], m["task"]
+        lines.append(
+            f"| {r} | {s['parameters']['total'] / 1e6:.2f}M | {s['tokens_seen'] / 1e6:.3f}M | "
+            f"{s['train_seconds'] / 60:.1f} min | {s['tokens_per_second']:.0f} | "
+            f"{h['loss']:.4f} | {h['asm_loss']:.4f} | {h['asm_accuracy']:.3f} | "
+            f"{_pct(t['build_rate'])} | {_pct(t['assemble_rate'])} | {_pct(t['ended_rate'])} | "
+            f"{_f(t['similarity'])} |"
+        )
+    return lines
+
+
+def _diag_table(r: int, m: dict[str, Any]) -> list[str]:
+    d = m["diagnostics"]
+    per = d["per_loop"]
+    header = "| loop r | " + " | ".join(h for _, h, _ in TABLE_COLUMNS) + " |"
+    lines = [header, "|" + "---|" * (len(TABLE_COLUMNS) + 1)]
+    for k in range(r):
+        cells = [_f(per[key][k], digits) for key, _, digits in TABLE_COLUMNS]
+        lines.append(f"| {k + 1} | " + " | ".join(cells) + " |")
+    extra = f"Embedding effective rank {d['embedding_erank']:.1f}"
+    if d["peak_share"]:
+        shares = ", ".join(f"loop {k + 2}: {100 * s:.0f}%" for k, s in enumerate(d["peak_share"]))
+        extra += f"; output shift peaks at {shares}"
+    lines += ["", extra + f" ({d['windows']} windows, {d['tokens']} tokens)."]
+    for note in d["notes"]:
+        lines.append(f"Note: {note}.")
+    return lines
+
+
+def render_markdown(result: dict[str, Any], plots: dict[str, str], notes: str | None) -> str:
+    cfg = result["config"]
+    mc = cfg["model"]
+    env = result["environment"]
+    fnd = result["findings"]
+    m0 = next(iter(result["models"].values()))["summary"]
+    corpus = result["corpus"]
+    tok = corpus["tokens"]
+    total_min = sum(m["summary"]["train_seconds"] for m in result["models"].values()) / 60
+    lines = [
+        f"# Loop-count study: R = {', '.join(str(r) for r in result['loops'])}",
+        "",
+        "Made by:",
+        "",
+        "```",
+        result["command"] or "(command not recorded)",
+        "```",
+        "",
+        f"{env['date']}, commit {env['git_commit']}, {env['cpu']} ({env['cpus']} CPUs"
+        + (f", GPU {env['gpu']}" if env["gpu"] else "")
+        + f"), torch {env['torch']}, transformers {env['transformers']}. "
+        f"Training took {total_min:.0f} min in total.",
+        "",
+        "## Setup",
+        "",
+        f"- Models: {mc['loop_mode']} looped decoders, d = {mc['hidden_size']}, "
+        f"L = {mc['num_hidden_layers']} shared layers, "
+        f"{mc['num_attention_heads']} heads, window w = {mc['window']}, "
+        f"vocabulary {corpus['vocab_size']} (byte-level BPE), "
+        f"{m0['parameters']['total'] / 1e6:.2f}M parameters "
+        f"({m0['parameters']['non_embedding'] / 1e6:.2f}M without embeddings), the same for "
+        "every R up to the gates.",
+        f"- Matched training: {cfg['train']['objective']}, {m0['steps']} steps of "
+        f"{cfg['train']['batch_size'] * cfg['train']['grad_accum']} x {cfg['train']['seq_len']}"
+        f" tokens ({m0['tokens_seen'] / 1e6:.2f}M tokens per model), AdamW lr "
+        f"{cfg['train']['lr']} (warm-up {cfg['train']['warmup_steps']}, cosine to "
+        f"{cfg['train']['min_lr_ratio']} x), seed {cfg['train']['seed']}, data seed "
+        f"{cfg['train']['data_seed']}: identical initial weights and token order for every R. "
+        "A model with R loops spends R times the layer compute per token.",
+        f"- Corpus: {_counts(corpus['stats']['documents'])} documents "
+        f"({_counts(corpus['stats']['by_origin'])}), C compiled at "
+        f"{' '.join(cfg['corpus']['levels'])}; {tok['train']['tokens'] / 1e6:.2f}M training "
+        f"tokens, {tok['heldout']['tokens'] / 1e6:.2f}M held-out tokens from programs never "
+        f"trained on ({corpus['skipped']} documents skipped).",
+        f"- Held-out loss: {cfg['eval']['heldout_windows']} fixed windows, the same for every "
+        f"model. Diagnostics: {cfg['eval']['diag_windows']} of those windows. Task: "
+        f"{len(result['task_programs'])} unseen one-function programs, prompt = C source + "
+        f"`// gcc {cfg['eval']['task_level']} -S`, greedy decoding, built with "
+        "`assemble_and_link` in the sandbox.",
+        "",
+        "## Result",
+        "",
+        f"**{fnd['summary_line']}.**",
+        "",
+    ]
+    if fnd["paper_pattern"]:
+        lines.append(
+            "The LoopCoder-v2 pattern appears: R = 2 is best and a later loop is significantly "
+            "worse."
+        )
+    else:
+        lines.append(
+            "The LoopCoder-v2 pattern (R = 2 best, R = 3 and 4 worse) does **not** appear at "
+            "this scale by the paired test below."
+        )
+    rule = fnd["erank_rule"]
+    lines += [
+        "",
+        f"Rule of thumb (add a loop only while effective rank still rises), read on the "
+        f"R = {rule['model']} model: {rule['recommended_loops']} loop(s).",
+    ]
+    trade = fnd["tradeoff"]
+    if trade:
+        lines.append(
+            f"Gain vs cost in the R = {trade['model']} model: relative step sizes of loops 2.. "
+            f"{', '.join(_f(g) for g in trade['gains'])} "
+            f"({'shrinking' if trade['gains_shrink'] else 'not shrinking'}); relative offset "
+            f"costs {', '.join(_f(c) for c in trade['costs'])} "
+            f"({'flat' if trade['offset_cost_flat'] else 'not flat'}, max/min "
+            f"{trade['offset_cost_spread']:.2f})."
+        )
+    lines += ["", "## Held-out loss and task metric", "", *_model_rows(result), ""]
+    lines += [
+        "Loss in nats per token. *Assembly* = predicting the tokens of gcc's assembly (the "
+        "completion), the rest of the text being the C prompt. Task columns: share of outputs "
+        "that build (assemble and link), assemble, end with the end-of-text token, and the "
+        "line similarity to gcc's output.",
+        "",
+        "Paired differences on the same held-out windows (later minus earlier R; negative = the "
+        "later model is better; 95% interval over windows):",
+        "",
+        "| from | to | loss difference | assembly loss difference | verdict |",
+        "|---|---|---|---|---|",
+    ]
+    for c, s in zip(result["comparisons"], fnd["steps"], strict=True):
+        lines.append(
+            f"| R={c['from']} | R={c['to']} | {_interval(c['loss'])} | "
+            f"{_interval(c['asm_loss'])} | {s['verdict']} |"
+        )
+    lines += [
+        "",
+        "The interval covers window-to-window variation for these trained weights only; one "
+        "training run per R cannot show seed-to-seed variation, which at this scale can be of "
+        "the same order as the differences.",
+        "",
+        f"![held-out loss and task]({plots['summary']})",
+        "",
+        f"![training curves]({plots['training']})",
+        "",
+        "## Diagnostics per model",
+        "",
+        "Columns (definitions in docs/study.md): delta = step size ‖h(r) − h(r−1)‖ (raw and "
+        "relative to ‖h(r−1)‖); cos = update alignment (negative: oscillation); erank = "
+        "effective rank of the RMS-normalised states; fp gap = fixed-point gap ‖h(r) − "
+        "f(h(r))‖ relative to ‖h(r)‖; Omega = offset cost mean‖h(r−1)_i − h(r−1)_(i−1)‖; "
+        "attn H = attention entropy; attn KL = KL(A(r) ‖ A(r−1)); head sim = mean pairwise "
+        "cosine of heads; gate = mean weight on the global branch; out KL = KL(p(r) ‖ p(r−1)) "
+        "of the logit lens; lens loss / acc / median rank = the logit lens of loop r scored "
+        "on the true next token.",
+        "",
+    ]
+    for r, m in sorted((int(k), v) for k, v in result["models"].items()):
+        lines += [f"### R = {r}", "", *_diag_table(r, m), ""]
+    lines += [
+        "## Plots",
+        "",
+        f"![state diagnostics]({plots['states']})",
+        "",
+        f"![attention diagnostics]({plots['attention']})",
+        "",
+        f"![output diagnostics]({plots['outputs']})",
+        "",
+        f"![peak loop]({plots['peaks']})",
+        "",
+    ]
+    if notes:
+        lines += ["## Discussion", "", notes.strip(), ""]
+    lines += [
+        "## Reproduce",
+        "",
+        "Rerun the command above: corpus, tokenizer and finished models are reused from "
+        f"`{cfg['output_dir']}` when their settings match, so a rerun only redraws the report. "
+        "Every number above is in `study.json` there. Metric names: "
+        + ", ".join(f"`{k}`" for k in METRICS)
+        + ".",
+        "",
+    ]
+    return "\n".join(lines)
+
+
+def write_report(result: dict[str, Any], path: Path, *, notes: str | None = None) -> Path:
+    """Writes the Markdown file and its PNGs (same directory, named after the file)."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    plots = draw_plots(result, path.parent, path.stem)
+    path.write_text(render_markdown(result, plots, notes), encoding="utf-8")
+    return path
+
+
+def load_result(path: str | Path) -> dict[str, Any]:
+    return json.loads(Path(path).read_text(encoding="utf-8"))

@@ -1,0 +1,115 @@
+"""The `train lm` trainer: matched settings across R, schedule, data order, exact resumption."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+torch = pytest.importorskip("torch")
+pytest.importorskip("transformers")
+pytest.importorskip("tokenizers")
+
+from asmopt.study import lm  # noqa: E402
+from asmopt.study.config import StudyConfig, load_study_config  # noqa: E402
+from asmopt.study.corpus import CorpusStats, Document  # noqa: E402
+from asmopt.study.data import Prepared, tokenize_documents  # noqa: E402
+from asmopt.study.synthetic import synthetic_program  # noqa: E402
+from asmopt.study.tokenizer import train_tokenizer  # noqa: E402
+
+pytestmark = pytest.mark.ml
+
+
+def fake_prepared(tmp_path: Path) -> Prepared:
+    """Documents with stand-in assembly: the trainer only needs token arrays."""
+    docs = []
+    for k in range(16):
+        asm = "".join(f"\tmovl\t${k * j}, %eax\n\taddl\t%esi, %edi\n" for j in range(8)) + "\tret\n"
+        split = "heldout" if k % 4 == 0 else "train"
+        source = synthetic_program(k)
+        docs.append(Document(f"d{k}", "synthetic", f"p{k}", split, "-O1", source, asm))
+    tok = train_tokenizer((d.prompt + d.asm for d in docs), 350, tmp_path / "tokenizer")
+    train = tokenize_documents(tok, [d for d in docs if d.split == "train"])
+    held_docs = [d for d in docs if d.split == "heldout"]
+    heldout = tokenize_documents(tok, held_docs)
+    stats = CorpusStats({}, {}, {}, {}, [], 0.0, 0, 0)
+    return Prepared(tmp_path, tok, train, heldout, stats, held_docs)
+
+
+def toy_config(tmp_path: Path, *overrides: str) -> StudyConfig:
+    return load_study_config("toy", [f"output_dir={tmp_path / 'run'}", *overrides])
+
+
+def test_every_loop_count_starts_from_the_same_weights(tmp_path: Path) -> None:
+    prepared = fake_prepared(tmp_path)
+    cfg = toy_config(tmp_path)
+    one = lm.build_model(cfg, 1, prepared.tokenizer).state_dict()
+    three = lm.build_model(cfg, 3, prepared.tokenizer).state_dict()
+    shared = set(one) & set(three)
+    assert shared == set(one)  # R = 3 only adds the gates
+    assert all(torch.equal(one[k], three[k]) for k in shared)
+    assert all("plt_gate" in k for k in set(three) - shared)
+
+
+def test_schedule_and_data_order(tmp_path: Path) -> None:
+    cfg = toy_config(tmp_path, "train.max_steps=10", "train.warmup_steps=2", "train.lr=1.0")
+    spec = cfg.train
+    assert lm.lr_at(0, spec) == pytest.approx(0.5)
+    assert lm.lr_at(1, spec) == pytest.approx(1.0)
+    assert lm.lr_at(2, spec) == pytest.approx(1.0)
+    assert lm.lr_at(10, spec) == pytest.approx(spec.min_lr_ratio)
+    prepared = fake_prepared(tmp_path)
+    a = lm.pretrain_batch(prepared.train, 5, spec, 2)
+    b = lm.pretrain_batch(prepared.train, 5, spec, 2)
+    c = lm.pretrain_batch(prepared.train, 6, spec, 2)
+    assert torch.equal(a[0], b[0]) and not torch.equal(a[0], c[0])
+    assert torch.equal(a[0][:, 1:], a[1][:, :-1])  # targets are the next tokens
+    # SFT rows: the prompt is never a target, padding is never a target.
+    x, y = lm.sft_batch(prepared.train, 0, spec, 2, pad_id=1)
+    assert x.shape == y.shape == (2, spec.seq_len)
+    doc = prepared.train.docs[0]
+    rows = lm.document_rows(prepared.train, [0], spec.seq_len, 1, assembly_only=True)[1][0]
+    prompt_len = int(doc[1])
+    assert (rows[: prompt_len - 1] == lm.IGNORE).all()
+    assert (rows[prompt_len - 1 : min(int(doc[2]) - 1, spec.seq_len)] != lm.IGNORE).all()
+
+
+def test_interrupted_run_resumes_to_the_same_weights(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    prepared = fake_prepared(tmp_path)
+    settings = ("train.max_steps=4", "train.save_every=2", "train.eval_every=0")
+    straight = toy_config(tmp_path / "a", *settings)
+    lm.train_lm(straight, 2, prepared=prepared, progress=False)
+
+    broken = toy_config(tmp_path / "b", *settings)
+    real = lm.lr_at
+
+    def stop_at_three(step: int, spec: object) -> float:
+        if step == 3:
+            raise KeyboardInterrupt
+        return real(step, spec)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(lm, "lr_at", stop_at_three)
+    with pytest.raises(KeyboardInterrupt):
+        lm.train_lm(broken, 2, prepared=prepared, progress=False)
+    monkeypatch.setattr(lm, "lr_at", real)
+    summary = lm.train_lm(broken, 2, prepared=prepared, progress=False)
+    assert summary["steps"] == 4
+
+    from asmopt.models.plt import load_plt_pretrained
+
+    wa = load_plt_pretrained(lm.model_dir(straight, 2) / "final").state_dict()
+    wb = load_plt_pretrained(lm.model_dir(broken, 2) / "final").state_dict()
+    assert all(torch.equal(wa[k], wb[k]) for k in wa)
+    curve = (lm.model_dir(broken, 2) / "metrics.jsonl").read_text().splitlines()
+    steps = [line for line in curve if '"kind": "train"' in line]
+    assert len(steps) == 2  # log_every 2: steps 2 and 4, none duplicated by the resume
+
+    # A finished model is reused; a changed recipe is refused instead of mixed.
+    again = lm.train_lm(broken, 2, prepared=prepared, progress=False)
+    assert again["train_seconds"] == summary["train_seconds"]
+    changed = toy_config(tmp_path / "b", *settings, "train.lr=0.5")
+    (lm.model_dir(changed, 2) / "final" / lm.SUMMARY_FILE).unlink()
+    with pytest.raises(ValueError, match=r"train\.lr"):
+        lm.train_lm(changed, 2, prepared=prepared, progress=False)
