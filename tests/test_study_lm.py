@@ -67,11 +67,17 @@ def test_schedule_and_data_order(tmp_path: Path) -> None:
     # SFT rows: the prompt is never a target, padding is never a target.
     x, y = lm.sft_batch(prepared.train, 0, spec, 2, pad_id=1)
     assert x.shape == y.shape == (2, spec.seq_len)
+    # Long prompts are cut from the left so that half of the context is assembly.
     doc = prepared.train.docs[0]
-    rows = lm.document_rows(prepared.train, [0], spec.seq_len, 1, assembly_only=True)[1][0]
-    prompt_len = int(doc[1])
-    assert (rows[: prompt_len - 1] == lm.IGNORE).all()
-    assert (rows[prompt_len - 1 : min(int(doc[2]) - 1, spec.seq_len)] != lm.IGNORE).all()
+    prompt_len, length = int(doc[1]), int(doc[2])
+    assert prompt_len > spec.seq_len // 2
+    inputs, rows = lm.document_rows(prepared.train, [0], spec.seq_len, 1, assembly_only=True)
+    kept = spec.seq_len // 2  # prompt tokens left in the row
+    assert (rows[0, : kept - 1] == lm.IGNORE).all()
+    assert (rows[0, kept - 1 :] != lm.IGNORE).all()
+    start = int(doc[0]) + prompt_len - kept
+    assert inputs[0].tolist() == prepared.train.tokens[start : start + spec.seq_len].tolist()
+    assert length - (prompt_len - kept) > spec.seq_len
 
 
 def test_interrupted_run_resumes_to_the_same_weights(
@@ -113,3 +119,24 @@ def test_interrupted_run_resumes_to_the_same_weights(
     (lm.model_dir(changed, 2) / "final" / lm.SUMMARY_FILE).unlink()
     with pytest.raises(ValueError, match=r"train\.lr"):
         lm.train_lm(changed, 2, prepared=prepared, progress=False)
+
+
+def test_sft_starts_from_a_pretrained_model(tmp_path: Path) -> None:
+    prepared = fake_prepared(tmp_path)
+    base = toy_config(tmp_path / "a", "train.max_steps=2", "train.eval_every=0")
+    lm.train_lm(base, 2, prepared=prepared, progress=False)
+    final = lm.model_dir(base, 2) / "final"
+    sft = toy_config(
+        tmp_path / "a",
+        "train.objective=sft",
+        f"train.init_from={final}",
+        "train.max_steps=2",
+        "train.eval_every=0",
+    )
+    summary = lm.train_lm(sft, 2, prepared=prepared, progress=False)
+    assert lm.model_dir(sft, 2).name == "R2-sft"
+    assert summary["steps"] == 2 and summary["tokens_seen"] > 0
+    # Only assembly tokens are targets in SFT: fewer than the rows x seq_len of pre-training.
+    assert summary["tokens_seen"] < 2 * sft.train.batch_size * sft.train.seq_len
+    with pytest.raises(ValueError, match="R = 2, not 3"):
+        lm.train_lm(sft, 3, prepared=prepared, progress=False)

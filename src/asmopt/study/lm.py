@@ -146,17 +146,21 @@ def pretrain_batch(
 def document_rows(
     split: TokenSplit, doc_index: np.ndarray, seq_len: int, pad_id: int, assembly_only: bool
 ) -> tuple[torch.Tensor, torch.Tensor]:
-    """Documents from their start, cut to seq_len + 1 tokens, right-padded.
+    """Documents cut to seq_len + 1 tokens, right-padded.
 
-    Targets are IGNORE on padding and, with `assembly_only`, on prompt tokens (SFT)."""
+    A prompt longer than half the context is cut from the left (its end, next to the
+    assembly, is kept), so every row has assembly targets. Targets are IGNORE on padding and,
+    with `assembly_only`, on prompt tokens (SFT)."""
     rows = len(doc_index)
     inputs = torch.full((rows, seq_len), pad_id, dtype=torch.long)
     targets = torch.full((rows, seq_len), IGNORE, dtype=torch.long)
     for r, d in enumerate(doc_index):
-        start, _, length = (int(v) for v in split.docs[d])
-        take = min(length, seq_len + 1)
-        ids = torch.from_numpy(split.tokens[start : start + take])
-        keep = torch.from_numpy(split.mask[start + 1 : start + take].astype(bool))
+        start, prompt_len, length = (int(v) for v in split.docs[d])
+        skip = max(0, prompt_len - seq_len // 2)
+        begin = start + skip
+        take = min(length - skip, seq_len + 1)
+        ids = torch.from_numpy(split.tokens[begin : begin + take])
+        keep = torch.from_numpy(split.mask[begin + 1 : begin + take].astype(bool))
         inputs[r, : take - 1] = ids[:-1]
         tgt = ids[1:].clone()
         if assembly_only:
@@ -347,6 +351,16 @@ def train_lm(
             )
     else:
         model = build_model(cfg, loops, tokenizer)
+    if spec.amp != "none" and model.config.plt_uses_gated_attention:
+        # torch.lerp in the gated attention receives a float32 gate and bfloat16 branch
+        # outputs under autocast and refuses to mix them (seen with transformers 5.23).
+        raise ValueError(
+            "train.amp=bfloat16 does not run with PLT gated attention (R > 1) at present; "
+            "use amp: none (float32 weights; on CUDA, TF32 matrix products are enabled)"
+        )
+    if device.type == "cuda":
+        torch.backends.cuda.matmul.allow_tf32 = True
+        torch.backends.cudnn.allow_tf32 = True
     model.to(device)
     model.train()
     optimizer = _optimizer(model, spec)
@@ -375,7 +389,8 @@ def train_lm(
             f"  {spec.objective}: {spec.max_steps} steps x {rows} x {spec.seq_len} tokens = "
             f"{spec.max_steps * rows * spec.seq_len / 1e6:.2f}M tokens (train split "
             f"{prepared.train.size / 1e6:.2f}M), lr {spec.lr} warm-up {spec.warmup_steps}, "
-            f"device {device}, threads {torch.get_num_threads()}"
+            f"device {device}{' (TF32)' if device.type == 'cuda' else ''}, amp {spec.amp}, "
+            f"threads {torch.get_num_threads()}"
             + (f"\n  resuming at step {state.step} from {checkpoint}" if checkpoint else "")
         )
 
@@ -418,9 +433,10 @@ def train_lm(
             x, y = inputs[part].to(device), targets[part].to(device)
             with autocast:
                 logits = model(input_ids=x, use_cache=False).logits
-            loss = F.cross_entropy(
-                logits.float().transpose(1, 2), y, ignore_index=IGNORE
-            )  # mean over this micro-batch's targets
+            if (y != IGNORE).any():  # mean over this micro-batch's targets
+                loss = F.cross_entropy(logits.float().transpose(1, 2), y, ignore_index=IGNORE)
+            else:  # no target at all (cannot happen with document_rows; keeps NaN out)
+                loss = logits.sum() * 0.0
             (loss / spec.grad_accum).backward()
             loss_sum += float(loss.detach())
         grad_norm = torch.nn.utils.clip_grad_norm_(model.parameters(), spec.grad_clip)
