@@ -1,0 +1,194 @@
+"""Plug the reward into RL frameworks without changing them.
+
+* verl: `compute_score(data_source, solution_str, ground_truth, extra_info=None, **kwargs)`
+  reads SuperCoder-schema rows (the verl parquet that `asmopt data export` writes) and
+  returns a dict with "score" plus diagnostics. verl has no way to drop a sample, so an
+  excluded sample scores 0.0 with `excluded: True` in its diagnostics.
+* TRL: `TRLReward` has TRL's reward-function signature `(prompts, completions, **columns)`
+  and returns one float per completion, or None to exclude a sample (TRL's convention).
+
+Both assert one finite reward (or None) per candidate and can be dry-called at start-up
+(`dry_run`) so a signature or configuration mismatch fails before any training step.
+"""
+
+from __future__ import annotations
+
+import math
+import threading
+from collections.abc import Sequence
+from typing import Any
+
+from asmopt.programs.model import Program
+from asmopt.reward.service import RewardService, ScoreConfig, ScoreRequest, ScoreResult
+
+_services: dict[tuple[Any, ...], RewardService] = {}
+_lock = threading.Lock()
+
+
+def _service(config: ScoreConfig, workers: int, backend: str) -> RewardService:
+    key = (repr(config), workers, backend)
+    with _lock:
+        if key not in _services:
+            _services[key] = RewardService(config, workers=workers, backend=backend)  # type: ignore[arg-type]
+        return _services[key]
+
+
+def _check_rewards(values: Sequence[float | None], n: int) -> None:
+    if len(values) != n:
+        raise AssertionError(f"reward returned {len(values)} values for {n} candidates")
+    for v in values:
+        if v is not None and not math.isfinite(v):
+            raise AssertionError(f"reward returned a non-finite value {v}")
+
+
+# ---------------------------------------------------------------------------- verl
+def program_from_row(
+    extra_info: dict[str, Any], ground_truth: str | None = None, data_source: Any = None
+) -> Program:
+    """A SuperCoder-schema row (its extra_info) as a Program with the given baseline."""
+    from asmopt.data.supercoder import row_to_program
+
+    row = {
+        "extra_info": extra_info,
+        "data_source": data_source,
+        "reward_model": {"style": "rule", "ground_truth": ground_truth},
+    }
+    program, _ = row_to_program(row, 0, "verl row", "row", "train")
+    return program
+
+
+def compute_score(
+    data_source: Any,
+    solution_str: str,
+    ground_truth: str,
+    extra_info: dict[str, Any] | None = None,
+    **kwargs: Any,
+) -> dict[str, Any]:
+    """verl's reward plug-in. kwargs (verl's `reward_kwargs`) may set `reward`,
+    `measure`, `workers`, `backend` and any ScoreConfig field."""
+    if not isinstance(extra_info, dict):
+        raise ValueError(
+            "compute_score needs the row's extra_info (c_code, inputs, outputs); "
+            "use a parquet written by `asmopt data export --format verl-parquet`"
+        )
+    workers = int(kwargs.pop("workers", 1))
+    backend = str(kwargs.pop("backend", "thread"))
+    config = ScoreConfig(**kwargs)
+    program = program_from_row(extra_info, ground_truth, data_source)
+    [result] = _service(config, workers, backend).score_batch(
+        [ScoreRequest(program, solution_str, ground_truth)]
+    )
+    _check_rewards([result.reward], 1)
+    return _verl_dict(result)
+
+
+def _verl_dict(result: ScoreResult) -> dict[str, Any]:
+    out = {
+        "score": 0.0 if result.reward is None else float(result.reward),
+        "excluded": result.reward is None,
+    }
+    for key, value in result.to_dict().items():
+        if key == "reward":
+            continue
+        out[key] = -1.0 if value is None and key.startswith("speedup") else value
+    return out
+
+
+# ---------------------------------------------------------------------------- TRL
+class TRLReward:
+    """A TRL reward function backed by the reward service.
+
+    Rows name their program by `program_id` (looked up in `suite`, default the built-in
+    suite) or carry SuperCoder columns (`extra_info`, optional `reward_model`)."""
+
+    def __init__(
+        self,
+        config: ScoreConfig | None = None,
+        *,
+        suite: str | None = None,
+        workers: int = 2,
+        backend: str = "process",
+    ) -> None:
+        self.__name__ = f"asmopt_{(config or ScoreConfig()).reward.replace('-', '_')}"
+        self.config = config or ScoreConfig()
+        self.suite_path = suite
+        self._suite: Any = None
+        self.service = RewardService(self.config, workers=workers, backend=backend)  # type: ignore[arg-type]
+        self.last_results: list[ScoreResult] = []
+
+    def _program(self, i: int, columns: dict[str, Any]) -> tuple[Program, str | None]:
+        if "program_id" in columns:
+            if self._suite is None:
+                from asmopt.programs import load_builtin_suite, load_suite
+
+                self._suite = (
+                    load_suite(self.suite_path) if self.suite_path else load_builtin_suite()
+                )
+            return self._suite.get(columns["program_id"][i]), None
+        if "extra_info" in columns:
+            truth = None
+            if "reward_model" in columns and isinstance(columns["reward_model"][i], dict):
+                truth = columns["reward_model"][i].get("ground_truth")
+            return program_from_row(columns["extra_info"][i], truth), truth
+        raise ValueError(
+            "TRLReward needs a 'program_id' or 'extra_info' dataset column; "
+            f"got columns {sorted(columns)}"
+        )
+
+    @staticmethod
+    def _text(completion: Any) -> str:
+        if isinstance(completion, str):
+            return completion
+        if isinstance(completion, list) and completion and isinstance(completion[-1], dict):
+            return str(completion[-1].get("content", ""))  # conversational format
+        return str(completion)
+
+    def __call__(
+        self, prompts: Sequence[Any], completions: Sequence[Any], **columns: Any
+    ) -> list[float | None]:
+        requests = []
+        for i, completion in enumerate(completions):
+            program, truth = self._program(i, columns)
+            requests.append(ScoreRequest(program, self._text(completion), truth))
+        self.last_results = self.service.score_batch(requests)
+        values = [r.reward for r in self.last_results]
+        _check_rewards(values, len(completions))
+        log_metric = columns.get("log_metric")
+        if callable(log_metric):
+            for verdict in {r.verdict for r in self.last_results}:
+                share = sum(r.verdict == verdict for r in self.last_results) / len(values)
+                log_metric(f"asmopt/{verdict}", share)
+        return values
+
+    def dry_run(self, program_id: str | None = None) -> None:
+        """Call once with a known-bad completion: proves the plumbing before training."""
+        columns: dict[str, Any] = {}
+        if program_id is not None:
+            columns["program_id"] = [program_id]
+        else:
+            from asmopt.programs import load_builtin_suite, load_suite
+
+            suite = load_suite(self.suite_path) if self.suite_path else load_builtin_suite()
+            columns["program_id"] = [suite.select()[0].id]
+        values = self(prompts=["dry run"], completions=["no assembly here"], **columns)
+        if values[0] is None:
+            raise RuntimeError(f"reward dry run was excluded: {self.last_results[0].message}")
+
+    def close(self) -> None:
+        self.service.close()
+
+
+def dry_run_verl(**reward_kwargs: Any) -> dict[str, Any]:
+    """Call compute_score on a tiny built-in row, as verl would, before training starts."""
+    program = Program(id="dry", source="int main(void){return 0;}\n", tests=())
+    extra = {
+        "c_code": program.source,
+        "inputs": [""],
+        "outputs": [""],
+        "split": "train",
+        "index": 0,
+    }
+    out = compute_score("asmopt/dry-run", "no assembly", "\t.text\n", extra, **reward_kwargs)
+    if "score" not in out:
+        raise AssertionError("compute_score returned no 'score'")
+    return out

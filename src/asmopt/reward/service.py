@@ -1,0 +1,410 @@
+"""Score batches of (program, completion) pairs: extraction, build, tests, timing, reward.
+
+RL spends most of its wall time here, so the service is built around three rules:
+
+* Correctness runs go in parallel (worker processes or Ray tasks); timing is serialised
+  per core by the measurement engine's core lock, which works across processes.
+* Every sample has a hard deadline, and a watchdog replaces a worker pool that holds a
+  stuck sample, so one degenerate candidate never stalls a batch.
+* A failure of ours (sandbox down, grader raised, deadline hit while the machine was
+  overloaded) gives `reward=None`: the sample is excluded, never scored 0.
+
+`score_one` is a plain top-level function of picklable arguments, so the same code runs
+in-process, in a process pool and as a Ray task.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures as cf
+import logging
+import math
+import multiprocessing as mp
+import time
+import traceback
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, field
+from typing import Any, Literal
+
+from asmopt.programs.model import Program
+from asmopt.reward.functions import RewardInput, get_reward
+
+log = logging.getLogger(__name__)
+
+MAX_COMPLETION_BYTES = 1 << 20  # a completion longer than this is a degenerate generation
+
+
+@dataclass(frozen=True)
+class ScoreConfig:
+    """Everything that decides a score; shipped to workers with each batch."""
+
+    reward: str = "robust"
+    reward_options: dict[str, Any] = field(default_factory=dict)
+    measure: Literal["time", "instructions", "none"] = "time"
+    timing_target_half_width: float = 0.02
+    timing_max_pairs: int = 60
+    timing_budget_s: float = 10.0
+    extract: bool = True  # completions are raw model text (else: assembly already)
+    deadline_s: float = 300.0  # per sample, build + tests + timing
+    max_completion_bytes: int = MAX_COMPLETION_BYTES
+
+    def __post_init__(self) -> None:
+        get_reward(self.reward, **self.reward_options)  # fail now, not in a worker
+        if self.measure not in ("time", "instructions", "none"):
+            raise ValueError(f"measure must be time, instructions or none, got {self.measure!r}")
+        if self.deadline_s <= 0:
+            raise ValueError("deadline_s must be positive")
+
+
+@dataclass
+class ScoreResult:
+    """A reward plus everything needed to understand it."""
+
+    reward: float | None
+    verdict: str
+    message: str = ""
+    passed: int = 0
+    total: int = 0
+    speedup: float | None = None
+    speedup_low: float | None = None
+    speedup_high: float | None = None
+    is_copy: bool = False
+    identical: bool = False
+    seconds: float = 0.0
+
+    @property
+    def excluded(self) -> bool:
+        return self.reward is None
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+# ---------------------------------------------------------------------------- in a worker
+_WORKER: dict[str, Any] = {}
+
+
+def _worker_parts() -> tuple[Any, Any]:
+    """One toolchain and sandbox per worker process (they cache and are thread-safe)."""
+    if "toolchain" not in _WORKER:
+        from asmopt.sandbox.runner import default_sandbox
+        from asmopt.toolchain import default_toolchain
+
+        sandbox = default_sandbox()
+        sandbox.check()
+        _WORKER["sandbox"] = sandbox
+        _WORKER["toolchain"] = default_toolchain()
+    return _WORKER["toolchain"], _WORKER["sandbox"]
+
+
+def _coerce_text(completion: str | bytes) -> tuple[str | None, str]:
+    if isinstance(completion, bytes):
+        try:
+            return completion.decode("utf-8"), ""
+        except UnicodeDecodeError as exc:
+            return None, f"completion is not UTF-8 (invalid byte at offset {exc.start})"
+    if not isinstance(completion, str):
+        return None, f"completion must be text, got {type(completion).__name__}"
+    return completion, ""
+
+
+def _reward_input(result: ScoreResult) -> RewardInput:
+    return RewardInput(
+        verdict=result.verdict,
+        passed=result.passed,
+        total=result.total,
+        speedup=result.speedup,
+        speedup_low=result.speedup_low,
+        speedup_high=result.speedup_high,
+        identical=result.identical,
+        is_copy=result.is_copy,
+    )
+
+
+def _finish(result: ScoreResult, config: ScoreConfig, start: float) -> ScoreResult:
+    reward_fn = get_reward(config.reward, **config.reward_options)
+    value = reward_fn(_reward_input(result))
+    if value is not None and not math.isfinite(value):
+        raise ValueError(f"reward {config.reward} produced a non-finite value {value}")
+    result.reward = value
+    result.seconds = time.monotonic() - start
+    return result
+
+
+def score_one(
+    program: Program, completion: str | bytes, baseline_asm: str | None, config: ScoreConfig
+) -> ScoreResult:
+    """Score one completion. Never raises: our own failures become `infra_error`."""
+    start = time.monotonic()
+    try:
+        return _score(program, completion, baseline_asm, config, start)
+    except Exception as exc:  # the grader raised: ours, so the sample is excluded
+        log.error("scoring %s failed: %s", program.id, traceback.format_exc())
+        return ScoreResult(
+            reward=None,
+            verdict="infra_error",
+            message=f"grader error: {type(exc).__name__}: {exc}",
+            seconds=time.monotonic() - start,
+        )
+
+
+def _score(
+    program: Program,
+    completion: str | bytes,
+    baseline_asm: str | None,
+    config: ScoreConfig,
+    start: float,
+) -> ScoreResult:
+    from asmopt.eval_suite import MeasureOptions, Measurer
+    from asmopt.evaluate import check_candidate
+    from asmopt.measure.canonical import is_copy
+    from asmopt.measure.speedup import MeasureMode, MeasureStatus
+    from asmopt.measure.timing import TimingConfig
+    from asmopt.policies.extract import extract_assembly
+
+    total = len(program.tests)
+    raw = completion if isinstance(completion, bytes) else completion.encode("utf-8", "replace")
+    if len(raw) > config.max_completion_bytes:
+        return _finish(
+            ScoreResult(
+                None,
+                "extraction_error",
+                total=total,
+                message=(
+                    f"completion is {len(raw)} bytes, over the {config.max_completion_bytes}-byte "
+                    "limit"
+                ),
+            ),
+            config,
+            start,
+        )
+    text, problem = _coerce_text(completion)
+    if text is None:
+        return _finish(
+            ScoreResult(None, "extraction_error", message=problem, total=total), config, start
+        )
+    assembly = extract_assembly(text) if config.extract else text
+    if assembly is None:
+        return _finish(
+            ScoreResult(
+                None, "extraction_error", total=total, message="no assembly block in the completion"
+            ),
+            config,
+            start,
+        )
+    toolchain, sandbox = _worker_parts()
+    if baseline_asm is None:
+        baseline_asm = program.meta.get("baseline_asm") or toolchain.baseline_assembly(program)
+    identical = assembly.strip() == baseline_asm.strip()
+    copy = identical or is_copy(assembly, baseline_asm)
+    check = check_candidate(program, assembly, toolchain, sandbox)
+    result = ScoreResult(
+        None,
+        str(check.verdict),
+        message=check.message,
+        passed=check.passed,
+        total=total,
+        is_copy=copy,
+        identical=identical,
+    )
+    if check.correct and config.measure != "none":
+        options = MeasureOptions(
+            mode=MeasureMode(config.measure),
+            timing=TimingConfig(
+                target_half_width=config.timing_target_half_width,
+                max_pairs=max(4, config.timing_max_pairs),
+                budget_s=config.timing_budget_s,
+            ),
+        )
+        Measurer(program, baseline_asm, toolchain, sandbox, options, None).measure(check, copy)
+        result.verdict = str(check.verdict)  # a flaky answer can fail during timing
+        result.message = check.message
+        result.passed = check.passed
+        sp = check.speedup
+        if sp is not None and sp.status == MeasureStatus.INFRA_ERROR:
+            result.verdict, result.message = "infra_error", f"measurement: {sp.message}"
+        elif sp is not None and sp.has_ratio:
+            measured = [t.ratio for t in sp.tests if t.status == MeasureStatus.MEASURED]
+            # The reference's s is the arithmetic mean of per-test ratios.
+            result.speedup = sum(measured) / len(measured) if measured else sp.ratio
+            result.speedup_low, result.speedup_high = sp.low, sp.high
+        elif copy:
+            result.speedup, result.speedup_low, result.speedup_high = 1.0, 1.0, 1.0
+    return _finish(result, config, start)
+
+
+# ---------------------------------------------------------------------------- the service
+@dataclass
+class ScoreRequest:
+    program: Program
+    completion: str | bytes
+    baseline_asm: str | None = None
+
+
+class RewardService:
+    """Score batches with a local process pool (default), threads, or Ray.
+
+    `backend="ray"` connects with `ray.init(address=ray_address)` (None starts a local
+    instance); every request becomes one Ray task."""
+
+    def __init__(
+        self,
+        config: ScoreConfig | None = None,
+        *,
+        workers: int = 2,
+        backend: Literal["process", "thread", "ray"] = "process",
+        ray_address: str | None = None,
+    ) -> None:
+        if workers < 1:
+            raise ValueError("workers must be at least 1")
+        if backend not in ("process", "thread", "ray"):
+            raise ValueError(f"backend must be process, thread or ray, got {backend!r}")
+        self.config = config or ScoreConfig()
+        self.workers = workers
+        self.backend = backend
+        self.ray_address = ray_address
+        self._pool: cf.Executor | None = None
+        self._ray_fn: Any = None
+        self.stats = {
+            "batches": 0,
+            "samples": 0,
+            "excluded": 0,
+            "deadline_hits": 0,
+            "pool_restarts": 0,
+        }
+
+    # ------------------------------------------------------------------ pools
+    def _executor(self) -> cf.Executor:
+        if self._pool is None:
+            if self.backend == "thread":
+                self._pool = cf.ThreadPoolExecutor(max_workers=self.workers)
+            else:
+                # spawn: a fresh interpreter, no inherited threads or locks from the caller
+                self._pool = cf.ProcessPoolExecutor(
+                    max_workers=self.workers, mp_context=mp.get_context("spawn")
+                )
+        return self._pool
+
+    def _restart_pool(self) -> None:
+        """Replace a pool whose worker is stuck past its deadline (the watchdog)."""
+        pool, self._pool = self._pool, None
+        self.stats["pool_restarts"] += 1
+        if isinstance(pool, cf.ProcessPoolExecutor):
+            for proc in list(getattr(pool, "_processes", {}).values()):
+                proc.kill()  # no public API kills one worker; the sandbox dies with it
+        if pool is not None:
+            pool.shutdown(wait=False, cancel_futures=True)
+
+    def _ray(self) -> Any:
+        if self._ray_fn is None:
+            try:
+                import ray
+            except ImportError as exc:
+                raise RuntimeError(
+                    f"the ray back-end needs ray (pip install 'asmopt[rl]'): {exc}"
+                ) from None
+            if not ray.is_initialized():
+                ray.init(
+                    address=self.ray_address,
+                    ignore_reinit_error=True,
+                    include_dashboard=False,
+                    log_to_driver=False,
+                )
+            self._ray_fn = ray.remote(num_cpus=1)(score_one)
+        return self._ray_fn
+
+    def close(self) -> None:
+        if self._pool is not None:
+            self._pool.shutdown(wait=True, cancel_futures=True)
+            self._pool = None
+
+    def __enter__(self) -> RewardService:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # ------------------------------------------------------------------ scoring
+    def _deadline_result(self, req: ScoreRequest) -> ScoreResult:
+        self.stats["deadline_hits"] += 1
+        return ScoreResult(
+            reward=None,
+            verdict="infra_error",
+            total=len(req.program.tests),
+            message=f"scoring exceeded the {self.config.deadline_s:g}s deadline "
+            "(excluded: the machine may be overloaded)",
+            seconds=self.config.deadline_s,
+        )
+
+    def score_batch(self, requests: Sequence[ScoreRequest]) -> list[ScoreResult]:
+        """One result per request, in order; never raises for a bad candidate."""
+        if not requests:
+            return []
+        if self.backend == "ray":
+            results = self._score_ray(requests)
+        else:
+            results = self._score_pool(requests)
+        self.stats["batches"] += 1
+        self.stats["samples"] += len(results)
+        self.stats["excluded"] += sum(r.reward is None for r in results)
+        assert len(results) == len(requests)
+        return results
+
+    def _score_pool(self, requests: Sequence[ScoreRequest]) -> list[ScoreResult]:
+        pool = self._executor()
+        futures = [
+            pool.submit(score_one, r.program, r.completion, r.baseline_asm, self.config)
+            for r in requests
+        ]
+        # Samples start as workers free up, so the batch deadline scales with the queue.
+        waves = math.ceil(len(requests) / self.workers)
+        deadline = time.monotonic() + self.config.deadline_s * waves
+        results: list[ScoreResult | None] = [None] * len(requests)
+        stuck = False
+        for i, fut in enumerate(futures):
+            remaining = max(0.0, deadline - time.monotonic())
+            try:
+                results[i] = fut.result(timeout=remaining)
+            except cf.TimeoutError:
+                stuck = True
+                results[i] = self._deadline_result(requests[i])
+            except Exception as exc:  # a worker died (e.g. killed): ours, excluded
+                results[i] = ScoreResult(
+                    reward=None,
+                    verdict="infra_error",
+                    total=len(requests[i].program.tests),
+                    message=f"worker failed: {type(exc).__name__}: {exc}",
+                )
+                stuck = stuck or isinstance(exc, cf.process.BrokenProcessPool)
+        if stuck:
+            self._restart_pool()
+        return [r for r in results if r is not None]
+
+    def _score_ray(self, requests: Sequence[ScoreRequest]) -> list[ScoreResult]:
+        import ray
+
+        fn = self._ray()
+        refs = [fn.remote(r.program, r.completion, r.baseline_asm, self.config) for r in requests]
+        waves = math.ceil(len(requests) / self.workers)
+        ready, pending = ray.wait(
+            refs, num_returns=len(refs), timeout=self.config.deadline_s * waves
+        )
+        done = set(ready)
+        results = []
+        for req, ref in zip(requests, refs, strict=True):
+            if ref in done:
+                try:
+                    results.append(ray.get(ref))
+                except Exception as exc:
+                    results.append(
+                        ScoreResult(
+                            reward=None,
+                            verdict="infra_error",
+                            total=len(req.program.tests),
+                            message=f"ray task failed: {exc}",
+                        )
+                    )
+            else:
+                ray.cancel(ref, force=True)
+                results.append(self._deadline_result(req))
+        del pending
+        return results

@@ -1,0 +1,215 @@
+"""The reward service end to end: real builds, real sandbox, real timing; exploits earn nothing."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import pytest
+
+from asmopt.programs.model import Program, TestCase
+from asmopt.reward.service import RewardService, ScoreConfig, ScoreRequest, score_one
+from asmopt.toolchain import Toolchain
+
+SOURCE = r"""
+#include <stdio.h>
+int main(void) {
+    long n, s = 0;
+    if (scanf("%ld", &n) != 1) return 1;
+    for (long i = 0; i < n; i++) s += (i * i) % 7;
+    printf("%ld\n", s);
+    return 0;
+}
+"""
+
+
+def _expected(n: int) -> bytes:
+    period = [0, 1, 4, 2, 2, 4, 1]  # (i*i) % 7 repeats every 7
+    return f"{(n // 7) * 14 + sum(period[: n % 7])}\n".encode()
+
+
+PROGRAM = Program(
+    id="sumsq",
+    source=SOURCE,
+    tests=tuple(
+        TestCase(f"t{i}", f"{n}\n".encode(), _expected(n))
+        for i, n in enumerate((0, 5, 1000, 20_000_000))
+    ),
+)
+FAST = ScoreConfig(reward="robust", measure="time", timing_max_pairs=8, timing_budget_s=3.0)
+NO_TIMING = ScoreConfig(reward="robust", measure="none")
+
+
+@pytest.fixture(scope="module")
+def baseline(toolchain: Toolchain) -> str:
+    return toolchain.baseline_assembly(PROGRAM)
+
+
+def _fence(asm: str) -> str:
+    return f"Here is the faster version:\n```assembly\n{asm}```\n"
+
+
+def test_verbatim_and_whitespace_copies_earn_zero_under_robust(baseline: str) -> None:
+    verbatim = score_one(PROGRAM, _fence(baseline), baseline, FAST)
+    assert verbatim.verdict == "pass" and verbatim.identical and verbatim.reward == 0.0
+    altered = (
+        "\n".join("  " + line.replace("\t", "    ") + "   # tidy" for line in baseline.splitlines())
+        + "\n"
+    )
+    copy = score_one(PROGRAM, _fence(altered), baseline, FAST)
+    assert copy.verdict == "pass" and copy.is_copy and not copy.identical
+    assert copy.reward == 0.0
+    design1 = score_one(
+        PROGRAM,
+        _fence(baseline),
+        baseline,
+        ScoreConfig(reward="supercoder-design1", measure="none"),
+    )
+    assert design1.reward == 1.0  # the reference design pays a verbatim copy
+
+
+@pytest.mark.parametrize(
+    ("completion", "needle"),
+    [
+        ("I think the code is already optimal.", "no assembly"),
+        (b"```assembly\n\xff\xfe\n```", "not UTF-8"),
+        ("```assembly\n" + "nop\n" * 400_000 + "```", "over the"),
+        ("```assembly\n\tmovq %rax\n```", "cand.s"),
+    ],
+)
+def test_degenerate_completions_get_the_lowest_reward_of_their_class(
+    completion: str | bytes, needle: str, baseline: str
+) -> None:
+    result = score_one(PROGRAM, completion, baseline, NO_TIMING)
+    assert result.reward == -1.0
+    assert needle in result.message
+
+
+def _c_candidate(toolchain: Toolchain, source: str) -> str:
+    return toolchain.baseline_assembly(Program(id="evil", source=source, tests=()), ("-O2",))
+
+
+def test_special_casing_visible_inputs_earns_nothing(toolchain: Toolchain, baseline: str) -> None:
+    # Hard-codes the answer of the one test it has seen; every other test fails.
+    cheat = _c_candidate(
+        toolchain,
+        '#include <stdio.h>\nint main(void){puts("%s");return 0;}\n'
+        % _expected(1000).decode().strip(),
+    )
+    result = score_one(PROGRAM, _fence(cheat), baseline, FAST)
+    assert result.verdict == "wrong_output" and result.reward is not None and result.reward < 0
+
+
+def test_reading_expected_outputs_from_disk_earns_nothing(
+    toolchain: Toolchain, baseline: str, tmp_path: Path
+) -> None:
+    leak = tmp_path / "t3.out"
+    leak.write_bytes(PROGRAM.tests[3].expected_stdout)
+    leak.chmod(0o644)
+    tmp_path.chmod(0o755)
+    cheat = _c_candidate(
+        toolchain,
+        r"""
+#include <stdio.h>
+int main(void) { char b[256]; FILE *f = fopen("%s", "r");
+  if (!f) { puts("0"); return 0; } while (fgets(b, sizeof b, f)) fputs(b, stdout); return 0; }
+"""
+        % leak,
+    )
+    result = score_one(PROGRAM, _fence(cheat), baseline, FAST)
+    assert result.verdict == "wrong_output" and result.reward is not None and result.reward < 0
+
+
+def test_detecting_the_timed_runs_earns_nothing(toolchain: Toolchain, baseline: str) -> None:
+    # Tries to be correct on its first run in a sandbox and to skip the work on the repeated
+    # runs that timing uses. The launcher empties /tmp between runs, so every run looks like
+    # the first: the program does the full work each time and gains nothing (and every timed
+    # run's output is checked as well).
+    cheat = _c_candidate(
+        toolchain,
+        r"""
+#include <stdio.h>
+int main(void) {
+    long n, s = 0; FILE *seen = fopen("/tmp/.seen", "r");
+    if (scanf("%ld", &n) != 1) return 1;
+    if (seen) { puts("0"); return 0; }
+    seen = fopen("/tmp/.seen", "w"); if (seen) fclose(seen);
+    for (long i = 0; i < n; i++) s += (i * i) % 7;
+    printf("%ld\n", s); return 0;
+}
+""",
+    )
+    result = score_one(PROGRAM, _fence(cheat), baseline, FAST)
+    assert result.verdict == "pass", result.message
+    assert result.reward is not None and result.reward <= 0.0
+
+
+def test_grader_failure_is_excluded_not_zero(
+    monkeypatch: pytest.MonkeyPatch, baseline: str
+) -> None:
+    import asmopt.evaluate
+
+    def boom(*args: object, **kwargs: object) -> None:
+        raise RuntimeError("disk full")
+
+    monkeypatch.setattr(asmopt.evaluate, "check_candidate", boom)
+    result = score_one(PROGRAM, _fence(baseline), baseline, NO_TIMING)
+    assert result.reward is None and result.verdict == "infra_error"
+    assert "disk full" in result.message
+
+
+def test_faster_candidate_is_paid(toolchain: Toolchain, baseline: str) -> None:
+    # The closed form of the same sum: many times faster on the heavy test.
+    fast = _c_candidate(
+        toolchain,
+        r"""
+#include <stdio.h>
+int main(void) {
+    long n; static const long r[7] = {0, 1, 4, 2, 2, 4, 1};
+    if (scanf("%ld", &n) != 1) return 1;
+    long s = (n / 7) * 14; for (long i = 0; i < n % 7; i++) s += r[i];
+    printf("%ld\n", s); return 0;
+}
+""",
+    )
+    result = score_one(PROGRAM, _fence(fast), baseline, FAST)
+    assert result.verdict == "pass", result.message
+    assert result.speedup is not None and result.speedup > 1.5
+    assert result.speedup_low is not None and result.speedup_low > 1.0
+    assert result.reward is not None and result.reward > 0.3
+    assert math.isfinite(result.reward)
+
+
+def test_process_pool_batch_keeps_order_and_the_watchdog_recovers(
+    baseline: str, toolchain: Toolchain
+) -> None:
+    sleeper = _c_candidate(toolchain, "#include <unistd.h>\nint main(void){sleep(8);return 0;}\n")
+    config = ScoreConfig(reward="robust", measure="none", deadline_s=4.0)
+    with RewardService(config, workers=2, backend="process") as service:
+        batch = [
+            ScoreRequest(PROGRAM, _fence(baseline), baseline),
+            ScoreRequest(PROGRAM, "nothing", baseline),
+            ScoreRequest(PROGRAM, _fence(sleeper), baseline),
+        ]
+        results = service.score_batch(batch)
+        assert [r.verdict for r in results[:2]] == ["pass", "extraction_error"]
+        assert results[2].reward is None and "deadline" in results[2].message
+        assert service.stats["pool_restarts"] == 1
+        again = service.score_batch([ScoreRequest(PROGRAM, _fence(baseline), baseline)])
+        assert again[0].verdict == "pass"
+
+
+def test_ray_backend_scores_a_batch_on_a_local_instance(baseline: str) -> None:
+    ray = pytest.importorskip("ray")
+    try:
+        with RewardService(NO_TIMING, workers=2, backend="ray") as service:
+            results = service.score_batch(
+                [
+                    ScoreRequest(PROGRAM, _fence(baseline), baseline),
+                    ScoreRequest(PROGRAM, "no asm", baseline),
+                ]
+            )
+        assert [r.verdict for r in results] == ["pass", "extraction_error"]
+        assert results[0].reward == 0.0 and results[1].reward == -1.0
+    finally:
+        ray.shutdown()
