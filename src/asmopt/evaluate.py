@@ -150,8 +150,7 @@ def classify_run(test: TestCase, run: RunResult, limits: Limits) -> TestVerdict:
         )
     # SIGXCPU only comes from the CPU rlimit; SIGKILL is the hard limit one second later.
     cpu_limit_hit = run.signal == _signal.SIGXCPU or (
-        run.signal == _signal.SIGKILL
-        and run.cpu_time_s >= limits.cpu_seconds * 0.95
+        run.signal == _signal.SIGKILL and run.cpu_time_s >= limits.cpu_seconds * 0.95
     )
     if run.timed_out or cpu_limit_hit:
         why = (
