@@ -1,0 +1,245 @@
+"""Gymnasium environment `asmopt/AsmOpt-v0`: one program per episode, assembly as action.
+
+Observation: the prompt text (the chosen template rendered with the program's C code, its
+-O3 assembly and, after the first round, feedback on the previous attempt) plus structured
+program information. Action: the model's answer text (an `assembly` fence is extracted; a
+bare assembly file is accepted too). Reward: the configured reward function on the judged
+candidate.
+
+An episode is `max_rounds` attempts: `terminated` becomes true after the last one (the
+episode's defined length), `truncated` is never used. An infrastructure failure sets
+`info["excluded"]` and gives reward 0.0, since Gymnasium rewards must be numbers; learners
+should drop such steps.
+
+The episode state (`get_state()`) is plain JSON: program, seed, round and every action
+with its verdict and reward, so an episode can be stored, inspected and replayed
+(`replay(state)`).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import string
+from typing import Any
+
+import gymnasium as gym
+from gymnasium import spaces
+
+from asmopt.policies.feedback import format_feedback
+from asmopt.policies.prompts import load_template
+from asmopt.programs import load_builtin_suite, load_suite
+from asmopt.programs.model import ProgramError
+from asmopt.reward.service import ScoreConfig, score_one
+
+ENV_ID = "asmopt/AsmOpt-v0"
+STATE_VERSION = 1
+MAX_TEXT = 4 << 20
+
+
+class AnyText(spaces.Space[str]):
+    """Any Python string up to `max_length` characters (prompts and assembly are free text).
+
+    gymnasium's Text space limits the alphabet, which C sources and assembly do not fit."""
+
+    def __init__(self, max_length: int = MAX_TEXT, seed: int | None = None) -> None:
+        self.max_length = max_length
+        super().__init__(shape=None, dtype=None, seed=seed)
+
+    @property
+    def is_np_flattenable(self) -> bool:
+        return False
+
+    def sample(self, mask: Any = None, probability: Any = None) -> str:
+        n = int(self.np_random.integers(0, 64))
+        alphabet = string.printable
+        return "".join(alphabet[int(i)] for i in self.np_random.integers(0, len(alphabet), n))
+
+    def contains(self, x: Any) -> bool:
+        return isinstance(x, str) and len(x) <= self.max_length
+
+    def __repr__(self) -> str:
+        return f"AnyText({self.max_length})"
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, AnyText) and other.max_length == self.max_length
+
+
+class AsmOptEnv(gym.Env[dict[str, Any], str]):
+    metadata = {"render_modes": ["ansi"]}  # noqa: RUF012
+
+    def __init__(
+        self,
+        suite: str | None = None,
+        split: str = "train",
+        program_ids: list[str] | None = None,
+        reward: str = "robust",
+        measure: str = "none",
+        max_rounds: int = 1,
+        template: str = "reference",
+        score_config: ScoreConfig | None = None,
+        render_mode: str | None = None,
+    ) -> None:
+        if max_rounds < 1:
+            raise ValueError(f"max_rounds must be at least 1, got {max_rounds}")
+        if render_mode not in (None, "ansi"):
+            raise ValueError(f"render_mode must be None or 'ansi', got {render_mode!r}")
+        self.suite = load_suite(suite) if suite else load_builtin_suite()
+        self.programs = self.suite.select(split=split, ids=program_ids)
+        if not self.programs:
+            raise ProgramError(f"no programs in split {split!r} of suite {self.suite.name!r}")
+        self.suite_path = suite
+        self.split = split
+        self.max_rounds = max_rounds
+        self.template = load_template(template)
+        self.score_config = score_config or ScoreConfig(reward=reward, measure=measure)  # type: ignore[arg-type]
+        self.render_mode = render_mode
+        self.action_space = AnyText()
+        self.observation_space = spaces.Dict(
+            {
+                "prompt": AnyText(),
+                "program_id": AnyText(256),
+                "category": AnyText(256),
+                "num_tests": spaces.Discrete(10_000),
+                "round": spaces.Discrete(max_rounds + 1),
+                "feedback": AnyText(),
+            }
+        )
+        self._baselines: dict[str, str] = {}
+        self._program = self.programs[0]
+        self._round = 0
+        self._feedback = ""
+        self._history: list[dict[str, Any]] = []
+        self._seed: int | None = None
+
+    # ------------------------------------------------------------------ helpers
+    def _baseline(self) -> str:
+        pid = self._program.id
+        if pid not in self._baselines:
+            from asmopt.toolchain import default_toolchain
+
+            given = self._program.meta.get("baseline_asm")
+            self._baselines[pid] = given or default_toolchain().baseline_assembly(self._program)
+        return self._baselines[pid]
+
+    def _obs(self) -> dict[str, Any]:
+        prompt = self.template.render(
+            self._program.source, self._baseline(), self._feedback or None
+        )
+        return {
+            "prompt": prompt,
+            "program_id": self._program.id,
+            "category": str(self._program.meta.get("category", "")),
+            "num_tests": len(self._program.tests),
+            "round": self._round,
+            "feedback": self._feedback,
+        }
+
+    # ------------------------------------------------------------------ Gymnasium API
+    def reset(
+        self, *, seed: int | None = None, options: dict[str, Any] | None = None
+    ) -> tuple[dict[str, Any], dict[str, Any]]:
+        super().reset(seed=seed)
+        self._seed = seed
+        options = options or {}
+        if "program_id" in options:
+            self._program = self.suite.get(options["program_id"])
+        else:
+            self._program = self.programs[int(self.np_random.integers(len(self.programs)))]
+        self._round = 0
+        self._feedback = ""
+        self._history = []
+        return self._obs(), {"program_id": self._program.id, "split": self.split}
+
+    def step(self, action: str) -> tuple[dict[str, Any], float, bool, bool, dict[str, Any]]:
+        if self._round >= self.max_rounds:
+            raise RuntimeError("the episode is over; call reset() first")
+        if not isinstance(action, str | bytes):
+            raise TypeError(f"action must be text, got {type(action).__name__}")
+        result = score_one(self._program, action, self._baseline(), self.score_config)
+        self._round += 1
+        self._feedback = format_feedback(
+            result.verdict,
+            result.message,
+            result.speedup,
+            result.speedup_low,
+            result.speedup_high,
+            result.is_copy,
+        )
+        excluded = result.reward is None
+        reward = 0.0 if excluded else float(result.reward)  # type: ignore[arg-type]
+        text = action if isinstance(action, str) else action.decode("utf-8", "replace")
+        self._history.append(
+            {
+                "action": text,
+                "action_sha256": hashlib.sha256(text.encode()).hexdigest(),
+                "verdict": result.verdict,
+                "reward": None if excluded else reward,
+                "feedback": self._feedback,
+            }
+        )
+        terminated = self._round >= self.max_rounds
+        info = {
+            "verdict": result.verdict,
+            "message": result.message,
+            "passed": result.passed,
+            "total": result.total,
+            "speedup": result.speedup,
+            "is_copy": result.is_copy,
+            "excluded": excluded,
+            "speedup_interval": (result.speedup_low, result.speedup_high),
+        }
+        return self._obs(), reward, terminated, False, info
+
+    def render(self) -> str | None:
+        if self.render_mode != "ansi":
+            return None
+        last = self._history[-1] if self._history else None
+        head = f"{self._program.id} round {self._round}/{self.max_rounds}"
+        return head if last is None else f"{head}: {last['verdict']} reward={last['reward']}"
+
+    # ------------------------------------------------------------------ state
+    def get_state(self) -> dict[str, Any]:
+        """Everything needed to inspect or replay the episode, as plain JSON."""
+        return {
+            "version": STATE_VERSION,
+            "env": ENV_ID,
+            "suite": self.suite.name,
+            "suite_path": self.suite_path,
+            "program_id": self._program.id,
+            "seed": self._seed,
+            "round": self._round,
+            "max_rounds": self.max_rounds,
+            "template": self.template.name,
+            "score_config": {k: v for k, v in self.score_config.__dict__.items()},
+            "history": [dict(h) for h in self._history],
+        }
+
+    def set_state(self, state: dict[str, Any]) -> dict[str, Any]:
+        """Restore an episode without re-running anything; returns the observation."""
+        if state.get("version") != STATE_VERSION:
+            raise ValueError(
+                f"episode state version {state.get('version')!r} is not "
+                f"supported (expected {STATE_VERSION})"
+            )
+        self._program = self.suite.get(state["program_id"])
+        self._seed = state.get("seed")
+        self._history = [dict(h) for h in state["history"]]
+        self._round = len(self._history)
+        self._feedback = self._history[-1]["feedback"] if self._history else ""
+        return self._obs()
+
+    def replay(
+        self, state: dict[str, Any]
+    ) -> list[tuple[dict[str, Any], float, bool, bool, dict[str, Any]]]:
+        """Re-run a stored episode's actions from the start and return every transition."""
+        self.reset(seed=state.get("seed"), options={"program_id": state["program_id"]})
+        return [self.step(h["action"]) for h in state["history"]]
+
+
+def register_envs() -> None:
+    """Register with Gymnasium (also the `gymnasium.envs` entry point)."""
+    if ENV_ID not in gym.registry:
+        gym.register(id=ENV_ID, entry_point="asmopt.env:AsmOptEnv")
+
+
+register_envs()
