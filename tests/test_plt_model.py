@@ -407,3 +407,16 @@ def test_diagnostics_during_cached_decode_match_the_full_forward() -> None:
     for full_loop, step_loop in zip(full.loop_gates[1:], step.loop_gates[1:], strict=True):
         for full_gate, step_gate in zip(full_loop, step_loop, strict=True):
             assert (full_gate[:, -1:] - step_gate).abs().max().item() < TIGHT
+
+
+def test_gate_sees_in_place_weight_updates() -> None:
+    """The folded gate weights kept between decode steps follow in-place parameter changes."""
+    model = tiny_model(plt_num_loops=2)
+    ids = torch.randint(2, VOCAB, (1, 5))
+    with torch.no_grad():
+        before = model(ids, output_loop_states=True).loop_gates[1][0]
+        model.model.layers[0].self_attn.plt_gate.bias.fill_(-60.0)
+        model.model.layers[0].self_attn.plt_gate.weight.zero_()
+        after = model(ids, output_loop_states=True).loop_gates[1][0]
+    assert before.min().item() > 1e-6
+    assert after.max().item() < 1e-20

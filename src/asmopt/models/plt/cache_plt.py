@@ -69,8 +69,8 @@ class PLTWindowLayer(DynamicLayer):
         self.cumulative_length += q
         if q == 1:
             slot = past % self.capacity
-            self.keys[:, :, slot] = key_states[:, :, 0]
-            self.values[:, :, slot] = value_states[:, :, 0]
+            self.keys.narrow(-2, slot, 1).copy_(key_states)
+            self.values.narrow(-2, slot, 1).copy_(value_states)
             return self.keys, self.values
         if past > 0:
             keys = torch.cat([self.keys, key_states], dim=-2)

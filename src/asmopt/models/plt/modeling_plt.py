@@ -163,10 +163,11 @@ class PLTLinear(nn.Linear):
                 flat = x.reshape(rows, x.shape[-1])  # [rows, in]
                 if rows == 1:
                     flat = torch.cat([flat, flat.new_zeros(1, flat.shape[1])])  # [2, in]
-                out = torch.mm(self.weight, flat.t()).t()[:rows]  # [rows, out]
+                # [out, rows] -> contiguous [rows, out]: attention kernels need unit stride
+                out = torch.mm(self.weight, flat.t()).t()[:rows].contiguous()
                 if self.bias is not None:
                     out = out + self.bias
-                return out.reshape(*x.shape[:-1], self.out_features)
+                return out.view(*x.shape[:-1], self.out_features)
         return F.linear(x, self.weight, self.bias)
 
 
@@ -305,6 +306,8 @@ class PLTGate(nn.Module):
         )
         self.weight = nn.Parameter(torch.zeros(heads, in_features))
         self.bias = nn.Parameter(torch.zeros(heads))
+        self._folded_key: tuple[object, ...] | None = None
+        self._folded: tuple[torch.Tensor, torch.Tensor] | None = None
 
     def forward(self, unit_hidden: torch.Tensor, query: torch.Tensor) -> torch.Tensor:
         """unit_hidden `[B, Q, hidden]`: the layer input divided by its RMS (`normalize`), so
@@ -312,14 +315,38 @@ class PLTGate(nn.Module):
         Returns g `[B, Q, H]` in the input dtype, computed in float32 for half precision."""
         dtype = query.dtype
         compute = torch.float32 if dtype in (torch.float16, torch.bfloat16) else dtype
-        weight, bias = self.weight.to(compute), self.bias.to(compute)
+        weight, bias = self._weights(compute)
         if self.gate_norm is not None:
-            normed = unit_hidden.to(compute) * self.gate_norm.weight.to(compute)
-            logits = F.linear(normed, weight, bias)  # [B, Q, H]
+            logits = F.linear(unit_hidden.to(compute), weight, bias)  # [B, Q, H]
         else:
             per_head = torch.matmul(query.to(compute), weight.unsqueeze(-1))  # [B, H, Q, 1]
             logits = per_head.squeeze(-1).transpose(1, 2) + bias  # [B, Q, H]
         return torch.sigmoid(logits).to(dtype)
+
+    def _weights(self, compute: torch.dtype) -> tuple[torch.Tensor, torch.Tensor]:
+        """(W diag(gate_norm.weight), b) in `compute` dtype: W (w * x) = (W diag(w)) x.
+
+        Without gradients the folded weights are kept until a parameter changes (new storage
+        or an in-place update bumps `_version`), which saves a few small ops per layer in
+        every decode step.
+        """
+        params = [self.weight, self.bias]
+        if self.gate_norm is not None:
+            params.append(self.gate_norm.weight)
+        if torch.is_grad_enabled() and any(p.requires_grad for p in params):
+            return self._fold(compute)
+        key = (compute, *((p.data_ptr(), p._version) for p in params))
+        if self._folded_key != key:
+            with torch.no_grad():
+                self._folded = self._fold(compute)
+            self._folded_key = key
+        return self._folded
+
+    def _fold(self, compute: torch.dtype) -> tuple[torch.Tensor, torch.Tensor]:
+        weight = self.weight.to(compute)
+        if self.gate_norm is not None:
+            weight = weight * self.gate_norm.weight.to(compute)  # [H, hidden] * [hidden]
+        return weight, self.bias.to(compute)
 
 
 class PLTAttention(nn.Module):
