@@ -45,6 +45,12 @@ class ScoreConfig:
     timing_budget_s: float = 10.0
     extract: bool = True  # completions are raw model text (else: assembly already)
     deadline_s: float = 300.0  # per sample, build + tests + timing
+    # A speedup whose 95% interval contains 1 is reported to the reward as exactly 1.0: the
+    # measurement cannot tell it from the baseline, so no reward (design 1 and 2 included)
+    # may pay for it. The raw estimate stays in `raw_speedup`.
+    snap_insignificant: bool = True
+    # Time answers that are copies of the baseline (A/A checks of the instrument only).
+    time_copies: bool = False
     max_completion_bytes: int = MAX_COMPLETION_BYTES
 
     def __post_init__(self) -> None:
@@ -67,6 +73,7 @@ class ScoreResult:
     speedup: float | None = None
     speedup_low: float | None = None
     speedup_high: float | None = None
+    raw_speedup: float | None = None
     is_copy: bool = False
     identical: bool = False
     seconds: float = 0.0
@@ -227,6 +234,9 @@ def _score(
             # The reference's s is the arithmetic mean of per-test ratios.
             result.speedup = sum(measured) / len(measured) if measured else sp.ratio
             result.speedup_low, result.speedup_high = sp.low, sp.high
+            result.raw_speedup = result.speedup
+            if config.snap_insignificant and sp.low <= 1.0 <= sp.high:
+                result.speedup = 1.0
         elif copy:
             result.speedup, result.speedup_low, result.speedup_high = 1.0, 1.0, 1.0
     return _finish(result, config, start)
