@@ -88,7 +88,8 @@ def main() -> None:
         [
             "# Reward A/A under load: supercoder-design2 on identical binaries",
             "",
-            f"Command: `.venv/bin/python bench/bench_reward_aa.py{' --quick' if args.quick else ''}`"
+            "Command: `.venv/bin/python bench/bench_reward_aa.py"
+            f"{' --quick' if args.quick else ''}`"
             f" ({trials} trial(s) x {len(ids)} programs, {time.monotonic() - start:.0f} s). "
             "Load: two busy processes.",
             f"Machine before: {before}",
