@@ -11,6 +11,12 @@ import pytest
 
 _CACHE = tempfile.mkdtemp(prefix="asmopt-test-cache-")
 os.environ.setdefault("ASMOPT_CACHE_DIR", _CACHE)
+# A private temporary directory for this test session: sandbox run directories are created
+# here, so leftovers are attributed to these tests and not to other work on the machine.
+_TMP = tempfile.mkdtemp(prefix="asmopt-test-tmp-")
+os.chmod(_TMP, 0o755)
+os.environ["TMPDIR"] = _TMP
+tempfile.tempdir = _TMP
 
 from asmopt.sandbox import Sandbox  # noqa: E402
 from asmopt.toolchain import Toolchain  # noqa: E402
@@ -44,7 +50,11 @@ def no_leftovers() -> Iterator[None]:
 
 
 def sandboxed_processes() -> list[str]:
-    """Processes owned by the sandbox uid (when running as root) or still inside bwrap."""
+    """Live processes of this test session's sandboxes.
+
+    Every sandbox's bwrap command line names its run directory under the session's private
+    temporary directory, and when bwrap is gone its pid namespace (with everything the
+    program started) is gone too."""
     found = []
     for proc in Path("/proc").iterdir():
         if not proc.name.isdigit():
@@ -56,8 +66,6 @@ def sandboxed_processes() -> list[str]:
             continue
         if "\nState:\tZ" in status:
             continue  # already dead, waiting for the host's init to reap it
-        uid_line = next((ln for ln in status.splitlines() if ln.startswith("Uid:")), "")
-        uids = uid_line.split()[1:2]
-        if (os.geteuid() == 0 and uids == ["65534"]) or "/sandbox/launch" in cmdline:
+        if _TMP in cmdline:
             found.append(f"{proc.name}: {cmdline[:100]}")
     return found

@@ -483,14 +483,27 @@ class Sandbox:
         argv: Sequence[str],
         work_dir: str | os.PathLike[str],
         limits: Limits = TOOLCHAIN_LIMITS,
+        stdin_file: str | None = None,
+        seccomp: bool = False,
     ) -> RunResult:
-        """Run a compiler command with `work_dir` (and nothing else of ours) writable at /work."""
+        """Run a compiler command with `work_dir` (and nothing else of ours) writable at /work.
+
+        Also runs profile-collecting builds of a program's own C source (PGO): then
+        `stdin_file` names a file inside `work_dir` and `seccomp` applies the program
+        sandbox's system-call filter."""
         self.check()
         work = Path(work_dir).resolve()
+        stdin_inside = "/dev/null"
+        if stdin_file is not None:
+            if "/" in stdin_file or not (work / stdin_file).is_file():
+                raise ValueError(f"stdin_file must name a file in the work directory: {stdin_file}")
+            stdin_inside = f"/work/{stdin_file}"
         if self.unsafe:
             cmd = [
                 str(self._launcher),
-                *self._launcher_args(limits, "/dev/null", 1, False),
+                *self._launcher_args(
+                    limits, str(work / stdin_file) if stdin_file else "/dev/null", 1, seccomp
+                ),
                 "--",
                 *argv,
             ]
@@ -545,7 +558,7 @@ class Sandbox:
                 "HOME",
                 "/tmp",
                 "/sandbox/launch",
-                *self._launcher_args(limits, "/dev/null", 1, False),
+                *self._launcher_args(limits, stdin_inside, 1, seccomp),
                 "--",
                 *argv,
             ]
