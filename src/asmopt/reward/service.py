@@ -221,6 +221,7 @@ def _score(
                 max_pairs=max(4, config.timing_max_pairs),
                 budget_s=config.timing_budget_s,
             ),
+            time_copies=config.time_copies,
         )
         Measurer(program, baseline_asm, toolchain, sandbox, options, None).measure(check, copy)
         result.verdict = str(check.verdict)  # a flaky answer can fail during timing
