@@ -269,6 +269,93 @@ class Toolchain:
             raise ToolchainError(f"{program.id}: gcc {' '.join(flags)} -S failed: {result.message}")
         return result.output.read_text(encoding="utf-8", errors="replace")
 
+    def compile_assembly_pgo(
+        self,
+        program: Program,
+        profile_inputs: Sequence[bytes],
+        flags: Sequence[str] = DEFAULT_O3_FLAGS,
+    ) -> BuildResult:
+        """Profile-guided `-S`: build instrumented, run it on `profile_inputs`, rebuild.
+
+        The instrumented program is the program's own C source; it runs in the toolchain
+        sandbox (so it can write its profile into the work directory) with the program
+        sandbox's seccomp filter and limits. Only the inputs given here are profiled, so a
+        caller can keep held-out tests out of the profile."""
+        if not profile_inputs:
+            return BuildResult(stage="compile", message="PGO needs at least one profile input")
+        files = self._program_files(program)
+        key = self._key(
+            "pgo",
+            json.dumps([*flags, *program.cflags, *program.ldflags]),
+            *[n.encode() + b"\0" + d for n, d in sorted(files.items())],
+            *[hashlib.sha256(i).hexdigest() for i in profile_inputs],
+        )
+        return self._cached(key, lambda: self._pgo(program, files, profile_inputs, flags))
+
+    def _pgo(
+        self,
+        program: Program,
+        files: dict[str, bytes],
+        profile_inputs: Sequence[bytes],
+        flags: Sequence[str],
+    ) -> BuildResult:
+        from asmopt.sandbox.runner import Limits
+
+        cc_path = shutil.which(self.cc)
+        if cc_path is None:
+            return BuildResult(stage="infra", message=f"C compiler {self.cc!r} not found")
+        work = Path(tempfile.mkdtemp(prefix="asmopt-build-"))
+        run_limits = Limits(cpu_seconds=20, wall_seconds=60.0, file_size=64 << 20)
+        try:
+            for name, data in files.items():
+                (work / name).write_bytes(data)
+            cflags = [*flags, *program.cflags]
+            steps = [
+                [cc_path, *cflags, "-fprofile-generate", "-c", "main.c", "-o", "main.o"],
+                [cc_path, "-fprofile-generate", "main.o", "-o", "prog", *program.ldflags],
+            ]
+            for argv in steps:
+                run = self.sandbox.run_toolchain(argv, work)
+                if run.infra_error or run.exit_code != 0:
+                    msg = run.infra_error or first_messages(run.stderr.decode("utf-8", "replace"))
+                    return BuildResult(stage="compile", message=f"PGO instrumented build: {msg}")
+            for i, data in enumerate(profile_inputs):
+                (work / f"profile-{i}.in").write_bytes(data)
+                run = self.sandbox.run_toolchain(
+                    ["/work/prog"],
+                    work,
+                    limits=run_limits,
+                    stdin_file=f"profile-{i}.in",
+                    seccomp=True,
+                )
+                if run.infra_error or run.exit_code is None:
+                    return BuildResult(
+                        stage="compile",
+                        message=f"PGO profiling run failed: {run.infra_error or run.signal_name}",
+                    )
+            if not (work / "main.gcda").exists():
+                return BuildResult(stage="compile", message="PGO profiling wrote no profile")
+            final = [
+                cc_path,
+                *cflags,
+                "-fprofile-use",
+                "-fprofile-correction",
+                "-Wno-missing-profile",
+                "-S",
+                "main.c",
+                "-o",
+                "main.s",
+            ]
+            run = self.sandbox.run_toolchain(final, work)
+            if run.infra_error or run.exit_code != 0 or not (work / "main.s").exists():
+                msg = run.infra_error or first_messages(run.stderr.decode("utf-8", "replace"))
+                return BuildResult(stage="compile", message=f"PGO final build: {msg}")
+            keep = Path(tempfile.mkdtemp(prefix="asmopt-out-")) / "main.s"
+            shutil.move(work / "main.s", keep)
+            return BuildResult(stage="ok", output=keep)
+        finally:
+            shutil.rmtree(work, ignore_errors=True)
+
     def compile_binary(
         self, program: Program, flags: Sequence[str] = DEFAULT_O3_FLAGS
     ) -> BuildResult:

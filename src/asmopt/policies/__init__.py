@@ -6,8 +6,16 @@ from collections.abc import Callable
 
 from asmopt.policies.base import Candidate, IdentityPolicy, Policy, PolicyRequest
 
+
+def _compiler_search(**options: object) -> Policy:
+    from asmopt.policies.compiler_search import CompilerSearchPolicy
+
+    return CompilerSearchPolicy(**options)  # type: ignore[arg-type]
+
+
 _REGISTRY: dict[str, Callable[..., Policy]] = {
     "identity": IdentityPolicy,
+    "compiler-search": _compiler_search,
 }
 
 
