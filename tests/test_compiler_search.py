@@ -1,0 +1,47 @@
+"""compiler-search returns a verified candidate for every built-in program."""
+
+from __future__ import annotations
+
+from asmopt.evaluate import check_candidate
+from asmopt.measure.timing import TimingConfig
+from asmopt.policies.base import PolicyRequest
+from asmopt.policies.compiler_search import VARIANTS, CompilerSearchPolicy, selection_split
+from asmopt.programs import load_builtin_suite
+from asmopt.sandbox import Sandbox
+from asmopt.toolchain import Toolchain
+
+# A cheap configuration for CI: three variants (one profile-guided) and short timings.
+CHEAP = tuple(
+    v for v in VARIANTS if v[0] in ("gcc -O2", "gcc -O3 -funroll-loops", "gcc -O3 PGO", "clang -O3")
+)
+FAST_TIMING = TimingConfig(min_pairs=4, max_pairs=6, budget_s=1.0, max_rounds=1)
+
+
+def test_selection_split_is_the_first_half() -> None:
+    program = load_builtin_suite().select()[0]
+    chosen = selection_split(program.tests)
+    assert [t.name for t in chosen] == sorted(t.name for t in program.tests)[
+        : (len(program.tests) + 1) // 2
+    ]
+
+
+def test_compiler_search_answers_every_builtin_program_with_verified_code(
+    toolchain: Toolchain, sandbox: Sandbox
+) -> None:
+    policy = CompilerSearchPolicy(toolchain, sandbox, timing=FAST_TIMING, variants=CHEAP)
+    statuses = set()
+    for program in load_builtin_suite().select():
+        baseline = toolchain.baseline_assembly(program)
+        [cand] = policy.propose(PolicyRequest(program, baseline))
+        assert cand.assembly is not None
+        check = check_candidate(program, cand.assembly, toolchain, sandbox)
+        assert check.correct, (program.id, cand.extra["chosen"], check.message)
+        tried = cand.extra["tried"]
+        assert {t["name"] for t in tried} == {v[0] for v in CHEAP}
+        statuses |= {t["status"] for t in tried}
+        chosen = [t for t in tried if t["status"] == "chosen"]
+        if chosen:  # only a significant win is ever chosen
+            assert chosen[0]["low"] > 1.0
+        else:
+            assert cand.assembly == baseline
+    assert "unavailable" in statuses or "clang" not in str(CHEAP)
