@@ -1,0 +1,104 @@
+"""Iterative refinement: K rounds in which the model sees compact feedback and revises.
+
+Feedback comes only from the SELECTION split of the tests (the same split best-of-N uses):
+the first assembler errors, the first failing test's difference, or the measured speedup.
+The answer returned is the best attempt on that split, and the evaluation pipeline then
+judges it on every test, so tests the model was shown never decide its score alone.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import replace
+from typing import Any
+
+from asmopt.evaluate import check_candidate
+from asmopt.measure.speedup import MeasureStatus
+from asmopt.measure.stats import combine_geometric
+from asmopt.measure.timing import TimingConfig, time_test
+from asmopt.policies.base import Candidate, Policy, PolicyRequest
+from asmopt.policies.compiler_search import selection_split
+from asmopt.policies.feedback import format_feedback
+from asmopt.programs.model import Program
+from asmopt.sandbox.runner import Sandbox
+from asmopt.toolchain import Toolchain
+
+
+class RefinePolicy:
+    """Wraps any policy; `rounds` attempts per sample, each informed by the last."""
+
+    def __init__(
+        self,
+        inner: Policy,
+        rounds: int,
+        toolchain: Toolchain,
+        sandbox: Sandbox,
+        timing: TimingConfig | None = None,
+    ) -> None:
+        if rounds < 1:
+            raise ValueError(f"rounds must be at least 1, got {rounds}")
+        self.inner = inner
+        self.rounds = rounds
+        self.toolchain = toolchain
+        self.sandbox = sandbox
+        self.timing = timing or TimingConfig(max_pairs=20, budget_s=3.0)
+        self.name = f"{inner.name}+refine{rounds}"
+
+    def _judge(
+        self, program: Program, baseline_asm: str, cand: Candidate
+    ) -> tuple[tuple[int, float], str]:
+        """(score on the selection split, feedback text) for one attempt."""
+        if cand.assembly is None:
+            why = cand.extra.get("extraction_error", "no assembly in the answer")
+            return (-2, 0.0), format_feedback("extraction_error", why)
+        selection = tuple(selection_split(program.tests))
+        visible = replace(program, tests=selection)
+        check = check_candidate(visible, cand.assembly, self.toolchain, self.sandbox)
+        if not check.correct or check.binary is None:
+            return ((-1 if not check.built else check.passed), 0.0), format_feedback(
+                str(check.verdict), check.message
+            )
+        base = self.toolchain.assemble_and_link(baseline_asm, program.ldflags)
+        parts = []
+        if base.ok and base.output is not None:
+            for test in selection:
+                out = time_test(self.sandbox, base.output, check.binary, test, self.timing)
+                if out.failure is None and out.speedup.status == MeasureStatus.MEASURED:
+                    parts.append(out.speedup.interval)
+        if not parts:
+            return (len(selection), 0.0), format_feedback("pass")
+        iv = combine_geometric(parts)
+        return (len(selection), math.log(iv.ratio)), format_feedback(
+            "pass", speedup=iv.ratio, low=iv.low, high=iv.high
+        )
+
+    def propose(self, request: PolicyRequest) -> list[Candidate]:
+        out = []
+        for _ in range(request.num_samples):
+            feedback = request.feedback
+            best: tuple[tuple[int, float], Candidate] | None = None
+            history: list[dict[str, Any]] = []
+            for r in range(self.rounds):
+                [cand] = self.inner.propose(replace(request, feedback=feedback, num_samples=1))
+                score, feedback = self._judge(request.program, request.baseline_asm, cand)
+                history.append(
+                    {
+                        "round": r + 1,
+                        "score": list(score),
+                        "feedback": feedback,
+                        "completion_tokens": cand.completion_tokens,
+                    }
+                )
+                if best is None or score > best[0]:
+                    best = (score, cand)
+            assert best is not None
+            chosen = best[1]
+            extra = {**chosen.extra, "rounds": history}
+            out.append(
+                replace(
+                    chosen,
+                    extra=extra,
+                    completion_tokens=sum(h["completion_tokens"] for h in history),
+                )
+            )
+        return out
