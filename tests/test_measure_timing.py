@@ -19,6 +19,7 @@ from asmopt.measure.timing import (
     TimingConfig,
     measure_pairs,
     time_test,
+    time_tests,
 )
 from asmopt.programs.model import Program, TestCase
 from asmopt.sandbox import Sandbox
@@ -192,3 +193,22 @@ def test_candidate_failing_during_timing_is_its_fault(
     out = time_test(sandbox, good, bad, test, TimingConfig(), lock=CoreLock(lock_dir=tmp_path))
     assert out.failure is not None and out.failure.candidate_fault
     assert out.failure.verdict == "wrong_output" and "timing run 2" in out.failure.message
+
+
+def test_tests_share_a_sandbox_and_failures_name_their_test(
+    toolchain: Toolchain, sandbox: Sandbox, tmp_path: Path
+) -> None:
+    good = _binary(toolchain, SPIN_C)
+    # Wrong only on input 300: the batch must blame that test, not its neighbours.
+    bad = _binary(
+        toolchain, SPIN_C.replace('printf("%ld\\n", n);', 'printf("%ld\\n", n == 300 ? 0 : n);')
+    )
+    tests = [TestCase(f"n{n}", f"{n}\n".encode(), f"{n}\n".encode()) for n in (100, 200, 300)]
+    lock = CoreLock(lock_dir=tmp_path)
+    cfg = TimingConfig(min_pairs=3, max_pairs=6, budget_s=5)
+    speedups, failure, failed = time_tests(sandbox, good, good, tests, cfg, lock=lock)
+    assert failure is None and [s.test for s in speedups] == ["n100", "n200", "n300"]
+    assert all(s.status == MeasureStatus.MEASURED and s.n >= 3 for s in speedups)
+    speedups, failure, failed = time_tests(sandbox, good, bad, tests, cfg, lock=lock)
+    assert failure is not None and failure.candidate_fault and failed == "n300"
+    assert failure.verdict == "wrong_output"

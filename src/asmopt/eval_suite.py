@@ -34,7 +34,7 @@ from asmopt.measure.timing import (
     TimingConfig,
     default_core_lock,
     general_affinity,
-    time_test,
+    time_tests,
 )
 from asmopt.metrics import Answer, compute_metrics
 from asmopt.policies.base import Policy, PolicyRequest
@@ -171,25 +171,26 @@ class Measurer:
             )
             return
         per_test: list[TestSpeedup] = []
-        for test in self.program.tests:
-            if mode == MeasureMode.TIME:
-                outcome = time_test(
-                    self.sandbox,
-                    baseline,
-                    check.binary,
-                    test,
-                    self.options.timing,
-                    limits=self.limits,
-                    lock=self.options.lock,
-                )
-                if outcome.failure is not None and outcome.failure.candidate_fault:
-                    self._fail(check, test.name, outcome.failure.verdict, outcome.failure.message)
-                    return
-                per_test.append(outcome.speedup)
-            else:
+        if mode == MeasureMode.TIME:
+            # All tests of the program share each timing sandbox (time_tests batches them).
+            speedups, failure, failed_test = time_tests(
+                self.sandbox,
+                baseline,
+                check.binary,
+                self.program.tests,
+                self.options.timing,
+                limits=self.limits,
+                lock=self.options.lock,
+            )
+            if failure is not None and failure.candidate_fault and failed_test is not None:
+                self._fail(check, failed_test, failure.verdict, failure.message)
+                return
+            per_test = speedups
+        else:
+            for test in self.program.tests:
                 per_test.append(self._count(test, check.binary))
-            if per_test[-1].status == MeasureStatus.INFRA_ERROR:
-                break
+                if per_test[-1].status == MeasureStatus.INFRA_ERROR:
+                    break
         resolution = self.options.timing.resolution if mode == MeasureMode.TIME else 0.0
         check.speedup = ProgramSpeedup.from_tests(mode, per_test, resolution)
         self._attach(check)

@@ -34,7 +34,7 @@ import os
 import secrets
 import time
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Literal, Protocol
 
@@ -48,7 +48,7 @@ from asmopt.measure.stats import (
 )
 from asmopt.programs.model import TestCase
 from asmopt.sandbox.launcher import LaunchRecord
-from asmopt.sandbox.runner import Limits, RunResult, Sandbox
+from asmopt.sandbox.runner import MAX_INPUTS, Limits, RunResult, Sandbox
 
 TOO_FAST_S = 0.002  # below this, process start-up dominates a run
 MAX_ROUND_OUTPUT = 256 << 20  # bytes of stdout one round may produce (all runs together)
@@ -165,9 +165,29 @@ class Round:
 
 
 class PairExecutor(Protocol):
-    """Runs `warmup + pairs` alternating pairs of baseline and candidate."""
+    """Runs `warmup + pairs` alternating pairs of baseline and candidate on one test."""
 
     def run_round(self, pairs: int, warmup_pairs: int) -> Round: ...
+
+
+class BatchExecutor(Protocol):
+    """Runs rounds for several tests at once (one sandbox): `requests` are
+    (test index, pairs, warm-up pairs); the answer maps each test index to its Round. A
+    failure ends the batch: the failing test's Round carries it and later tests may be
+    missing from the answer."""
+
+    def run_batch(self, requests: Sequence[tuple[int, int, int]]) -> dict[int, Round]: ...
+
+
+class _OneTest:
+    """A PairExecutor seen as a BatchExecutor of a single test."""
+
+    def __init__(self, executor: PairExecutor) -> None:
+        self.executor = executor
+
+    def run_batch(self, requests: Sequence[tuple[int, int, int]]) -> dict[int, Round]:
+        (index, pairs, warmup), *_ = requests
+        return {index: self.executor.run_round(pairs, warmup)}
 
 
 @dataclass
@@ -279,6 +299,127 @@ def _summarise(
     return speedup, stat.half_width
 
 
+@dataclass
+class _TestState:
+    name: str
+    pairs: list[tuple[RunTiming, RunTiming, int]] = field(default_factory=list)
+    rounds: list[Round] = field(default_factory=list)
+    spent: float = 0.0
+    want: int = 0
+    speedup: TestSpeedup | None = None
+    done: bool = False
+    retries: int = 0
+    target: float | None = None  # this test's own target half-width, if it has one
+
+
+def _advance(state: _TestState, config: TimingConfig, warnings: Sequence[TimingWarning]) -> None:
+    if state.target is not None:
+        config = replace(config, target_half_width=state.target)
+    """Recompute the test's interval; decide whether it is done or how many pairs it needs."""
+    speedup, half_width = _summarise(
+        state.name, state.pairs, state.rounds, config, state.spent, warnings
+    )
+    state.speedup = speedup
+    n = len(state.pairs)
+    settled = (
+        speedup.n >= config.min_pairs
+        and half_width <= config.target_half_width
+        and str(TimingWarning.MANY_OUTLIERS) not in speedup.warnings
+    )
+    spent_out = (
+        len(state.rounds) >= config.max_rounds
+        or n >= config.max_pairs
+        or state.spent >= config.budget_s
+    )
+    if settled or spent_out:
+        state.done = True
+        return
+    # Pairs needed for the target, from the spread so far (half-width ~ 1/sqrt(n)),
+    # with 20% to spare, within the pair and time budgets.
+    if math.isfinite(half_width) and half_width > config.target_half_width:
+        needed = math.ceil(n * (half_width / config.target_half_width) ** 2 * 1.2) - n
+    else:
+        needed = max(config.min_pairs - speedup.n, n // 2)
+    per_pair = state.spent / max(1, sum(len(r.pairs) + len(r.warmups) for r in state.rounds))
+    by_time = (
+        int((config.budget_s - state.spent) / per_pair) - config.warmup_pairs
+        if per_pair > 0
+        else config.round_pairs
+    )
+    if by_time < 2:
+        state.done = True
+        return
+    state.want = max(2, min(needed, config.max_pairs - n, by_time, config.round_pairs))
+
+
+def measure_tests(
+    executor: BatchExecutor,
+    names: Sequence[str],
+    config: TimingConfig | None = None,
+    *,
+    warnings: Sequence[TimingWarning] = (),
+    clock: Any = time.monotonic,
+    targets: Sequence[float] | None = None,
+) -> tuple[list[TestSpeedup], RunFailure | None, str | None]:
+    """Measure several tests together: every batch runs the tests that still need pairs.
+
+    `targets` optionally gives each test its own target half-width. Returns the speedups
+    (in `names` order), and the failure that stopped the measurement with the name of its
+    test (None, None when every run behaved)."""
+    config = config or TimingConfig()
+    if targets is not None and len(targets) != len(names):
+        raise ValueError("one target per test")
+    states = [
+        _TestState(name, want=config.min_pairs, target=targets[k] if targets else None)
+        for k, name in enumerate(names)
+    ]
+    while True:
+        active = [i for i, st in enumerate(states) if not st.done]
+        if not active:
+            break
+        start = clock()
+        rounds = executor.run_batch([(i, states[i].want, config.warmup_pairs) for i in active])
+        elapsed = clock() - start
+        for i, rnd in rounds.items():
+            if rnd.failure is not None:
+                st = states[i]
+                st.speedup = TestSpeedup(
+                    st.name,
+                    MeasureMode.TIME,
+                    MeasureStatus.INFRA_ERROR,
+                    reliable=False,
+                    message=rnd.failure.message,
+                )
+                return [_final(x) for x in states], rnd.failure, st.name
+        for i in active:
+            rnd = rounds.get(i)
+            st = states[i]
+            if rnd is None or not rnd.pairs:  # not run: the next batch retries it
+                st.retries += 1
+                if st.retries > 3:
+                    st.done = True
+                continue
+            st.rounds.append(rnd)
+            st.pairs += [(b, c, len(st.rounds) - 1) for b, c in rnd.pairs]
+            # The budget counts time spent timing (the executor's share for this test),
+            # not time spent waiting for the core lock.
+            st.spent += rnd.seconds if rnd.seconds > 0 else elapsed / len(active)
+            _advance(st, config, warnings)
+    return [_final(x) for x in states], None, None
+
+
+def _final(state: _TestState) -> TestSpeedup:
+    if state.speedup is not None:
+        return state.speedup
+    return TestSpeedup(
+        state.name,
+        MeasureMode.TIME,
+        MeasureStatus.INFRA_ERROR,
+        reliable=False,
+        message="not measured: the measurement stopped on another test",
+    )
+
+
 def measure_pairs(
     executor: PairExecutor,
     config: TimingConfig | None = None,
@@ -287,50 +428,11 @@ def measure_pairs(
     warnings: Sequence[TimingWarning] = (),
     clock: Any = time.monotonic,
 ) -> TimingOutcome:
-    """Run rounds until the interval is narrow enough or the budget is spent."""
-    config = config or TimingConfig()
-    start = clock()
-    pairs: list[tuple[RunTiming, RunTiming, int]] = []
-    rounds: list[Round] = []
-    want = config.min_pairs
-    while True:
-        rnd = executor.run_round(want, config.warmup_pairs)
-        rounds.append(rnd)
-        if rnd.failure is not None:
-            status = MeasureStatus.INFRA_ERROR
-            speedup = TestSpeedup(
-                test, MeasureMode.TIME, status, reliable=False, message=rnd.failure.message
-            )
-            return TimingOutcome(speedup, rnd.failure)
-        pairs += [(b, c, len(rounds) - 1) for b, c in rnd.pairs]
-        # The budget counts time spent timing, not time spent waiting for the core lock.
-        spent = (
-            sum(r.seconds for r in rounds)
-            if all(r.seconds > 0 for r in rounds)
-            else clock() - start
-        )
-        speedup, half_width = _summarise(test, pairs, rounds, config, spent, warnings)
-        n = len(pairs)
-        settled = (
-            speedup.n >= config.min_pairs
-            and half_width <= config.target_half_width
-            and str(TimingWarning.MANY_OUTLIERS) not in speedup.warnings
-        )
-        if settled:
-            return TimingOutcome(speedup)
-        if len(rounds) >= config.max_rounds or n >= config.max_pairs or spent >= config.budget_s:
-            return TimingOutcome(speedup)
-        # Pairs needed for the target, from the spread so far (half-width ~ 1/sqrt(n)),
-        # with 20% to spare, within the pair and time budgets.
-        if math.isfinite(half_width) and half_width > config.target_half_width:
-            needed = math.ceil(n * (half_width / config.target_half_width) ** 2 * 1.2) - n
-        else:
-            needed = max(config.min_pairs - speedup.n, n // 2)
-        per_pair = spent / max(1, sum(len(r.pairs) + len(r.warmups) for r in rounds))
-        by_time = int((config.budget_s - spent) / per_pair) - config.warmup_pairs
-        want = max(2, min(needed, config.max_pairs - n, by_time, config.round_pairs))
-        if by_time < 2:
-            return TimingOutcome(speedup)
+    """One test: run rounds until the interval is narrow enough or the budget is spent."""
+    speedups, failure, _ = measure_tests(
+        _OneTest(executor), [test], config, warnings=warnings, clock=clock
+    )
+    return TimingOutcome(speedups[0], failure)
 
 
 # ---------------------------------------------------------------------------- cores
@@ -451,15 +553,20 @@ def general_affinity(layout: CoreLayout | None = None) -> Iterator[tuple[int, ..
 
 
 # ---------------------------------------------------------------------------- sandbox executor
-class SandboxPairExecutor:
-    """Runs baseline (A) and candidate (B) alternately in the sandbox on a locked core."""
+class SandboxExecutor:
+    """Runs baseline (A) and candidate (B) alternately in the sandbox on a locked core.
+
+    A batch puts every requested test in ONE sandbox (their inputs as descriptors, one
+    after another, each test's pairs counterbalanced AB, BA, ...), so a program's tests
+    pay for one sandbox start-up instead of one each. Tests whose argv differ go to
+    separate sandboxes, as do batches of more than the launcher's 36 inputs."""
 
     def __init__(
         self,
         sandbox: Sandbox,
         baseline: str | os.PathLike[str],
         candidate: str | os.PathLike[str],
-        test: TestCase,
+        tests: Sequence[TestCase],
         limits: Limits | None = None,
         lock: CoreLock | None = None,
         check_output: bool = True,
@@ -468,18 +575,16 @@ class SandboxPairExecutor:
         self.priority = priority
         self.sandbox = sandbox
         self.binaries = [baseline, candidate]
-        self.test = test
+        self.tests = list(tests)
         self.limits = limits or sandbox.limits
         self.lock = lock or default_core_lock()
         self.check_output = check_output
 
-    def _round_limits(self, runs: int) -> Limits:
-        per_run = len(self.test.expected_stdout) + 64
-        cap = min(MAX_ROUND_OUTPUT, max(self.limits.stdout_cap, 2 * per_run * runs))
-        wall = min(3600.0, self.limits.wall_seconds * runs)
+    def _batch_limits(self, runs: int, out_bytes: int) -> Limits:
+        cap = min(MAX_ROUND_OUTPUT, max(self.limits.stdout_cap, 2 * out_bytes))
         return Limits(
             cpu_seconds=self.limits.cpu_seconds,
-            wall_seconds=wall,
+            wall_seconds=min(3600.0, self.limits.wall_seconds * runs),
             address_space=self.limits.address_space,
             file_size=self.limits.file_size,
             tmp_size=self.limits.tmp_size,
@@ -489,62 +594,107 @@ class SandboxPairExecutor:
             stderr_cap=max(self.limits.stderr_cap, 1 << 20),
         )
 
-    def max_pairs_for_output(self) -> int:
-        per_run = len(self.test.expected_stdout) + 64
+    def _max_pairs_for_output(self, test: TestCase) -> int:
+        per_run = len(test.expected_stdout) + 64
         return max(2, MAX_ROUND_OUTPUT // (2 * 2 * per_run))
 
+    def run_batch(self, requests: Sequence[tuple[int, int, int]]) -> dict[int, Round]:
+        groups: list[list[tuple[int, int, int]]] = []
+        for req in requests:
+            argv = self.tests[req[0]].argv
+            for g in groups:
+                if self.tests[g[0][0]].argv == argv and len(g) < MAX_INPUTS:
+                    g.append(req)
+                    break
+            else:
+                groups.append([req])
+        out: dict[int, Round] = {}
+        for group in groups:
+            rounds = self._run_group(group)
+            out.update(rounds)
+            if any(r.failure is not None for r in rounds.values()):
+                break
+        return out
+
     def run_round(self, pairs: int, warmup_pairs: int) -> Round:
+        """One test (the first): a PairExecutor for single-test callers."""
+        return self.run_batch([(0, pairs, warmup_pairs)])[0]
+
+    def _run_group(self, group: Sequence[tuple[int, int, int]]) -> dict[int, Round]:
         from asmopt.evaluate import Verdict, classify_run
 
-        total = min(pairs + warmup_pairs, self.max_pairs_for_output())
-        # Counterbalanced: AB, BA, AB, ... so that whatever favours the first (or second)
-        # run of a pair cancels out; a pair is always two adjacent runs.
-        order = [k for i in range(total) for k in ((0, 1) if i % 2 == 0 else (1, 0))]
+        order: list[int] = []
+        feed: list[int] = []
+        owner: list[int] = []  # test index of each run
+        plan: list[tuple[int, int, int, int]] = []  # (test, first run, pairs, warm-ups)
+        out_bytes = 0
+        for slot, (index, pairs, warmup) in enumerate(group):
+            test = self.tests[index]
+            total = min(pairs + warmup, self._max_pairs_for_output(test))
+            plan.append((index, len(order), total - min(warmup, total - 1), min(warmup, total - 1)))
+            # Counterbalanced: AB, BA, AB, ... so that whatever favours the first (or
+            # second) run of a pair cancels out; a pair is always two adjacent runs.
+            for i in range(total):
+                order += [0, 1] if i % 2 == 0 else [1, 0]
+            feed += [slot] * (2 * total)
+            owner += [index] * (2 * total)
+            out_bytes += 2 * total * (len(test.expected_stdout) + 64)
         marker = secrets.token_hex(16)
-        limits = self._round_limits(len(order))
+        limits = self._batch_limits(len(order), out_bytes)
         load_before = os.getloadavg()[0]
         with self.lock.hold() as cpu:
             start = time.monotonic()
             result = self.sandbox.run_binaries(
                 self.binaries,
                 order,
-                argv=self.test.argv,
-                stdin=self.test.stdin,
+                argv=self.tests[group[0][0]].argv,
+                stdin=[self.tests[index].stdin for index, _, _ in group],
+                feed=feed,
                 limits=limits,
                 marker=marker,
                 cpus=[cpu],
                 priority=self.priority,
             )
             seconds = time.monotonic() - start
-        rnd = Round(
-            pairs=[],
-            seconds=seconds,
-            env_pad=result.env_pad,
-            cpus=result.cpus,
-            load_before=load_before,
-            load_after=os.getloadavg()[0],
-            priority=result.priority,
-        )
+        load_after = os.getloadavg()[0]
+
+        def blank(index: int) -> Round:
+            return Round(
+                pairs=[],
+                env_pad=result.env_pad,
+                cpus=result.cpus,
+                load_before=load_before,
+                load_after=load_after,
+                priority=result.priority,
+            )
+
+        rounds = {index: blank(index) for index, _, _ in group}
+        first_index = group[0][0]
         if result.infra_error:
-            rnd.failure = RunFailure(False, f"timing sandbox: {result.infra_error}", result)
-            return rnd
+            rounds[first_index].failure = RunFailure(
+                False, f"timing sandbox: {result.infra_error}", result
+            )
+            return rounds
         records = list(result.records)
         segments = list(result.segments or ())
+
+        def who(i: int) -> str:
+            return "baseline" if order[i] == 0 else "candidate"
+
         if result.stdout_truncated or result.stderr_truncated:
             i = min(len(segments), len(order) - 1)
-            rnd.failure = RunFailure(
+            rounds[owner[i]].failure = RunFailure(
                 order[i] == 1,
-                f"{'candidate' if order[i] == 1 else 'baseline'} failed in timing run {i + 1} "
-                f"of {len(order)}: output_limit: it wrote more than its share of the round's "
-                f"output cap ({limits.stdout_cap} bytes)",
+                f"{who(i)} failed in timing run {i + 1} of {len(order)}: output_limit: it wrote "
+                f"more than its share of the batch's output cap ({limits.stdout_cap} bytes)",
                 None,
                 i,
                 "output_limit",
             )
-            return rnd
+            return rounds
         # Judge every run (the output included): a failure in any run stops the measurement.
         for i, rec in enumerate(records):
-            who = "baseline" if order[i] == 0 else "candidate"
+            test = self.tests[owner[i]]
             single = RunResult(
                 exit_code=rec.exit_code,
                 signal=rec.signal,
@@ -555,22 +705,21 @@ class SandboxPairExecutor:
                 peak_rss_kb=rec.peak_rss_kb,
             )
             if not self.check_output:
-                single.stdout = self.test.expected_stdout
-            verdict = classify_run(self.test, single, limits)
+                single.stdout = test.expected_stdout
+            verdict = classify_run(test, single, limits)
             if verdict.verdict != Verdict.PASS:
-                rnd.failure = RunFailure(
+                rounds[owner[i]].failure = RunFailure(
                     order[i] == 1,
-                    f"{who} failed in timing run {i + 1} of {len(order)}: "
+                    f"{who(i)} failed in timing run {i + 1} of {len(order)}: "
                     f"{verdict.verdict}: {verdict.message}",
                     single,
                     i,
                     str(verdict.verdict),
                 )
-                return rnd
+                return rounds
         if len(records) < len(order):
             # The run that did not finish; for tampering, the run that left state behind.
             i = len(records) - 1 if result.tamper and records else len(records)
-            who_is_candidate = order[i] == 1
             if result.tamper:
                 why, verdict_name = (
                     f"the program tampered with the sandbox: {result.tamper}",
@@ -578,30 +727,64 @@ class SandboxPairExecutor:
                 )
             elif result.timed_out:
                 why, verdict_name = (
-                    f"exceeded the round's wall-clock limit of {limits.wall_seconds:g}s",
+                    f"exceeded the batch's wall-clock limit of {limits.wall_seconds:g}s",
                     "timeout",
                 )
             elif result.launcher_lost:
                 why, verdict_name = "the program interfered with the launcher", "sandbox_violation"
             else:
                 why, verdict_name = "the sandbox stopped early", "infra_error"
-            rnd.failure = RunFailure(
-                who_is_candidate and verdict_name != "infra_error",
-                f"{'candidate' if who_is_candidate else 'baseline'} failed in timing run "
-                f"{i + 1} of {len(order)}: {verdict_name}: {why}",
+            rounds[owner[i]].failure = RunFailure(
+                order[i] == 1 and verdict_name != "infra_error",
+                f"{who(i)} failed in timing run {i + 1} of {len(order)}: {verdict_name}: {why}",
                 None,
                 i,
                 verdict_name,
             )
-            return rnd
-        timed = []
-        for k in range(total):
-            first, second = records[2 * k], records[2 * k + 1]
-            base, cand = (first, second) if order[2 * k] == 0 else (second, first)
-            timed.append((RunTiming.from_record(base), RunTiming.from_record(cand)))
-        rnd.warmups = timed[:warmup_pairs]
-        rnd.pairs = timed[warmup_pairs:]
-        return rnd
+            return rounds
+        # Each test's share of the batch: its own runs plus an equal part of the rest
+        # (sandbox start-up, the launcher's work between runs).
+        overhead = max(0.0, seconds - sum(r.wall_time_s for r in records)) / len(group)
+        for index, first, pairs, warmup in plan:
+            timed = []
+            for k in range(pairs + warmup):
+                a, b = records[first + 2 * k], records[first + 2 * k + 1]
+                base, cand = (a, b) if order[first + 2 * k] == 0 else (b, a)
+                timed.append((RunTiming.from_record(base), RunTiming.from_record(cand)))
+            rnd = rounds[index]
+            rnd.warmups = timed[:warmup]
+            rnd.pairs = timed[warmup:]
+            rnd.seconds = overhead + sum(
+                records[j].wall_time_s for j in range(first, first + 2 * (pairs + warmup))
+            )
+        return rounds
+
+
+# Kept for callers that time one test at a time.
+SandboxPairExecutor = SandboxExecutor
+
+
+def time_tests(
+    sandbox: Sandbox,
+    baseline: str | os.PathLike[str],
+    candidate: str | os.PathLike[str],
+    tests: Sequence[TestCase],
+    config: TimingConfig | None = None,
+    *,
+    limits: Limits | None = None,
+    lock: CoreLock | None = None,
+    targets: Sequence[float] | None = None,
+) -> tuple[list[TestSpeedup], RunFailure | None, str | None]:
+    """Measure the speedup of `candidate` over `baseline` on every test (see measure_tests)."""
+    lock = lock or default_core_lock()
+    config = config or TimingConfig()
+    executor = SandboxExecutor(
+        sandbox, baseline, candidate, tests, limits, lock, priority=config.priority
+    )
+    warnings = [] if lock.layout.isolated else [TimingWarning.NOT_ISOLATED]
+    return measure_tests(
+        executor, [t.name for t in tests], config, warnings=warnings, targets=targets
+    )
 
 
 def time_test(
@@ -615,10 +798,7 @@ def time_test(
     lock: CoreLock | None = None,
 ) -> TimingOutcome:
     """Measure the speedup of `candidate` over `baseline` on one test."""
-    lock = lock or default_core_lock()
-    config = config or TimingConfig()
-    executor = SandboxPairExecutor(
-        sandbox, baseline, candidate, test, limits, lock, priority=config.priority
+    speedups, failure, _ = time_tests(
+        sandbox, baseline, candidate, [test], config, limits=limits, lock=lock
     )
-    warnings = [] if lock.layout.isolated else [TimingWarning.NOT_ISOLATED]
-    return measure_pairs(executor, config, test=test.name, warnings=warnings)
+    return TimingOutcome(speedups[0], failure)

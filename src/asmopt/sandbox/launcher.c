@@ -23,13 +23,17 @@
  * one sandbox and cannot tell which runs are warm-ups, which are timed, or whether they are
  * being timed at all (correctness runs use the same mechanism).
  *
+ * Stdin can be given the same way (--stdin-fd, repeatable, with --feed naming the input of
+ * each run), so several tests share one sandbox and no input file is visible either; the
+ * launcher rewinds the descriptor before every run.
+ *
  * Between runs (--wipe DIR) the writable directories are emptied, so a program cannot leave
  * a result behind for its next run to replay; --marker writes a line to stdout after each
  * run so the caller can check every run's output separately.
  *
  * Report protocol (text lines on --report-fd):
  *   started
- *   run i=<k> prog=<p> exit=<code|-1> signal=<n|0> utime_us=<u> stime_us=<s>
+ *   run i=<k> prog=<p> input=<c> exit=<code|-1> signal=<n|0> utime_us=<u> stime_us=<s>
  *       maxrss_kb=<r> wall_ns=<w> nvcsw=<v> nivcsw=<iv> minflt=<f> majflt=<F>   (one line)
  *   log <hex bytes>          (with --log-fd: what the program wrote to that descriptor)
  *   tamper <message>         (the program left state behind that could not be removed)
@@ -65,6 +69,7 @@
 
 #define MAX_FILTER 320
 #define MAX_PROGS 4
+#define MAX_INPUTS 36       /* --feed names inputs with one character: 0-9 then a-z */
 #define MAX_WIPE 4
 #define EXEC_FD 200        /* every program is executed from this descriptor number */
 #define HIGH_FD_BASE 210   /* our own descriptors live above it, out of the way */
@@ -338,6 +343,9 @@ int main(int argc, char **argv) {
     int prog_fd[MAX_PROGS];
     int n_progs = 0;
     int log_fd = -1;
+    int input_fd[MAX_INPUTS];
+    int n_inputs = 0;
+    const char *feed = NULL;
     int i = 1;
     for (; i < argc; i++) {
         const char *a = argv[i];
@@ -356,6 +364,11 @@ int main(int argc, char **argv) {
         else if (strcmp(a, "--order") == 0) order = v;
         else if (strcmp(a, "--marker") == 0) marker = v;
         else if (strcmp(a, "--log-fd") == 0) log_fd = (int)parse_num(v, a);
+        else if (strcmp(a, "--feed") == 0) feed = v;
+        else if (strcmp(a, "--stdin-fd") == 0) {
+            if (n_inputs >= MAX_INPUTS) { fprintf(stderr, "asmopt-launch: too many --stdin-fd\n"); return 121; }
+            input_fd[n_inputs++] = (int)parse_num(v, a);
+        }
         else if (strcmp(a, "--wipe") == 0) {
             if (n_wipe >= MAX_WIPE) { fprintf(stderr, "asmopt-launch: too many --wipe\n"); return 121; }
             wipe[n_wipe++] = v;
@@ -391,6 +404,23 @@ int main(int argc, char **argv) {
             return 122;
         }
     }
+    for (int k = 0; k < n_inputs; k++) {
+        if ((input_fd[k] = move_high(input_fd[k])) < 0) {
+            report("error bad stdin descriptor\n");
+            return 122;
+        }
+    }
+    if (feed != NULL && (order == NULL || strlen(feed) != strlen(order))) {
+        report("error --feed needs --order of the same length\n");
+        return 122;
+    }
+    for (size_t k = 0; feed != NULL && feed[k]; k++) {
+        int idx = feed[k] >= 'a' ? feed[k] - 'a' + 10 : feed[k] - '0';
+        if (idx < 0 || idx >= n_inputs) {
+            report("error --feed names an input that was not given\n");
+            return 122;
+        }
+    }
     if (order != NULL) {
         runs = strlen(order);
         for (size_t k = 0; k < runs; k++) {
@@ -406,7 +436,19 @@ int main(int argc, char **argv) {
 
     for (unsigned long long run = 0; run < runs; run++) {
         int which = order ? order[run] - '0' : 0;
-        int in_fd = open(stdin_path, O_RDONLY | O_CLOEXEC);
+        int in_fd;
+        if (n_inputs) {
+            char f = feed ? feed[run] : '0';
+            int src = input_fd[f >= 'a' ? f - 'a' + 10 : f - '0'];
+            /* The child shares this descriptor's offset: start every run at the beginning. */
+            if (lseek(src, 0, SEEK_SET) != 0) {
+                report("error cannot rewind stdin: %s\n", strerror(errno));
+                return 122;
+            }
+            in_fd = fcntl(src, F_DUPFD_CLOEXEC, 0);
+        } else {
+            in_fd = open(stdin_path, O_RDONLY | O_CLOEXEC);
+        }
         if (in_fd < 0) {
             report("error cannot open stdin file: %s\n", strerror(errno));
             return 122;
@@ -509,9 +551,9 @@ int main(int argc, char **argv) {
         }
         int code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
         int sig = WIFSIGNALED(status) ? WTERMSIG(status) : 0;
-        report("run i=%llu prog=%d exit=%d signal=%d utime_us=%lld stime_us=%lld maxrss_kb=%ld "
-               "wall_ns=%lld nvcsw=%ld nivcsw=%ld minflt=%ld majflt=%ld\n",
-               run, which, code, sig,
+        report("run i=%llu prog=%d input=%c exit=%d signal=%d utime_us=%lld stime_us=%lld "
+               "maxrss_kb=%ld wall_ns=%lld nvcsw=%ld nivcsw=%ld minflt=%ld majflt=%ld\n",
+               run, which, feed ? feed[run] : '0', code, sig,
                (long long)ru.ru_utime.tv_sec * 1000000LL + ru.ru_utime.tv_usec,
                (long long)ru.ru_stime.tv_sec * 1000000LL + ru.ru_stime.tv_usec,
                ru.ru_maxrss, wall, ru.ru_nvcsw, ru.ru_nivcsw, ru.ru_minflt, ru.ru_majflt);

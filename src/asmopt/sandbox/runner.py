@@ -44,6 +44,8 @@ PROGRAM_ARGV0 = "/sandbox/prog"
 # 2009: environment size alone can shift run time by several percent).
 ENV_PAD_NAME = "PAD"
 ENV_PAD_MAX = 4096
+MAX_INPUTS = 36  # the launcher's --feed names an input with one character: 0-9, a-z
+_FEED = "0123456789abcdefghijklmnopqrstuvwxyz"
 NOBODY_GID = 65534
 UNSAFE_ENV = "ASMOPT_UNSAFE_NO_SANDBOX"
 _REPORT_FD = "{report_fd}"  # replaced by the real descriptor number when the pipe exists
@@ -336,7 +338,8 @@ class Sandbox:
         order: Sequence[int],
         *,
         argv: Sequence[str] = (),
-        stdin: bytes = b"",
+        stdin: bytes | Sequence[bytes] = b"",
+        feed: Sequence[int] | None = None,
         limits: Limits | None = None,
         marker: str | None = None,
         env_pad: int | None = None,
@@ -354,6 +357,9 @@ class Sandbox:
         (`argv0` first), environment, stdin and working directory, and the sandbox's /tmp is
         emptied between runs, so a program cannot tell which run it is in, nor whether it is
         being timed (see launcher.c). `order` lists binary indexes, e.g. [0, 1, 0, 1].
+        `stdin` is one input for every run, or a list of inputs (at most 36) with `feed`
+        giving the input index of each run, so several tests can share one sandbox. Inputs
+        reach the launcher as descriptors: no input file is visible in the sandbox.
 
         `marker` (a secret the program cannot see) is written to stdout after every run;
         `RunResult.segments` then holds each run's own output. `env_pad` is the length of a
@@ -373,6 +379,12 @@ class Sandbox:
             raise ValueError(f"order must be a non-empty list of indexes below {len(binaries)}")
         if marker is not None and (not marker or not marker.isalnum()):
             raise ValueError("marker must be a non-empty alphanumeric string")
+        inputs = [stdin] if isinstance(stdin, bytes | bytearray) else list(stdin)
+        if not 1 <= len(inputs) <= MAX_INPUTS:
+            raise ValueError(f"between 1 and {MAX_INPUTS} inputs, got {len(inputs)}")
+        feed = list(feed) if feed is not None else [0] * len(order)
+        if len(feed) != len(order) or any(not 0 <= k < len(inputs) for k in feed):
+            raise ValueError("feed must give an input index below len(stdin) for every run")
         if env_pad is None:
             env_pad = random.randrange(ENV_PAD_MAX)
         self.check()
@@ -384,16 +396,22 @@ class Sandbox:
                 shutil.copyfile(binary, prog)
                 os.chmod(prog, 0o755)
                 fds.append(os.open(prog, os.O_RDONLY))
-            (run_dir / "stdin").write_bytes(stdin)
-            os.chmod(run_dir / "stdin", 0o644)
+            input_fds: list[int] = []
+            for k, data in enumerate(inputs):
+                path = run_dir / f"stdin{k}"
+                path.write_bytes(data)
+                input_fds.append(os.open(path, os.O_RDONLY))
+            fds += input_fds
             launch = run_dir / "launch"
             shutil.copyfile(self._launcher, launch)
             os.chmod(launch, 0o755)
             order_text = "".join(str(k) for k in order)
             prog_args: list[str] = []
-            for fd in fds:
+            for fd in fds[: len(binaries)]:
                 prog_args += ["--exec-fd", str(fd)]
-            prog_args += ["--order", order_text]
+            for fd in input_fds:
+                prog_args += ["--stdin-fd", str(fd)]
+            prog_args += ["--order", order_text, "--feed", "".join(_FEED[k] for k in feed)]
             if marker is not None:
                 prog_args += ["--marker", marker]
             if log_fd is not None:
@@ -401,7 +419,7 @@ class Sandbox:
             if self.unsafe:
                 cmd = [
                     str(launch),
-                    *self._launcher_args(limits, str(run_dir / "stdin"), len(order), True),
+                    *self._launcher_args(limits, "/dev/null", len(order), True),
                     *prog_args,
                     "--",
                     argv0,
@@ -430,9 +448,6 @@ class Sandbox:
                     "--ro-bind",
                     str(launch),
                     "/sandbox/launch",
-                    "--ro-bind",
-                    str(run_dir / "stdin"),
-                    "/sandbox/stdin",
                     "--remount-ro",
                     "/dev",
                     "--remount-ro",
@@ -457,7 +472,7 @@ class Sandbox:
                     cmd += ["--setenv", name, value]
                 cmd += [
                     "/sandbox/launch",
-                    *self._launcher_args(limits, "/sandbox/stdin", len(order), True),
+                    *self._launcher_args(limits, "/dev/null", len(order), True),
                     *prog_args,
                     "--wipe",
                     "/tmp",
