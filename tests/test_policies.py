@@ -256,3 +256,46 @@ def test_model_dir_problems_are_named(tmp_path: Path, tiny_model_dir: Path) -> N
     )
     with pytest.raises(PolicyError, match="no tokenizer"):
         HFBackend(no_weights)
+
+
+def test_eval_over_http_end_to_end(server: object, tmp_path: Path) -> None:
+    """`asmopt eval --policy openai` against `asmopt serve`'s server, as a user runs it."""
+    import subprocess
+    import sys
+
+    from asmopt.programs import load_builtin_suite
+
+    pid = load_builtin_suite().select(split="test")[0].id
+    cmd = [
+        sys.executable,
+        "-m",
+        "asmopt.cli",
+        "eval",
+        "--policy",
+        "openai",
+        "--model",
+        "tiny",
+        "--base-url",
+        server.url,
+        "--only",
+        pid,
+        "--measure",
+        "none",  # type: ignore[attr-defined]
+        "--max-tokens",
+        "8",
+        "--samples",
+        "2",
+        "--temperature",
+        "0.7",
+        "--run-dir",
+        str(tmp_path / "run"),
+        "--json",
+    ]
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    out = json.loads(proc.stdout)
+    assert out["summary"]["policy"] == "openai:tiny"
+    assert [r["verdict"] for r in out["results"]] == ["extraction_error"] * 2
+    assert "best_of_n" in out["summary"]
+    again = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
+    assert again.returncode == 0 and json.loads(again.stdout)["summary"]["resumed"] == 2

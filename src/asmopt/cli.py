@@ -17,6 +17,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+from asmopt.policies.llm import PolicyError
 from asmopt.programs.model import ProgramError, Suite
 from asmopt.programs.suite_io import builtin_suite_path, load_suite, read_text_file
 from asmopt.sandbox.runner import SandboxUnavailable
@@ -296,7 +297,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
     from asmopt.eval_suite import MeasureOptions, evaluate_programs, summarize
     from asmopt.measure.speedup import MeasureMode
     from asmopt.measure.timing import TimingConfig, default_core_lock
-    from asmopt.policies import get_policy
+    from asmopt.policies.factory import make_policy
     from asmopt.sandbox.runner import default_sandbox
     from asmopt.store import DB_NAME, ResultStore, environment_fingerprint
     from asmopt.toolchain import default_toolchain
@@ -305,10 +306,6 @@ def cmd_eval(args: argparse.Namespace) -> int:
     programs = suite.select(split=args.split, ids=args.only)
     if not programs:
         raise UsageError(f"no programs selected (split {args.split!r})")
-    try:
-        policy = get_policy(args.policy)
-    except ValueError as exc:
-        raise UsageError(str(exc)) from None
     mode = MeasureMode(args.measure)
     timing = TimingConfig(
         target_half_width=args.timing_target,
@@ -318,6 +315,10 @@ def cmd_eval(args: argparse.Namespace) -> int:
     sandbox = default_sandbox()
     sandbox.check()
     toolchain = default_toolchain()
+    try:
+        policy = make_policy(args, toolchain, sandbox)
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
     valgrind_version = None
     if mode == MeasureMode.INSTRUCTIONS:
         from asmopt.measure.valgrind import Valgrind, ValgrindUnavailable
@@ -379,6 +380,10 @@ def cmd_eval(args: argparse.Namespace) -> int:
     finally:
         store.close()
     summary = summarize(outcomes)
+    if args.samples > 1:
+        from asmopt.best_of_n import best_of_n_metrics
+
+        summary["best_of_n"] = best_of_n_metrics(outcomes, {p.id: p for p in programs})
     summary.update(
         suite=suite.name,
         policy=policy.name,
@@ -420,6 +425,18 @@ def cmd_eval(args: argparse.Namespace) -> int:
         "rerun the command to retry them)"
     )
     print("  verdicts      " + ", ".join(f"{k}={v}" for k, v in summary["verdicts"].items()))
+    if "best_of_n" in summary:
+        bon = summary["best_of_n"]
+        for kind, what in (
+            ("honest", "picked on the selection split, scored on all tests"),
+            ("oracle", "picked on the tests it is scored on, as the reference"),
+        ):
+            ref = bon[kind]["reference"]
+            print(
+                f"  best-of-{bon['n']} {kind:6s} pass {_pct(ref['pass_rate'])}, speedup "
+                f"{ref['speedup'] or 0:.3f}x, significantly faster "
+                f"{_pct(bon[kind]['strict']['significantly_faster'])} ({what})"
+            )
     print(f"\nresults stored in {run_dir}/{DB_NAME}; `asmopt report {run_dir}` writes a report")
     return 0
 
@@ -639,7 +656,14 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--policy", default="identity")
     p.add_argument("--split", default="all")
     p.add_argument("--only", nargs="+", metavar="PROGRAM")
-    p.add_argument("--samples", type=int, default=1, help="candidates per program")
+    p.add_argument(
+        "--samples",
+        "--n",
+        type=int,
+        default=1,
+        dest="samples",
+        help="candidates per program (best-of-N reports honest and oracle picks)",
+    )
     p.add_argument("-j", "--jobs", type=int, default=_jobs_default())
     p.add_argument(
         "--run-dir",
@@ -669,6 +693,9 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="also time answers that are copies of the baseline (an A/A check of the timer)",
     )
+    from asmopt.policies.factory import add_policy_arguments
+
+    add_policy_arguments(p)
     p.set_defaults(func=cmd_eval)
 
     results = sub.add_parser("results", help="show, compare and export stored results")
@@ -734,6 +761,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         ToolchainError,
         SandboxUnavailable,
         ValueError,
+        PolicyError,
         FileNotFoundError,
     ) as exc:
         print(f"asmopt: error: {exc}", file=sys.stderr)

@@ -63,11 +63,14 @@ class OpenAIBackend:
             headers["Authorization"] = f"Bearer {key}"
         return headers
 
-    def _request(self, method: str, path: str, body: dict[str, Any] | None = None) -> Any:
+    def _request(
+        self, method: str, path: str, body: dict[str, Any] | None = None, retries: int | None = None
+    ) -> Any:
         url = f"{self.base_url}{path}"
         data = json.dumps(body).encode() if body is not None else None
         last = ""
-        for attempt in range(self.max_retries + 1):
+        retries = self.max_retries if retries is None else retries
+        for attempt in range(retries + 1):
             req = urllib.request.Request(url, data=data, method=method, headers=self._headers())
             try:
                 with self._sem, urllib.request.urlopen(req, timeout=self.timeout_s) as resp:
@@ -99,15 +102,15 @@ class OpenAIBackend:
                 except (json.JSONDecodeError, UnicodeDecodeError):
                     last = f"server returned invalid JSON: {raw[:200]!r}"
                     delay = None
-            if attempt < self.max_retries:
+            if attempt < retries:
                 wait = delay if delay is not None else self.backoff_s * (2**attempt)
                 time.sleep(wait * (0.5 + random.random()))  # jitter spreads retries apart
-        raise TransientError(f"{url}: gave up after {self.max_retries + 1} attempts: {last}")
+        raise TransientError(f"{url}: gave up after {retries + 1} attempts: {last}")
 
     def preflight(self) -> None:
         """Fail fast on an unreachable server, a bad key or an unknown model."""
         try:
-            listing = self._request("GET", "/models")
+            listing = self._request("GET", "/models", retries=min(self.max_retries, 2))
         except TransientError as exc:
             raise PolicyError(f"cannot reach the model server: {exc}") from None
         models = (
