@@ -153,6 +153,9 @@ class TRLReward:
         self.last_results = self.service.score_batch(requests)
         values = [r.reward for r in self.last_results]
         _check_rewards(values, len(completions))
+        log_extra = columns.get("log_extra")
+        if callable(log_extra):
+            log_extra("verdict", [r.verdict for r in self.last_results])
         log_metric = columns.get("log_metric")
         if callable(log_metric):
             for verdict in {r.verdict for r in self.last_results}:
@@ -192,3 +195,12 @@ def dry_run_verl(**reward_kwargs: Any) -> dict[str, Any]:
     if "score" not in out:
         raise AssertionError("compute_score returned no 'score'")
     return out
+
+
+def make_execution_reward(
+    suite: str | None = None, workers: int = 2, backend: str = "process", **score_options: Any
+) -> TRLReward:
+    """Factory for the trainers' reward registry (`reward: execution` in a config)."""
+    reward = TRLReward(ScoreConfig(**score_options), suite=suite, workers=workers, backend=backend)
+    reward.dry_run()
+    return reward

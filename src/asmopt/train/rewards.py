@@ -38,6 +38,9 @@ RewardFactory = Callable[..., RewardFn]
 
 _REGISTRY: dict[str, RewardFactory | str] = {
     "text-task": "asmopt.train.rewards:TextTaskReward",
+    # The sandboxed execution reward (build, tests, timing); options are ScoreConfig fields
+    # plus suite / workers / backend.
+    "execution": "asmopt.reward.adapters:make_execution_reward",
 }
 
 
