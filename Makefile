@@ -7,8 +7,12 @@ PY := $(VENV)/bin/python
 setup:
 	@bash scripts/setup.sh
 
+# The pipeline check (identity must build and pass 100%), then the non-LLM reference
+# optimizer on the held-out test split with its report. Reruns resume from the stores.
 demo: setup
-	$(VENV)/bin/asmopt eval --policy identity
+	$(VENV)/bin/asmopt eval --policy identity --measure none --run-dir runs/demo-identity
+	$(VENV)/bin/asmopt eval --policy compiler-search --split test --run-dir runs/demo-compiler-search
+	$(VENV)/bin/asmopt report runs/demo-compiler-search
 
 test: setup
 	$(PY) -m pytest -q
