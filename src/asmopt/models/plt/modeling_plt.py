@@ -333,7 +333,8 @@ class PLTGate(nn.Module):
         params = [self.weight, self.bias]
         if self.gate_norm is not None:
             params.append(self.gate_norm.weight)
-        if torch.is_grad_enabled() and any(p.requires_grad for p in params):
+        training = torch.is_grad_enabled() and any(p.requires_grad for p in params)
+        if training or any(p.is_inference() for p in params):  # inference tensors: no _version
             return self._fold(compute)
         key = (compute, *((p.data_ptr(), p._version) for p in params))
         if self._folded_key != key:
