@@ -9,7 +9,7 @@ import pytest
 from asmopt.eval_suite import MeasureOptions, SampleOutcome, evaluate_programs, summarize
 from asmopt.evaluate import Verdict
 from asmopt.measure.speedup import MeasureMode, MeasureStatus
-from asmopt.measure.timing import CoreLock, TimingConfig
+from asmopt.measure.timing import TimingConfig
 from asmopt.policies.base import Candidate, PolicyRequest
 from asmopt.programs.model import Program, TestCase
 from asmopt.sandbox import Sandbox
@@ -76,9 +76,7 @@ def timed(
 ) -> list[SampleOutcome]:
     run_dir = tmp_path_factory.mktemp("run")
     cfg = TimingConfig(min_pairs=3, max_pairs=20, budget_s=10)
-    options = MeasureOptions(
-        mode=MeasureMode.TIME, timing=cfg, lock=CoreLock(lock_dir=run_dir / "locks")
-    )
+    options = MeasureOptions(mode=MeasureMode.TIME, timing=cfg)
     with ResultStore(run_dir) as store:
         store.begin_run({"suite": "t", "policy": "variants", "measure": "time"}, {})
         outcomes = evaluate_programs(

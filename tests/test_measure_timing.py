@@ -160,9 +160,8 @@ def _binary(toolchain: Toolchain, source: str, flags: tuple[str, ...] = ("-O2",)
 def test_real_aa_timing_is_sane(toolchain: Toolchain, sandbox: Sandbox, tmp_path: Path) -> None:
     binary = _binary(toolchain, SPIN_C)
     test = TestCase("t1", b"3000000\n", b"3000000\n")
-    lock = CoreLock(lock_dir=tmp_path)
     cfg = TimingConfig(min_pairs=4, max_pairs=12, budget_s=10)
-    out = time_test(sandbox, binary, binary, test, cfg, lock=lock)
+    out = time_test(sandbox, binary, binary, test, cfg)
     sp = out.speedup
     assert out.failure is None, out.failure
     assert sp.status == MeasureStatus.MEASURED
@@ -190,7 +189,7 @@ def test_candidate_failing_during_timing_is_its_fault(
     good = _binary(toolchain, SPIN_C)
     bad = _binary(toolchain, SPIN_C.replace('printf("%ld\\n", n);', 'printf("%ld\\n", n + 1);'))
     test = TestCase("t1", b"1000\n", b"1000\n")
-    out = time_test(sandbox, good, bad, test, TimingConfig(), lock=CoreLock(lock_dir=tmp_path))
+    out = time_test(sandbox, good, bad, test, TimingConfig())
     assert out.failure is not None and out.failure.candidate_fault
     assert out.failure.verdict == "wrong_output" and "timing run 2" in out.failure.message
 
@@ -204,11 +203,10 @@ def test_tests_share_a_sandbox_and_failures_name_their_test(
         toolchain, SPIN_C.replace('printf("%ld\\n", n);', 'printf("%ld\\n", n == 300 ? 0 : n);')
     )
     tests = [TestCase(f"n{n}", f"{n}\n".encode(), f"{n}\n".encode()) for n in (100, 200, 300)]
-    lock = CoreLock(lock_dir=tmp_path)
     cfg = TimingConfig(min_pairs=3, max_pairs=6, budget_s=5)
-    speedups, failure, failed = time_tests(sandbox, good, good, tests, cfg, lock=lock)
+    speedups, failure, failed = time_tests(sandbox, good, good, tests, cfg)
     assert failure is None and [s.test for s in speedups] == ["n100", "n200", "n300"]
     assert all(s.status == MeasureStatus.MEASURED and s.n >= 3 for s in speedups)
-    speedups, failure, failed = time_tests(sandbox, good, bad, tests, cfg, lock=lock)
+    speedups, failure, failed = time_tests(sandbox, good, bad, tests, cfg)
     assert failure is not None and failure.candidate_fault and failed == "n300"
     assert failure.verdict == "wrong_output"

@@ -1,28 +1,34 @@
-"""Interleaved, adaptive timing of a candidate against its baseline on one test.
+"""Interleaved, adaptive timing of a candidate against its baseline, test by test.
 
 Procedure (docs/measurement.md has the reasoning and the numbers behind the defaults):
 
-1. Both binaries run in ONE sandbox, alternating A B A B ... through the launcher, which
-   executes each from the same descriptor with the same argv, environment, stdin and
-   working directory and empties /tmp between runs (see sandbox/launcher.c). Sandbox
-   start-up is outside the timed region: the launcher times fork -> wait4.
-2. The first `warmup_pairs` pairs of every round are discarded. The program cannot tell a
-   warm-up from a timed run: they are the same in every respect it can observe.
+1. Both binaries run in ONE sandbox, in adjacent pairs, counterbalanced (A B, B A, A B,
+   ...), through the launcher, which executes each from the same descriptor with the same
+   argv, environment, stdin and working directory and empties /tmp between runs (see
+   sandbox/launcher.c). All tests of a program share the sandbox of a batch, their inputs
+   passed as descriptors. Sandbox start-up is outside the timed region: the launcher times
+   fork -> wait4.
+2. The first `warmup_pairs` pairs of every test in every batch are discarded. The program
+   cannot tell a warm-up from a timed run: they are the same in every respect it can
+   observe.
 3. Every run's output is checked against the expected output, so skipping work when timed
    is caught as a wrong answer.
 4. The metric is user + system CPU time of the child from rusage. Unlike wall time it does
    not grow when another process shares the core, which is what broke the reference
    harness's numbers under load; wall time is recorded next to it.
-5. After each round the paired log-ratios give a t-interval (stats.py). Sampling stops when
-   its relative half-width is within `target_half_width`, or when the pair, round or time
-   budget is spent (the result is then flagged unreliable). The next round's size is
-   estimated from the spread seen so far.
-6. The whole sandbox is pinned to a timing core held under a lock (`CoreLock`), so no two
-   timings share a core, here or in another process; correctness runs and builds use the
-   other cores.
+5. After each batch every test's paired log-ratios give an interval (stats.py: trimmed
+   means per batch, batches combined by a random-effects model). A test stops when its
+   relative half-width is within `target_half_width`, or when its pair, round or time
+   budget is spent (it is then flagged unreliable); the next batch gives each remaining
+   test the pairs its spread so far says it needs.
+6. The whole sandbox is pinned to a timing core held under a lock (`CoreLock`), at
+   real-time priority when permitted, so no two timings share a core, here or in another
+   process, and nothing of normal priority preempts a timed run; correctness runs and
+   builds use the other cores.
 
-The engine (`measure_pairs`) only sees an executor that returns paired samples, so its
-statistics are tested with a mock executor and no real timing.
+The engine (`measure_tests`, `measure_pairs` for one test) only sees an executor that
+returns paired samples, so its statistics are tested with a mock executor and no real
+timing.
 """
 
 from __future__ import annotations
@@ -32,13 +38,13 @@ import fcntl
 import math
 import os
 import secrets
+import tempfile
 import time
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Literal, Protocol
 
-from asmopt.cache import cache_root
 from asmopt.measure.speedup import MeasureMode, MeasureStatus, TestSpeedup, TimingWarning
 from asmopt.measure.stats import (
     outlier_flags,
@@ -496,7 +502,7 @@ class CoreLock:
 
     def __init__(self, layout: CoreLayout | None = None, lock_dir: Path | None = None) -> None:
         self.layout = layout or CoreLayout.detect()
-        self.lock_dir = lock_dir or cache_root() / "timing-locks"
+        self.lock_dir = lock_dir or default_lock_dir()
         self.lock_dir.mkdir(parents=True, exist_ok=True)
 
     @contextlib.contextmanager
@@ -509,6 +515,8 @@ class CoreLock:
         while True:
             for cpu, path in handles:
                 fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o666)
+                with contextlib.suppress(OSError):  # other users must be able to lock it too
+                    os.fchmod(fd, 0o666)
                 try:
                     fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
                 except BlockingIOError:
@@ -521,6 +529,25 @@ class CoreLock:
                     os.close(fd)
                 return
             time.sleep(poll_s)
+
+
+def default_lock_dir() -> Path:
+    """One directory for the whole machine (`ASMOPT_TIMING_LOCK_DIR` overrides it).
+
+    Not under the cache directory: two processes with different caches (a test suite with
+    a private cache next to a long evaluation) still time on the same cores, so they must
+    see the same locks. A sticky, world-writable directory in the system's temporary
+    directory lets every user's asmopt take part."""
+    explicit = os.environ.get("ASMOPT_TIMING_LOCK_DIR")
+    if explicit:
+        return Path(explicit)
+    path = Path(tempfile.gettempdir()) / "asmopt-timing-locks"
+    if not path.is_dir():
+        with contextlib.suppress(FileExistsError):
+            path.mkdir(mode=0o1777)
+        with contextlib.suppress(OSError):
+            os.chmod(path, 0o1777)
+    return path
 
 
 _default_lock: CoreLock | None = None
