@@ -223,35 +223,43 @@ def profile_step(modes: list[Mode], dtype_name: str, batch: int, args: argparse.
     top_lines: list[str] = []
     try:
         models = build_models(modes, dtype, args.seed)
+        # Steps alternate between modes (one profiled token each) so that interference from
+        # other jobs is spread evenly, as in `measure`; operator totals are summed per mode.
+        totals: dict[str, dict[str, list[float]]] = {mode.name: {} for mode in modes}
         with torch.inference_mode():
             caches, tokens = prefill(models, batch, args)
-            for mode in modes:
-                model, cache = models[mode.name], caches[mode.name]
-                with profile(activities=[ProfilerActivity.CPU]) as prof:
-                    for _ in range(steps):
+            for step in range(steps):
+                order = modes[step % len(modes) :] + modes[: step % len(modes)]
+                for mode in order:
+                    model, cache = models[mode.name], caches[mode.name]
+                    with profile(activities=[ProfilerActivity.CPU]) as prof:
                         tokens[mode.name] = decode_step(model, cache, tokens[mode.name])
-                events = prof.key_averages()
-                total = sum(e.self_cpu_time_total for e in events) / 1e3 / steps
-                calls = sum(e.count for e in events) / steps
-                cells, grouped = [], 0.0
-                for match in groups.values():
-                    value = sum(e.self_cpu_time_total for e in events if match(e.key)) / 1e3
-                    grouped += value / steps
-                    cells.append(f"{value / steps:.2f}")
-                lines.append(
-                    f"| {mode.name} | {total:.2f} | "
-                    + " | ".join(cells)
-                    + f" | {total - grouped:.2f} | {calls:.0f} |"
+                    for event in prof.key_averages():
+                        entry = totals[mode.name].setdefault(event.key, [0.0, 0])
+                        entry[0] += event.self_cpu_time_total
+                        entry[1] += event.count
+        for mode in modes:
+            events = totals[mode.name]
+            total = sum(us for us, _ in events.values()) / 1e3 / steps
+            calls = sum(count for _, count in events.values()) / steps
+            cells, grouped = [], 0.0
+            for match in groups.values():
+                value = sum(us for key, (us, _) in events.items() if match(key)) / 1e3 / steps
+                grouped += value
+                cells.append(f"{value:.2f}")
+            lines.append(
+                f"| {mode.name} | {total:.2f} | "
+                + " | ".join(cells)
+                + f" | {total - grouped:.2f} | {calls:.0f} |"
+            )
+            top = sorted(events.items(), key=lambda item: item[1][0], reverse=True)[:8]
+            top_lines.append(
+                f"- {mode.name}: "
+                + ", ".join(
+                    f"{key} {us / 1e3 / steps:.2f} ms ({count // steps}x)"
+                    for key, (us, count) in top
                 )
-                top = sorted(events, key=lambda e: e.self_cpu_time_total, reverse=True)[:8]
-                top_lines.append(
-                    f"- {mode.name}: "
-                    + ", ".join(
-                        f"{e.key} {e.self_cpu_time_total / 1e3 / steps:.2f} ms "
-                        f"({e.count // steps}x)"
-                        for e in top
-                    )
-                )
+            )
     finally:
         set_few_row_fp32_matmul(True)
     return "\n".join([*lines, "", "Top operators per step:", *top_lines, ""])
