@@ -10,10 +10,10 @@ Layout for L physical layers and R loops (slot `loop * L + layer` of `Cache.laye
 - `loop_states`: the last hidden state h(r) of loops r = 1..R-1 for every batch row, shape
   `[batch, R - 1, hidden]`. Loop r + 1 of the next token starts from it (cross-loop shift).
 
-Sharing one cache slot between loops is the bug that made other looped models emit garbage
-after a few cached tokens; every (layer, loop) here has its own slot, and the batch
-operations of the `Cache` API (beam reordering, batch selection, repetition) also move
-`loop_states`, so no row ever sees another row's state.
+A cache slot shared between loop iterations is what broke cached generation of other looped
+models after a few tokens; here every (layer, loop) has its own slot, and the batch operations
+of the `Cache` API (beam reordering, batch selection, repetition) also move `loop_states`, so
+no loop reads another loop's keys and no row another row's state.
 """
 
 from __future__ import annotations
