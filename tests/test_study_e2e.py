@@ -29,8 +29,13 @@ def parser() -> argparse.ArgumentParser:
 
 
 def run(argv: list[str]) -> int:
-    args = parser().parse_args(argv)
-    return int(args.func(args) or 0)
+    """As if typed as `asmopt ARGV...` (the report records the command line)."""
+    import sys
+    from unittest import mock
+
+    with mock.patch.object(sys, "argv", ["asmopt", *argv]):
+        args = parser().parse_args(argv)
+        return int(args.func(args) or 0)
 
 
 def test_study_runs_end_to_end(

@@ -26,7 +26,12 @@ from asmopt.toolchain import ToolchainError
 
 # Subcommand groups that live beside the modules they drive. Each exposes
 # `register(subparsers, common)` where `common` is the parent parser with shared options.
-COMMAND_MODULES: list[str] = ["asmopt.data.cli", "asmopt.policies.cli", "asmopt.train.cli"]
+COMMAND_MODULES: list[str] = [
+    "asmopt.data.cli",
+    "asmopt.policies.cli",
+    "asmopt.train.cli",
+    "asmopt.study.cli",
+]
 
 
 class UsageError(Exception):
