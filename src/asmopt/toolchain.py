@@ -58,7 +58,7 @@ def first_messages(stderr: str, limit: int = 6) -> str:
     """The first diagnostics of gcc/as/ld with our temporary paths removed."""
     lines = []
     for raw in stderr.splitlines():
-        line = raw.replace("/work/", "")
+        line = raw.replace("/build/", "")
         if not line.strip():
             continue
         lines.append(line)
@@ -322,7 +322,7 @@ class Toolchain:
             for i, data in enumerate(profile_inputs):
                 (work / f"profile-{i}.in").write_bytes(data)
                 run = self.sandbox.run_toolchain(
-                    ["/work/prog"],
+                    ["/build/prog"],
                     work,
                     limits=run_limits,
                     stdin_file=f"profile-{i}.in",

@@ -501,7 +501,7 @@ class Sandbox:
         stdin_file: str | None = None,
         seccomp: bool = False,
     ) -> RunResult:
-        """Run a compiler command with `work_dir` (and nothing else of ours) writable at /work.
+        """Run a compiler command with `work_dir` (and nothing else of ours) writable at /build.
 
         Also runs profile-collecting builds of a program's own C source (PGO): then
         `stdin_file` names a file inside `work_dir` and `seccomp` applies the program
@@ -512,7 +512,7 @@ class Sandbox:
         if stdin_file is not None:
             if "/" in stdin_file or not (work / stdin_file).is_file():
                 raise ValueError(f"stdin_file must name a file in the work directory: {stdin_file}")
-            stdin_inside = f"/work/{stdin_file}"
+            stdin_inside = f"/build/{stdin_file}"
         if self.unsafe:
             cmd = [
                 str(self._launcher),
@@ -553,12 +553,12 @@ class Sandbox:
             cmd += [
                 "--bind",
                 str(work),
-                "/work",
+                "/build",
                 "--ro-bind",
                 str(launch),
                 "/sandbox/launch",
                 "--chdir",
-                "/work",
+                "/build",
                 "--clearenv",
                 "--setenv",
                 "PATH",
