@@ -35,6 +35,7 @@ import torch.nn.functional as F
 
 from asmopt.study.config import ModelSpec, StudyConfig, TrainSpec, to_dict, to_yaml
 from asmopt.study.data import Prepared, TokenSplit, prepare
+from asmopt.study.provenance import stamp
 from asmopt.study.tokenizer import EOT, PAD
 
 SUMMARY_FILE = "summary.json"
@@ -417,6 +418,7 @@ def train_lm(
         if spec.amp == "bfloat16"
         else torch.autocast(device.type, enabled=False)
     )
+    started = stamp()
     tick = time.monotonic()
     while state.step < spec.max_steps:
         step = state.step
@@ -495,6 +497,7 @@ def train_lm(
         "heldout": final_eval,
         "config": to_dict(cfg),
         "output_dir": str(out),
+        "trained": {**stamp(), "started_commit": started["git_commit"]},
     }
     final = out / "final"
     model.save_pretrained(final)

@@ -19,12 +19,9 @@ variation of training, which one run per R cannot measure (the report says so).
 
 from __future__ import annotations
 
-import datetime as dt
 import itertools
 import json
 import math
-import platform
-import subprocess
 import sys
 from pathlib import Path
 from typing import Any
@@ -41,6 +38,7 @@ from asmopt.study.lm import (
     resolve_device,
     train_lm,
 )
+from asmopt.study.provenance import environment
 from asmopt.study.task import evaluate_task, task_programs
 
 STUDY_FILE = "study.json"
@@ -126,43 +124,6 @@ def evaluate_model(
         task = evaluate_task(model, prepared.tokenizer, task_set, cfg, toolchain)
         _store(task_path, key, task)
     return {"diagnostics": diag, "task": task}
-
-
-def _git_commit() -> str:
-    try:
-        out = subprocess.run(
-            ["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, timeout=10
-        )
-        return out.stdout.strip() or "unknown"
-    except (OSError, subprocess.SubprocessError):
-        return "unknown"
-
-
-def _cpu_model() -> str:
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or "unknown"
-
-
-def environment() -> dict[str, Any]:
-    import os
-
-    import transformers
-
-    return {
-        "date": dt.datetime.now(dt.UTC).strftime("%Y-%m-%d %H:%M UTC"),
-        "git_commit": _git_commit(),
-        "cpu": _cpu_model(),
-        "cpus": os.cpu_count(),
-        "gpu": torch.cuda.get_device_name(0) if torch.cuda.is_available() else None,
-        "python": platform.python_version(),
-        "torch": torch.__version__,
-        "transformers": transformers.__version__,
-    }
 
 
 def read_curve(path: Path) -> list[dict[str, Any]]:
@@ -318,8 +279,13 @@ def findings(result: dict[str, Any]) -> dict[str, Any]:
             "gains": gains,
             "costs": costs,
         }
+    final_erank = {r: models[r]["diagnostics"]["per_loop"]["erank"][-1] for r in loops}
+    by_loss = sorted(loops, key=lambda r: asm[r])
+    by_erank = sorted(loops, key=lambda r: -(final_erank[r] or 0.0))
     return {
         "best_loss": best_loss,
+        "final_erank": {str(r): v for r, v in final_erank.items()},
+        "erank_orders_like_loss": by_loss == by_erank,
         "best_asm_loss": best_asm,
         "steps": steps,
         "shape": shape,

@@ -84,12 +84,20 @@ def _save(fig: Any, path: Path) -> None:
     plt.close(fig)
 
 
+# Panels that start at loop 2: loop 1's step is measured from the embedding, whose norm is
+# small, so its relative size dwarfs the rest of the curve and says little.
+FROM_LOOP_TWO = {"step_size_rel"}
+
+
 def _per_loop_panel(ax: Any, models: dict[int, Any], key: str, title: str) -> None:
     """One line per model over its loops; loops where the value is undefined are skipped."""
     drawn = False
+    first = 2 if key in FROM_LOOP_TWO else 1
     for i, (r, m) in enumerate(sorted(models.items())):
         values = m["diagnostics"]["per_loop"][key]
-        points = [(k + 1, v) for k, v in enumerate(values) if v is not None and v == v]
+        points = [
+            (k + 1, v) for k, v in enumerate(values) if v is not None and v == v and k + 1 >= first
+        ]
         if key == "erank":
             points = [(0, m["diagnostics"]["embedding_erank"]), *points]
         if not points:
@@ -127,7 +135,9 @@ def plot_training(result: dict[str, Any], path: Path) -> None:
                 label=f"R={r}",
             )
     for ax, title in zip(
-        axes[0], ("training loss (per logged step)", "held-out assembly loss"), strict=True
+        axes[0],
+        ("training loss (per logged step)", "held-out assembly loss (16 windows; 64 at the end)"),
+        strict=True,
     ):
         ax.set_title(title, fontsize=9)
         ax.set_xlabel("step", fontsize=8)
@@ -214,7 +224,7 @@ def draw_plots(result: dict[str, Any], directory: Path, stem: str) -> dict[str, 
     plot_group(
         models,
         [
-            ("step_size_rel", "relative step size ||h(r)-h(r-1)|| / ||h(r-1)||"),
+            ("step_size_rel", "relative step size ||h(r)-h(r-1)|| / ||h(r-1)||, r >= 2"),
             ("update_cos", "update alignment cos (<0: oscillation)"),
             ("erank", "effective rank (loop 0 = embeddings)"),
             ("fixed_point_gap_rel", "relative fixed-point gap ||h-f(h)|| / ||h||"),
@@ -286,6 +296,15 @@ def _diag_table(r: int, m: dict[str, Any]) -> list[str]:
     return lines
 
 
+def _trained(result: dict[str, Any]) -> str:
+    stamps = [m["summary"].get("trained") for m in result["models"].values()]
+    if not all(stamps):
+        return ""
+    commits = sorted({s["started_commit"] for s in stamps})
+    dates = sorted(s["date"] for s in stamps)
+    return f" (finished {dates[0]} .. {dates[-1]}, started at commit {', '.join(commits)})"
+
+
 def render_markdown(result: dict[str, Any], plots: dict[str, str], notes: str | None) -> str:
     cfg = result["config"]
     mc = cfg["model"]
@@ -307,7 +326,7 @@ def render_markdown(result: dict[str, Any], plots: dict[str, str], notes: str | 
         f"{env['date']}, commit {env['git_commit']}, {env['cpu']} ({env['cpus']} CPUs"
         + (f", GPU {env['gpu']}" if env["gpu"] else "")
         + f"), torch {env['torch']}, transformers {env['transformers']}. "
-        f"Training took {total_min:.0f} min in total.",
+        f"Training took {total_min:.0f} min in total{_trained(result)}.",
         "",
         "## Setup",
         "",
@@ -354,9 +373,16 @@ def render_markdown(result: dict[str, Any], plots: dict[str, str], notes: str | 
     rule = fnd["erank_rule"]
     lines += [
         "",
-        f"Rule of thumb (add a loop only while effective rank still rises), read on the "
+        f"Rule of thumb (add a loop only while effective rank still rises), read within the "
         f"R = {rule['model']} model: {rule['recommended_loops']} loop(s).",
     ]
+    if "final_erank" in fnd:
+        ranks = ", ".join(f"R={r}: {_f(v, 1)}" for r, v in fnd["final_erank"].items())
+        same = "ranks" if fnd["erank_orders_like_loss"] else "does not rank"
+        lines.append(
+            f"Read across models, the effective rank of the last loop's states ({ranks}) "
+            f"{same} the models in the same order as held-out assembly loss."
+        )
     trade = fnd["tradeoff"]
     if trade:
         lines.append(
@@ -398,7 +424,8 @@ def render_markdown(result: dict[str, Any], plots: dict[str, str], notes: str | 
         "## Diagnostics per model",
         "",
         "Columns (definitions in docs/study.md): delta = step size ‖h(r) − h(r−1)‖ (raw and "
-        "relative to ‖h(r−1)‖); cos = update alignment (negative: oscillation); erank = "
+        "relative to ‖h(r−1)‖; at loop 1 relative to the embedding, whose norm is small); "
+        "cos = update alignment (negative: oscillation); erank = "
         "effective rank of the RMS-normalised states; fp gap = fixed-point gap ‖h(r) − "
         "f(h(r))‖ relative to ‖h(r)‖; Omega = offset cost mean‖h(r−1)_i − h(r−1)_(i−1)‖; "
         "attn H = attention entropy; attn KL = KL(A(r) ‖ A(r−1)); head sim = mean pairwise "
