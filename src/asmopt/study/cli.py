@@ -148,9 +148,10 @@ def cmd_diagnose(args: argparse.Namespace) -> int:
     from asmopt.models.plt import load_plt_pretrained
     from asmopt.study.data import prepare
     from asmopt.study.diagnostics import METRICS, run_diagnostics
-    from asmopt.study.lm import resolve_device
+    from asmopt.study.lm import quiet_transformers, resolve_device
     from asmopt.study.loops import diagnostics_windows
 
+    quiet_transformers()
     cfg = _config(args)
     device = resolve_device(cfg.train.device)
     model = load_plt_pretrained(args.model).to(device)
@@ -172,8 +173,8 @@ def cmd_diagnose(args: argparse.Namespace) -> int:
         sys.stdout.write("\n")
         return 0
     print(f"{args.model}: R = {diag.loops}, {diag.windows} windows, {diag.tokens} tokens")
-    header = ["loop"] + [str(r) for r in range(1, diag.loops + 1)]
-    print("  ".join(f"{h:>10}" for h in ["metric", *header[1:]]))
+    loops = [f"loop {r}" for r in range(1, diag.loops + 1)]
+    print(f"{'metric':<40} " + "  ".join(f"{h:>10}" for h in loops))
     for key, label in METRICS.items():
         cells = ["-" if v is None else f"{v:.4g}" for v in diag.per_loop[key]]
         print(f"{label[:40]:<40} " + "  ".join(f"{c:>10}" for c in cells))
