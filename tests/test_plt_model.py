@@ -420,3 +420,29 @@ def test_gate_sees_in_place_weight_updates() -> None:
         after = model(ids, output_loop_states=True).loop_gates[1][0]
     assert before.min().item() > 1e-6
     assert after.max().item() < 1e-20
+
+
+@pytest.mark.parametrize("gate_mode", [True, False], ids=["hidden_gate", "query_gate"])
+def test_bfloat16_autocast_forward_backward_and_decode(gate_mode: bool) -> None:
+    """Under CPU bfloat16 autocast the gate (float32) and the branches (bfloat16) meet in one
+    mix; training, cached decode and parallel decode must run and stay near float32."""
+    torch.manual_seed(0)
+    model = PLTForCausalLM(
+        tiny_config(plt_num_loops=3, plt_gate_use_hidden_states=gate_mode)
+    ).eval()
+    ids = torch.randint(2, VOCAB, (2, 10))
+    with torch.no_grad():
+        reference = model(ids).logits
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        loss = model(ids, labels=ids).loss
+        loss.backward()
+        with torch.no_grad():
+            full = model(ids).logits
+            cache = PLTCache(model.config)
+            model(ids[:, :6], past_key_values=cache, use_cache=True)
+            step = model(ids[:, 6:7], past_key_values=cache, use_cache=True).logits
+    assert torch.isfinite(loss)
+    grads = [p.grad for p in model.parameters() if p.grad is not None]
+    assert grads and all(torch.isfinite(g).all() for g in grads)
+    assert (full.float() - reference).abs().max().item() < 0.1
+    assert (step[:, -1].float() - full[:, 6].float()).abs().max().item() < 0.1

@@ -352,13 +352,6 @@ def train_lm(
             )
     else:
         model = build_model(cfg, loops, tokenizer)
-    if spec.amp != "none" and model.config.plt_uses_gated_attention:
-        # torch.lerp in the gated attention receives a float32 gate and bfloat16 branch
-        # outputs under autocast and refuses to mix them (seen with transformers 5.23).
-        raise ValueError(
-            "train.amp=bfloat16 does not run with PLT gated attention (R > 1) at present; "
-            "use amp: none (float32 weights; on CUDA, TF32 matrix products are enabled)"
-        )
     if device.type == "cuda":
         torch.backends.cuda.matmul.allow_tf32 = True
         torch.backends.cudnn.allow_tf32 = True

@@ -69,19 +69,8 @@ def load_causal_lm(path: str | Path, dtype: str, device: torch.device) -> Any:
     return model.to(device)
 
 
-# Model types whose forward fails under torch.autocast (the PLT gate mixes dtypes in
-# torch.lerp); listed so the failure is a clear config error at start-up, not mid-run.
-NO_AUTOCAST_MODEL_TYPES = frozenset({"asmopt_plt", "iquestpltcoder"})
-
-
 def prepare_trainable(model: Any, cfg: Any) -> Any:
     """Gradient checkpointing and LoRA as the config asks; returns the model to train."""
-    model_type = getattr(model.config, "model_type", "")
-    if cfg.amp != "none" and model_type in NO_AUTOCAST_MODEL_TYPES:
-        raise ValueError(
-            f"amp={cfg.amp} does not work with {model_type} models yet (mixed dtypes in the "
-            f"loop gate under autocast); use amp: none with dtype: {cfg.amp} instead"
-        )
     if cfg.gradient_checkpointing:
         model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
         if cfg.lora_r:

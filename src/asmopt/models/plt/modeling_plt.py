@@ -285,6 +285,17 @@ class AttentionResult:
     gate: torch.Tensor | None = None
 
 
+def mix_branches(local: torch.Tensor, global_: torch.Tensor, gate: torch.Tensor) -> torch.Tensor:
+    """g * global + (1 - g) * local, in the wider dtype of the two branches.
+
+    Under autocast the branches and the gate can arrive in different dtypes (attention in
+    bfloat16, a float32 gate or a float32 post-RoPE query path); `torch.lerp` refuses mixed
+    dtypes, so all three are brought to one dtype first.
+    """
+    dtype = torch.promote_types(local.dtype, global_.dtype)
+    return torch.lerp(local.to(dtype), global_.to(dtype), gate.to(dtype))
+
+
 class PLTGate(nn.Module):
     """Per-head mixing weight g of gated sliding-window attention (weight on the global branch).
 
@@ -462,7 +473,7 @@ class PLTAttention(nn.Module):
         )
         y_local, p_local = attention_forward(self, query, local_key, local_value, masks.local, need)
         gate = self.plt_gate(unit_hidden, query)  # [B, Q, H]
-        output = torch.lerp(y_local, y_global, gate.unsqueeze(-1))  # g*global + (1-g)*local
+        output = mix_branches(y_local, y_global, gate.unsqueeze(-1))
         probs = None
         if need:
             # Effective map over absolute positions: g * global + (1 - g) * local, both of which
@@ -529,7 +540,7 @@ class PLTAttention(nn.Module):
         y_local = y_local.reshape(batch, loops, heads, head_dim)
 
         gate = self.plt_gate(unit_hidden[:, 1:], query[:, :, 1:]).unsqueeze(-1)  # [B, R-1, H, 1]
-        mixed = torch.lerp(y_local, y_global[:, 1:], gate)  # g*global + (1-g)*local
+        mixed = mix_branches(y_local, y_global[:, 1:], gate)
         return AttentionResult(output=torch.cat([y_global[:, :1], mixed], dim=1))
 
 
