@@ -357,6 +357,34 @@ def test_unknown_yaml_key_names_the_key(tmp_path: Path) -> None:
     assert load_config(PPOConfig, path).actor_lr == 1e-6
 
 
+def test_validation_samples_and_edit_format_checks(tmp_path: Path, llama_dir: Path) -> None:
+    """Several sampled answers per held-out prompt; greedy repeats are refused; a diff
+    template with a reward that reads full assembly is refused before any work."""
+    cfg = small(
+        tmp_path,
+        llama_dir,
+        total_steps=1,
+        val_data="text-task:validation",
+        val_max_rows=3,
+        val_temperature=1.0,
+        val_samples_per_prompt=4,
+    )
+    summary = train_ppo(cfg, progress=False, echo=quiet)
+    assert summary["val_start"]["rows"] == 12 and summary["val_end"]["rows"] == 12
+    with pytest.raises(ValueError, match="val_temperature > 0"):
+        small(tmp_path, llama_dir, val_samples_per_prompt=2)
+    mismatch = small(
+        tmp_path / "diff",
+        llama_dir,
+        train_data="suite:train",
+        prompt_template="diff",
+        reward="execution",
+        reward_options={"measure": "none"},
+    )
+    with pytest.raises(ValueError, match=r"reward_options\.edit_format: diff"):
+        train_ppo(mismatch, progress=False, echo=quiet)
+
+
 def test_cli_reports_config_errors_in_one_line(tmp_path: Path) -> None:
     from asmopt.train.cli import main
 

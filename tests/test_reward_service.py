@@ -213,3 +213,27 @@ def test_ray_backend_scores_a_batch_on_a_local_instance(baseline: str) -> None:
         assert results[0].reward == 0.0 and results[1].reward == -1.0
     finally:
         ray.shutdown()
+
+
+def test_diff_answers_are_applied_to_the_baseline(baseline: str) -> None:
+    """edit_format=diff: a diff that applies is built and run; one that does not is an
+    extraction error naming the hunk, and a full-assembly answer is not read as a diff."""
+    config = ScoreConfig(reward="supercoder-design1", measure="none", edit_format="diff")
+    lines = baseline.splitlines()
+    cfi = next(line for line in lines if line.strip().startswith(".cfi_def_cfa_offset"))
+    # Drop an unwind-table directive: same code, so it builds and passes, but not identical.
+    good = f"```diff\n@@ -1 +0,0 @@\n-{cfi}\n```"
+    applied = score_one(PROGRAM, good, baseline, config)
+    assert applied.verdict == "pass" and not applied.identical and applied.reward == 1.0
+    # Break the program: remove the final `ret`, so execution runs off the end.
+    ret = max(i for i, line in enumerate(lines) if line.strip() == "ret")
+    broken = f"```diff\n@@ -{ret + 1} +{ret},0 @@\n-{lines[ret]}\n```"
+    assert score_one(PROGRAM, broken, baseline, config).verdict != "pass"
+    stale = "```diff\n@@ -3 +3 @@\n-\tthis line is not in the baseline\n+\tnop\n```"
+    wrong = score_one(PROGRAM, stale, baseline, config)
+    assert wrong.verdict == "extraction_error" and "hunk 1" in wrong.message
+    assert wrong.reward == -1.0
+    full = score_one(PROGRAM, _fence(baseline), baseline, config)
+    assert full.verdict == "extraction_error" and "diff" in full.message
+    with pytest.raises(ValueError, match="edit_format"):
+        ScoreConfig(edit_format="patch")  # type: ignore[arg-type]

@@ -137,6 +137,37 @@ def test_rows_from_the_builtin_suite() -> None:
     assert "completion" not in load_rows("suite:validation", toolchain=FakeToolchain())[0]
 
 
+def test_diff_template_targets_are_diffs_the_reward_applies() -> None:
+    """With the `diff` template the SFT target is a unified diff (real gcc output at -O3 and
+    at the target flags) that the answer reader turns back into the target assembly; splits
+    join with `+`; a target equal to the baseline is left out with a warning."""
+    from asmopt.policies.diff_format import apply_unified_diff
+    from asmopt.policies.extract import extract_diff
+    from asmopt.programs import load_builtin_suite
+    from asmopt.toolchain import default_toolchain
+
+    tc = default_toolchain()
+    flags = ["-O3", "-fno-asynchronous-unwind-tables"]
+    rows = load_rows(
+        "suite:validation+test", template="diff", target_flags=flags, diff_context=0, toolchain=tc
+    )
+    suite = load_builtin_suite()
+    held_out = {p.id for p in suite.select(split="validation") + suite.select(split="test")}
+    assert {r["program_id"] for r in rows} == held_out
+    for row in rows[:3]:
+        program = suite.get(row["program_id"])
+        diff = extract_diff(row["completion"])
+        assert diff is not None and "@@" in diff
+        # Zero context: only removals (unwind directives and their labels), no kept lines.
+        body = [ln for ln in diff.splitlines() if not ln.startswith(("@@", "---", "+++"))]
+        assert body and all(ln.startswith("-") for ln in body)
+        assert any(ln.startswith("-\t.cfi_") for ln in body)
+        rebuilt = apply_unified_diff(tc.baseline_assembly(program), diff)
+        assert rebuilt == tc.baseline_assembly(program, tuple(flags))
+    with pytest.warns(UserWarning, match="baseline itself"), pytest.raises(ValueError):
+        load_rows("suite:test", template="diff", target_flags=["-O3"], toolchain=tc)
+
+
 def test_rows_from_jsonl_and_their_errors(tmp_path: Path) -> None:
     path = tmp_path / "rows.jsonl"
     path.write_text(

@@ -44,6 +44,10 @@ class ScoreConfig:
     timing_max_pairs: int = 60
     timing_budget_s: float = 10.0
     extract: bool = True  # completions are raw model text (else: assembly already)
+    # `diff`: the completion is a unified diff against the baseline assembly (the `diff`
+    # prompt template), applied before the build; one that does not apply is an
+    # extraction_error naming the hunk.
+    edit_format: Literal["assembly", "diff"] = "assembly"
     deadline_s: float = 300.0  # per sample, build + tests + timing
     # A speedup whose 95% interval contains 1 is reported to the reward as exactly 1.0: the
     # measurement cannot tell it from the baseline, so no reward (design 1 and 2 included)
@@ -55,6 +59,8 @@ class ScoreConfig:
 
     def __post_init__(self) -> None:
         get_reward(self.reward, **self.reward_options)  # fail now, not in a worker
+        if self.edit_format not in ("assembly", "diff"):
+            raise ValueError(f"edit_format must be assembly or diff, got {self.edit_format!r}")
         if self.measure not in ("time", "instructions", "none"):
             raise ValueError(f"measure must be time, instructions or none, got {self.measure!r}")
         if self.deadline_s <= 0:
@@ -114,6 +120,25 @@ def _coerce_text(completion: str | bytes) -> tuple[str | None, str]:
     return completion, ""
 
 
+def _answer_assembly(text: str, baseline_asm: str, config: ScoreConfig) -> tuple[str | None, str]:
+    """The candidate assembly the completion stands for, or (None, why not)."""
+    from asmopt.policies.diff_format import DiffError, apply_unified_diff
+    from asmopt.policies.extract import extract_assembly, extract_diff
+
+    if config.edit_format == "diff":
+        diff = extract_diff(text) if config.extract else text
+        if diff is None:
+            return None, "no ```diff block in the completion"
+        try:
+            return apply_unified_diff(baseline_asm, diff), ""
+        except DiffError as exc:
+            return None, f"diff does not apply: {exc}"
+    assembly = extract_assembly(text) if config.extract else text
+    if assembly is None:
+        return None, "no assembly block in the completion"
+    return assembly, ""
+
+
 def _reward_input(result: ScoreResult) -> RewardInput:
     return RewardInput(
         verdict=result.verdict,
@@ -166,7 +191,6 @@ def _score(
     from asmopt.measure.canonical import is_copy
     from asmopt.measure.speedup import MeasureMode, MeasureStatus
     from asmopt.measure.timing import TimingConfig
-    from asmopt.policies.extract import extract_assembly
 
     total = len(program.tests)
     raw = completion if isinstance(completion, bytes) else completion.encode("utf-8", "replace")
@@ -189,18 +213,14 @@ def _score(
         return _finish(
             ScoreResult(None, "extraction_error", message=problem, total=total), config, start
         )
-    assembly = extract_assembly(text) if config.extract else text
-    if assembly is None:
-        return _finish(
-            ScoreResult(
-                None, "extraction_error", total=total, message="no assembly block in the completion"
-            ),
-            config,
-            start,
-        )
     toolchain, sandbox = _worker_parts()
     if baseline_asm is None:
         baseline_asm = program.meta.get("baseline_asm") or toolchain.baseline_assembly(program)
+    assembly, problem = _answer_assembly(text, baseline_asm, config)
+    if assembly is None:
+        return _finish(
+            ScoreResult(None, "extraction_error", total=total, message=problem), config, start
+        )
     identical = assembly.strip() == baseline_asm.strip()
     copy = identical or is_copy(assembly, baseline_asm)
     check = check_candidate(program, assembly, toolchain, sandbox)

@@ -178,6 +178,9 @@ class PPOConfig(RunFields, DataFields, ModelFields):
     val_temperature: float = 0.0
     # null = max_response_len
     val_max_response_len: int | None = None
+    # Answers per held-out prompt (> 1 needs val_temperature > 0): finer-grained build and
+    # pass rates on a small held-out split.
+    val_samples_per_prompt: int = 1
 
     @property
     def rollout_size(self) -> int:
@@ -232,6 +235,12 @@ class PPOConfig(RunFields, DataFields, ModelFields):
             raise ValueError(f"top_p must lie in (0, 1], got {self.top_p}")
         if self.val_temperature < 0:
             raise ValueError(f"val_temperature must be >= 0, got {self.val_temperature}")
+        _positive(self, "val_samples_per_prompt")
+        if self.val_samples_per_prompt > 1 and self.val_temperature == 0:
+            raise ValueError(
+                f"val_samples_per_prompt={self.val_samples_per_prompt} with greedy decoding "
+                "(val_temperature 0) repeats one answer; set val_temperature > 0"
+            )
         if self.target_kl is not None and self.target_kl <= 0:
             raise ValueError(f"target_kl must be > 0 or null, got {self.target_kl}")
 
@@ -247,6 +256,9 @@ class SFTConfig(RunFields, DataFields, ModelFields):
     # For `suite:` rows: the target completion is the baseline assembly made with these gcc
     # flags, in the fenced form the answer extractor reads.
     target_flags: list[str] = field(default_factory=lambda: ["-O3"])
+    # With a `diff` prompt template the target is a unified diff from -O3 to that assembly,
+    # with this many context lines (0 = only the changed lines: the shortest answers).
+    target_diff_context: int = 3
     # Prompt + completion tokens; longer rows are skipped (counted) or are an error.
     max_seq_len: int = 4096
     long_examples: Literal["skip", "error"] = "skip"
@@ -275,6 +287,7 @@ class SFTConfig(RunFields, DataFields, ModelFields):
             )
         if not self.target_flags:
             raise ValueError("target_flags must name at least one gcc flag (e.g. [-O3])")
+        _non_negative(self, "target_diff_context")
 
 
 # --------------------------------------------------------------------------- checks

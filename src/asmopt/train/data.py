@@ -3,9 +3,11 @@
 Rows are plain dicts so that a reward function can be handed every column by name, as TRL
 does (`reward_fn(prompts, completions, program_id=[...], ...)`). Three sources:
 
-* `suite:SPLIT` — one row per program of a suite split: the prompt template filled with the
-  C code and gcc's -O3 assembly; columns `program_id` and `split`. For SFT the row also gets
-  a `completion`: the baseline assembly in the fenced form the answer extractor reads.
+* `suite:SPLIT` — one row per program of a suite split (`suite:validation+test` joins
+  splits): the prompt template filled with the C code and gcc's -O3 assembly; columns
+  `program_id` and `split`. For SFT the row also gets a `completion` in the template's edit
+  format: the target assembly in the fenced form the answer extractor reads, or a unified
+  diff from the baseline to it.
 * `text-task:SPLIT` — the built-in toy task used by tests and the tiny configs.
 * a path to a JSONL file, one JSON object per line with at least `prompt`.
 
@@ -16,6 +18,7 @@ is two integers, so a checkpoint can resume the data stream exactly.
 from __future__ import annotations
 
 import json
+import warnings
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -73,6 +76,32 @@ def fenced_assembly(asm: str) -> str:
     return f"```assembly\n{asm.rstrip()}\n```"
 
 
+def fenced_diff(baseline: str, target: str, context: int) -> str | None:
+    """An answer in the format of the `diff` prompt: a unified diff from the baseline to
+    `target` in one ```diff block, or None when the two are the same.
+
+    The diff is checked by applying it with the same code that reads model answers, so a
+    supervised target is always an answer the reward would accept as written."""
+    import difflib
+
+    from asmopt.policies.diff_format import apply_unified_diff
+
+    lines = difflib.unified_diff(
+        baseline.splitlines(),
+        target.splitlines(),
+        fromfile="baseline.s",
+        tofile="answer.s",
+        n=context,
+        lineterm="",
+    )
+    diff = "\n".join(lines)
+    if not diff:
+        return None
+    if apply_unified_diff(baseline, diff).splitlines() != target.splitlines():
+        raise AssertionError("a generated target diff does not reproduce its target")
+    return f"```diff\n{diff}\n```"
+
+
 def rows_from_suite(
     suite: Any,
     split: str,
@@ -80,20 +109,27 @@ def rows_from_suite(
     template: str = "reference",
     toolchain: Any = None,
     target_flags: Sequence[str] | None = None,
+    diff_context: int = 3,
 ) -> list[Row]:
-    """One row per program in `split`; `target_flags` adds an SFT `completion`.
+    """One row per program in `split` (several splits joined by `+`, e.g.
+    `validation+test`); `target_flags` adds an SFT `completion`.
 
     The baseline assembly is made by the toolchain (cached), exactly as `asmopt baseline`
-    prints it, so the prompts match those of evaluation."""
+    prints it, so the prompts match those of evaluation. The completion follows the
+    template's edit format: the target assembly in full, or (`diff` templates) a unified
+    diff from the baseline to it with `diff_context` lines of context; a program whose
+    target equals its baseline has no diff to learn and is left out with a warning."""
     from asmopt.policies.prompts import load_template
     from asmopt.toolchain import DEFAULT_O3_FLAGS, default_toolchain
 
     tmpl = load_template(template)
     tc = toolchain if toolchain is not None else default_toolchain()
-    programs = suite.select(split=split)
+    splits = [part for part in split.split("+") if part]
+    programs = [p for part in splits for p in suite.select(split=part)]
     if not programs:
         raise ValueError(f"suite {suite.name!r} has no programs in split {split!r}")
     rows: list[Row] = []
+    unchanged: list[str] = []
     for program in programs:
         baseline = tc.baseline_assembly(program, DEFAULT_O3_FLAGS)
         row: Row = {
@@ -106,8 +142,23 @@ def rows_from_suite(
             asm = baseline if flags == tuple(DEFAULT_O3_FLAGS) else None
             if asm is None:
                 asm = tc.baseline_assembly(program, flags)
-            row["completion"] = fenced_assembly(asm)
+            if tmpl.edit_format == "diff":
+                completion = fenced_diff(baseline, asm, diff_context)
+                if completion is None:
+                    unchanged.append(program.id)
+                    continue
+                row["completion"] = completion
+            else:
+                row["completion"] = fenced_assembly(asm)
         rows.append(row)
+    if unchanged:
+        warnings.warn(
+            f"target flags {' '.join(target_flags or ())} give the baseline itself for "
+            f"{len(unchanged)} program(s) ({', '.join(unchanged)}): no diff to learn, left out",
+            stacklevel=2,
+        )
+    if not rows:
+        raise ValueError(f"no program of split {split!r} has a target that differs from -O3")
     return rows
 
 
@@ -139,8 +190,9 @@ def load_rows(
     target_flags: Sequence[str] | None = None,
     need_completion: bool = False,
     toolchain: Any = None,
+    diff_context: int = 3,
 ) -> list[Row]:
-    """Rows for a source spec (`suite:SPLIT`, `text-task:SPLIT` or a JSONL path)."""
+    """Rows for a source spec (`suite:SPLIT[+SPLIT...]`, `text-task:SPLIT` or a JSONL path)."""
     kind, _, split = spec.partition(":")
     if kind == "suite" and not Path(spec).exists():
         from asmopt.programs import load_builtin_suite, load_suite
@@ -152,6 +204,7 @@ def load_rows(
             template=template,
             toolchain=toolchain,
             target_flags=target_flags,
+            diff_context=diff_context,
         )
     if kind == "text-task" and not Path(spec).exists():
         return text_task_rows(split or "train")

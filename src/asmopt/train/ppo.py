@@ -176,6 +176,23 @@ def prepare_rows(
     return kept, texts
 
 
+def check_edit_format(cfg: PPOConfig) -> None:
+    """Suite prompts and the execution reward must agree on what an answer is: a `diff`
+    template asks for diffs, which the reward must apply to the baseline (and the other
+    way round), or every answer would be an extraction error."""
+    if cfg.reward != "execution" or not cfg.train_data.startswith("suite:"):
+        return
+    from asmopt.policies.prompts import load_template
+
+    asked = load_template(cfg.prompt_template).edit_format
+    read = cfg.reward_options.get("edit_format", "assembly")
+    if asked != read:
+        raise ValueError(
+            f"prompt_template {cfg.prompt_template!r} asks for {asked} answers but the "
+            f"execution reward reads {read} answers; set reward_options.edit_format: {asked}"
+        )
+
+
 def row_columns(rows: list[Row]) -> dict[str, list[Any]]:
     """Every column but the prompt, one list each (None where a row lacks it)."""
     keys: list[str] = []
@@ -239,7 +256,11 @@ def validate(
     cfg: PPOConfig,
     device: torch.device,
 ) -> dict[str, Any]:
-    """Held-out rows decoded at `val_temperature` and scored; the training RNG is untouched."""
+    """Held-out rows decoded at `val_temperature` (`val_samples_per_prompt` answers each) and
+    scored; the training RNG is untouched."""
+    k = cfg.val_samples_per_prompt
+    rows = [row for row in rows for _ in range(k)]
+    texts = [text for text in texts for _ in range(k)]
     saved = rng_state()
     try:
         with eval_mode(models.actor):
@@ -274,6 +295,7 @@ def train_ppo(
     """Runs (or resumes) PPO as `cfg` says; returns a summary. `reward_fn` overrides
     `cfg.reward` (for rewards that are objects built by the caller)."""
     cfg.validate()
+    check_edit_format(cfg)
     if cfg.num_threads:
         torch.set_num_threads(cfg.num_threads)
     quiet_transformers()

@@ -147,6 +147,7 @@ def train_sft(cfg: SFTConfig, *, progress: bool = True, echo: Echo = echo_stderr
         "suite": cfg.suite,
         "template": cfg.prompt_template,
         "target_flags": cfg.target_flags,
+        "diff_context": cfg.target_diff_context,
         "need_completion": True,
     }
     train = tokenize_rows(
