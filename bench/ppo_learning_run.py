@@ -124,13 +124,16 @@ def report(
         f"load average before {load[0]:.2f}, after {os.getloadavg()[0]:.2f}",
         "- configs: `bench/learning_run/sft.yaml`, `bench/learning_run/ppo.yaml`; wall time "
         + ", ".join(f"{k} {v / 60:.1f} min" for k, v in seconds.items())
-        + " (this invocation; a resumed phase counts only its remainder)",
+        + " (this invocation; a resumed phase counts only its remainder); summed step times "
+        f"of the runs: SFT {sum(r.get('time/step_s', 0) for r in sft_train) / 60:.1f} min, "
+        f"PPO {sum(r.get('time/step_s', 0) for r in ppo_train) / 60:.1f} min (validation and "
+        "scoring of held-out answers not included)",
         "",
         "## Held-out programs (validation + test splits)",
         "",
-        "Sampled at temperature 1.0, several answers per program (`val_samples_per_prompt`); "
-        "step 0 is the SFT model before PPO. Rates are over judged answers (build = applies, "
-        "assembles and links; pass = every test's output right).",
+        "Sampled at the rollout temperature (0.5), `val_samples_per_prompt` answers per "
+        "program; step 0 is the SFT model before PPO. Rates are over judged answers "
+        "(build = applies, assembles and links; pass = every test's output right).",
         "",
         "| PPO step | answers | reward mean | build rate | pass rate | outcomes | answer tokens |",
         "|---|---|---|---|---|---|---|",
@@ -143,7 +146,7 @@ def report(
         )
     lines += [
         "",
-        "## PPO training curve (training programs, temperature 1.0)",
+        "## PPO training curve (training programs)",
         "",
         "| step | reward mean | build rate | pass rate | answer tokens | truncated | "
         "approx KL | clip frac |",
