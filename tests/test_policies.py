@@ -51,6 +51,11 @@ def test_diff_applies_with_wrong_line_numbers() -> None:
     assert apply_unified_diff(base, diff) == "a\nb\nC\nd\ne\n"
     two = "@@ -1,2 +1,1 @@\n a\n-b\n@@ -4,2 +3,3 @@\n d\n+d2\n e\n"
     assert apply_unified_diff(base, two) == "a\nc\nd\nd2\ne\n"
+    # Garbled or missing header numbers still open a hunk, searched for after the last one.
+    garbled = "@@ -2,1 +,0 @@\n-b\n@@ @@\n-d\n@@ -x +y @ @\n-e\n"
+    assert apply_unified_diff(base, garbled) == "a\nc\n"
+    with pytest.raises(DiffError, match="hunk 2"):
+        apply_unified_diff(base, "@@ @@\n-d\n@@ @@\n-b\n")  # hunks apply in order
 
 
 @pytest.mark.parametrize(

@@ -2,8 +2,12 @@
 
 Models often get hunk line counts wrong, so hunks are located by their context and removed
 lines (the `@@` numbers are only a hint for where to start looking), and every context and
-removed line must match the baseline exactly (modulo trailing whitespace). Anything else is
-a DiffError naming the hunk, which becomes an extraction_error with that message.
+removed line must match the baseline exactly (modulo trailing whitespace). For the same
+reason a line that starts with `@@` but whose numbers are garbled or missing (`@@ -12,2 +,0
+@@`, `@@ @@`) still opens a hunk, searched for from where the previous one ended: no body
+line can start with `@@`, so this reads nothing else differently, and what a hunk changes is
+still fixed by its lines alone. Anything else is a DiffError naming the hunk, which becomes
+an extraction_error with that message.
 """
 
 from __future__ import annotations
@@ -31,8 +35,9 @@ def _parse(diff: str) -> list[_Hunk]:
         if raw.startswith(("--- ", "+++ ", "diff ", "index ")):
             continue
         m = _HUNK.match(raw)
-        if m:
-            current = _Hunk(old_start=int(m.group(1)), lines=[])
+        if m or raw.startswith("@@"):
+            # Garbled numbers: no hint (0), the search starts where the last hunk ended.
+            current = _Hunk(old_start=int(m.group(1)) if m else 0, lines=[])
             hunks.append(current)
             continue
         if current is None:
