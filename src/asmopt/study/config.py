@@ -19,13 +19,12 @@ from __future__ import annotations
 
 import dataclasses
 import difflib
-import math
-import types
 import typing
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
+from asmopt import typed_config
 from asmopt.study.corpus import CorpusConfig
 
 CONFIG_DIR = Path(__file__).resolve().parent / "configs"
@@ -170,68 +169,12 @@ class StudyConfig:
 
 
 def builtin_configs() -> list[str]:
-    return sorted(p.stem for p in CONFIG_DIR.glob("*.yaml"))
+    return typed_config.builtin_configs(CONFIG_DIR)
 
 
 def config_path(name: str) -> Path:
     """A YAML file, or a built-in config by name (`cpu_small`, `gpu`, `toy`)."""
-    path = Path(name)
-    if path.is_file():
-        return path
-    builtin = CONFIG_DIR / (name if name.endswith(".yaml") else f"{name}.yaml")
-    if builtin.is_file() and path.parent == Path("."):
-        return builtin
-    raise FileNotFoundError(
-        f"config {name!r}: no such file and not a built-in study config "
-        f"({', '.join(builtin_configs())})"
-    )
-
-
-def _coerce(key: str, value: Any, tp: Any) -> Any:
-    origin, args = typing.get_origin(tp), typing.get_args(tp)
-    if dataclasses.is_dataclass(tp):
-        return from_dict(tp, value, key)
-    if origin in (typing.Union, types.UnionType):
-        if value is None and type(None) in args:
-            return None
-        last: Exception | None = None
-        for arg in (a for a in args if a is not type(None)):
-            try:
-                return _coerce(key, value, arg)
-            except ValueError as exc:
-                last = exc
-        raise ValueError(str(last) if last else f"{key}: bad value {value!r}")
-    if origin is Literal:
-        if value not in args:
-            raise ValueError(f"{key}: {value!r} is not one of {', '.join(map(str, args))}")
-        return value
-    if origin is list:
-        if not isinstance(value, list):
-            raise ValueError(f"{key}: expected a list, got {value!r}")
-        return [_coerce(f"{key}[{i}]", v, args[0]) for i, v in enumerate(value)]
-    if tp is bool:
-        if not isinstance(value, bool):
-            raise ValueError(f"{key}: expected true or false, got {value!r}")
-        return value
-    if tp is int:
-        if isinstance(value, float) and value.is_integer():
-            return int(value)
-        if not isinstance(value, int) or isinstance(value, bool):
-            raise ValueError(f"{key}: expected an integer, got {value!r}")
-        return value
-    if tp is float:
-        try:
-            number = float(value)  # YAML 1.1 reads `2e-3` as a string
-        except (TypeError, ValueError):
-            raise ValueError(f"{key}: expected a number, got {value!r}") from None
-        if isinstance(value, bool) or not math.isfinite(number):
-            raise ValueError(f"{key}: expected a finite number, got {value!r}")
-        return number
-    if tp is str:
-        if not isinstance(value, str):
-            raise ValueError(f"{key}: expected a string, got {value!r}")
-        return value
-    raise ValueError(f"{key}: unsupported field type {tp}")
+    return typed_config.config_path(name, CONFIG_DIR, "study config")
 
 
 def from_dict(cls: type, data: Any, where: str = "") -> Any:
@@ -247,7 +190,7 @@ def from_dict(cls: type, data: Any, where: str = "") -> Any:
             close = difflib.get_close_matches(str(key), names, n=1)
             hint = f"; did you mean {close[0]!r}?" if close else ""
             raise ValueError(f"unknown key {full!r}{hint} (docs/study.md lists the fields)")
-        values[key] = _coerce(full, value, hints[key])
+        values[key] = typed_config.coerce(full, value, hints[key], from_dict)
     return cls(**values)
 
 

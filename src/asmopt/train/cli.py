@@ -18,6 +18,8 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+from asmopt import typed_config
+
 CONFIG_DIR = Path(__file__).resolve().parent / "configs"
 MISSING_DEPS = (
     "training needs torch, transformers, pyyaml and tqdm (pip install 'asmopt[ml,rl]'): {}"
@@ -25,20 +27,12 @@ MISSING_DEPS = (
 
 
 def builtin_configs() -> list[str]:
-    return sorted(p.stem for p in CONFIG_DIR.glob("*.yaml"))
+    return typed_config.builtin_configs(CONFIG_DIR)
 
 
 def config_path(name: str) -> Path:
     """A YAML file, or a built-in config by name (with or without `.yaml`)."""
-    path = Path(name)
-    if path.is_file():
-        return path
-    builtin = CONFIG_DIR / (name if name.endswith(".yaml") else f"{name}.yaml")
-    if builtin.is_file() and path.parent == Path("."):
-        return builtin
-    raise FileNotFoundError(
-        f"config {name!r}: no such file and not a built-in config ({', '.join(builtin_configs())})"
-    )
+    return typed_config.config_path(name, CONFIG_DIR)
 
 
 def _usage_error(message: str) -> Exception:

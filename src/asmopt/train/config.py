@@ -16,12 +16,12 @@ from __future__ import annotations
 
 import dataclasses
 import difflib
-import math
-import types
 import typing
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, TypeVar
+
+from asmopt.typed_config import coerce
 
 # --------------------------------------------------------------------------- shared fields
 
@@ -334,67 +334,6 @@ def _validate_common(cfg: Any) -> None:
 C = TypeVar("C", PPOConfig, SFTConfig)
 
 
-def _type_name(tp: Any) -> str:
-    return getattr(tp, "__name__", None) or str(tp).replace("typing.", "")
-
-
-def _coerce(key: str, value: Any, tp: Any) -> Any:
-    """`value` converted to the field type `tp`, or ValueError naming the key."""
-    origin = typing.get_origin(tp)
-    args = typing.get_args(tp)
-    if origin in (typing.Union, types.UnionType):
-        if value is None and type(None) in args:
-            return None
-        errors = []
-        for arg in args:
-            if arg is type(None):
-                continue
-            try:
-                return _coerce(key, value, arg)
-            except ValueError as exc:
-                errors.append(str(exc))
-        raise ValueError(errors[-1] if errors else f"{key}: bad value {value!r}")
-    if origin is Literal:
-        if value not in args:
-            raise ValueError(f"{key}: {value!r} is not one of {', '.join(map(str, args))}")
-        return value
-    if origin is list:
-        if not isinstance(value, list):
-            raise ValueError(f"{key}: expected a list, got {value!r}")
-        return [_coerce(f"{key}[{i}]", v, args[0]) for i, v in enumerate(value)]
-    if origin is dict:
-        if not isinstance(value, dict):
-            raise ValueError(f"{key}: expected a mapping, got {value!r}")
-        return dict(value)
-    if tp is bool:
-        if isinstance(value, bool):
-            return value
-        raise ValueError(f"{key}: expected true or false, got {value!r}")
-    if tp is int:
-        if isinstance(value, int) and not isinstance(value, bool):
-            return value
-        if isinstance(value, float) and value.is_integer():
-            return int(value)
-        raise ValueError(f"{key}: expected an integer, got {value!r}")
-    if tp is float:
-        if isinstance(value, bool):
-            raise ValueError(f"{key}: expected a number, got {value!r}")
-        try:
-            number = float(value)
-        except (TypeError, ValueError):
-            raise ValueError(f"{key}: expected a number, got {value!r}") from None
-        if not math.isfinite(number):
-            raise ValueError(f"{key}: expected a finite number, got {value!r}")
-        return number
-    if tp is str:
-        if isinstance(value, str):
-            return value
-        raise ValueError(f"{key}: expected a string, got {value!r}")
-    if tp is Any:
-        return value
-    raise ValueError(f"{key}: unsupported field type {_type_name(tp)}")
-
-
 def field_types(cls: type) -> dict[str, Any]:
     hints = typing.get_type_hints(cls)
     return {f.name: hints[f.name] for f in dataclasses.fields(cls)}
@@ -417,7 +356,7 @@ def config_from_dict(cls: type[C], data: dict[str, Any], *, source: str = "confi
     values = {}
     for key, value in data.items():
         try:
-            values[key] = _coerce(key, value, types_[key])
+            values[key] = coerce(key, value, types_[key])
         except ValueError as exc:
             raise ValueError(f"{source}: {exc}") from None
     cfg = cls(**values)

@@ -13,23 +13,19 @@ from __future__ import annotations
 
 import math
 import time
-from pathlib import Path
 from typing import Any
 
 import torch
 
 from asmopt.train import ppo_core as core
 from asmopt.train.checkpoint import (
-    load_checkpoint,
     load_trainable_state,
-    resolve_resume,
     rng_state,
     save_checkpoint,
-    seed_everything,
     set_rng_state,
     trainable_state,
 )
-from asmopt.train.config import SFTConfig, changed_fields, config_to_dict, config_to_yaml
+from asmopt.train.config import SFTConfig, config_to_dict, config_to_yaml
 from asmopt.train.data import Row, RowSampler, load_rows, render_prompt
 from asmopt.train.metrics import MetricsLog
 from asmopt.train.modeling import (
@@ -41,12 +37,11 @@ from asmopt.train.modeling import (
     load_causal_lm,
     load_tokenizer,
     prepare_trainable,
-    quiet_transformers,
-    resolve_device,
     response_forward,
 )
 from asmopt.train.optim import make_optimizer, make_scheduler
 from asmopt.train.ppo import Echo, echo_stderr
+from asmopt.train.run import begin_run
 from asmopt.train.tiny import resolve_model
 
 Example = tuple[list[int], list[int]]  # (prompt ids, completion ids)
@@ -115,21 +110,8 @@ def evaluate_loss(
 def train_sft(cfg: SFTConfig, *, progress: bool = True, echo: Echo = echo_stderr) -> dict[str, Any]:
     """Runs (or resumes) supervised fine-tuning as `cfg` says; returns a summary."""
     cfg.validate()
-    if cfg.num_threads:
-        torch.set_num_threads(cfg.num_threads)
-    quiet_transformers()
-    seed_everything(cfg.seed)
-    device = resolve_device(cfg.device)
-    out = Path(cfg.output_dir)
-    resume_from = resolve_resume(cfg.resume, out)
-    ckpt = load_checkpoint(resume_from) if resume_from is not None else None
-    if ckpt is not None:
-        changed = changed_fields(ckpt["config"], config_to_dict(cfg))
-        if changed:
-            raise ValueError(
-                f"cannot resume {resume_from}: the config changed in {', '.join(changed)} "
-                "(use a new output_dir)"
-            )
+    start = begin_run(cfg)
+    device, out, resume_from, ckpt = start.device, start.out, start.resume_from, start.ckpt
     echo(f"SFT config:\n{config_to_yaml(cfg).rstrip()}")
 
     # ---- model and data
