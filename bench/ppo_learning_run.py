@@ -13,7 +13,11 @@ that was stopped; a finished phase is not repeated):
 3. PPO (`bench/learning_run/ppo.yaml`) from the SFT model on `reward: execution`: every answer
    is applied to the baseline, assembled, linked and run on all tests in the sandbox. The
    step-0 validation is the SFT model (before PPO); the last one is after.
-4. Report: Markdown with the held-out table at every validation and the training curve.
+4. Timing: one answer per held-out program from the SFT model and from the PPO model (same
+   seed and temperature), judged and timed against the baseline in the sandbox (the PPO
+   reward itself is not timed at this size).
+5. Report: Markdown with the held-out table at every validation, the training curve and the
+   timed answers.
 """
 
 from __future__ import annotations
@@ -77,6 +81,80 @@ def run_ppo(out: Path, model: Path, quick: bool) -> dict[str, Any]:
     return train_ppo(cfg, progress=sys.stderr.isatty())
 
 
+def time_answers(model_dir: Path, ppo_config: Path, seed: int = 0) -> list[dict[str, Any]]:
+    """One sampled answer per held-out program, judged and timed (interleaved CPU time)."""
+    import torch
+
+    from asmopt.programs import load_builtin_suite
+    from asmopt.reward.service import ScoreConfig, score_one
+    from asmopt.train.config import PPOConfig, load_config
+    from asmopt.train.data import load_rows
+    from asmopt.train.modeling import decode_response, generate, load_causal_lm, load_tokenizer
+    from asmopt.train.ppo import prepare_rows
+
+    cfg = load_config(PPOConfig, ppo_config)
+    torch.manual_seed(seed)
+    tokenizer = load_tokenizer(model_dir)
+    model = load_causal_lm(model_dir, "float32", torch.device("cpu")).eval()
+    rows, texts = prepare_rows(
+        load_rows(cfg.val_data or "suite:validation", template=cfg.prompt_template),
+        tokenizer,
+        cfg,
+        "val_data",
+        lambda text: None,
+    )
+    gens = generate(
+        model,
+        tokenizer,
+        texts,
+        max_new_tokens=cfg.max_response_len,
+        temperature=cfg.temperature,
+        top_p=1.0,
+        batch_size=len(texts),
+        device=torch.device("cpu"),
+    )
+    suite = load_builtin_suite()
+    score = ScoreConfig(
+        reward="supercoder-design1", measure="time", edit_format="diff", timing_budget_s=20.0
+    )
+    out = []
+    for row, gen in zip(rows, gens, strict=True):
+        answer = decode_response(tokenizer, gen)
+        result = score_one(suite.get(row["program_id"]), answer, None, score)
+        removed = sum(
+            line.startswith("-") and not line.startswith("---") for line in answer.splitlines()
+        )
+        out.append(
+            {
+                "program": row["program_id"],
+                "verdict": result.verdict,
+                "removed_lines": removed,
+                "speedup": result.raw_speedup,
+                "low": result.speedup_low,
+                "high": result.speedup_high,
+                "answer": answer,
+            }
+        )
+    return out
+
+
+def timed_table(title: str, timed: list[dict[str, Any]]) -> list[str]:
+    lines = [
+        f"{title}:",
+        "",
+        "| program | verdict | lines removed | speedup (95% interval) |",
+        "|---|---|---|---|",
+    ]
+    for t in timed:
+        interval = (
+            f"{t['speedup']:.3f} ({t['low']:.3f}-{t['high']:.3f})"
+            if t["speedup"] is not None and t["low"] is not None
+            else "-"
+        )
+        lines.append(f"| {t['program']} | {t['verdict']} | {t['removed_lines']} | {interval} |")
+    return [*lines, ""]
+
+
 # --------------------------------------------------------------------------- report
 
 
@@ -97,7 +175,11 @@ def _outcomes(record: dict[str, Any]) -> str:
 
 
 def report(
-    root: Path, args: argparse.Namespace, seconds: dict[str, float], load: tuple[float, ...]
+    root: Path,
+    args: argparse.Namespace,
+    seconds: dict[str, float],
+    load: tuple[float, ...],
+    timed: dict[str, list[dict[str, Any]]],
 ) -> str:
     from asmopt.train.metrics import read_metrics
 
@@ -161,6 +243,26 @@ def report(
         )
     lines += [
         "",
+        "## Timed answers on held-out programs",
+        "",
+        "One answer per program at the rollout temperature, same seed for both models; each "
+        "is applied, built, run on every test and timed against the -O3 baseline "
+        "(interleaved CPU time, adaptive to a +-2% interval or 20 s).",
+        "",
+    ]
+    for name, rows in timed.items():
+        lines += timed_table(name, rows)
+    example = next((t for t in timed.get("after PPO", []) if t["verdict"] == "pass"), None)
+    if example is not None:
+        lines += [
+            f"An answer of the PPO model ({example['program']}):",
+            "",
+            "```",
+            example["answer"].strip(),
+            "```",
+        ]
+    lines += [
+        "",
         "## SFT warm start",
         "",
         "| step | train loss | held-out loss | held-out token accuracy |",
@@ -207,10 +309,18 @@ def main(argv: list[str] | None = None) -> int:
     sft = run_sft(root / "sft", tokenizer, args.quick)
     seconds["SFT"] = time.monotonic() - start
     start = time.monotonic()
-    run_ppo(root / "ppo", Path(sft.get("final_model") or root / "sft" / "final"), args.quick)
+    sft_model = Path(sft.get("final_model") or root / "sft" / "final")
+    ppo = run_ppo(root / "ppo", sft_model, args.quick)
     seconds["PPO"] = time.monotonic() - start
+    start = time.monotonic()
+    ppo_model = Path(ppo.get("final_model") or root / "ppo" / "final")
+    timed = {
+        "before PPO (SFT model)": time_answers(sft_model, CONFIG_DIR / "ppo.yaml"),
+        "after PPO": time_answers(ppo_model, CONFIG_DIR / "ppo.yaml"),
+    }
+    seconds["timing"] = time.monotonic() - start
 
-    text = report(root, args, seconds, load)
+    text = report(root, args, seconds, load, timed)
     target = root / "report.md" if args.quick else args.report
     target.parent.mkdir(parents=True, exist_ok=True)
     target.write_text(text, encoding="utf-8")
