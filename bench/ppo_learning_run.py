@@ -201,7 +201,7 @@ def report(
         "# Learning run on the real task: SFT warm start, then PPO on the execution reward",
         "",
         f"- {time.strftime('%Y-%m-%d %H:%M')}, commit {commit}; command: "
-        f"`.venv/bin/python bench/ppo_learning_run.py {' '.join(args.argv)}`".rstrip(),
+        f"`{' '.join(['.venv/bin/python bench/ppo_learning_run.py', *args.argv])}`",
         f"- torch {torch.__version__}, {platform.machine()}, {os.cpu_count()} logical CPUs; "
         f"load average before {load[0]:.2f}, after {os.getloadavg()[0]:.2f}",
         "- configs: `bench/learning_run/sft.yaml`, `bench/learning_run/ppo.yaml`; wall time "
@@ -257,9 +257,9 @@ def report(
         lines += [
             f"An answer of the PPO model ({example['program']}):",
             "",
-            "```",
+            "````",
             example["answer"].strip(),
-            "```",
+            "````",
         ]
     lines += [
         "",
