@@ -27,9 +27,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import platform
 import statistics
-import subprocess
 import sys
 import time
 from collections.abc import Callable
@@ -266,20 +264,9 @@ def profile_step(modes: list[Mode], dtype_name: str, batch: int, args: argparse.
 
 
 def environment(args: argparse.Namespace, load_before: tuple[float, ...]) -> list[str]:
-    try:
-        commit = subprocess.run(
-            ["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, check=True
-        ).stdout.strip()
-    except (OSError, subprocess.CalledProcessError):
-        commit = "unknown"
-    cpu = platform.processor() or platform.machine()
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                cpu = line.split(":", 1)[1].strip()
-                break
-    except OSError:
-        pass
+    from asmopt.study.provenance import cpu_model, git_commit
+
+    commit, cpu = git_commit(), cpu_model()
     params = sum(
         p.numel() for p in PLTForCausalLM(PLTConfig(**BENCH_SHAPE, plt_num_loops=1)).parameters()
     )

@@ -25,7 +25,6 @@ from __future__ import annotations
 import argparse
 import os
 import platform
-import subprocess
 import sys
 import time
 from pathlib import Path
@@ -189,13 +188,11 @@ def report(
     sft_val = [r for r in sft if r["kind"] == "val"]
     ppo_train = [r for r in ppo if r["kind"] == "train"]
     ppo_val = [r for r in ppo if r["kind"] == "val"]
-    try:
-        commit = subprocess.run(
-            ["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, check=True
-        ).stdout.strip()
-    except (OSError, subprocess.CalledProcessError):
-        commit = "unknown"
     import torch
+
+    from asmopt.study.provenance import git_commit
+
+    commit = git_commit()
 
     lines = [
         "# Learning run on the real task: SFT warm start, then PPO on the execution reward",
