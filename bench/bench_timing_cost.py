@@ -43,6 +43,11 @@ from asmopt.programs.model import TestCase
 SIZES = (300, 400, 500, 600, 700, 800, 900, 1000, 1200, 1400)
 
 
+def ratios_with_median(ratios: list[float], median: float) -> str:
+    """`r1, r2, ...; median **m**` for the report."""
+    return ", ".join(f"{r:.3f}" for r in ratios) + f"; median **{median:.3f}**"
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--quick", action="store_true", help="1 repeat")
@@ -173,17 +178,17 @@ def main() -> int:
             f"(min +-{min(ref_hw):.1f}%, max +-{max(ref_hw):.1f}%).",
             "",
             "Wall-time ratio ours / reference, matched width: "
-            + ", ".join(f"{r:.3f}" for r in matched_ratios)
-            + f"; median **{med:.3f}**. With our default +-2% target: "
-            + ", ".join(f"{r:.3f}" for r in default_ratios)
-            + f"; median **{med_default:.3f}**.",
+            + ratios_with_median(matched_ratios, med)
+            + ". With our default +-2% target: "
+            + ratios_with_median(default_ratios, med_default)
+            + ".",
             "",
             "Busy time (wall time minus waiting for the timing core, which other processes "
             "on this shared machine also lock) over the reference's wall time, matched width: "
-            + ", ".join(f"{r:.3f}" for r in matched_busy_ratios)
-            + f"; median **{med_busy:.3f}**. Default target: "
-            + ", ".join(f"{r:.3f}" for r in default_busy_ratios)
-            + f"; median **{med_default_busy:.3f}**.",
+            + ratios_with_median(matched_busy_ratios, med_busy)
+            + ". Default target: "
+            + ratios_with_median(default_busy_ratios, med_default_busy)
+            + ".",
             "",
             "Goal: at most 1/3 at equal or better width: wall time "
             f"**{'met' if goal else 'NOT met'}**, busy time "
