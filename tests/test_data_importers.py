@@ -4,6 +4,7 @@ skipped while the rest imports."""
 
 from __future__ import annotations
 
+import os
 import json
 from pathlib import Path
 
@@ -286,11 +287,15 @@ def test_llvm_missing_path_is_reported(tmp_path: Path) -> None:
     assert report.reason_counts() == {"missing_file": 1, "no_tests": 1}
 
 
-REAL_LLVM = Path(__file__).resolve().parents[1].parent / "shared/data/llvm-test-suite"
+# The real llvm-test-suite checkout: $ASMOPT_LLVM_TEST_SUITE, else beside the repository.
+REAL_LLVM = Path(
+    os.environ.get("ASMOPT_LLVM_TEST_SUITE")
+    or Path(__file__).resolve().parents[1].parent / "shared/data/llvm-test-suite"
+)
 REAL_DIRS = [REAL_LLVM / "SingleSource/Benchmarks" / d for d in ("Shootout", "Stanford")]
 
 
-@pytest.mark.skipif(not REAL_LLVM.is_dir(), reason="llvm-test-suite data not present")
+@pytest.mark.skipif(not REAL_LLVM.is_dir(), reason="llvm-test-suite data not present (set ASMOPT_LLVM_TEST_SUITE)")
 def test_real_llvm_directories_parse(toolchain, sandbox) -> None:
     programs, report = collect_llvm_programs(REAL_DIRS)
     by_id = {p.id: p for p in programs}
