@@ -4,8 +4,8 @@ skipped while the rest imports."""
 
 from __future__ import annotations
 
-import os
 import json
+import os
 from pathlib import Path
 
 import pytest
@@ -295,7 +295,9 @@ REAL_LLVM = Path(
 REAL_DIRS = [REAL_LLVM / "SingleSource/Benchmarks" / d for d in ("Shootout", "Stanford")]
 
 
-@pytest.mark.skipif(not REAL_LLVM.is_dir(), reason="llvm-test-suite data not present (set ASMOPT_LLVM_TEST_SUITE)")
+@pytest.mark.skipif(
+    not REAL_LLVM.is_dir(), reason="llvm-test-suite data not present (set ASMOPT_LLVM_TEST_SUITE)"
+)
 def test_real_llvm_directories_parse(toolchain, sandbox) -> None:
     programs, report = collect_llvm_programs(REAL_DIRS)
     by_id = {p.id: p for p in programs}
