@@ -31,6 +31,7 @@ from asmopt.measure.canonical import canonical_statements, content_hash
 from asmopt.measure.speedup import MeasureMode, MeasureStatus, ProgramSpeedup, TestSpeedup
 from asmopt.measure.timing import (
     CoreLock,
+    ReferenceRun,
     TimingConfig,
     default_core_lock,
     general_affinity,
@@ -173,6 +174,17 @@ class Measurer:
         per_test: list[TestSpeedup] = []
         if mode == MeasureMode.TIME:
             # All tests of the program share each timing sandbox (time_tests batches them).
+            by_name = {t.test: t for t in check.tests}
+            reference = None
+            if all(t.name in by_name for t in self.program.tests):
+                reference = [
+                    ReferenceRun(
+                        cpu_s=by_name[t.name].user_time_s + by_name[t.name].sys_time_s,
+                        wall_s=by_name[t.name].wall_time_s,
+                        stdout_sha256=by_name[t.name].stdout_sha256,
+                    )
+                    for t in self.program.tests
+                ]
             speedups, failure, failed_test = time_tests(
                 self.sandbox,
                 baseline,
@@ -181,6 +193,7 @@ class Measurer:
                 self.options.timing,
                 limits=self.limits,
                 lock=self.options.lock,
+                reference=reference,
             )
             if failure is not None and failure.candidate_fault and failed_test is not None:
                 self._fail(check, failed_test, failure.verdict, failure.message)

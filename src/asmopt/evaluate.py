@@ -7,6 +7,7 @@ grader raised) the candidate is not blamed, and summaries count it separately.
 
 from __future__ import annotations
 
+import hashlib
 import logging
 import signal as _signal
 import traceback
@@ -67,6 +68,8 @@ class TestVerdict:
     peak_rss_kb: int = 0
     # Filled in by the measurement step (eval_suite) for answers that pass every test.
     speedup: TestSpeedup | None = None
+    # sha256 of what the run wrote to stdout: timed runs must agree with it (timing.py).
+    stdout_sha256: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         out = {
@@ -137,9 +140,18 @@ def classify_run(test: TestCase, run: RunResult, limits: Limits) -> TestVerdict:
         sys_time_s=run.sys_time_s,
         wall_time_s=run.wall_time_s,
         peak_rss_kb=run.peak_rss_kb,
+        stdout_sha256=hashlib.sha256(run.stdout).hexdigest(),
     )
     if run.infra_error:
         return TestVerdict(verdict=Verdict.INFRA_ERROR, message=run.infra_error, **base)
+    if run.exec_error:
+        # The same launcher executed the baseline the same way: a binary that cannot even be
+        # started (a bogus interpreter path, a broken ELF header) is the binary's fault.
+        return TestVerdict(
+            verdict=Verdict.CRASH,
+            message=f"the binary could not be executed: {run.exec_error}",
+            **base,
+        )
     if run.stdout_truncated or run.stderr_truncated:
         which = "stdout" if run.stdout_truncated else "stderr"
         cap = limits.stdout_cap if run.stdout_truncated else limits.stderr_cap
@@ -148,9 +160,10 @@ def classify_run(test: TestCase, run: RunResult, limits: Limits) -> TestVerdict:
             message=f"{which} exceeded {cap} bytes; the program was stopped",
             **base,
         )
-    # SIGXCPU only comes from the CPU rlimit; SIGKILL is the hard limit one second later.
-    cpu_limit_hit = run.signal == _signal.SIGXCPU or (
-        run.signal == _signal.SIGKILL and run.cpu_time_s >= limits.cpu_seconds * 0.95
+    # The CPU rlimit sends SIGXCPU at the soft limit and SIGKILL one second later; either
+    # signal with less CPU used than that was sent some other way (by the program itself).
+    cpu_limit_hit = run.signal in (_signal.SIGXCPU, _signal.SIGKILL) and (
+        run.cpu_time_s >= limits.cpu_seconds * 0.95
     )
     if run.timed_out or cpu_limit_hit:
         why = (
@@ -178,6 +191,15 @@ def classify_run(test: TestCase, run: RunResult, limits: Limits) -> TestVerdict:
         return TestVerdict(
             verdict=Verdict.OUTPUT_LIMIT,
             message=f"wrote a file larger than {limits.file_size} bytes",
+            **base,
+        )
+    if run.signal == _signal.SIGXCPU:
+        return TestVerdict(
+            verdict=Verdict.CRASH,
+            message=(
+                f"killed by SIGXCPU after {run.cpu_time_s:.3g}s of CPU, far below the "
+                f"{limits.cpu_seconds}s limit: the signal did not come from the limit"
+            ),
             **base,
         )
     if run.signal is not None:
@@ -239,12 +261,33 @@ def check_binary(
                 verdict=Verdict.INFRA_ERROR,
                 message=f"grader error: {type(exc).__name__}: {exc}",
             )
+        if verdict.verdict == Verdict.INFRA_ERROR and not sandbox.unsafe:
+            verdict = _blame(verdict, sandbox, limits)
         results.append(verdict)
         if stop_on_failure and verdict.verdict.is_candidate_failure:
             break
     result = _overall(program.id, results)
     result.binary = Path(binary)
     return result
+
+
+def _blame(verdict: TestVerdict, sandbox: Sandbox, limits: Limits) -> TestVerdict:
+    """An infra error during a candidate's run is the candidate's unless the sandbox also
+    fails a known-good program right after: `infra_error` pays nothing and is retried, so a
+    candidate that could cause one would gain by it."""
+    try:
+        probe = sandbox.self_test(limits)
+    except Exception as exc:  # the probe itself could not run: ours
+        probe = f"{type(exc).__name__}: {exc}"
+    if probe is not None:
+        verdict.message = f"{verdict.message} (a known-good program fails too: {probe})"
+        return verdict
+    verdict.verdict = Verdict.SANDBOX_VIOLATION
+    verdict.message = (
+        f"the sandbox failed during this program's run ({verdict.message}); a known-good "
+        "program ran fine in a fresh sandbox right after, so the failure is the program's"
+    )
+    return verdict
 
 
 def build_verdict(program_id: str, build: BuildResult) -> CheckResult:

@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
+import hashlib
 import math
 import os
 import secrets
@@ -598,6 +599,7 @@ class SandboxExecutor:
         lock: CoreLock | None = None,
         check_output: bool = True,
         priority: Literal["normal", "high", "realtime"] = "realtime",
+        candidate_wall_s: float | None = None,
     ) -> None:
         self.priority = priority
         self.sandbox = sandbox
@@ -606,20 +608,11 @@ class SandboxExecutor:
         self.limits = limits or sandbox.limits
         self.lock = lock or default_core_lock()
         self.check_output = check_output
-
-    def _batch_limits(self, runs: int, out_bytes: int) -> Limits:
-        cap = min(MAX_ROUND_OUTPUT, max(self.limits.stdout_cap, 2 * out_bytes))
-        return Limits(
-            cpu_seconds=self.limits.cpu_seconds,
-            wall_seconds=min(3600.0, self.limits.wall_seconds * runs),
-            address_space=self.limits.address_space,
-            file_size=self.limits.file_size,
-            tmp_size=self.limits.tmp_size,
-            max_processes=self.limits.max_processes,
-            max_open_files=self.limits.max_open_files,
-            stdout_cap=cap,
-            stderr_cap=max(self.limits.stderr_cap, 1 << 20),
-        )
+        # Each candidate run's own deadline (the baseline keeps the limits' wall time): a
+        # candidate that idles only when timed is stopped early and charged a timeout.
+        self.candidate_wall_s = candidate_wall_s
+        # sha256 of every run's stdout, per test: (baseline digests, candidate digests).
+        self.outputs: dict[int, tuple[set[str], set[str]]] = {}
 
     def _max_pairs_for_output(self, test: TestCase) -> int:
         per_run = len(test.expected_stdout) + 64
@@ -667,7 +660,8 @@ class SandboxExecutor:
             owner += [index] * (2 * total)
             out_bytes += 2 * total * (len(test.expected_stdout) + 64)
         marker = secrets.token_hex(16)
-        limits = self._batch_limits(len(order), out_bytes)
+        limits = self.limits
+        walls = [limits.wall_seconds, self.candidate_wall_s or limits.wall_seconds]
         load_before = os.getloadavg()[0]
         with self.lock.hold() as cpu:
             start = time.monotonic()
@@ -681,6 +675,8 @@ class SandboxExecutor:
                 marker=marker,
                 cpus=[cpu],
                 priority=self.priority,
+                run_wall_s=walls,
+                max_total_output=min(MAX_ROUND_OUTPUT, max(limits.stdout_cap, 2 * out_bytes)),
             )
             seconds = time.monotonic() - start
         load_after = os.getloadavg()[0]
@@ -713,7 +709,7 @@ class SandboxExecutor:
             rounds[owner[i]].failure = RunFailure(
                 order[i] == 1,
                 f"{who(i)} failed in timing run {i + 1} of {len(order)}: output_limit: it wrote "
-                f"more than its share of the batch's output cap ({limits.stdout_cap} bytes)",
+                "more than its share of the batch's output cap",
                 None,
                 i,
                 "output_limit",
@@ -722,18 +718,13 @@ class SandboxExecutor:
         # Judge every run (the output included): a failure in any run stops the measurement.
         for i, rec in enumerate(records):
             test = self.tests[owner[i]]
-            single = RunResult(
-                exit_code=rec.exit_code,
-                signal=rec.signal,
-                stdout=segments[i] if i < len(segments) else b"",
-                user_time_s=rec.user_time_s,
-                sys_time_s=rec.sys_time_s,
-                wall_time_s=rec.wall_time_s,
-                peak_rss_kb=rec.peak_rss_kb,
-            )
+            single = RunResult.from_record(rec, segments[i] if i < len(segments) else b"")
+            digests = self.outputs.setdefault(owner[i], (set(), set()))
+            digests[order[i]].add(hashlib.sha256(single.stdout).hexdigest())
             if not self.check_output:
                 single.stdout = test.expected_stdout
-            verdict = classify_run(test, single, limits)
+            run_limits = replace(limits, wall_seconds=walls[order[i]])
+            verdict = classify_run(test, single, run_limits)
             if verdict.verdict != Verdict.PASS:
                 rounds[owner[i]].failure = RunFailure(
                     order[i] == 1,
@@ -745,16 +736,11 @@ class SandboxExecutor:
                 )
                 return rounds
         if len(records) < len(order):
-            # The run that did not finish; for tampering, the run that left state behind.
-            i = len(records) - 1 if result.tamper and records else len(records)
-            if result.tamper:
+            # The run that did not finish.
+            i = len(records)
+            if result.timed_out:
                 why, verdict_name = (
-                    f"the program tampered with the sandbox: {result.tamper}",
-                    "sandbox_violation",
-                )
-            elif result.timed_out:
-                why, verdict_name = (
-                    f"exceeded the batch's wall-clock limit of {limits.wall_seconds:g}s",
+                    "exceeded the whole batch's wall-clock limit",
                     "timeout",
                 )
             elif result.launcher_lost:
@@ -791,6 +777,24 @@ class SandboxExecutor:
 SandboxPairExecutor = SandboxExecutor
 
 
+@dataclass(frozen=True)
+class ReferenceRun:
+    """What the candidate did in its own correctness run of a test (evaluate.check_binary):
+    the yardstick its timed runs must be consistent with."""
+
+    cpu_s: float
+    wall_s: float
+    stdout_sha256: str | None = None
+
+
+# A timed run may take this many times its correctness run's wall time (plus a second)
+# before it is stopped; a timed run's median CPU time below 1/INCONSISTENT_CPU_FACTOR of the
+# correctness run's (and INCONSISTENT_CPU_FLOOR_S less) means it skipped work it did then.
+CANDIDATE_WALL_FACTOR = 10.0
+INCONSISTENT_CPU_FACTOR = 4.0
+INCONSISTENT_CPU_FLOOR_S = 0.005
+
+
 def time_tests(
     sandbox: Sandbox,
     baseline: str | os.PathLike[str],
@@ -801,17 +805,115 @@ def time_tests(
     limits: Limits | None = None,
     lock: CoreLock | None = None,
     targets: Sequence[float] | None = None,
+    reference: Sequence[ReferenceRun] | None = None,
 ) -> tuple[list[TestSpeedup], RunFailure | None, str | None]:
-    """Measure the speedup of `candidate` over `baseline` on every test (see measure_tests)."""
+    """Measure the speedup of `candidate` over `baseline` on every test (see measure_tests).
+
+    With `reference` (the candidate's correctness run of each test), each candidate run gets
+    a deadline of CANDIDATE_WALL_FACTOR times its correctness run's wall time, and the
+    timed runs must be consistent with that run: the same output wherever the baseline's
+    output is stable, and no far smaller CPU time. Inconsistency is the candidate's failure
+    (verdict sandbox_violation): it behaved differently when it could have been timed.
+
+    Blame: a failure that is not plainly the candidate's (the baseline failed, the sandbox
+    broke) is charged to the candidate unless the baseline alone, in a fresh sandbox, fails
+    the same test too; only then is it `infra_error`."""
     lock = lock or default_core_lock()
     config = config or TimingConfig()
+    limits = limits or sandbox.limits
+    if reference is not None and len(reference) != len(tests):
+        raise ValueError("one reference run per test")
+    cand_wall = None
+    if reference:
+        longest = max(r.wall_s for r in reference)
+        cand_wall = min(limits.wall_seconds, CANDIDATE_WALL_FACTOR * longest + 1.0)
     executor = SandboxExecutor(
-        sandbox, baseline, candidate, tests, limits, lock, priority=config.priority
+        sandbox,
+        baseline,
+        candidate,
+        tests,
+        limits,
+        lock,
+        priority=config.priority,
+        candidate_wall_s=cand_wall,
     )
     warnings = [] if lock.layout.isolated else [TimingWarning.NOT_ISOLATED]
-    return measure_tests(
+    speedups, failure, failed = measure_tests(
         executor, [t.name for t in tests], config, warnings=warnings, targets=targets
     )
+    if failure is not None and not failure.candidate_fault and failed is not None:
+        failure = _blame(
+            sandbox, baseline, tests[[t.name for t in tests].index(failed)], limits, failure
+        )
+    if failure is None and reference is not None:
+        found = _inconsistency(speedups, reference, executor.outputs)
+        if found is not None:
+            index, why = found
+            failure = RunFailure(True, why, None, 0, "sandbox_violation")
+            failed = tests[index].name
+    return speedups, failure, failed
+
+
+def _blame(
+    sandbox: Sandbox,
+    baseline: str | os.PathLike[str],
+    test: TestCase,
+    limits: Limits,
+    failure: RunFailure,
+) -> RunFailure:
+    """Decide who a non-candidate failure belongs to: rerun the baseline alone, fresh."""
+    from asmopt.evaluate import Verdict, classify_run
+
+    rerun = sandbox.run_program(baseline, argv=test.argv, stdin=test.stdin, limits=limits)
+    verdict = classify_run(test, rerun, limits)
+    if verdict.verdict == Verdict.PASS:
+        return RunFailure(
+            True,
+            f"{failure.message}; the baseline alone passes this test in a fresh sandbox, so "
+            "the failure is charged to the candidate that ran beside it",
+            failure.run_result,
+            failure.run_index,
+            "sandbox_violation",
+        )
+    return RunFailure(
+        False,
+        f"{failure.message}; the baseline alone fails too in a fresh sandbox "
+        f"({verdict.verdict}: {verdict.message})",
+        failure.run_result,
+        failure.run_index,
+        "infra_error",
+    )
+
+
+def _inconsistency(
+    speedups: Sequence[TestSpeedup],
+    reference: Sequence[ReferenceRun],
+    outputs: dict[int, tuple[set[str], set[str]]],
+) -> tuple[int, str] | None:
+    """The first test whose timed candidate runs disagree with its correctness run."""
+    for index, (sp, ref) in enumerate(zip(speedups, reference, strict=True)):
+        base_out, cand_out = outputs.get(index, (set(), set()))
+        stable = ref.stdout_sha256 is not None and len(base_out) == 1
+        if stable and cand_out and cand_out != {ref.stdout_sha256}:
+            return index, (
+                f"test {sp.test}: its timed runs wrote {len(cand_out - {ref.stdout_sha256})} "
+                "output(s) different from its own correctness run, while the baseline's "
+                "output never changed: a program must not behave differently when timed"
+            )
+        cpus = sorted(sp.raw.get("cand_cpu", []) + sp.raw.get("warmup_cand_cpu", []))
+        if not cpus:
+            continue
+        median = cpus[len(cpus) // 2]
+        if (
+            ref.cpu_s > INCONSISTENT_CPU_FACTOR * median
+            and ref.cpu_s - median > INCONSISTENT_CPU_FLOOR_S
+        ):
+            return index, (
+                f"test {sp.test}: its timed runs used {median * 1e3:.3g} ms of CPU (median) "
+                f"against {ref.cpu_s * 1e3:.3g} ms in its own correctness run on the same "
+                "input: it skipped work when it could have been timed"
+            )
+    return None
 
 
 def time_test(

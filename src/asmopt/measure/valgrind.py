@@ -22,8 +22,10 @@ CPUID), so this mode is not a defence against a candidate that games its measure
 
 Valgrind runs inside the same sandbox profile as every untrusted program (seccomp, rlimits,
 no network), with its own files bound read-only and a private /proc (it reads
-/proc/self/maps). Its report goes to a descriptor the launcher collects; valgrind moves
-that descriptor out of the program's reach, so the program cannot forge the count.
+/proc/self/maps). Its report goes to a descriptor the launcher collects, placed at the top
+of the descriptor limit, in the range valgrind reserves for itself and guards against the
+program's own system calls, so the program cannot forge the count. Exactly one count line
+must appear.
 """
 
 from __future__ import annotations
@@ -50,7 +52,6 @@ _LIB_DIRS = (
     "/usr/local/lib/valgrind",
 )
 _TOOL = "cachegrind-amd64-linux"
-_LOG_FD = 3
 _IREFS = re.compile(r"^==\d+== I\s+refs:\s+([\d,]+)\s*$", re.MULTILINE)
 _UNHANDLED = re.compile(r"unhandled instruction bytes: ([0-9A-Fa-fx ]+)")
 
@@ -128,6 +129,10 @@ def count_instructions(
     vg = valgrind or Valgrind.locate()
     limits = limits or sandbox.limits
     vg_limits = _valgrind_limits(limits)
+    # The report descriptor sits in the range valgrind keeps for itself (the top of the
+    # descriptor limit), where it refuses every system call of the program it runs: the
+    # program cannot write a forged count into it, nor close it.
+    log_fd = vg_limits.max_open_files - 1
     stage = Path(tempfile.mkdtemp(prefix="asmopt-vg-"))
     try:
         os.chmod(stage, 0o755)
@@ -142,7 +147,8 @@ def count_instructions(
                 "--cache-sim=no",
                 "--branch-sim=no",
                 "--cachegrind-out-file=/dev/null",
-                f"--log-fd={_LOG_FD}",
+                "--vgdb=no",
+                f"--log-fd={log_fd}",
                 PROGRAM_ARGV0,
                 *test.argv,
             ],
@@ -152,7 +158,7 @@ def count_instructions(
             env_pad=0,
             extra_ro_binds=[(prog, PROGRAM_ARGV0), (vg.lib_dir, str(vg.lib_dir))],
             extra_env=[("VALGRIND_LIB", str(vg.lib_dir)), ("VALGRIND_LAUNCHER", "valgrind")],
-            log_fd=_LOG_FD,
+            log_fd=log_fd,
             mount_proc=True,
         )
     finally:
@@ -180,6 +186,14 @@ def count_instructions(
             run=run,
         )
     counts = _IREFS.findall(log)
+    if len(counts) > 1:
+        return CountResult(
+            MeasureStatus.INFRA_ERROR,
+            message=f"valgrind's log holds {len(counts)} instruction counts, expected one: "
+            "the program wrote into valgrind's report",
+            candidate_fault=True,
+            run=run,
+        )
     if not counts:
         return CountResult(
             MeasureStatus.INFRA_ERROR,

@@ -25,11 +25,24 @@ class LauncherBuildError(RuntimeError):
     """The launcher could not be compiled: an installation problem on our side."""
 
 
-def launcher_path(cc: str = "gcc") -> Path:
-    """Compile the launcher if needed and return the cached executable's path."""
-    source = LAUNCHER_SOURCE.read_bytes()
+# A known-good program: when a sandboxed run fails in a way that could be ours or the
+# program's, the same sandbox path runs this; if it works, the failure was the program's.
+PROBE_SOURCE = b"""#include <stdio.h>
+int main(void) {
+    char line[256];
+    unsigned long sum = 0;
+    while (fgets(line, sizeof line, stdin)) {
+        for (char *p = line; *p; p++) sum = sum * 31 + (unsigned char)*p;
+    }
+    printf("probe %lu\\n", sum);
+    return 0;
+}
+"""
+
+
+def _compiler_version(cc: str) -> str:
     try:
-        version = subprocess.run(
+        return subprocess.run(
             [cc, "--version"], capture_output=True, text=True, timeout=30, check=True
         ).stdout.splitlines()[0]
     except (OSError, subprocess.SubprocessError) as exc:
@@ -37,31 +50,52 @@ def launcher_path(cc: str = "gcc") -> Path:
             f"cannot run the C compiler {cc!r} to build the sandbox launcher ({exc}); "
             "install gcc (apt-get install gcc)"
         ) from None
-    key = hashlib.sha256(source + version.encode()).hexdigest()[:16]
+
+
+def _build_cached(name: str, source: bytes, cc: str, flags: tuple[str, ...]) -> Path:
+    """Compile trusted C `source` once per compiler version; return the cached executable."""
+    version = _compiler_version(cc)
+    key = hashlib.sha256(source + version.encode() + " ".join(flags).encode()).hexdigest()[:16]
     with _lock:
         if key in _built and _built[key].exists():
             return _built[key]
         out_dir = cache_root() / "launcher"
         out_dir.mkdir(parents=True, exist_ok=True)
-        target = out_dir / f"asmopt-launch-{key}"
+        target = out_dir / f"{name}-{key}"
         if not target.exists():
-            fd, tmp = tempfile.mkstemp(dir=out_dir, prefix=".launch-")
-            os.close(fd)
-            proc = subprocess.run(
-                [cc, "-O2", "-Wall", "-o", tmp, str(LAUNCHER_SOURCE)],
-                capture_output=True,
-                text=True,
-                timeout=120,
-            )
-            if proc.returncode != 0:
-                os.unlink(tmp)
-                raise LauncherBuildError(
-                    f"building the sandbox launcher failed:\n{proc.stderr.strip()[:2000]}"
+            src_dir = Path(tempfile.mkdtemp(dir=out_dir, prefix=".src-"))
+            try:
+                src = src_dir / f"{name}.c"
+                src.write_bytes(source)
+                tmp = src_dir / name
+                proc = subprocess.run(
+                    [cc, *flags, "-o", str(tmp), str(src)],
+                    capture_output=True,
+                    text=True,
+                    timeout=120,
                 )
-            os.chmod(tmp, 0o755)
-            os.replace(tmp, target)
+                if proc.returncode != 0:
+                    raise LauncherBuildError(
+                        f"building the sandbox's {name} failed:\n{proc.stderr.strip()[:2000]}"
+                    )
+                os.chmod(tmp, 0o755)
+                os.replace(tmp, target)
+            finally:
+                for leftover in src_dir.iterdir():
+                    leftover.unlink()
+                src_dir.rmdir()
         _built[key] = target
         return target
+
+
+def launcher_path(cc: str = "gcc") -> Path:
+    """Compile the launcher if needed and return the cached executable's path."""
+    return _build_cached("asmopt-launch", LAUNCHER_SOURCE.read_bytes(), cc, ("-O2", "-Wall"))
+
+
+def probe_path(cc: str = "gcc") -> Path:
+    """The known-good probe program (see PROBE_SOURCE), compiled once."""
+    return _build_cached("asmopt-probe", PROBE_SOURCE, cc, ("-O2",))
 
 
 @dataclass(frozen=True)
@@ -85,6 +119,12 @@ class LaunchRecord:
     minor_faults: int = 0
     major_faults: int = 0
     log: bytes = b""
+    # Bytes the run wrote (before any cap), why the launcher killed it (None when it ended
+    # by itself: "wall", "stdout" or "stderr"), and the errno of a failed exec (0 if none).
+    out_bytes: int = 0
+    err_bytes: int = 0
+    killed: str | None = None
+    exec_errno: int = 0
 
     @property
     def cpu_time_s(self) -> float:
@@ -97,14 +137,21 @@ class LaunchReport:
     runs: tuple[LaunchRecord, ...]
     error: str | None
     done: bool
-    tamper: str | None = None
+
+
+_KILL_REASONS = {"none": None, "wall": "wall", "stdout": "stdout", "stderr": "stderr"}
+
+
+def _killed(word: str) -> str | None:
+    if word not in _KILL_REASONS:
+        raise ValueError(f"unknown kill reason {word!r}")
+    return _KILL_REASONS[word]
 
 
 def parse_report(text: str) -> LaunchReport:
     """Parse the launcher's report lines; unknown lines are ignored, never trusted."""
     started = done = False
     error: str | None = None
-    tamper: str | None = None
     runs: list[LaunchRecord] = []
     for line in text.splitlines():
         if line == "started":
@@ -113,8 +160,6 @@ def parse_report(text: str) -> LaunchReport:
             done = True
         elif line.startswith("error "):
             error = line[6:]
-        elif line.startswith("tamper "):
-            tamper = line[7:]
         elif line.startswith("log ") and runs:
             try:
                 chunk = bytes.fromhex(line[4:])
@@ -141,8 +186,12 @@ def parse_report(text: str) -> LaunchReport:
                         involuntary_switches=int(fields.get("nivcsw", 0)),
                         minor_faults=int(fields.get("minflt", 0)),
                         major_faults=int(fields.get("majflt", 0)),
+                        out_bytes=int(fields.get("out", 0)),
+                        err_bytes=int(fields.get("err", 0)),
+                        killed=_killed(fields.get("killed", "none")),
+                        exec_errno=int(fields.get("exec_errno", 0)),
                     )
                 )
             except (KeyError, ValueError):
                 error = f"malformed launcher report line: {line[:200]!r}"
-    return LaunchReport(started=started, runs=tuple(runs), error=error, done=done, tamper=tamper)
+    return LaunchReport(started=started, runs=tuple(runs), error=error, done=done)

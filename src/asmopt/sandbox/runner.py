@@ -21,6 +21,7 @@ verdict on the candidate.
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 import random
 import selectors
@@ -34,7 +35,13 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Literal
 
-from asmopt.sandbox.launcher import LauncherBuildError, LaunchRecord, launcher_path, parse_report
+from asmopt.sandbox.launcher import (
+    LauncherBuildError,
+    LaunchRecord,
+    launcher_path,
+    parse_report,
+    probe_path,
+)
 
 NOBODY_UID = 65534
 # Every untrusted program sees this argv[0], whatever it is and however it is run.
@@ -127,8 +134,9 @@ class RunResult:
     records: tuple[LaunchRecord, ...] = field(default_factory=tuple)
     # With a run marker: each run's own stdout, in run order (None without a marker).
     segments: tuple[bytes, ...] | None = None
-    # The program left state behind between runs that the launcher could not remove.
-    tamper: str | None = None
+    # The program could not be executed at all (its errno's name and message), e.g. an ELF
+    # whose interpreter path is too long: the binary's fault, never the sandbox's.
+    exec_error: str | None = None
     env_pad: int = 0
     cpus: tuple[int, ...] = ()
     priority: str = "normal"
@@ -145,6 +153,30 @@ class RunResult:
     @property
     def cpu_time_s(self) -> float:
         return self.user_time_s + self.sys_time_s
+
+    @classmethod
+    def from_record(cls, rec: LaunchRecord, stdout: bytes = b"", stderr: bytes = b"") -> RunResult:
+        """One run of a multi-run sandbox, as if it had run alone."""
+        return cls(
+            exit_code=rec.exit_code,
+            signal=rec.signal,
+            timed_out=rec.killed == "wall",
+            stdout=stdout,
+            stderr=stderr,
+            stdout_truncated=rec.killed == "stdout",
+            stderr_truncated=rec.killed == "stderr",
+            user_time_s=rec.user_time_s,
+            sys_time_s=rec.sys_time_s,
+            wall_time_s=rec.wall_time_s,
+            peak_rss_kb=rec.peak_rss_kb,
+            exec_error=_errno_text(rec.exec_errno) if rec.exec_errno else None,
+            records=(rec,),
+        )
+
+
+def _errno_text(err: int) -> str:
+    name = errno.errorcode.get(err, f"errno {err}")
+    return f"{name} ({os.strerror(err)})"
 
 
 def _runtime_libraries() -> list[tuple[str, str]]:
@@ -206,11 +238,17 @@ class Sandbox:
         except LauncherBuildError as exc:
             raise SandboxUnavailable(str(exc)) from None
         self._libs: list[tuple[str, str]] | None = None
+        self._probe: Path | None = None
         self._checked = False
 
     # ---------------------------------------------------------------- availability
     def check(self) -> None:
-        """Raise SandboxUnavailable unless a trivial sandboxed run works."""
+        """Raise SandboxUnavailable unless an isolated run of a trusted probe works.
+
+        The probe goes through the same path as every untrusted program (bubblewrap, the
+        launcher's user namespace, a pid and mount namespace and a fresh /tmp per run), so a
+        machine where any of that is refused is found here, not in the middle of an
+        evaluation."""
         if self.unsafe or self._checked:
             return
         if self.bwrap is None:
@@ -219,28 +257,51 @@ class Sandbox:
                 "safely. Fix: " + FIX_HINT
             )
         self._libs = _runtime_libraries()
-        loader = next((inside for inside, _ in self._libs if "ld-linux" in inside), None)
-        cmd = self._bwrap_base(tmp_size=1 << 20)
-        for inside, real in self._libs:
-            cmd += ["--ro-bind", real, inside]
         try:
-            probe = subprocess.run(
-                cmd + [loader or "/lib64/ld-linux-x86-64.so.2", "--version"],
-                capture_output=True,
-                text=True,
-                timeout=30,
-                **self._user_kwargs(),
-            )  # type: ignore[call-overload]
-        except (OSError, subprocess.SubprocessError) as exc:
+            self._probe = probe_path()
+        except LauncherBuildError as exc:
+            raise SandboxUnavailable(str(exc)) from None
+        self._checked = True  # run_binaries calls check() itself
+        try:
+            result = self.run_binaries(
+                [self._probe], [0], stdin=b"x\n", limits=Limits(wall_seconds=30.0)
+            )
+        except OSError as exc:
+            self._checked = False
             raise SandboxUnavailable(
                 f"bubblewrap could not be started: {exc}. Fix: {FIX_HINT}"
             ) from None
-        if probe.returncode != 0:
-            raise SandboxUnavailable(
-                "bubblewrap cannot create a sandbox here: "
-                f"{probe.stderr.strip()[:300]}. Fix: {FIX_HINT}"
+        if result.infra_error or result.exit_code != 0 or not result.stdout.startswith(b"probe"):
+            self._checked = False
+            why = result.infra_error or (
+                f"exit {result.exit_code}, signal {result.signal_name}, "
+                f"stderr {result.stderr.decode('utf-8', 'replace').strip()[:300]!r}"
             )
-        self._checked = True
+            raise SandboxUnavailable(
+                f"bubblewrap cannot create an isolated sandbox here: {why}. The launcher needs "
+                "a user namespace of its own inside bubblewrap's (user.max_user_namespaces "
+                f"> 0, no AppArmor/SELinux rule against nested namespaces). Fix: {FIX_HINT}"
+            )
+
+    def self_test(self, limits: Limits | None = None) -> str | None:
+        """Run the known-good probe through the program path in a fresh sandbox.
+
+        Returns None when it behaves, else what went wrong. Used to decide blame: a failure
+        that a candidate could have caused is the candidate's unless this fails too."""
+        if self.unsafe:
+            return None
+        try:
+            self.check()
+            result = self.run_binaries(
+                [self._probe], [0], stdin=b"probe\n", limits=limits or self.limits
+            )
+        except (SandboxUnavailable, OSError) as exc:
+            return str(exc)
+        if result.infra_error:
+            return result.infra_error
+        if result.exit_code != 0 or not result.stdout.startswith(b"probe "):
+            return f"the probe program failed (exit {result.exit_code}, {result.signal_name})"
+        return None
 
     def describe(self) -> str:
         if self.unsafe:
@@ -250,7 +311,10 @@ class Sandbox:
             version = subprocess.run(
                 [self.bwrap or "bwrap", "--version"], capture_output=True, text=True, timeout=10
             ).stdout.strip()
-        return f"{version}, uid {NOBODY_UID if self.as_root else os.getuid()}, seccomp, rlimits"
+        return (
+            f"{version}, uid {NOBODY_UID if self.as_root else os.getuid()}, per-run pid/mount "
+            "namespaces and /tmp, seccomp allowlist, rlimits"
+        )
 
     # ---------------------------------------------------------------- helpers
     def _user_kwargs(self) -> dict[str, object]:
@@ -263,6 +327,10 @@ class Sandbox:
         return [
             self.bwrap,
             "--unshare-all",
+            # Kept by the launcher only, to give each run its own pid and mount namespace
+            # (a capability within the sandbox's own user namespace; programs drop it).
+            "--cap-add",
+            "CAP_SYS_ADMIN",
             "--die-with-parent",
             "--new-session",
             "--hostname",
@@ -276,8 +344,25 @@ class Sandbox:
         ]
 
     def _launcher_args(
-        self, limits: Limits, stdin_path: str, runs: int, seccomp: bool
+        self,
+        limits: Limits,
+        stdin_path: str,
+        runs: int,
+        seccomp: bool,
+        *,
+        isolate: bool,
+        fresh_tmp: bool,
+        run_wall_s: float | Sequence[float] | None = None,
     ) -> list[str]:
+        """Per-run limits for the launcher; it enforces them on each run separately.
+
+        `run_wall_s` is one deadline for every run or one per program (by index)."""
+        if run_wall_s is None:
+            walls: Sequence[float] = [limits.wall_seconds]
+        elif isinstance(run_wall_s, int | float):
+            walls = [float(run_wall_s)]
+        else:
+            walls = list(run_wall_s)
         return [
             "--report-fd",
             _REPORT_FD,
@@ -297,6 +382,16 @@ class Sandbox:
             str(runs),
             "--seccomp",
             "1" if seccomp else "0",
+            "--isolate",
+            "1" if isolate else "0",
+            "--fresh-tmp",
+            str(limits.tmp_size if fresh_tmp else 0),
+            "--run-wall-ms",
+            ",".join(str(max(1, int(w * 1000))) for w in walls),
+            "--stdout-cap",
+            str(limits.stdout_cap),
+            "--stderr-cap",
+            str(limits.stderr_cap),
         ]
 
     def _make_run_dir(self) -> Path:
@@ -350,28 +445,32 @@ class Sandbox:
         log_fd: int | None = None,
         mount_proc: bool = False,
         priority: Priority = "normal",
+        run_wall_s: float | Sequence[float] | None = None,
+        max_total_output: int = 256 << 20,
     ) -> RunResult:
         """Run several binaries in one sandbox, one run per entry of `order`.
 
-        Every binary is executed from the same descriptor number with the same argv
-        (`argv0` first), environment, stdin and working directory, and the sandbox's /tmp is
-        emptied between runs, so a program cannot tell which run it is in, nor whether it is
-        being timed (see launcher.c). `order` lists binary indexes, e.g. [0, 1, 0, 1].
-        `stdin` is one input for every run, or a list of inputs (at most 36) with `feed`
-        giving the input index of each run, so several tests can share one sandbox. Inputs
-        reach the launcher as descriptors: no input file is visible in the sandbox.
+        `limits` are PER RUN: the launcher gives every run its own wall deadline
+        (`run_wall_s`, default `limits.wall_seconds`), CPU limit and output caps, and every
+        run starts from nothing (its own pid and mount namespace, a fresh /tmp, a fresh
+        stdin, fresh output pipes; see launcher.c). Every binary is executed from the same
+        descriptor number with the same argv (`argv0` first), environment and working
+        directory, so a program cannot tell which run it is in. `order` lists binary
+        indexes, e.g. [0, 1, 0, 1]. `stdin` is one input for every run, or a list of inputs
+        (at most 36) with `feed` giving the input index of each run. Inputs reach the
+        launcher as descriptors: no input file is visible in the sandbox.
 
         `marker` (a secret the program cannot see) is written to stdout after every run;
         `RunResult.segments` then holds each run's own output. `env_pad` is the length of a
         padding variable in the environment (random when None; hyperfine's measure against
         memory-layout bias); `cpus` pins the sandbox to those cores and `priority` raises its
-        scheduling priority (see `_raise_priority`).
+        scheduling priority (see `_raise_priority`; programs always run below the launcher).
 
         `extra_ro_binds` and `extra_env` exist for instrumented runs (valgrind), where the
         executed binary is a tool and the program is a file it opens; `log_fd` is a
         descriptor number whose writes the launcher collects per run (`LaunchRecord.log`);
-        `mount_proc` gives the sandbox its own /proc (valgrind reads /proc/self/maps; the pid
-        namespace keeps every process outside the sandbox invisible)."""
+        `mount_proc` gives the sandbox its own /proc (valgrind reads /proc/self/maps).
+        All runs together may write at most `max_total_output` bytes of stdout."""
         limits = limits or self.limits
         if not binaries or len(binaries) > 4:
             raise ValueError(f"between 1 and 4 binaries, got {len(binaries)}")
@@ -385,9 +484,30 @@ class Sandbox:
         feed = list(feed) if feed is not None else [0] * len(order)
         if len(feed) != len(order) or any(not 0 <= k < len(inputs) for k in feed):
             raise ValueError("feed must give an input index below len(stdin) for every run")
+        walls = (
+            [limits.wall_seconds]
+            if run_wall_s is None
+            else [float(run_wall_s)]
+            if isinstance(run_wall_s, int | float)
+            else [float(w) for w in run_wall_s]
+        )
+        if not walls or len(walls) > len(binaries) or any(w <= 0 for w in walls):
+            raise ValueError(
+                f"run_wall_s must be positive, one value or one per binary, got {run_wall_s}"
+            )
         if env_pad is None:
             env_pad = random.randrange(ENV_PAD_MAX)
         self.check()
+        runs = len(order)
+        per_run_wall = max(walls)
+        # The whole sandbox: every run's deadline plus start-up; a backstop only, since the
+        # launcher enforces each run's own deadline.
+        outer = replace(
+            limits,
+            wall_seconds=runs * (per_run_wall + 0.5) + 30.0,
+            stdout_cap=min(max_total_output, runs * (limits.stdout_cap + 64)),
+            stderr_cap=min(16 << 20, runs * limits.stderr_cap),
+        )
         run_dir = self._make_run_dir()
         fds: list[int] = []
         try:
@@ -419,7 +539,15 @@ class Sandbox:
             if self.unsafe:
                 cmd = [
                     str(launch),
-                    *self._launcher_args(limits, "/dev/null", len(order), True),
+                    *self._launcher_args(
+                        limits,
+                        "/dev/null",
+                        runs,
+                        True,
+                        isolate=False,
+                        fresh_tmp=False,
+                        run_wall_s=run_wall_s,
+                    ),
                     *prog_args,
                     "--",
                     argv0,
@@ -428,7 +556,7 @@ class Sandbox:
                 env = {**os.environ, ENV_PAD_NAME: "x" * env_pad, **dict(extra_env)}
                 result = self._execute(
                     cmd,
-                    limits,
+                    outer,
                     cwd=str(run_dir),
                     pass_fds=fds,
                     cpus=cpus,
@@ -437,7 +565,7 @@ class Sandbox:
                 )
             else:
                 assert self._libs is not None
-                cmd = self._bwrap_base(limits.tmp_size)
+                cmd = self._bwrap_base(1 << 20)
                 if mount_proc:
                     cmd += ["--proc", "/proc"]
                 for inside, real in self._libs:
@@ -472,15 +600,21 @@ class Sandbox:
                     cmd += ["--setenv", name, value]
                 cmd += [
                     "/sandbox/launch",
-                    *self._launcher_args(limits, "/dev/null", len(order), True),
+                    *self._launcher_args(
+                        limits,
+                        "/dev/null",
+                        runs,
+                        True,
+                        isolate=True,
+                        fresh_tmp=True,
+                        run_wall_s=run_wall_s,
+                    ),
                     *prog_args,
-                    "--wipe",
-                    "/tmp",
                     "--",
                     argv0,
                     *argv,
                 ]
-                result = self._execute(cmd, limits, pass_fds=fds, cpus=cpus, priority=priority)
+                result = self._execute(cmd, outer, pass_fds=fds, cpus=cpus, priority=priority)
             result.env_pad = env_pad
             result.cpus = tuple(sorted(cpus)) if cpus else ()
             if marker is not None:
@@ -513,16 +647,22 @@ class Sandbox:
             if "/" in stdin_file or not (work / stdin_file).is_file():
                 raise ValueError(f"stdin_file must name a file in the work directory: {stdin_file}")
             stdin_inside = f"/build/{stdin_file}"
+        outer = replace(limits, wall_seconds=limits.wall_seconds + 30.0)
         if self.unsafe:
             cmd = [
                 str(self._launcher),
                 *self._launcher_args(
-                    limits, str(work / stdin_file) if stdin_file else "/dev/null", 1, seccomp
+                    limits,
+                    str(work / stdin_file) if stdin_file else "/dev/null",
+                    1,
+                    seccomp,
+                    isolate=False,
+                    fresh_tmp=False,
                 ),
                 "--",
                 *argv,
             ]
-            return self._execute(cmd, limits, cwd=str(work))
+            return self._execute(cmd, outer, cwd=str(work))
         if self.as_root:
             for path in [work, *work.rglob("*")]:
                 os.chown(path, NOBODY_UID, NOBODY_GID)
@@ -573,11 +713,15 @@ class Sandbox:
                 "HOME",
                 "/tmp",
                 "/sandbox/launch",
-                *self._launcher_args(limits, stdin_inside, 1, seccomp),
+                # The compiler's own process tree runs in a pid namespace of its own; /tmp is
+                # the sandbox's (one run, nothing to keep apart).
+                *self._launcher_args(
+                    limits, stdin_inside, 1, seccomp, isolate=True, fresh_tmp=False
+                ),
                 "--",
                 *argv,
             ]
-            return self._execute(cmd, limits)
+            return self._execute(cmd, outer)
         finally:
             shutil.rmtree(launch_dir, ignore_errors=True)
 
@@ -592,6 +736,11 @@ class Sandbox:
         env: dict[str, str] | None = None,
         priority: Priority = "normal",
     ) -> RunResult:
+        """Start the sandbox, collect its output and report, enforce the overall deadline.
+
+        `limits` here are the WHOLE sandbox's (wall deadline, total output caps); the
+        launcher enforces each run's own. This process never runs candidate code and sits
+        on another core than a timed run, so it always gets to kill a runaway sandbox."""
         report_r, report_w = os.pipe()
         cmd = [str(report_w) if part == _REPORT_FD else part for part in cmd]
         start = time.monotonic()
@@ -615,10 +764,9 @@ class Sandbox:
             os.close(report_w)
             return RunResult(infra_error=f"could not start the sandbox: {exc}")
         os.close(report_w)
-        # A little slack over the CPU limit so a CPU-bound program meets its rlimit first.
         deadline = start + limits.wall_seconds
         buffers = {"out": bytearray(), "err": bytearray(), "rep": bytearray()}
-        caps = {"out": limits.stdout_cap, "err": limits.stderr_cap, "rep": 1 << 20}
+        caps = {"out": limits.stdout_cap, "err": limits.stderr_cap, "rep": 4 << 20}
         over = {"out": False, "err": False, "rep": False}
         timed_out = False
         sel = selectors.DefaultSelector()
@@ -627,7 +775,7 @@ class Sandbox:
         sel.register(proc.stderr, selectors.EVENT_READ, "err")
         rep_file = os.fdopen(report_r, "rb", buffering=0)
         sel.register(rep_file, selectors.EVENT_READ, "rep")
-        killed = False
+        stuck: str | None = None
         try:
             while sel.get_map():
                 remaining = deadline - time.monotonic()
@@ -651,12 +799,8 @@ class Sandbox:
                     break
         finally:
             if timed_out or over["out"] or over["err"] or proc.poll() is None:
-                killed = self._kill(proc) or killed
-            try:
-                proc.wait(timeout=10)
-            except subprocess.TimeoutExpired:
                 self._kill(proc)
-                proc.wait(timeout=10)
+            stuck = self._reap(proc)
             # Drain what is left of the report after the kill (bounded).
             with contextlib.suppress(OSError):
                 os.set_blocking(report_r, False)
@@ -682,56 +826,74 @@ class Sandbox:
             records=report.runs,
         )
         if report.runs:
-            last = report.runs[-1]
+            last = RunResult.from_record(report.runs[-1])
             result = replace(
                 result,
                 exit_code=last.exit_code,
                 signal=last.signal,
+                timed_out=result.timed_out or last.timed_out,
+                stdout_truncated=result.stdout_truncated or last.stdout_truncated,
+                stderr_truncated=result.stderr_truncated or last.stderr_truncated,
+                exec_error=last.exec_error,
                 user_time_s=last.user_time_s,
                 sys_time_s=last.sys_time_s,
                 wall_time_s=last.wall_time_s,
                 peak_rss_kb=last.peak_rss_kb,
             )
-        result.tamper = report.tamper
-        if not report.started:
+        if stuck is not None:
+            result.infra_error = stuck
+        elif report.error is not None:
+            result.infra_error = f"sandbox launcher: {report.error}"
+        elif not report.started:
             if timed_out or over["out"] or over["err"]:
                 return result
             msg = result.stderr.decode("utf-8", "replace").strip()[:500]
             result.infra_error = f"the sandbox did not start (exit {proc.returncode}): {msg}"
-        elif report.error is not None:
-            result.infra_error = f"sandbox launcher: {report.error}"
-        elif (
-            not report.done
-            and report.tamper is None
-            and not (timed_out or over["out"] or over["err"])
-        ):
+        elif not report.done and not (timed_out or over["out"] or over["err"]):
             # The launcher vanished mid-run: only something inside the sandbox could do that.
             result.launcher_lost = True
         return result
 
-    def _kill(self, proc: subprocess.Popen[bytes]) -> bool:
-        """Kill bwrap; its pid namespace (and every process in it) goes with it."""
+    def _kill(self, proc: subprocess.Popen[bytes]) -> None:
+        """Kill bwrap's process group; its pid namespace (and every process in it) goes
+        with it."""
         try:
             os.killpg(proc.pid, signal.SIGKILL)
         except (ProcessLookupError, PermissionError):
             with contextlib.suppress(ProcessLookupError):
                 proc.kill()
-        return True
+
+    def _reap(self, proc: subprocess.Popen[bytes]) -> str | None:
+        """Wait for the sandbox to be gone, killing it again while it is not.
+
+        Returns None once it is gone, else a message (it would not die within a minute:
+        ours to report, never a hang of the caller)."""
+        for attempt in range(12):
+            try:
+                proc.wait(timeout=5 if attempt else 10)
+                return None
+            except subprocess.TimeoutExpired:
+                self._kill(proc)
+        return f"the sandbox (pid {proc.pid}) did not exit within a minute of being killed"
 
 
 Priority = Literal["normal", "high", "realtime"]
+# Real-time level of the sandbox's supervisors; programs run one level below (launcher.c).
+SUPERVISOR_RT_PRIORITY = 2
 
 
 def _raise_priority(priority: Priority) -> str:
     """Raise the calling thread's priority as far as `priority` asks and we are allowed.
 
-    "realtime" is SCHED_FIFO at the lowest real-time level: nothing of normal priority can
-    preempt the timed program on its core (the kernel's real-time throttling still keeps 5%
-    of the core for others, so a runaway program cannot take it over). "high" is nice -20.
-    Returns what was achieved, which timings record."""
+    "realtime" is SCHED_FIFO level 2 for the sandbox's supervisors (bubblewrap, the
+    launcher, each run's init); the launcher runs the program itself one level lower, at 1.
+    So nothing of normal priority preempts the timed program on its core, yet the processes
+    that enforce its deadlines always preempt it (and the kernel's real-time throttling, when
+    enabled, keeps a share of the core for everything else). "high" is nice -20. Returns
+    what was achieved, which timings record."""
     if priority == "realtime":
         try:
-            os.sched_setscheduler(0, os.SCHED_FIFO, os.sched_param(1))
+            os.sched_setscheduler(0, os.SCHED_FIFO, os.sched_param(SUPERVISOR_RT_PRIORITY))
             return "realtime"
         except (PermissionError, OSError, AttributeError):
             priority = "high"
