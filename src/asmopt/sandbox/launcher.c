@@ -811,14 +811,18 @@ int main(int argc, char **argv) {
                         break;
                     }
                 } else if (k == 2) {
-                    size_t take = g;
-                    if (st_got + take > sizeof st) take = sizeof st - st_got;
-                    memcpy(stbuf + st_got, chunk, take);
-                    st_got += take;
-                    if (st_got == sizeof st) {
-                        memcpy(&st, stbuf, sizeof st);
-                        st_got = 0;
-                        if (st.phase == 2) have_status = 1;
+                    /* Whole status records, however the pipe splits or joins them. */
+                    for (size_t used = 0; used < g;) {
+                        size_t take = g - used;
+                        if (st_got + take > sizeof st) take = sizeof st - st_got;
+                        memcpy(stbuf + st_got, chunk + used, take);
+                        st_got += take;
+                        used += take;
+                        if (st_got == sizeof st) {
+                            memcpy(&st, stbuf, sizeof st);
+                            st_got = 0;
+                            if (st.phase == 2) have_status = 1;
+                        }
                     }
                 } else if (g >= LOG_KEEP) { /* keep the tail */
                     memcpy(log_buf, chunk + g - LOG_KEEP, LOG_KEEP);
