@@ -39,7 +39,6 @@ import hashlib
 import math
 import os
 import secrets
-import tempfile
 import time
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field, replace
@@ -532,23 +531,35 @@ class CoreLock:
             time.sleep(poll_s)
 
 
+_LOCK_PARENTS = ("/run/lock", "/var/lock", "/dev/shm", "/tmp")
+
+
 def default_lock_dir() -> Path:
     """One directory for the whole machine (`ASMOPT_TIMING_LOCK_DIR` overrides it).
 
-    Not under the cache directory: two processes with different caches (a test suite with
-    a private cache next to a long evaluation) still time on the same cores, so they must
-    see the same locks. A sticky, world-writable directory in the system's temporary
-    directory lets every user's asmopt take part."""
+    A fixed system location, never derived from $TMPDIR or the cache directory: two
+    processes with different temporary directories or caches (a test suite with private
+    ones next to a long evaluation) still time on the same cores, so they must see the same
+    locks. The first of /run/lock, /var/lock, /dev/shm and /tmp where a sticky,
+    world-writable `asmopt-timing-locks` directory exists or can be made lets every user's
+    asmopt take part."""
     explicit = os.environ.get("ASMOPT_TIMING_LOCK_DIR")
     if explicit:
         return Path(explicit)
-    path = Path(tempfile.gettempdir()) / "asmopt-timing-locks"
-    if not path.is_dir():
-        with contextlib.suppress(FileExistsError):
-            path.mkdir(mode=0o1777)
-        with contextlib.suppress(OSError):
-            os.chmod(path, 0o1777)
-    return path
+    for parent in _LOCK_PARENTS:
+        path = Path(parent) / "asmopt-timing-locks"
+        if not path.is_dir():
+            with contextlib.suppress(OSError):
+                path.mkdir(mode=0o1777)
+            with contextlib.suppress(OSError):
+                os.chmod(path, 0o1777)
+        if path.is_dir() and os.access(path, os.W_OK | os.X_OK):
+            return path
+    raise OSError(
+        "no machine-wide directory for the timing-core locks could be created under "
+        f"{', '.join(_LOCK_PARENTS)}; set ASMOPT_TIMING_LOCK_DIR to one every asmopt process "
+        "on this machine can write"
+    )
 
 
 _default_lock: CoreLock | None = None
@@ -787,10 +798,12 @@ class ReferenceRun:
     stdout_sha256: str | None = None
 
 
-# A timed run may take this many times its correctness run's wall time (plus a second)
-# before it is stopped; a timed run's median CPU time below 1/INCONSISTENT_CPU_FACTOR of the
+# A timed run may take this many times its correctness run's wall time (and at least
+# CANDIDATE_WALL_MIN_S, so a busy machine does not turn a slow start into a timeout) before
+# it is stopped; a timed run's median CPU time below 1/INCONSISTENT_CPU_FACTOR of the
 # correctness run's (and INCONSISTENT_CPU_FLOOR_S less) means it skipped work it did then.
 CANDIDATE_WALL_FACTOR = 10.0
+CANDIDATE_WALL_MIN_S = 5.0
 INCONSISTENT_CPU_FACTOR = 4.0
 INCONSISTENT_CPU_FLOOR_S = 0.005
 
@@ -826,7 +839,9 @@ def time_tests(
     cand_wall = None
     if reference:
         longest = max(r.wall_s for r in reference)
-        cand_wall = min(limits.wall_seconds, CANDIDATE_WALL_FACTOR * longest + 1.0)
+        cand_wall = min(
+            limits.wall_seconds, max(CANDIDATE_WALL_MIN_S, CANDIDATE_WALL_FACTOR * longest)
+        )
     executor = SandboxExecutor(
         sandbox,
         baseline,
