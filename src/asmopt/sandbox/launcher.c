@@ -40,6 +40,7 @@
  *       out=<bytes> err=<bytes> killed=<none|wall|stdout|stderr> exec_errno=<e>
  *       (one line; exec_errno is non-zero when the program could not be executed)
  *   log <hex bytes>          (with --log-fd: what the program wrote to that descriptor)
+ *   stopped after run <k>    (a run was killed or could not start: the rest are skipped)
  *   error <message>          (the launcher itself failed; never the child's fault)
  *   done
  *
@@ -882,6 +883,13 @@ int main(int argc, char **argv) {
             char nl = '\n';
             write_all(1, marker, marker_len);
             write_all(1, &nl, 1);
+        }
+        /* A run stopped by a deadline or a cap, or one that could not start, decides the
+         * outcome: the remaining runs would only cost time (a program that stalls only
+         * when timed would hold the timing core for every run left). */
+        if (strcmp(killed, "none") != 0 || (have_status && st.exec_errno)) {
+            report("stopped after run %llu\n", run);
+            break;
         }
     }
     report("done\n");
