@@ -87,18 +87,21 @@ def test_import_build_export_through_the_cli(tmp_path: Path, capsys) -> None:
     )
     assert (tmp_path / "b" / "data_report.json").is_file()
 
-    code, out, _ = run(
-        [
-            "data",
-            "export",
-            str(tmp_path / "b"),
-            "--format",
-            "jsonl",
-            "-o",
-            str(tmp_path / "e" / "rows.jsonl"),
-        ],
-        capsys,
-    )
+    export = [
+        "data",
+        "export",
+        str(tmp_path / "b"),
+        "--format",
+        "jsonl",
+        "-o",
+        str(tmp_path / "e" / "rows.jsonl"),
+    ]
+    # Each built program has one test: marked unfit (one fixed input), so refused...
+    assert built.programs["alpha"].meta["adequacy"]["fit"] is False
+    code, _, err = run(export, capsys)
+    assert code == 2 and "refusing export" in err and "one fixed input" in err
+    # ... unless allowed explicitly.
+    code, out, _ = run([*export, "--allow-unfit"], capsys)
     assert code == 0 and "wrote 2 rows (train 2)" in out
     assert len((tmp_path / "e" / "rows.jsonl").read_text().splitlines()) == 2
 

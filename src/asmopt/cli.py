@@ -137,6 +137,10 @@ def cmd_suite_show(args: argparse.Namespace) -> int:
         return 0
     print(f"# {program.id}  (split: {suite.splits[program.id]})")
     for key, value in program.meta.items():
+        if key == "adequacy":
+            from asmopt.adequacy import is_reward_fit
+
+            value = is_reward_fit(program)[1]
         print(f"{key}: {value}")
     print(
         f"cflags: {' '.join(program.cflags) or '-'}   ldflags: {' '.join(program.ldflags) or '-'}"
@@ -154,45 +158,127 @@ def cmd_suite_show(args: argparse.Namespace) -> int:
     return 0
 
 
+def _writable_suite_root(args: argparse.Namespace) -> Path:
+    """The suite directory `--write-marks` may write into; never the shipped suite."""
+    root = Path(args.suite or builtin_suite_path()).resolve()
+    if root == builtin_suite_path().resolve():
+        raise UsageError(
+            f"--write-marks: refusing to write into the built-in suite shipped with asmopt "
+            f"({root}); copy it (cp -r {root} my-suite) and pass --suite my-suite"
+        )
+    return root
+
+
 def cmd_suite_verify(args: argparse.Namespace) -> int:
     from asmopt.eval_suite import verify_programs
     from asmopt.sandbox.runner import default_sandbox
     from asmopt.toolchain import default_toolchain
 
+    if args.write_marks and args.no_adequacy:
+        raise UsageError("--write-marks stores the adequacy check: drop --no-adequacy")
+    root = _writable_suite_root(args) if args.write_marks else None
     suite = open_suite(args)
     programs = suite.select(split=args.split, ids=args.only)
     sandbox = default_sandbox()
     sandbox.check()
-    results = verify_programs(
-        programs, default_toolchain(), sandbox, jobs=args.jobs, progress=not args.json
-    )
+    toolchain = default_toolchain()
+    results = verify_programs(programs, toolchain, sandbox, jobs=args.jobs, progress=not args.json)
     bad = [r for r in results if not r.ok]
-    if args.json:
-        emit_json(
-            {
-                "programs": len(results),
-                "ok": len(results) - len(bad),
-                "failures": [
-                    {"program": r.program_id, "O0": r.o0.to_dict(), "O3": r.o3.to_dict()}
-                    for r in bad
-                ],
-            }
+    reports: list[Any] = []
+    if not args.no_adequacy:
+        from asmopt.adequacy import MARK_KEY, check_programs
+
+        verified = [p for p, r in zip(programs, results, strict=True) if r.ok]
+        reports = check_programs(
+            verified,
+            toolchain,
+            sandbox,
+            jobs=args.jobs,
+            progress=not args.json,
+            mutants=args.mutants,
         )
+        if root is not None:
+            from asmopt.programs.suite_io import set_program_metadata
+
+            identity = toolchain.identity()
+            for report in reports:
+                if report.checked:
+                    set_program_metadata(
+                        root, report.program_id, MARK_KEY, report.to_mark(identity)
+                    )
+    unfit = [r for r in reports if r.checked and not r.fit]
+    unchecked = [r for r in reports if not r.checked]
+    if args.json:
+        out: dict[str, Any] = {
+            "programs": len(results),
+            "ok": len(results) - len(bad),
+            "failures": [
+                {"program": r.program_id, "O0": r.o0.to_dict(), "O3": r.o3.to_dict()} for r in bad
+            ],
+        }
+        if not args.no_adequacy:
+            from asmopt.adequacy import summarize_reports
+
+            out["adequacy"] = {
+                **summarize_reports(reports),
+                "marks_written": root is not None,
+                "reports": [r.to_dict() for r in reports],
+            }
+        emit_json(out)
     else:
-        rows = [
-            (
-                r.program_id,
-                f"{r.o0.verdict} {r.o0.passed}/{r.o0.total}",
-                f"{r.o3.verdict} {r.o3.passed}/{r.o3.total}",
-                _short(
-                    r.o3.message if not r.o3.correct else r.o0.message if not r.o0.correct else ""
-                ),
+        by_id = {r.program_id: r for r in reports}
+        rows = []
+        for r in results:
+            report = by_id.get(r.program_id)
+            if args.no_adequacy:
+                adequacy = []
+            elif report is None:
+                adequacy = ["-"]
+            elif not report.checked:
+                adequacy = ["not checked"]
+            else:
+                kills = (
+                    f" {report.mutants_killed}/{report.mutants_total}"
+                    if report.mutants_total
+                    else ""
+                )
+                adequacy = [("fit" if report.fit else "UNFIT") + kills]
+            rows.append(
+                (
+                    r.program_id,
+                    f"{r.o0.verdict} {r.o0.passed}/{r.o0.total}",
+                    f"{r.o3.verdict} {r.o3.passed}/{r.o3.total}",
+                    *adequacy,
+                    _short(
+                        r.o3.message
+                        if not r.o3.correct
+                        else r.o0.message
+                        if not r.o0.correct
+                        else ""
+                    ),
+                )
             )
-            for r in results
-        ]
-        print_table(rows, ["program", "-O0", "-O3", "problem"])
+        headers = ["program", "-O0", "-O3", *([] if args.no_adequacy else ["adequacy"]), "problem"]
+        print_table(rows, headers)
         print(f"\n{len(results) - len(bad)}/{len(results)} programs pass every test at -O0 and -O3")
-    return 0 if not bad else 1
+        if not args.no_adequacy:
+            fit = sum(r.checked and r.fit for r in reports)
+            print(
+                f"{fit}/{len(reports)} verified programs have adequate tests "
+                "(no trivial program passes, most mutants are killed)"
+            )
+            for r in unfit:
+                print(f"unfit: {r.program_id}: {'; '.join(r.reasons)}")
+            for r in reports:
+                if r.checked and r.fit:
+                    for warning in r.warnings:
+                        print(f"warning: {r.program_id}: {warning}")
+            for r in unchecked:
+                print(f"not checked: {r.program_id}: {r.error}")
+            if root is not None:
+                written = sum(r.checked for r in reports)
+                print(f"wrote {written} adequacy mark(s) into {root}/programs/*/program.json")
+    return 0 if not (bad or unfit or unchecked) else 1
 
 
 # ---------------------------------------------------------------------------- baseline / check
@@ -370,6 +456,14 @@ def cmd_eval(args: argparse.Namespace) -> int:
         )
         for note in notes:
             print(f"asmopt: warning: {note}", file=sys.stderr)
+        from asmopt.adequacy import unfit_programs
+
+        for pid, why in unfit_programs(programs).items():
+            print(
+                f"asmopt: warning: {pid} is marked unfit (its tests accept a trivial or "
+                f"mutated program: {why}); its verdicts and speedups may reward wrong answers",
+                file=sys.stderr,
+            )
         outcomes = evaluate_programs(
             programs,
             policy,
@@ -631,11 +725,30 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("program")
     p.set_defaults(func=cmd_suite_show)
     p = suite_sub.add_parser(
-        "verify", parents=[common], help="rebuild at -O0 and -O3 and check both pass every test"
+        "verify",
+        parents=[common],
+        help="rebuild at -O0 and -O3 and check both pass every test, then check that the "
+        "tests are adequate (docs/adequacy.md)",
     )
     p.add_argument("--split", default="all")
     p.add_argument("--only", nargs="+", metavar="PROGRAM", help="only these programs")
     p.add_argument("-j", "--jobs", type=int, default=_jobs_default())
+    p.add_argument(
+        "--no-adequacy",
+        action="store_true",
+        help="skip the test-adequacy check (trivial programs and mutants must fail)",
+    )
+    p.add_argument(
+        "--write-marks",
+        action="store_true",
+        help="store each adequacy report in the suite's program.json (metadata.adequacy)",
+    )
+    p.add_argument(
+        "--mutants",
+        type=int,
+        default=6,
+        help="mutants of the -O3 baseline per program (default 6)",
+    )
     p.set_defaults(func=cmd_suite_verify)
 
     p = sub.add_parser("baseline", parents=[common], help="print a program's -O3 assembly")
@@ -737,7 +850,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _validate(args: argparse.Namespace) -> None:
-    for name in ("jobs", "samples", "timing_max_pairs"):
+    for name in ("jobs", "samples", "timing_max_pairs", "mutants"):
         value = getattr(args, name, None)
         if value is not None and value < 1:
             raise UsageError(f"--{name.replace('_', '-')} must be at least 1, got {value}")

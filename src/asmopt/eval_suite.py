@@ -49,6 +49,9 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
+# Run metadata key: program id -> why its tests are inadequate (see record_unfit).
+UNFIT_META_KEY = "unfit_programs"
+
 
 @dataclass
 class MeasureOptions:
@@ -388,6 +391,8 @@ def evaluate_programs(
         from asmopt.measure.valgrind import Valgrind
 
         valgrind = Valgrind.locate()
+    if store is not None:
+        record_unfit(store, programs)
     done = store.finished() if store is not None else set()
     resumed = {
         (o.program_id, o.sample): o
@@ -461,6 +466,25 @@ def evaluate_programs(
                         )
     bar.close()
     return [results[(p.id, i)] for p in programs for i in range(samples) if (p.id, i) in results]
+
+
+def record_unfit(store: ResultStore, programs: Iterable[Program]) -> dict[str, str]:
+    """Keep the evaluated programs marked unfit (docs/adequacy.md) in the run's metadata.
+
+    Reports are built from the store alone, and a speedup or pass rate on tests that accept
+    wrong answers must not be read without that warning beside it. Kept over sessions: a
+    resumed run keeps what earlier sessions saw, and the programs of this session replace
+    their earlier entries."""
+    from asmopt.adequacy import unfit_programs
+
+    programs = list(programs)
+    found = unfit_programs(programs)
+    now = {p.id for p in programs}
+    stored = store.get_meta(UNFIT_META_KEY) or {}
+    merged = {**{k: v for k, v in stored.items() if k not in now}, **found}
+    if merged != stored:
+        store.set_meta(UNFIT_META_KEY, merged)
+    return found
 
 
 @dataclass

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from .builder import BuildConfig, build_suite
 from .codenet import import_codenet
-from .common import DataError, split_for, write_suite
+from .common import DataError, mark_adequacy, split_for, write_suite
 from .export import FORMATS, export_suite, flatten_program, verl_schema
 from .llvm_test_suite import import_llvm_test_suite
 from .plain_dir import import_plain_dir
@@ -37,6 +37,7 @@ __all__ = [
     "import_llvm_test_suite",
     "import_plain_dir",
     "import_supercoder",
+    "mark_adequacy",
     "split_for",
     "verl_schema",
     "write_suite",

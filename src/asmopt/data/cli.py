@@ -23,7 +23,7 @@ from asmopt.cli import UsageError, emit_json
 from asmopt.programs.model import SPLITS, Suite
 from asmopt.programs.suite_io import builtin_suite_path, load_suite
 
-from .common import REPORT_FILE, DataError, write_suite
+from .common import REPORT_FILE, DataError, mark_adequacy, write_suite
 from .report import DataReport
 
 
@@ -40,12 +40,17 @@ def _split_counts(suite: Suite) -> str:
 
 
 def _finish(suite: Suite, report: DataReport, args: argparse.Namespace) -> int:
-    """Write the suite (refusing an empty one) and print the summary."""
+    """Mark test adequacy (unless --no-adequacy), write the suite (refusing an empty one)
+    and print the summary."""
     if not suite.programs:
         if not args.json:
             _print_report(report, args)
         reasons = ", ".join(f"{r}={n}" for r, n in report.reason_counts().items())
         raise DataError(f"no programs kept, nothing written ({reasons or 'nothing found'})")
+    if getattr(args, "no_adequacy", False):
+        report.note("test adequacy not checked (--no-adequacy): run `asmopt suite verify`")
+    else:
+        suite = mark_adequacy(suite, report, jobs=getattr(args, "jobs", 2), progress=not args.json)
     out = write_suite(suite, args.output, report, force=args.force)
     if args.json:
         emit_json({"output": str(out), "programs": len(suite), "report": report.to_dict()})
@@ -161,6 +166,7 @@ def cmd_export(args: argparse.Namespace) -> int:
         splits=splits,
         data_source=args.data_source,
         allow_lossy=args.allow_lossy,
+        allow_unfit=args.allow_unfit,
         progress=not args.json,
     )
     if args.json:
@@ -196,6 +202,12 @@ def _add_output(p: argparse.ArgumentParser) -> None:
     p.add_argument("-o", "--output", required=True, help="suite directory to write")
     p.add_argument("--force", action="store_true", help="replace an existing suite there")
     p.add_argument("--name", default=None, help="suite name (default: from the source)")
+    p.add_argument(
+        "--no-adequacy",
+        action="store_true",
+        help="do not check test adequacy (trivial programs and mutants must fail) nor "
+        "store its mark in program.json",
+    )
 
 
 def _add_split(p: argparse.ArgumentParser, val: float, test: float) -> None:
@@ -316,6 +328,12 @@ def register(subparsers: Any, common: argparse.ArgumentParser) -> None:
         action="store_true",
         help="also export programs whose argv / exit code / tolerance / flags the "
         "schema cannot express",
+    )
+    p.add_argument(
+        "--allow-unfit",
+        action="store_true",
+        help="also export programs marked unfit (their tests accept a trivial or mutated "
+        "program; docs/adequacy.md)",
     )
     p.set_defaults(func=cmd_export)
 

@@ -8,11 +8,16 @@ import re
 import shutil
 from collections.abc import Iterable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from asmopt.programs.model import SPLITS, Program, ProgramError, Suite
 from asmopt.programs.suite_io import save_suite
 
 from .report import DataReport
+
+if TYPE_CHECKING:
+    from asmopt.sandbox.runner import Sandbox
+    from asmopt.toolchain import Toolchain
 
 REPORT_FILE = "data_report.json"
 
@@ -147,3 +152,58 @@ def write_suite(
 def json_safe(value: object) -> object:
     """Round-trip through JSON so metadata stays serialisable in program.json."""
     return json.loads(json.dumps(value, default=str))
+
+
+# ---------------------------------------------------------------------------- adequacy
+def mark_adequacy(
+    suite: Suite,
+    report: DataReport,
+    *,
+    jobs: int = 2,
+    progress: bool = True,
+    toolchain: Toolchain | None = None,
+    sandbox: Sandbox | None = None,
+) -> Suite:
+    """The suite with every program's test-adequacy report stored as its mark.
+
+    Imports keep programs whose tests may accept a trivial or mutated program (a reward
+    hole, docs/adequacy.md); they are kept, because more tests can be added later, but
+    marked, so rewards, training rows and exports refuse them until they are fixed or
+    explicitly allowed. Counts and every unfit program go into the data report. A program
+    the check could not judge (our side failed) stays unmarked and is noted."""
+    from asmopt.adequacy import check_programs, marked_program, summarize_reports
+    from asmopt.sandbox.runner import SandboxUnavailable
+    from asmopt.toolchain import default_toolchain
+
+    tc = toolchain or default_toolchain()
+    try:
+        box = sandbox or tc.sandbox
+        box.check()
+    except SandboxUnavailable as exc:
+        raise DataError(f"{exc} (or skip the test-adequacy check with --no-adequacy)") from None
+    programs = suite.select()
+    reports = check_programs(programs, tc, box, jobs=jobs, progress=progress)
+    identity = tc.identity()
+    marked = {p.id: marked_program(p, r, identity) for p, r in zip(programs, reports, strict=True)}
+    summary = summarize_reports(reports)
+    report.stats["adequacy"] = {
+        "checked": summary["checked"],
+        "fit": summary["fit"],
+        "unfit": len(summary["unfit"]),
+        "not_checked": len(summary["not_checked"]),
+    }
+    unfit = summary["unfit"]
+    if unfit:
+        shown = "; ".join(f"{pid} ({reasons[0]})" for pid, reasons in list(unfit.items())[:5])
+        report.note(
+            f"{len(unfit)} program(s) marked unfit for reward (their tests accept a trivial or "
+            f"mutated program; see metadata.adequacy): {shown}" + (" ..." if len(unfit) > 5 else "")
+        )
+    for pid, error in summary["not_checked"].items():
+        report.note(f"{pid}: test adequacy not checked ({error})")
+    return Suite(
+        name=suite.name,
+        programs=marked,
+        splits=dict(suite.splits),
+        description=suite.description,
+    )

@@ -24,6 +24,11 @@ imports), else `gcc -O3 -S` in the sandboxed toolchain.
 schema cannot express argv, a non-zero expected exit code, numeric tolerance, non-UTF-8
 test data or other cflags; such programs are skipped with reason `unsupported` (or
 included anyway with `allow_lossy=True`, and named in the notes).
+
+Programs whose test-adequacy mark says UNFIT (their tests accept a trivial or mutated
+program, docs/adequacy.md) are refused with an error naming them: a training row for them
+would pay a reward for wrong answers. `allow_unfit=True` exports them anyway, named in the
+notes.
 """
 
 from __future__ import annotations
@@ -174,11 +179,17 @@ def build_rows(
     splits: Sequence[str] = SPLITS,
     data_source: str | None = None,
     allow_lossy: bool = False,
+    allow_unfit: bool = False,
     baseline_fn: Callable[[Program], str] | None = None,
     report: DataReport | None = None,
     progress: bool = False,
 ) -> tuple[dict[str, list[dict[str, Any]]], dict[str, list[str]], DataReport]:
-    """Rows per split, program ids per split (row order), and the report."""
+    """Rows per split, program ids per split (row order), and the report.
+
+    Raises UnfitProgramError naming every selected program marked unfit, unless
+    `allow_unfit`."""
+    from asmopt.adequacy import require_fit, unfit_programs
+
     report = report or DataReport("export")
     source = data_source or suite.name
     if baseline_fn is None:
@@ -194,6 +205,9 @@ def build_rows(
     rows: dict[str, list[dict[str, Any]]] = {}
     ids: dict[str, list[str]] = {}
     chosen = [p for p in suite.select() if suite.splits[p.id] in splits]
+    require_fit(chosen, "export", allow_unfit)
+    for pid, why in unfit_programs(chosen).items():
+        report.note(f"{pid}: exported although marked unfit (--allow-unfit): {why}")
     for program in tqdm(chosen, desc="export", unit="prog", disable=not progress):
         split = suite.splits[program.id]
         flat, lossy = flatten_program(program)
@@ -257,6 +271,7 @@ def export_suite(
     splits: Sequence[str] = SPLITS,
     data_source: str | None = None,
     allow_lossy: bool = False,
+    allow_unfit: bool = False,
     baseline_fn: Callable[[Program], str] | None = None,
     progress: bool = False,
 ) -> tuple[list[Path], DataReport]:
@@ -274,6 +289,7 @@ def export_suite(
         splits=splits,
         data_source=data_source,
         allow_lossy=allow_lossy,
+        allow_unfit=allow_unfit,
         baseline_fn=baseline_fn,
         progress=progress,
         report=DataReport(f"export {fmt}"),

@@ -304,6 +304,32 @@ def save_suite(suite: Suite, path: str | os.PathLike[str]) -> Path:
     return root
 
 
+def set_program_metadata(
+    root: str | os.PathLike[str], program_id: str, key: str, value: Any
+) -> Path:
+    """Set one `metadata` key in programs/ID/program.json, keeping everything else as written.
+
+    Checks and tools record findings about a program (e.g. its test-adequacy mark) this way
+    without rewriting a hand-written suite through `save_suite`, which would replace its
+    layout (implicit tests, header lists) with the explicit form. A missing program.json is
+    created holding only the metadata, which leaves the program's meaning unchanged."""
+    pdir = Path(root) / "programs" / check_program_id(program_id)
+    if not pdir.is_dir():
+        raise SuiteFormatError(f"{pdir}: program directory not found")
+    spec_path = pdir / "program.json"
+    spec: dict[str, Any] = {}
+    if spec_path.exists():
+        spec = _read_json(spec_path)
+        if not isinstance(spec, dict):
+            raise SuiteFormatError(f"{spec_path}: must be a JSON object")
+    meta = spec.get("metadata", {})
+    if not isinstance(meta, dict):
+        raise SuiteFormatError(f"{spec_path}: 'metadata' must be an object")
+    spec["metadata"] = {**meta, key: value}
+    _atomic_write(spec_path, (json.dumps(spec, indent=2) + "\n").encode())
+    return spec_path
+
+
 def builtin_suite_path() -> Path:
     return Path(__file__).resolve().parent / "builtin"
 

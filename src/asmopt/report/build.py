@@ -10,7 +10,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
-from asmopt.eval_suite import SampleOutcome, summarize
+from asmopt.eval_suite import UNFIT_META_KEY, SampleOutcome, summarize
 from asmopt.measure.speedup import MeasureStatus
 from asmopt.store import ResultStore
 
@@ -46,6 +46,16 @@ class ReportData:
     measure_status: list[tuple[str, int, str]]
     plot_points: list[tuple[str, float, float, float, bool]]
     wins: list[Win] = field(default_factory=list)
+    # Evaluated programs whose tests are inadequate (docs/adequacy.md): id -> why.
+    unfit: dict[str, str] = field(default_factory=dict)
+
+    def unfit_warnings(self) -> list[str]:
+        """One warning line per unfit program of the evaluated suite."""
+        return [
+            f"Warning: {pid} is marked unfit: its tests accept a trivial or mutated program "
+            f"({why}); its pass rate and speedups may reward wrong answers."
+            for pid, why in sorted(self.unfit.items())
+        ]
 
 
 def _fmt_ratio(x: float | None) -> str:
@@ -152,6 +162,12 @@ def collect(store: ResultStore, wins: int = 3) -> ReportData:
         sp = o.check.speedup
         assert sp is not None
         win_list.append(Win(o.program_id, o.sample, sp.ratio, sp.low, sp.high, table, text))
+    evaluated = {o.program_id for o in outcomes}
+    unfit = {
+        str(pid): str(why)
+        for pid, why in (meta.get(UNFIT_META_KEY) or {}).items()
+        if pid in evaluated
+    }
     return ReportData(
         meta=meta,
         summary=summary,
@@ -161,6 +177,7 @@ def collect(store: ResultStore, wins: int = 3) -> ReportData:
         measure_status=measure_status,
         plot_points=points,
         wins=win_list,
+        unfit=unfit,
     )
 
 
@@ -234,7 +251,7 @@ th{background:#f6f6f6}td.num{text-align:right;font-variant-numeric:tabular-nums}
 .fail{color:#b22}img{max-width:100%}
 table.diff{font-family:monospace;font-size:.8em}.diff_add{background:#dfd}
 .diff_chg{background:#ffd}.diff_sub{background:#fdd}td.diff_header{color:#999}
-details{margin:.5em 0}
+details{margin:.5em 0}.warn{color:#8a5300;background:#fff4e0;padding:.3em .6em}
 """
 
 
@@ -267,8 +284,9 @@ def render_html(data: ReportData, png: bytes | None) -> str:
         f"<b>{esc(str(run.get('measure')))}</b>; {s['infra_errors']} infrastructure errors "
         f"and {s['measure_infra_errors']} failed measurements are excluded from the "
         "metrics.</div>",
-        "<div class='cards'>",
     ]
+    parts += [f"<p class='warn'>{esc(line)}</p>" for line in data.unfit_warnings()]
+    parts.append("<div class='cards'>")
     for key, value, kind in _headline(data):
         parts.append(
             f"<div class='card'><div class='v'>{esc(value)}</div><div class='k'>{esc(key)}"
@@ -376,6 +394,7 @@ def render_markdown(data: ReportData, png_name: str | None) -> str:
         f"{s['infra_errors']} infrastructure errors and {s['measure_infra_errors']} failed "
         "measurements excluded.",
         "",
+        *[f"> **{line}**\n" for line in data.unfit_warnings()],
         "| metric | value | kind |",
         "|---|---|---|",
     ]

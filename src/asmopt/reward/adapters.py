@@ -8,7 +8,8 @@
   and returns one float per completion, or None to exclude a sample (TRL's convention).
 
 Both assert one finite reward (or None) per candidate and can be dry-called at start-up
-(`dry_run`) so a signature or configuration mismatch fails before any training step.
+(`dry_run`) so a signature or configuration mismatch fails before any training step. Both
+refuse programs marked unfit (docs/adequacy.md) unless given `allow_unfit=True`.
 """
 
 from __future__ import annotations
@@ -25,11 +26,18 @@ _services: dict[tuple[Any, ...], RewardService] = {}
 _lock = threading.Lock()
 
 
-def _service(config: ScoreConfig, workers: int, backend: str) -> RewardService:
-    key = (repr(config), workers, backend)
+def _service(
+    config: ScoreConfig, workers: int, backend: str, allow_unfit: bool = False
+) -> RewardService:
+    key = (repr(config), workers, backend, allow_unfit)
     with _lock:
         if key not in _services:
-            _services[key] = RewardService(config, workers=workers, backend=backend)  # type: ignore[arg-type]
+            _services[key] = RewardService(
+                config,
+                workers=workers,
+                backend=backend,  # type: ignore[arg-type]
+                allow_unfit=allow_unfit,
+            )
         return _services[key]
 
 
@@ -65,7 +73,7 @@ def compute_score(
     **kwargs: Any,
 ) -> dict[str, Any]:
     """verl's reward plug-in. kwargs (verl's `reward_kwargs`) may set `reward`,
-    `measure`, `workers`, `backend` and any ScoreConfig field."""
+    `measure`, `workers`, `backend`, `allow_unfit` and any ScoreConfig field."""
     if not isinstance(extra_info, dict):
         raise ValueError(
             "compute_score needs the row's extra_info (c_code, inputs, outputs); "
@@ -73,9 +81,10 @@ def compute_score(
         )
     workers = int(kwargs.pop("workers", 1))
     backend = str(kwargs.pop("backend", "thread"))
+    allow_unfit = bool(kwargs.pop("allow_unfit", False))
     config = ScoreConfig(**kwargs)
     program = program_from_row(extra_info, ground_truth, data_source)
-    [result] = _service(config, workers, backend).score_batch(
+    [result] = _service(config, workers, backend, allow_unfit).score_batch(
         [ScoreRequest(program, solution_str, ground_truth)]
     )
     _check_rewards([result.reward], 1)
@@ -99,7 +108,8 @@ class TRLReward:
     """A TRL reward function backed by the reward service.
 
     Rows name their program by `program_id` (looked up in `suite`, default the built-in
-    suite) or carry SuperCoder columns (`extra_info`, optional `reward_model`)."""
+    suite) or carry SuperCoder columns (`extra_info`, optional `reward_model`). Programs
+    marked unfit are refused unless `allow_unfit`."""
 
     def __init__(
         self,
@@ -108,12 +118,18 @@ class TRLReward:
         suite: str | None = None,
         workers: int = 2,
         backend: str = "process",
+        allow_unfit: bool = False,
     ) -> None:
         self.__name__ = f"asmopt_{(config or ScoreConfig()).reward.replace('-', '_')}"
         self.config = config or ScoreConfig()
         self.suite_path = suite
         self._suite: Any = None
-        self.service = RewardService(self.config, workers=workers, backend=backend)  # type: ignore[arg-type]
+        self.service = RewardService(
+            self.config,
+            workers=workers,
+            backend=backend,  # type: ignore[arg-type]
+            allow_unfit=allow_unfit,
+        )
         self.last_results: list[ScoreResult] = []
 
     def _program(self, i: int, columns: dict[str, Any]) -> tuple[Program, str | None]:
@@ -198,9 +214,20 @@ def dry_run_verl(**reward_kwargs: Any) -> dict[str, Any]:
 
 
 def make_execution_reward(
-    suite: str | None = None, workers: int = 2, backend: str = "process", **score_options: Any
+    suite: str | None = None,
+    workers: int = 2,
+    backend: str = "process",
+    allow_unfit: bool = False,
+    **score_options: Any,
 ) -> TRLReward:
-    """Factory for the trainers' reward registry (`reward: execution` in a config)."""
-    reward = TRLReward(ScoreConfig(**score_options), suite=suite, workers=workers, backend=backend)
+    """Factory for the trainers' reward registry (`reward: execution` in a config);
+    `allow_unfit` lets it score programs marked unfit (reward_options.allow_unfit)."""
+    reward = TRLReward(
+        ScoreConfig(**score_options),
+        suite=suite,
+        workers=workers,
+        backend=backend,
+        allow_unfit=allow_unfit,
+    )
     reward.dry_run()
     return reward

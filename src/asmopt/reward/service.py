@@ -9,6 +9,11 @@ RL spends most of its wall time here, so the service is built around three rules
 * A failure of ours (sandbox down, grader raised, deadline hit while the machine was
   overloaded) gives `reward=None`: the sample is excluded, never scored 0.
 
+A batch that holds a program marked unfit (its tests accept a trivial or mutated program,
+docs/adequacy.md) is refused with `UnfitProgramError` naming it, before anything is built:
+paying a reward on such tests teaches a policy to exploit them. `allow_unfit=True` scores
+them anyway.
+
 `score_one` is a plain top-level function of picklable arguments, so the same code runs
 in-process, in a process pool and as a Ray task.
 """
@@ -16,6 +21,7 @@ in-process, in a process pool and as a Ray task.
 from __future__ import annotations
 
 import concurrent.futures as cf
+import contextlib
 import logging
 import math
 import multiprocessing as mp
@@ -25,6 +31,7 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
 
+from asmopt.adequacy import require_fit
 from asmopt.programs.model import Program
 from asmopt.reward.functions import RewardInput, get_reward
 
@@ -190,7 +197,7 @@ def _score(
     from asmopt.evaluate import check_candidate
     from asmopt.measure.canonical import is_copy
     from asmopt.measure.speedup import MeasureMode, MeasureStatus
-    from asmopt.measure.timing import TimingConfig
+    from asmopt.measure.timing import TimingConfig, general_affinity
 
     total = len(program.tests)
     raw = completion if isinstance(completion, bytes) else completion.encode("utf-8", "replace")
@@ -223,7 +230,11 @@ def _score(
         )
     identical = assembly.strip() == baseline_asm.strip()
     copy = identical or is_copy(assembly, baseline_asm)
-    check = check_candidate(program, assembly, toolchain, sandbox)
+    # Correctness runs stay off the timing cores (as in `asmopt eval`): they must not wait
+    # for, or disturb, a timing, and a candidate's timed runs are judged against them.
+    placement = general_affinity() if config.measure == "time" else contextlib.nullcontext()
+    with placement:
+        check = check_candidate(program, assembly, toolchain, sandbox)
     result = ScoreResult(
         None,
         str(check.verdict),
@@ -275,7 +286,8 @@ class RewardService:
     """Score batches with a local process pool (default), threads, or Ray.
 
     `backend="ray"` connects with `ray.init(address=ray_address)` (None starts a local
-    instance); every request becomes one Ray task."""
+    instance); every request becomes one Ray task. Programs marked unfit are refused
+    (`UnfitProgramError`) unless `allow_unfit`."""
 
     def __init__(
         self,
@@ -284,6 +296,7 @@ class RewardService:
         workers: int = 2,
         backend: Literal["process", "thread", "ray"] = "process",
         ray_address: str | None = None,
+        allow_unfit: bool = False,
     ) -> None:
         if workers < 1:
             raise ValueError("workers must be at least 1")
@@ -293,6 +306,7 @@ class RewardService:
         self.workers = workers
         self.backend = backend
         self.ray_address = ray_address
+        self.allow_unfit = allow_unfit
         self._pool: cf.Executor | None = None
         self._ray_fn: Any = None
         self.stats = {
@@ -367,9 +381,15 @@ class RewardService:
         )
 
     def score_batch(self, requests: Sequence[ScoreRequest]) -> list[ScoreResult]:
-        """One result per request, in order; never raises for a bad candidate."""
+        """One result per request, in order; never raises for a bad candidate.
+
+        Raises UnfitProgramError (nothing scored) when a request's program is marked unfit
+        and the service was not made with `allow_unfit=True`."""
         if not requests:
             return []
+        require_fit(
+            {id(r.program): r.program for r in requests}.values(), "reward", self.allow_unfit
+        )
         if self.backend == "ray":
             results = self._score_ray(requests)
         else:

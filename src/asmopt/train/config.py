@@ -72,6 +72,10 @@ class DataFields:
     prompt_template: str = "reference"
     # Validate on at most this many held-out rows (0 = all), in file order.
     val_max_rows: int = 0
+    # `suite:` rows of programs marked unfit (tests that accept a trivial or mutated
+    # program, docs/adequacy.md) are refused unless this is true; with the execution reward
+    # it also lets the reward score them.
+    allow_unfit: bool = False
 
 
 @dataclass
@@ -435,6 +439,9 @@ RESUMABLE_CHANGES = frozenset(
         "val_max_rows",
         "device",
         "num_threads",
+        # Only decides whether unfit programs may load; a changed row set is caught by
+        # the data sampler's own row-count check.
+        "allow_unfit",
     }
 )
 

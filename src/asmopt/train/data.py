@@ -5,9 +5,11 @@ does (`reward_fn(prompts, completions, program_id=[...], ...)`). Three sources:
 
 * `suite:SPLIT` — one row per program of a suite split (`suite:validation+test` joins
   splits): the prompt template filled with the C code and gcc's -O3 assembly; columns
-  `program_id` and `split`. For SFT the row also gets a `completion` in the template's edit
-  format: the target assembly in the fenced form the answer extractor reads, or a unified
-  diff from the baseline to it.
+  `program_id` and `split`. Programs marked unfit (tests that accept a trivial or mutated
+  program, docs/adequacy.md) are refused with an error naming them unless `allow_unfit`.
+  For SFT the row also gets a `completion` in the template's edit format: the target
+  assembly in the fenced form the answer extractor reads, or a unified diff from the
+  baseline to it.
 * `text-task:SPLIT` — the built-in toy task used by tests and the tiny configs.
 * a path to a JSONL file, one JSON object per line with at least `prompt`.
 
@@ -110,9 +112,13 @@ def rows_from_suite(
     toolchain: Any = None,
     target_flags: Sequence[str] | None = None,
     diff_context: int = 3,
+    allow_unfit: bool = False,
 ) -> list[Row]:
     """One row per program in `split` (several splits joined by `+`, e.g.
     `validation+test`); `target_flags` adds an SFT `completion`.
+
+    Programs marked unfit are refused (UnfitProgramError naming them) unless `allow_unfit`:
+    a row on tests that accept wrong answers teaches the model to exploit them.
 
     The baseline assembly is made by the toolchain (cached), exactly as `asmopt baseline`
     prints it, so the prompts match those of evaluation. The completion follows the
@@ -128,6 +134,9 @@ def rows_from_suite(
     programs = [p for part in splits for p in suite.select(split=part)]
     if not programs:
         raise ValueError(f"suite {suite.name!r} has no programs in split {split!r}")
+    from asmopt.adequacy import require_fit
+
+    require_fit(programs, f"training rows (suite {suite.name!r}, split {split!r})", allow_unfit)
     rows: list[Row] = []
     unchanged: list[str] = []
     for program in programs:
@@ -191,8 +200,10 @@ def load_rows(
     need_completion: bool = False,
     toolchain: Any = None,
     diff_context: int = 3,
+    allow_unfit: bool = False,
 ) -> list[Row]:
-    """Rows for a source spec (`suite:SPLIT[+SPLIT...]`, `text-task:SPLIT` or a JSONL path)."""
+    """Rows for a source spec (`suite:SPLIT[+SPLIT...]`, `text-task:SPLIT` or a JSONL path);
+    `allow_unfit` lets `suite:` rows include programs marked unfit."""
     kind, _, split = spec.partition(":")
     if kind == "suite" and not Path(spec).exists():
         from asmopt.programs import load_builtin_suite, load_suite
@@ -205,6 +216,7 @@ def load_rows(
             toolchain=toolchain,
             target_flags=target_flags,
             diff_context=diff_context,
+            allow_unfit=allow_unfit,
         )
     if kind == "text-task" and not Path(spec).exists():
         return text_task_rows(split or "train")

@@ -299,7 +299,11 @@ def train_ppo(
     # ---- models, data, reward
     models = build_models(cfg, device, echo)
     tokenizer = models.tokenizer
-    suite_args = {"suite": cfg.suite, "template": cfg.prompt_template}
+    suite_args: dict[str, Any] = {
+        "suite": cfg.suite,
+        "template": cfg.prompt_template,
+        "allow_unfit": cfg.allow_unfit,
+    }
     train_rows, train_texts = prepare_rows(
         load_rows(cfg.train_data, **suite_args), tokenizer, cfg, "train_data", echo
     )
@@ -311,7 +315,11 @@ def train_ppo(
         )
         if cfg.val_max_rows:
             val_rows, val_texts = val_rows[: cfg.val_max_rows], val_texts[: cfg.val_max_rows]
-    reward_fn = reward_fn if reward_fn is not None else make_reward(cfg.reward, cfg.reward_options)
+    reward_options = dict(cfg.reward_options)
+    if cfg.allow_unfit and cfg.reward == "execution":
+        # Rows of unfit programs were allowed in: the reward must score them too.
+        reward_options.setdefault("allow_unfit", True)
+    reward_fn = reward_fn if reward_fn is not None else make_reward(cfg.reward, reward_options)
     sampler = RowSampler(len(train_rows), cfg.seed)
     total_steps = cfg.total_steps or math.ceil(
         cfg.total_epochs * len(train_rows) / cfg.prompts_per_step

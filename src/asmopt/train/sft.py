@@ -131,6 +131,7 @@ def train_sft(cfg: SFTConfig, *, progress: bool = True, echo: Echo = echo_stderr
         "target_flags": cfg.target_flags,
         "diff_context": cfg.target_diff_context,
         "need_completion": True,
+        "allow_unfit": cfg.allow_unfit,
     }
     train = tokenize_rows(
         load_rows(cfg.train_data, **data_args), tokenizer, cfg, "train_data", echo
