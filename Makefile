@@ -19,6 +19,7 @@ test: setup
 
 lint: setup
 	$(VENV)/bin/ruff check src tests bench scripts
+	cd src && $(abspath $(VENV))/bin/lint-imports --config ../pyproject.toml
 
 clean:
 	rm -rf $(VENV) .pytest_cache .ruff_cache

@@ -264,7 +264,7 @@ def profile_step(modes: list[Mode], dtype_name: str, batch: int, args: argparse.
 
 
 def environment(args: argparse.Namespace, load_before: tuple[float, ...]) -> list[str]:
-    from asmopt.study.provenance import cpu_model, git_commit
+    from asmopt.provenance import cpu_model, git_commit
 
     commit, cpu = git_commit(), cpu_model()
     params = sum(

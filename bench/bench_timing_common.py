@@ -12,8 +12,6 @@ import concurrent.futures as cf
 import contextlib
 import json
 import math
-import os
-import platform
 import shutil
 import statistics
 import subprocess
@@ -38,6 +36,7 @@ from asmopt.measure.timing import (  # noqa: E402
 )
 from asmopt.programs import load_builtin_suite  # noqa: E402
 from asmopt.programs.model import Program, TestCase  # noqa: E402
+from asmopt.provenance import machine  # noqa: E402
 from asmopt.sandbox.runner import Sandbox, default_sandbox  # noqa: E402
 from asmopt.toolchain import Toolchain, default_toolchain  # noqa: E402
 
@@ -104,16 +103,11 @@ def busy_load(n: int = 2) -> Iterator[list[int]]:
 
 
 def environment() -> str:
-    cpu = "unknown"
-    with contextlib.suppress(OSError):
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                cpu = line.split(":", 1)[1].strip()
-                break
-    load = " ".join(f"{x:.2f}" for x in os.getloadavg())
+    m = machine()
+    load = " ".join(f"{x:.2f}" for x in m["loadavg"])
     layout = default_core_lock().layout
     return (
-        f"{cpu}, {os.cpu_count()} CPUs, kernel {platform.release()}, load average {load}; "
+        f"{m['cpu_model']}, {m['cpus']} CPUs, kernel {m['kernel']}, load average {load}; "
         f"timing cores {list(layout.timing)}, other work on {list(layout.general)}"
     )
 

@@ -190,7 +190,7 @@ def report(
     ppo_val = [r for r in ppo if r["kind"] == "val"]
     import torch
 
-    from asmopt.study.provenance import git_commit
+    from asmopt.provenance import git_commit
 
     commit = git_commit()
 

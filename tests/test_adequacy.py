@@ -328,9 +328,10 @@ def test_training_rows_refuse_unfit_programs(toolchain) -> None:
 
 
 def test_report_warns_about_unfit_programs(tmp_path: Path) -> None:
-    from asmopt.eval_suite import SampleOutcome, record_unfit
-    from asmopt.evaluate import CheckResult, Verdict
+    from asmopt.evaluate import CheckResult, SampleOutcome
+    from asmopt.judge import Verdict
     from asmopt.report import write_report
+    from asmopt.run import record_unfit
     from asmopt.store import ResultStore
 
     unfit = _mark(done_program(), False)

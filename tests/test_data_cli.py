@@ -9,7 +9,8 @@ from pathlib import Path
 import pytest
 
 import asmopt.cli
-from asmopt.data import cli as data_cli
+from asmopt.cli import data as data_cli
+from asmopt.cli.common import common_parser
 from asmopt.programs.suite_io import load_suite
 
 PROG = (
@@ -29,7 +30,7 @@ def make_pool(root: Path) -> Path:
 
 
 def run(argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:
-    code = data_cli.main(argv)
+    code = asmopt.cli.main(argv)
     out, err = capsys.readouterr()
     return code, out, err
 
@@ -37,7 +38,7 @@ def run(argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str, 
 def test_register_adds_the_data_group() -> None:
     parser = argparse.ArgumentParser(prog="asmopt")
     sub = parser.add_subparsers(dest="command")
-    data_cli.register(sub, asmopt.cli.common_parser())
+    data_cli.register(sub, common_parser())
     args = parser.parse_args(
         ["data", "import", "llvm-test-suite", "a", "b", "-o", "out", "--size", "large"]
     )
@@ -120,7 +121,6 @@ def test_nothing_kept_is_an_error_and_writes_nothing(tmp_path: Path, capsys) -> 
 
 
 def test_through_the_asmopt_command(tmp_path: Path, capsys, monkeypatch) -> None:
-    monkeypatch.setattr(asmopt.cli, "COMMAND_MODULES", ["asmopt.data.cli"])
     pool = make_pool(tmp_path / "pool")
     code = asmopt.cli.main(["data", "import", "dir", str(pool), "-o", str(tmp_path / "s")])
     assert code == 0

@@ -8,9 +8,9 @@ import gymnasium as gym
 import pytest
 from gymnasium.utils.env_checker import check_env
 
-import asmopt.env  # noqa: F401  (registers asmopt/AsmOpt-v0)
-from asmopt.env import ENV_ID, AsmOptEnv
+import asmopt.reward.env  # noqa: F401  (registers asmopt/AsmOpt-v0)
 from asmopt.programs import load_builtin_suite
+from asmopt.reward.env import ENV_ID, AsmOptEnv
 from asmopt.toolchain import Toolchain
 
 PROGRAM = load_builtin_suite().select(split="train")[0]

@@ -12,7 +12,8 @@ from pathlib import Path
 import pytest
 from conftest import sandboxed_processes
 
-from asmopt.evaluate import Verdict, check_candidate
+from asmopt.evaluate import check_candidate
+from asmopt.judge import Verdict
 from asmopt.programs.model import Program, TestCase
 from asmopt.sandbox import Limits, Sandbox
 from asmopt.toolchain import Toolchain

@@ -6,10 +6,11 @@ import re
 
 import pytest
 
-from asmopt.eval_suite import evaluate_programs, summarize
-from asmopt.evaluate import Verdict, check_candidate
+from asmopt.evaluate import check_candidate
+from asmopt.judge import Verdict
 from asmopt.policies import get_policy
 from asmopt.programs import load_builtin_suite
+from asmopt.run import evaluate_programs, summarize
 from asmopt.sandbox import Sandbox
 from asmopt.toolchain import Toolchain
 

@@ -6,12 +6,13 @@ from pathlib import Path
 
 import pytest
 
-from asmopt.eval_suite import MeasureOptions, SampleOutcome, evaluate_programs, summarize
-from asmopt.evaluate import Verdict
+from asmopt.evaluate import MeasureOptions, SampleOutcome
+from asmopt.judge import Verdict
 from asmopt.measure.speedup import MeasureMode, MeasureStatus
 from asmopt.measure.timing import TimingConfig
 from asmopt.policies.base import Candidate, PolicyRequest
 from asmopt.programs.model import Program, TestCase
+from asmopt.run import evaluate_programs, summarize
 from asmopt.sandbox import Sandbox
 from asmopt.store import ResultStore
 from asmopt.toolchain import Toolchain

@@ -106,7 +106,7 @@ def tiny_model_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 @pytest.fixture(scope="module")
 def server(tiny_model_dir: Path) -> Iterator[object]:
     from asmopt.policies.hf_local import HFBackend
-    from asmopt.serve import ModelServer
+    from asmopt.policies.serve import ModelServer
 
     srv = ModelServer(HFBackend(tiny_model_dir), port=0, model_name="tiny").start()
     yield srv

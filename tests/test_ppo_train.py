@@ -125,7 +125,7 @@ def test_ppo_raises_the_reward_on_the_text_task(tmp_path: Path) -> None:
 
 
 def _launch(cfg_file: Path, out: Path) -> subprocess.Popen[bytes]:
-    """`python -m asmopt.train ppo` in its own process; its output goes to a log file (a
+    """`python -m asmopt.cli train ppo` in its own process; its output goes to a log file (a
     pipe nobody reads could fill up and stall the run)."""
     env = {**os.environ, "PYTHONPATH": str(REPO / "src"), "OMP_NUM_THREADS": "1"}
     out.mkdir(parents=True, exist_ok=True)
@@ -134,7 +134,8 @@ def _launch(cfg_file: Path, out: Path) -> subprocess.Popen[bytes]:
             [
                 sys.executable,
                 "-m",
-                "asmopt.train",
+                "asmopt.cli",
+                "train",
                 "ppo",
                 "--config",
                 str(cfg_file),
@@ -386,12 +387,12 @@ def test_validation_samples_and_edit_format_checks(tmp_path: Path, llama_dir: Pa
 
 
 def test_cli_reports_config_errors_in_one_line(tmp_path: Path) -> None:
-    from asmopt.train.cli import main
+    from asmopt.cli import main
 
     path = tmp_path / "bad.yaml"
     path.write_text("tempreature: 1.0\n")
     proc = subprocess.run(
-        [sys.executable, "-m", "asmopt.train", "ppo", "--config", str(path)],
+        [sys.executable, "-m", "asmopt.cli", "train", "ppo", "--config", str(path)],
         capture_output=True,
         text=True,
         env={**os.environ, "PYTHONPATH": str(REPO / "src")},
@@ -400,7 +401,7 @@ def test_cli_reports_config_errors_in_one_line(tmp_path: Path) -> None:
     assert proc.returncode == 2
     assert "unknown key 'tempreature'" in proc.stderr
     assert "Traceback" not in proc.stderr
-    assert main(["ppo", "--config", "ppo_reference", "--print-config"]) == 0
+    assert main(["train", "ppo", "--config", "ppo_reference", "--print-config"]) == 0
 
 
 def test_reference_config_holds_the_recipe() -> None:

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from asmopt.eval_suite import SampleOutcome
-from asmopt.evaluate import CheckResult, TestVerdict, Verdict
+from asmopt.evaluate import CheckResult, SampleOutcome
+from asmopt.judge import TestVerdict, Verdict
 from asmopt.measure.speedup import MeasureMode, MeasureStatus, ProgramSpeedup, TestSpeedup
 from asmopt.programs.model import Program, TestCase
 from asmopt.report import PlotsUnavailable, write_report

@@ -14,13 +14,15 @@ from pathlib import Path
 
 import pytest
 
-from asmopt.eval_suite import MeasureOptions, SampleOutcome, evaluate_programs, summarize
-from asmopt.evaluate import CheckResult, TestVerdict, Verdict
+from asmopt.evaluate import CheckResult, MeasureOptions, SampleOutcome
+from asmopt.judge import TestVerdict, Verdict
 from asmopt.measure.speedup import MeasureMode, MeasureStatus, ProgramSpeedup, TestSpeedup
 from asmopt.policies import get_policy
 from asmopt.programs.model import Program, TestCase
+from asmopt.report.export import export_records, write_jsonl, write_parquet
+from asmopt.run import evaluate_programs, summarize
 from asmopt.sandbox import Sandbox
-from asmopt.store import ResultStore, StoreError, export_records, write_jsonl, write_parquet
+from asmopt.store import ResultStore, StoreError
 from asmopt.toolchain import Toolchain
 
 ECHO_C = '#include <stdio.h>\nint main(void){int n; scanf("%d",&n); printf("%d\\n",n); return 0;}\n'
@@ -29,7 +31,7 @@ ECHO_C = '#include <stdio.h>\nint main(void){int n; scanf("%d",&n); printf("%d\\
 RUNNER = textwrap.dedent(
     """
     import sys, time
-    from asmopt.eval_suite import evaluate_programs
+    from asmopt.run import evaluate_programs
     from asmopt.policies.base import Candidate, PolicyRequest
     from asmopt.programs.model import Program, TestCase
     from asmopt.sandbox import Sandbox

@@ -17,9 +17,9 @@ pytestmark = pytest.mark.ml
 
 def parser() -> argparse.ArgumentParser:
     """The study and train groups on a parser of our own (as `asmopt` would register them)."""
-    from asmopt.cli import common_parser
-    from asmopt.study import cli as study_cli
-    from asmopt.train import cli as train_cli
+    from asmopt.cli import study as study_cli
+    from asmopt.cli import train as train_cli
+    from asmopt.cli.common import common_parser
 
     top = argparse.ArgumentParser(prog="asmopt")
     sub = top.add_subparsers(dest="command", required=True)

@@ -52,7 +52,8 @@ from typing import Any
 
 from tqdm import tqdm
 
-from asmopt.evaluate import CheckResult, Verdict, check_candidate
+from asmopt.evaluate import CheckResult, check_candidate
+from asmopt.judge import Verdict
 from asmopt.programs.model import Program
 from asmopt.sandbox.runner import Limits, Sandbox
 from asmopt.toolchain import Toolchain, ToolchainError

@@ -1,91 +1,35 @@
-"""(program, candidate assembly) -> verdict, per test and overall.
+"""One candidate on one program: build, check every test, measure a correct answer.
 
-The failure taxonomy is fixed and documented (docs/verdicts.md). `infra_error` is kept
-apart from every candidate verdict: when our side fails (no sandbox, compiler missing, the
-grader raised) the candidate is not blamed, and summaries count it separately.
+`check_candidate` assembles, links and runs a candidate against a program's tests (the
+verdicts come from judge.py); `Measurer` times a correct answer against the baseline
+(measure/timing.py), counts its instructions (measure/valgrind.py) or leaves it; a
+`SampleOutcome` is one judged sample, as the eval loop (run.py), the store and the reward
+service see it. `infra_error` is kept apart from every candidate verdict: when our side
+fails (no sandbox, compiler missing, the grader raised) the candidate is not blamed.
 """
 
 from __future__ import annotations
 
-import hashlib
 import logging
-import signal as _signal
+import threading
 import traceback
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from enum import StrEnum
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from asmopt.compare import compare_output
-from asmopt.measure.speedup import ProgramSpeedup, TestSpeedup
+from asmopt.judge import TestVerdict, Verdict, classify_run
+from asmopt.measure.speedup import MeasureMode, MeasureStatus, ProgramSpeedup, TestSpeedup
+from asmopt.measure.timing import CoreLock, ReferenceRun, TimingConfig, time_tests
+from asmopt.metrics import Answer
 from asmopt.programs.model import Program, TestCase
-from asmopt.sandbox.runner import Limits, RunResult, Sandbox, SandboxUnavailable
-from asmopt.toolchain import BuildResult, Toolchain
+from asmopt.sandbox.runner import Limits, Sandbox, SandboxUnavailable
+from asmopt.toolchain import BuildResult, Toolchain, ToolchainError
+
+if TYPE_CHECKING:
+    from asmopt.measure.valgrind import CountResult, Valgrind
 
 log = logging.getLogger(__name__)
-
-
-class Verdict(StrEnum):
-    PASS = "pass"
-    ASSEMBLE_ERROR = "assemble_error"
-    LINK_ERROR = "link_error"
-    TIMEOUT = "timeout"
-    CRASH = "crash"
-    NONZERO_EXIT = "nonzero_exit"
-    WRONG_OUTPUT = "wrong_output"
-    OUTPUT_LIMIT = "output_limit"
-    SANDBOX_VIOLATION = "sandbox_violation"
-    INFRA_ERROR = "infra_error"
-    EXTRACTION_ERROR = "extraction_error"
-
-    @property
-    def is_candidate_failure(self) -> bool:
-        return self not in (Verdict.PASS, Verdict.INFRA_ERROR)
-
-    @property
-    def built(self) -> bool:
-        return self not in (
-            Verdict.ASSEMBLE_ERROR,
-            Verdict.LINK_ERROR,
-            Verdict.EXTRACTION_ERROR,
-            Verdict.INFRA_ERROR,
-        )
-
-
-@dataclass
-class TestVerdict:
-    __test__ = False
-
-    test: str
-    verdict: Verdict
-    message: str = ""
-    exit_code: int | None = None
-    signal: str | None = None
-    user_time_s: float = 0.0
-    sys_time_s: float = 0.0
-    wall_time_s: float = 0.0
-    peak_rss_kb: int = 0
-    # Filled in by the measurement step (eval_suite) for answers that pass every test.
-    speedup: TestSpeedup | None = None
-    # sha256 of what the run wrote to stdout: timed runs must agree with it (timing.py).
-    stdout_sha256: str | None = None
-
-    def to_dict(self) -> dict[str, Any]:
-        out = {
-            "test": self.test,
-            "verdict": str(self.verdict),
-            "message": self.message,
-            "exit_code": self.exit_code,
-            "signal": self.signal,
-            "user_time_s": self.user_time_s,
-            "sys_time_s": self.sys_time_s,
-            "wall_time_s": self.wall_time_s,
-            "peak_rss_kb": self.peak_rss_kb,
-        }
-        if self.speedup is not None:
-            out["speedup"] = self.speedup.to_dict()
-        return out
 
 
 @dataclass
@@ -130,99 +74,6 @@ class CheckResult:
         }
 
 
-def classify_run(test: TestCase, run: RunResult, limits: Limits) -> TestVerdict:
-    """Map one sandboxed run to a test verdict, in a fixed order of precedence."""
-    base = dict(
-        test=test.name,
-        exit_code=run.exit_code,
-        signal=run.signal_name,
-        user_time_s=run.user_time_s,
-        sys_time_s=run.sys_time_s,
-        wall_time_s=run.wall_time_s,
-        peak_rss_kb=run.peak_rss_kb,
-        stdout_sha256=hashlib.sha256(run.stdout).hexdigest(),
-    )
-    if run.infra_error:
-        return TestVerdict(verdict=Verdict.INFRA_ERROR, message=run.infra_error, **base)
-    if run.exec_error:
-        # The same launcher executed the baseline the same way: a binary that cannot even be
-        # started (a bogus interpreter path, a broken ELF header) is the binary's fault.
-        return TestVerdict(
-            verdict=Verdict.CRASH,
-            message=f"the binary could not be executed: {run.exec_error}",
-            **base,
-        )
-    if run.stdout_truncated or run.stderr_truncated:
-        which = "stdout" if run.stdout_truncated else "stderr"
-        cap = limits.stdout_cap if run.stdout_truncated else limits.stderr_cap
-        return TestVerdict(
-            verdict=Verdict.OUTPUT_LIMIT,
-            message=f"{which} exceeded {cap} bytes; the program was stopped",
-            **base,
-        )
-    # The CPU rlimit sends SIGXCPU at the soft limit and SIGKILL one second later; the
-    # kernel checks it at timer-tick granularity, so the CPU time reported can fall short
-    # of the limit by a tick or two. Either signal far below the limit was sent some other
-    # way (by the program itself).
-    cpu_limit_hit = run.signal in (_signal.SIGXCPU, _signal.SIGKILL) and (
-        run.cpu_time_s >= limits.cpu_seconds * 0.75
-    )
-    if run.timed_out or cpu_limit_hit:
-        why = (
-            f"CPU time limit of {limits.cpu_seconds}s"
-            if cpu_limit_hit
-            else f"wall-clock limit of {limits.wall_seconds:g}s"
-        )
-        return TestVerdict(verdict=Verdict.TIMEOUT, message=f"exceeded the {why}", **base)
-    if run.launcher_lost:
-        return TestVerdict(
-            verdict=Verdict.SANDBOX_VIOLATION,
-            message="the program interfered with the sandbox's launcher",
-            **base,
-        )
-    if run.signal == _signal.SIGSYS:
-        return TestVerdict(
-            verdict=Verdict.SANDBOX_VIOLATION,
-            message=(
-                "forbidden system call (new process, exec, network, tracing or signalling "
-                "another process); killed by the sandbox's seccomp filter"
-            ),
-            **base,
-        )
-    if run.signal == _signal.SIGXFSZ:
-        return TestVerdict(
-            verdict=Verdict.OUTPUT_LIMIT,
-            message=f"wrote a file larger than {limits.file_size} bytes",
-            **base,
-        )
-    if run.signal == _signal.SIGXCPU:
-        return TestVerdict(
-            verdict=Verdict.CRASH,
-            message=(
-                f"killed by SIGXCPU after {run.cpu_time_s:.3g}s of CPU, far below the "
-                f"{limits.cpu_seconds}s limit: the signal did not come from the limit"
-            ),
-            **base,
-        )
-    if run.signal is not None:
-        note = ""
-        if run.peak_rss_kb * 1024 >= 0.9 * limits.address_space:
-            note = " (near the memory limit: likely out of memory)"
-        return TestVerdict(
-            verdict=Verdict.CRASH, message=f"killed by {run.signal_name}{note}", **base
-        )
-    if run.exit_code != test.expected_exit:
-        stderr = run.stderr.decode("utf-8", "replace").strip().splitlines()
-        tail = f"; stderr: {stderr[0][:200]!r}" if stderr else ""
-        return TestVerdict(
-            verdict=Verdict.NONZERO_EXIT,
-            message=(f"exit code {run.exit_code}, expected {test.expected_exit}{tail}"),
-            **base,
-        )
-    diff = compare_output(test.expected_stdout, run.stdout, test.compare)
-    if diff is not None:
-        return TestVerdict(verdict=Verdict.WRONG_OUTPUT, message=diff, **base)
-    return TestVerdict(verdict=Verdict.PASS, **base)
 
 
 def _overall(program_id: str, tests: list[TestVerdict]) -> CheckResult:
@@ -326,3 +177,217 @@ def check_candidate(
     result = check_binary(program, build.output, sandbox, limits, stop_on_failure=stop_on_failure)
     result.build_seconds = build.seconds
     return result
+
+
+@dataclass
+class MeasureOptions:
+    """How correct answers are measured against the baseline."""
+
+    mode: MeasureMode = MeasureMode.TIME
+    timing: TimingConfig = field(default_factory=TimingConfig)
+    # Timing a copy measures the instrument, not the answer; on for A/A checks only.
+    time_copies: bool = False
+    lock: CoreLock | None = None
+
+
+@dataclass
+class SampleOutcome:
+    """One candidate for one program, judged (and measured when it is correct)."""
+
+    program_id: str
+    sample: int
+    check: CheckResult
+    assembly: str | None = None
+    policy_info: dict[str, Any] = field(default_factory=dict)
+    is_copy: bool = False
+    seconds: float = 0.0
+    resumed: bool = False  # loaded from the results store, not judged in this session
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "program": self.program_id,
+            "sample": self.sample,
+            **self.check.to_dict(),
+            "is_copy": self.is_copy,
+            "seconds": self.seconds,
+            "policy": self.policy_info,
+        }
+
+    def answer(self) -> Answer:
+        """The metrics view of this outcome."""
+        sp = self.check.speedup
+        measured = sp is not None and sp.status == MeasureStatus.MEASURED
+        return Answer(
+            program_id=self.program_id,
+            sample=self.sample,
+            verdict=str(self.check.verdict),
+            built=self.check.built,
+            correct=self.check.correct,
+            is_copy=self.is_copy,
+            measure_status=str(sp.status) if sp else "not_measured",
+            speedup=sp.ratio if sp and sp.has_ratio else None,
+            low=sp.low if sp and sp.has_ratio else None,
+            high=sp.high if sp and sp.has_ratio else None,
+            test_speedups=tuple(t.ratio for t in sp.tests if t.status == MeasureStatus.MEASURED)
+            if sp and measured
+            else (),
+            reliable=sp.reliable if sp else True,
+        )
+
+
+# ---------------------------------------------------------------------------- measurement
+class Measurer:
+    """Measures correct answers of one program against its baseline binary.
+
+    The baseline is built once (lazily: programs whose answers all fail never need it) and,
+    in instruction mode, its counts are computed once per test."""
+
+    def __init__(
+        self,
+        program: Program,
+        baseline_asm: str,
+        toolchain: Toolchain,
+        sandbox: Sandbox,
+        options: MeasureOptions,
+        limits: Limits | None,
+        valgrind: Valgrind | None = None,
+    ) -> None:
+        self.program = program
+        self.baseline_asm = baseline_asm
+        self.toolchain = toolchain
+        self.sandbox = sandbox
+        self.options = options
+        self.limits = limits
+        self.valgrind = valgrind
+        self._baseline_binary: Any = None
+        self._baseline_error: str | None = None
+        self._base_counts: dict[str, CountResult] = {}
+        self._lock = threading.Lock()
+
+    def baseline_binary(self) -> Any:
+        with self._lock:
+            if self._baseline_binary is None and self._baseline_error is None:
+                build = self.toolchain.assemble_and_link(self.baseline_asm, self.program.ldflags)
+                if build.ok and build.output is not None:
+                    self._baseline_binary = build.output
+                else:
+                    self._baseline_error = f"the baseline assembly did not build: {build.message}"
+            if self._baseline_error:
+                raise ToolchainError(self._baseline_error)
+            return self._baseline_binary
+
+    def measure(self, check: CheckResult, is_copy: bool) -> None:
+        """Attach a ProgramSpeedup to a correct `check` (or turn it into a failure when the
+        candidate misbehaves during timing runs)."""
+        mode = self.options.mode
+        names = [t.name for t in self.program.tests]
+        if mode == MeasureMode.NONE:
+            check.speedup = ProgramSpeedup.not_measured()
+            return
+        if is_copy and not self.options.time_copies:
+            check.speedup = ProgramSpeedup.copy_of_baseline(mode, names)
+            self._attach(check)
+            return
+        try:
+            baseline = self.baseline_binary()
+        except ToolchainError as exc:
+            check.speedup = ProgramSpeedup(
+                mode, MeasureStatus.INFRA_ERROR, reliable=False, message=str(exc)
+            )
+            return
+        if check.binary is None:
+            check.speedup = ProgramSpeedup(
+                mode, MeasureStatus.INFRA_ERROR, reliable=False, message="no candidate binary"
+            )
+            return
+        per_test: list[TestSpeedup] = []
+        if mode == MeasureMode.TIME:
+            # All tests of the program share each timing sandbox (time_tests batches them).
+            by_name = {t.test: t for t in check.tests}
+            reference = None
+            if all(t.name in by_name for t in self.program.tests):
+                reference = [
+                    ReferenceRun(
+                        cpu_s=by_name[t.name].user_time_s + by_name[t.name].sys_time_s,
+                        wall_s=by_name[t.name].wall_time_s,
+                        stdout_sha256=by_name[t.name].stdout_sha256,
+                    )
+                    for t in self.program.tests
+                ]
+            speedups, failure, failed_test = time_tests(
+                self.sandbox,
+                baseline,
+                check.binary,
+                self.program.tests,
+                self.options.timing,
+                limits=self.limits,
+                lock=self.options.lock,
+                reference=reference,
+            )
+            if failure is not None and failure.candidate_fault and failed_test is not None:
+                self._fail(check, failed_test, failure.verdict, failure.message)
+                return
+            per_test = speedups
+        else:
+            for test in self.program.tests:
+                per_test.append(self._count(test, check.binary))
+                if per_test[-1].status == MeasureStatus.INFRA_ERROR:
+                    break
+        resolution = self.options.timing.resolution if mode == MeasureMode.TIME else 0.0
+        check.speedup = ProgramSpeedup.from_tests(mode, per_test, resolution)
+        self._attach(check)
+
+    def _count(self, test: Any, binary: Any) -> TestSpeedup:
+        from asmopt.measure.valgrind import count_instructions, instruction_speedup
+
+        with self._lock:
+            base = self._base_counts.get(test.name)
+        if base is None:
+            base = count_instructions(
+                self.sandbox, self._baseline_binary, test, self.limits, self.valgrind
+            )
+            if base.candidate_fault:  # the baseline misbehaves under valgrind: not measurable
+                base.status = MeasureStatus.UNMEASURABLE
+            with self._lock:
+                self._base_counts[test.name] = base
+        cand = count_instructions(self.sandbox, binary, test, self.limits, self.valgrind)
+        if cand.candidate_fault:
+            # Correct natively, different under valgrind's emulation (x87 precision, timing,
+            # uninitialised memory): no count, but no verdict on correctness either.
+            cand.status = MeasureStatus.UNMEASURABLE
+        return instruction_speedup(test.name, base, cand)
+
+    @staticmethod
+    def _attach(check: CheckResult) -> None:
+        if check.speedup is None:
+            return
+        by_name = {t.test: t for t in check.speedup.tests}
+        for tv in check.tests:
+            tv.speedup = by_name.get(tv.test)
+
+    @staticmethod
+    def _fail(check: CheckResult, test: str, verdict: str, message: str) -> None:
+        """A run during timing failed: the answer is not correct after all (a flaky answer,
+        or one that behaves differently when run repeatedly)."""
+        v = Verdict(verdict)
+        for i, tv in enumerate(check.tests):
+            if tv.test == test:
+                check.tests[i] = TestVerdict(test=test, verdict=v, message=message)
+        check.verdict = v
+        check.message = f"test {test}: {message}"
+        check.speedup = None
+
+
+def check(
+    program: Program,
+    assembly: str | bytes,
+    *,
+    toolchain: Toolchain | None = None,
+    sandbox: Sandbox | None = None,
+    limits: Limits | None = None,
+) -> CheckResult:
+    """`check_candidate` with the default toolchain and sandbox: the public entry point."""
+    from asmopt.toolchain import default_toolchain
+
+    toolchain = toolchain or default_toolchain()
+    return check_candidate(program, assembly, toolchain, sandbox or toolchain.sandbox, limits)

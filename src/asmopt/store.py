@@ -26,21 +26,19 @@ import datetime as _dt
 import json
 import math
 import os
-import platform
 import sqlite3
-import subprocess
 import threading
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from asmopt.evaluate import CheckResult, TestVerdict, Verdict
+from asmopt.evaluate import CheckResult
+from asmopt.judge import TestVerdict, Verdict
 from asmopt.measure.canonical import canonical_hash, content_hash
 from asmopt.measure.speedup import MeasureMode, MeasureStatus, ProgramSpeedup, TestSpeedup
-from asmopt.metrics import Answer
 
 if TYPE_CHECKING:
-    from asmopt.eval_suite import SampleOutcome
+    from asmopt.evaluate import SampleOutcome
     from asmopt.programs.model import Program
 
 SCHEMA_VERSION = 1
@@ -423,15 +421,10 @@ class ResultStore:
                 r[k] = json.loads(r[k]) if r[k] else None
         return rows
 
-    def program_rows(self) -> list[dict[str, Any]]:
-        rows = self._rows("SELECT * FROM programs ORDER BY program_id")
-        for r in rows:
-            r["test_names"] = json.loads(r["test_names"])
-        return rows
 
     def load_outcomes(self) -> list[SampleOutcome]:
         """Rebuild the stored samples as SampleOutcome objects (tests and speedups included)."""
-        from asmopt.eval_suite import SampleOutcome
+        from asmopt.evaluate import SampleOutcome
 
         tests: dict[tuple[str, int], list[TestVerdict]] = {}
         for r in self.test_rows():
@@ -516,172 +509,13 @@ class ResultStore:
             )
         return out
 
-    def answers(self) -> list[Answer]:
-        """The metrics view of every stored sample."""
-        per_test: dict[tuple[str, int], list[float]] = {}
-        for r in self._rows(
-            "SELECT program_id, sample, ratio FROM timings WHERE status = 'measured' "
-            "ORDER BY program_id, sample, test"
-        ):
-            per_test.setdefault((r["program_id"], r["sample"]), []).append(r["ratio"])
-        return [
-            answer_from_row(r, per_test.get((r["program_id"], r["sample"]), []))
-            for r in self.sample_rows()
-        ]
 
 
-def answer_from_row(row: dict[str, Any], test_speedups: Sequence[float]) -> Answer:
-    return Answer(
-        program_id=row["program_id"],
-        sample=row["sample"],
-        verdict=row["verdict"],
-        built=bool(row["built"]),
-        correct=bool(row["correct"]),
-        is_copy=bool(row["is_copy"]),
-        measure_status=row["measure_status"] or "not_measured",
-        speedup=row["speedup"],
-        low=row["speedup_low"],
-        high=row["speedup_high"],
-        test_speedups=tuple(test_speedups),
-        reliable=bool(row["reliable"]) if row["reliable"] is not None else True,
-    )
 
 
-# ---------------------------------------------------------------------------- fingerprint
-def _cpu_model() -> str:
-    with contextlib.suppress(OSError):
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    return platform.processor() or "unknown"
 
 
-def _read(path: str) -> str | None:
-    try:
-        return Path(path).read_text().strip()
-    except OSError:
-        return None
 
 
-def _git_revision() -> str | None:
-    here = Path(__file__).resolve().parent
-    with contextlib.suppress(OSError, subprocess.SubprocessError):
-        out = subprocess.run(
-            ["git", "-C", str(here), "rev-parse", "HEAD"],
-            capture_output=True,
-            text=True,
-            timeout=10,
-        )
-        if out.returncode == 0:
-            return out.stdout.strip()
-    return None
 
 
-def environment_fingerprint(
-    *,
-    compiler: str,
-    sandbox: str,
-    measure: str,
-    timing: dict[str, Any] | None = None,
-    valgrind: str | None = None,
-) -> dict[str, Any]:
-    """Everything about the machine and tools that could change a measurement."""
-    from asmopt import __version__
-
-    return {
-        "cpu_model": _cpu_model(),
-        "cpus": os.cpu_count(),
-        "kernel": platform.release(),
-        "machine": platform.machine(),
-        "python": platform.python_version(),
-        "asmopt": __version__,
-        "git": _git_revision(),
-        "compiler": compiler,
-        "sandbox": sandbox,
-        "measure": measure,
-        "timing": timing,
-        "valgrind": valgrind,
-        "governor": _read("/sys/devices/system/cpu/cpu0/cpufreq/scaling_governor"),
-        "boost": _read("/sys/devices/system/cpu/cpufreq/boost"),
-        "smt": _read("/sys/devices/system/cpu/smt/active"),
-        "aslr": _read("/proc/sys/kernel/randomize_va_space"),
-        "loadavg": list(os.getloadavg()),
-        "recorded": _now(),
-    }
-
-
-# ---------------------------------------------------------------------------- export
-def _finite(x: Any) -> Any:
-    """JSON has no infinity: an unbounded interval end is exported as null."""
-    if isinstance(x, float) and not math.isfinite(x):
-        return None
-    if isinstance(x, dict):
-        return {k: _finite(v) for k, v in x.items()}
-    if isinstance(x, list):
-        return [_finite(v) for v in x]
-    return x
-
-
-def export_records(store: ResultStore, raw: bool = False) -> list[dict[str, Any]]:
-    """One record per sample: verdict, speedup, tests with their timings, the answer text.
-
-    The layout is flat where it can be (for dataframes) and nested per test."""
-    meta = store.meta()
-    run = meta.get("run", {})
-    tests: dict[tuple[str, int], list[dict[str, Any]]] = {}
-    for r in store.test_rows():
-        key = (r.pop("program_id"), r.pop("sample"))
-        tests.setdefault(key, []).append(r)
-    timings: dict[tuple[str, int, str], dict[str, Any]] = {}
-    for r in store.timing_rows():
-        key3 = (r.pop("program_id"), r.pop("sample"), r.pop("test"))
-        if not raw:
-            r.pop("raw", None)
-        timings[key3] = r
-    out = []
-    for s in store.sample_rows():
-        key = (s["program_id"], s["sample"])
-        rec: dict[str, Any] = {
-            "suite": run.get("suite"),
-            "policy": run.get("policy"),
-            "measure": run.get("measure"),
-            **s,
-            "assembly": store.candidate_asm(s["candidate_hash"]) if s["candidate_hash"] else None,
-            "policy_info": json.loads(s["policy_info"] or "{}"),
-        }
-        rec["built"] = bool(rec["built"])
-        rec["correct"] = bool(rec["correct"])
-        rec["is_copy"] = bool(rec["is_copy"])
-        rec["tests"] = [{**t, "timing": timings.get((*key, t["test"]))} for t in tests.get(key, [])]
-        out.append(_finite(rec))
-    return out
-
-
-def write_jsonl(records: Sequence[dict[str, Any]], path: Path) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(path.suffix + ".tmp")
-    with tmp.open("w", encoding="utf-8") as fh:
-        for rec in records:
-            fh.write(json.dumps(rec, default=str) + "\n")
-    tmp.replace(path)
-
-
-def write_parquet(records: Sequence[dict[str, Any]], path: Path) -> None:
-    """Parquet needs a fixed schema: free-form fields (tests, policy info) become JSON text."""
-    try:
-        import pyarrow as pa
-        import pyarrow.parquet as pq
-    except ImportError:
-        raise StoreError(
-            "Parquet export needs pyarrow (pip install pyarrow); or use --format jsonl"
-        ) from None
-    rows = [
-        {
-            **{k: v for k, v in rec.items() if k not in ("tests", "policy_info")},
-            "policy_info": json.dumps(rec.get("policy_info"), default=str),
-            "tests": json.dumps(rec.get("tests"), default=str),
-        }
-        for rec in records
-    ]
-    path.parent.mkdir(parents=True, exist_ok=True)
-    pq.write_table(pa.Table.from_pylist(rows), path)

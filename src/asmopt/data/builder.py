@@ -37,7 +37,8 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from asmopt.compare import compare_output
-from asmopt.evaluate import Verdict, check_binary, classify_run
+from asmopt.evaluate import check_binary
+from asmopt.judge import Verdict, classify_run
 from asmopt.programs.model import Program, Suite, TestCase
 from asmopt.sandbox.runner import Limits, Sandbox
 from asmopt.toolchain import Toolchain

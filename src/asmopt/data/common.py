@@ -3,17 +3,18 @@
 from __future__ import annotations
 
 import hashlib
-import json
-import re
 import shutil
 from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from asmopt.programs.model import SPLITS, Program, ProgramError, Suite
+from asmopt.programs.model import Program, ProgramError, Suite
+from asmopt.programs.rows import ItemError, json_safe, normalize_split_name, safe_id
 from asmopt.programs.suite_io import save_suite
 
 from .report import DataReport
+
+__all__ = ["ItemError", "json_safe", "normalize_split_name", "safe_id"]
 
 if TYPE_CHECKING:
     from asmopt.sandbox.runner import Sandbox
@@ -27,30 +28,10 @@ class DataError(ProgramError):
     dropped and reported); the message names the file and the problem."""
 
 
-class ItemError(Exception):
-    """One item is unusable: carries the report reason code and a detail naming the cause."""
-
-    def __init__(self, reason: str, detail: str) -> None:
-        super().__init__(detail)
-        self.reason = reason
-        self.detail = detail
 
 
-_UNSAFE_ID_CHARS = re.compile(r"[^A-Za-z0-9_.\-]+")
 
 
-def safe_id(*parts: str) -> str:
-    """Join parts into a valid program id ('-' between parts, unsafe characters -> '_').
-
-    Ids become directory names, so the result is limited to the characters the suite format
-    allows; very long ids are shortened with a hash suffix to stay unique."""
-    raw = "-".join(_UNSAFE_ID_CHARS.sub("_", p).strip("_.-") or "x" for p in parts)
-    if not raw[0].isalnum():
-        raw = "p" + raw
-    if len(raw) > 128:
-        digest = hashlib.sha256(raw.encode()).hexdigest()[:10]
-        raw = raw[:117] + "-" + digest
-    return raw
 
 
 def decode_text(data: bytes, where: str, what: str = "source") -> str:
@@ -106,12 +87,6 @@ def assign_splits(
     return {p.id: split_for(problem_of(p), val_frac, test_frac, seed) for p in programs}
 
 
-def normalize_split_name(name: object) -> str | None:
-    """Map split names used in the wild ('val', 'valid', 'dev', 'eval') onto ours."""
-    text = str(name or "").strip().lower()
-    aliases = {"val": "validation", "valid": "validation", "dev": "validation", "eval": "test"}
-    text = aliases.get(text, text)
-    return text if text in SPLITS else None
 
 
 # ---------------------------------------------------------------------------- writing
@@ -149,9 +124,6 @@ def write_suite(
     return root
 
 
-def json_safe(value: object) -> object:
-    """Round-trip through JSON so metadata stays serialisable in program.json."""
-    return json.loads(json.dumps(value, default=str))
 
 
 # ---------------------------------------------------------------------------- adequacy

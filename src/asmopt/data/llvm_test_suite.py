@@ -243,7 +243,7 @@ def verify_and_filter(
     sandbox: Sandbox | None = None,
 ) -> list[Program]:
     """Keep the programs whose -O0 and -O3 builds pass their tests in the sandbox."""
-    from asmopt.eval_suite import verify_programs
+    from asmopt.run import verify_programs
     from asmopt.sandbox.runner import Limits, default_sandbox
     from asmopt.toolchain import default_toolchain
 

@@ -9,7 +9,9 @@ the -O3 assembly in an `assembly` fence.
 
 from __future__ import annotations
 
-FENCE = "```"
+from asmopt.programs.rows import FENCE, extract_fenced_assembly
+
+__all__ = ["FENCE", "extract_fenced_assembly"]
 
 _TASK = (
     "Given the following C code and assembly code, your task is to generate highly "
@@ -51,15 +53,3 @@ def format_answer(assembly: str) -> str:
     return _fenced("assembly", assembly)
 
 
-def extract_fenced_assembly(text: str) -> str | None:
-    """The text after the LAST opening assembly fence, cut at the last closing fence."""
-    opener = f"{FENCE}assembly"
-    start = text.rfind(opener)
-    if start < 0:
-        return None
-    body = text[start + len(opener) :]
-    body = body[body.find("\n") + 1 :] if "\n" in body else ""
-    end = body.rfind(FENCE)
-    if end >= 0:
-        body = body[:end]
-    return body.strip("\n") + "\n" if body.strip() else None

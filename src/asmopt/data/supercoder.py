@@ -21,13 +21,11 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
-from asmopt.programs.model import Program, ProgramError, Suite, TestCase
+from asmopt.programs.model import Program, Suite
+from asmopt.programs.rows import REQUIRED_FIELDS, ItemError, row_to_program
 
-from .common import DataError, ItemError, json_safe, normalize_split_name, safe_id
-from .prompt import extract_fenced_assembly
+from .common import DataError
 from .report import DataReport
-
-REQUIRED_FIELDS = ("c_code", "inputs", "outputs")
 
 
 def _files(paths: Sequence[str | Path], report: DataReport) -> list[Path]:
@@ -104,69 +102,8 @@ def _jsonl_rows(path: Path) -> Iterator[tuple[int, Any]]:
         row_no += 1
 
 
-def _baseline(row: dict[str, Any], extra: dict[str, Any]) -> str | None:
-    reward = row.get("reward_model")
-    truth = reward.get("ground_truth") if isinstance(reward, dict) else None
-    if isinstance(truth, str) and truth.strip():
-        return truth
-    given = extra.get("unoptimized_assembly")
-    if isinstance(given, str) and given.strip():
-        return given
-    if isinstance(extra.get("answer"), str):
-        return extract_fenced_assembly(extra["answer"])
-    return None
 
 
-def row_to_program(
-    row: Any, row_no: int, where: str, prefix: str, default_split: str
-) -> tuple[Program, str]:
-    """One row -> (program, split); ItemError names what is wrong with the row."""
-    if not isinstance(row, dict):
-        raise ItemError("bad_row", f"{where}: row {row_no} is not an object")
-    extra = row.get("extra_info")
-    if not isinstance(extra, dict):
-        raise ItemError("missing_column", f"{where}: row {row_no} has no extra_info object")
-    missing = [f for f in REQUIRED_FIELDS if extra.get(f) is None]
-    if missing:
-        raise ItemError(
-            "missing_column",
-            f"{where}: row {row_no} lacks " + ", ".join(f"extra_info.{f}" for f in missing),
-        )
-    split = normalize_split_name(extra.get("split")) or default_split
-    index = extra.get("index", row_no)
-    pid = safe_id(prefix, split, f"{int(index):05d}" if isinstance(index, int) else str(index))
-    code = extra["c_code"]
-    inputs, outputs = extra["inputs"], extra["outputs"]
-    if not isinstance(code, str) or not code.strip():
-        raise ItemError("bad_row", f"{where}: row {row_no} ({pid}): c_code is empty")
-    if not isinstance(inputs, list) or not isinstance(outputs, list):
-        raise ItemError("bad_row", f"{where}: row {row_no} ({pid}): inputs/outputs not lists")
-    if len(inputs) != len(outputs):
-        raise ItemError(
-            "io_mismatch",
-            f"{where}: row {row_no} ({pid}): {len(inputs)} inputs but {len(outputs)} outputs",
-        )
-    if not inputs:
-        raise ItemError("no_tests", f"{where}: row {row_no} ({pid}): no inputs")
-    if not all(isinstance(x, str) for x in [*inputs, *outputs]):
-        raise ItemError("bad_row", f"{where}: row {row_no} ({pid}): inputs/outputs not strings")
-    width = max(2, len(str(len(inputs) - 1)))
-    tests = tuple(
-        TestCase(name=f"t{i:0{width}d}", stdin=inp.encode(), expected_stdout=out.encode())
-        for i, (inp, out) in enumerate(zip(inputs, outputs, strict=True))
-    )
-    meta: dict[str, Any] = {"source": "supercoder", "problem": pid, "origin": where}
-    baseline = _baseline(row, extra)
-    if baseline is not None:
-        meta["baseline_asm"] = baseline
-    if row.get("data_source") is not None:
-        meta["data_source"] = json_safe(row["data_source"])
-    meta["row_index"] = json_safe(index)
-    try:
-        program = Program(id=pid, source=code, tests=tests, metadata=tuple(sorted(meta.items())))
-    except ProgramError as exc:
-        raise ItemError("invalid_program", f"{where}: row {row_no}: {exc}") from None
-    return program, split
 
 
 def import_supercoder(

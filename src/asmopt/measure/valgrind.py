@@ -124,7 +124,7 @@ def count_instructions(
 
     The environment padding is fixed (0) here: the count depends on stack alignment through
     libc's string routines, and the point of this mode is that it does not vary."""
-    from asmopt.evaluate import Verdict, classify_run
+    from asmopt.judge import Verdict, classify_run
 
     vg = valgrind or Valgrind.locate()
     limits = limits or sandbox.limits

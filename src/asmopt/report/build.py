@@ -10,8 +10,9 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
-from asmopt.eval_suite import UNFIT_META_KEY, SampleOutcome, summarize
+from asmopt.evaluate import SampleOutcome
 from asmopt.measure.speedup import MeasureStatus
+from asmopt.run import UNFIT_META_KEY, summarize
 from asmopt.store import ResultStore
 
 _DEFINITIONS = (

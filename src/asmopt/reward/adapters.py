@@ -54,7 +54,7 @@ def program_from_row(
     extra_info: dict[str, Any], ground_truth: str | None = None, data_source: Any = None
 ) -> Program:
     """A SuperCoder-schema row (its extra_info) as a Program with the given baseline."""
-    from asmopt.data.supercoder import row_to_program
+    from asmopt.programs.rows import row_to_program
 
     row = {
         "extra_info": extra_info,

@@ -18,11 +18,7 @@ import math
 from dataclasses import dataclass, field
 from typing import Protocol
 
-BUILD_FAILURES = frozenset({"extraction_error", "assemble_error", "link_error"})
-RUNTIME_FAILURES = frozenset(
-    {"crash", "nonzero_exit", "timeout", "sandbox_violation", "output_limit"}
-)
-ALL_VERDICTS = BUILD_FAILURES | RUNTIME_FAILURES | {"pass", "wrong_output", "infra_error"}
+from asmopt.judge import ALL_VERDICTS, BUILD_FAILURES, RUNTIME_FAILURES
 
 
 @dataclass(frozen=True)

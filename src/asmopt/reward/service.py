@@ -169,6 +169,22 @@ def _finish(result: ScoreResult, config: ScoreConfig, start: float) -> ScoreResu
     return result
 
 
+def score(
+    program: Program,
+    completion: str | bytes,
+    *,
+    baseline_asm: str | None = None,
+    allow_unfit: bool = False,
+    **options: Any,
+) -> ScoreResult:
+    """The reward of one model answer (raw text with an assembly fence, or with
+    `extract=False` the assembly itself): the public entry point. `options` are ScoreConfig
+    fields (`reward`, `measure`, ...). Programs marked unfit are refused (UnfitProgramError)
+    unless `allow_unfit`."""
+    require_fit([program], "reward", allow_unfit)
+    return score_one(program, completion, baseline_asm, ScoreConfig(**options))
+
+
 def score_one(
     program: Program, completion: str | bytes, baseline_asm: str | None, config: ScoreConfig
 ) -> ScoreResult:
@@ -193,8 +209,7 @@ def _score(
     config: ScoreConfig,
     start: float,
 ) -> ScoreResult:
-    from asmopt.eval_suite import MeasureOptions, Measurer
-    from asmopt.evaluate import check_candidate
+    from asmopt.evaluate import MeasureOptions, Measurer, check_candidate
     from asmopt.measure.canonical import is_copy
     from asmopt.measure.speedup import MeasureMode, MeasureStatus
     from asmopt.measure.timing import TimingConfig, general_affinity

@@ -30,10 +30,9 @@ import signal
 import subprocess
 import tempfile
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Literal
 
 from asmopt.sandbox.launcher import (
     LauncherBuildError,
@@ -42,6 +41,7 @@ from asmopt.sandbox.launcher import (
     parse_report,
     probe_path,
 )
+from asmopt.sandbox.placement import Priority, thread_placement
 
 NOBODY_UID = 65534
 # Every untrusted program sees this argv[0], whatever it is and however it is run.
@@ -463,8 +463,8 @@ class Sandbox:
         `marker` (a secret the program cannot see) is written to stdout after every run;
         `RunResult.segments` then holds each run's own output. `env_pad` is the length of a
         padding variable in the environment (random when None; hyperfine's measure against
-        memory-layout bias); `cpus` pins the sandbox to those cores and `priority` raises its
-        scheduling priority (see `_raise_priority`; programs always run below the launcher).
+        memory-layout bias); `cpus` pins the sandbox to those cores and `priority` raises
+        its scheduling priority (placement.py; programs always run below the launcher).
 
         `extra_ro_binds` and `extra_env` exist for instrumented runs (valgrind), where the
         executed binary is a tool and the program is a file it opens; `log_fd` is a
@@ -747,7 +747,7 @@ class Sandbox:
         try:
             # Affinity is inherited at fork: pin this thread around the spawn only, so the
             # sandbox (and everything in it) runs on `cpus` and this process does not.
-            with _thread_placement(cpus, priority) as achieved:
+            with thread_placement(cpus, priority) as achieved:
                 proc = subprocess.Popen(
                     cmd,
                     stdin=subprocess.DEVNULL,
@@ -875,59 +875,6 @@ class Sandbox:
             except subprocess.TimeoutExpired:
                 self._kill(proc)
         return f"the sandbox (pid {proc.pid}) did not exit within a minute of being killed"
-
-
-Priority = Literal["normal", "high", "realtime"]
-# Real-time level of the sandbox's supervisors; programs run one level below (launcher.c).
-SUPERVISOR_RT_PRIORITY = 2
-
-
-def _raise_priority(priority: Priority) -> str:
-    """Raise the calling thread's priority as far as `priority` asks and we are allowed.
-
-    "realtime" is SCHED_FIFO level 2 for the sandbox's supervisors (bubblewrap, the
-    launcher, each run's init); the launcher runs the program itself one level lower, at 1.
-    So nothing of normal priority preempts the timed program on its core, yet the processes
-    that enforce its deadlines always preempt it (and the kernel's real-time throttling, when
-    enabled, keeps a share of the core for everything else). "high" is nice -20. Returns
-    what was achieved, which timings record."""
-    if priority == "realtime":
-        try:
-            os.sched_setscheduler(0, os.SCHED_FIFO, os.sched_param(SUPERVISOR_RT_PRIORITY))
-            return "realtime"
-        except (PermissionError, OSError, AttributeError):
-            priority = "high"
-    if priority == "high":
-        try:
-            os.setpriority(os.PRIO_PROCESS, 0, -20)
-            return "high"
-        except (PermissionError, OSError):
-            pass
-    return "normal"
-
-
-@contextlib.contextmanager
-def _thread_placement(cpus: Sequence[int] | None, priority: Priority) -> Iterator[str]:
-    """Pin the calling thread (only) to `cpus` and raise its priority for the block.
-
-    Linux keeps affinity, policy and nice per thread and copies them to a child at fork, so
-    a process spawned inside the block inherits them while the rest of this process (other
-    threads, and this thread afterwards) is unaffected."""
-    before_cpus = os.sched_getaffinity(0) if cpus else None
-    before_nice = os.getpriority(os.PRIO_PROCESS, 0)
-    if cpus:
-        os.sched_setaffinity(0, set(cpus))
-    achieved = _raise_priority(priority) if priority != "normal" else "normal"
-    try:
-        yield achieved
-    finally:
-        if achieved == "realtime":
-            os.sched_setscheduler(0, os.SCHED_OTHER, os.sched_param(0))
-        elif achieved == "high":
-            with contextlib.suppress(OSError):
-                os.setpriority(os.PRIO_PROCESS, 0, before_nice)
-        if before_cpus is not None:
-            os.sched_setaffinity(0, before_cpus)
 
 
 _default: Sandbox | None = None

@@ -33,9 +33,9 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
+from asmopt.provenance import stamp
 from asmopt.study.config import ModelSpec, StudyConfig, TrainSpec, to_dict, to_yaml
 from asmopt.study.data import Prepared, TokenSplit, prepare
-from asmopt.study.provenance import stamp
 from asmopt.study.tokenizer import EOT, PAD
 
 SUMMARY_FILE = "summary.json"

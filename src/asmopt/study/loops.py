@@ -28,6 +28,7 @@ from typing import Any
 
 import torch
 
+from asmopt.provenance import environment
 from asmopt.study.config import StudyConfig, to_dict
 from asmopt.study.data import Prepared, prepare
 from asmopt.study.diagnostics import run_diagnostics
@@ -38,7 +39,6 @@ from asmopt.study.lm import (
     resolve_device,
     train_lm,
 )
-from asmopt.study.provenance import environment
 from asmopt.study.task import evaluate_task, task_programs
 
 STUDY_FILE = "study.json"

@@ -200,7 +200,7 @@ def row_columns(rows: list[Row]) -> dict[str, list[Any]]:
 def outcome_metrics(verdicts: list[Any]) -> dict[str, float | None]:
     """Share of each outcome; build and pass rates when the outcomes are sandbox verdicts
     (infrastructure errors excluded from their denominators, as in `asmopt eval`)."""
-    from asmopt.reward.functions import ALL_VERDICTS, BUILD_FAILURES
+    from asmopt.judge import ALL_VERDICTS, BUILD_FAILURES
 
     n = len(verdicts)
     counts = Counter(str(v) for v in verdicts)

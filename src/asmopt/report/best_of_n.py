@@ -19,7 +19,7 @@ from collections import defaultdict
 from collections.abc import Sequence
 from typing import Any
 
-from asmopt.eval_suite import SampleOutcome
+from asmopt.evaluate import SampleOutcome
 from asmopt.metrics import compute_metrics
 from asmopt.policies.compiler_search import selection_split
 from asmopt.programs.model import Program

@@ -11,7 +11,7 @@ log = logging.getLogger(__name__)
 
 def cmd_serve(args: argparse.Namespace) -> int:
     from asmopt.policies.hf_local import HFBackend
-    from asmopt.serve import ModelServer
+    from asmopt.policies.serve import ModelServer
 
     if not 0 <= args.port <= 65535:
         raise ValueError(f"--port must be 0..65535, got {args.port}")

@@ -18,7 +18,6 @@ import json
 import os
 import shlex
 import sys
-from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -202,7 +201,7 @@ def _config_options(p: argparse.ArgumentParser) -> None:
 
 
 def add_train_lm(sub: Any, common: argparse.ArgumentParser) -> None:
-    """The `lm` subcommand of `asmopt train` (registered by asmopt.train.cli)."""
+    """The `lm` subcommand of `asmopt train` (registered by asmopt.cli.train)."""
     p = sub.add_parser(
         "lm",
         parents=[common],
@@ -263,15 +262,3 @@ def register(subparsers: Any, common: argparse.ArgumentParser) -> None:
     p.add_argument("-o", "--output", required=True, help="Markdown file to write")
     p.add_argument("--notes", default=None, help="Markdown to include as the discussion")
     p.set_defaults(func=cmd_report)
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    """`python -m asmopt.study ...`: `asmopt study ...` with the CLI's error handling, even
-    before the group is listed in `asmopt.cli.COMMAND_MODULES`."""
-    from asmopt import cli as top
-
-    for name in ("asmopt.study.cli", "asmopt.train.cli"):
-        if name not in top.COMMAND_MODULES:
-            top.COMMAND_MODULES.append(name)
-    args = list(sys.argv[1:] if argv is None else argv)
-    return top.main(args if args[:1] == ["train"] else ["study", *args])

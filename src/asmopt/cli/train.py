@@ -14,13 +14,13 @@ from __future__ import annotations
 
 import argparse
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from asmopt import typed_config
 
-CONFIG_DIR = Path(__file__).resolve().parent / "configs"
+CONFIG_DIR = Path(__file__).resolve().parents[1] / "train" / "configs"
 MISSING_DEPS = (
     "training needs torch, transformers, pyyaml and tqdm (pip install 'asmopt[ml,rl]'): {}"
 )
@@ -37,7 +37,7 @@ def config_path(name: str) -> Path:
 
 def _usage_error(message: str) -> Exception:
     try:
-        from asmopt.cli import UsageError
+        from asmopt.cli.common import UsageError
     except ImportError:  # pragma: no cover (the package always has its CLI)
         return ValueError(message)
     return UsageError(message)
@@ -176,8 +176,8 @@ def add_rewards(sub: Any, common: argparse.ArgumentParser) -> None:
 
 
 def add_lm(sub: Any, common: argparse.ArgumentParser) -> None:
-    """`asmopt train lm`: looped decoders of the loop-count study (asmopt.study.cli)."""
-    from asmopt.study.cli import add_train_lm
+    """`asmopt train lm`: looped decoders of the loop-count study (asmopt.cli.study)."""
+    from asmopt.cli.study import add_train_lm
 
     add_train_lm(sub, common)
 
@@ -198,13 +198,3 @@ def register(subparsers: Any, common: argparse.ArgumentParser) -> None:
     sub.required = True
     for add in SUBCOMMANDS:
         add(sub, common)
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    """`python -m asmopt.train ...`: `asmopt train ...`, with the CLI's error handling, even
-    before the group is listed in `asmopt.cli.COMMAND_MODULES`."""
-    from asmopt import cli as top
-
-    if __name__ not in top.COMMAND_MODULES and "asmopt.train.cli" not in top.COMMAND_MODULES:
-        top.COMMAND_MODULES.append("asmopt.train.cli")
-    return top.main(["train", *(sys.argv[1:] if argv is None else argv)])

@@ -15,16 +15,14 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 from pathlib import Path
 from typing import Any
 
-from asmopt.cli import UsageError, emit_json
+from asmopt.cli.common import UsageError, emit_json
+from asmopt.data.common import REPORT_FILE, DataError, mark_adequacy, write_suite
+from asmopt.data.report import DataReport
 from asmopt.programs.model import SPLITS, Suite
 from asmopt.programs.suite_io import builtin_suite_path, load_suite
-
-from .common import REPORT_FILE, DataError, mark_adequacy, write_suite
-from .report import DataReport
 
 
 def _print_report(report: DataReport, args: argparse.Namespace) -> None:
@@ -69,7 +67,7 @@ def _fractions(args: argparse.Namespace) -> dict[str, Any]:
 
 # ---------------------------------------------------------------------------- import
 def cmd_import_codenet(args: argparse.Namespace) -> int:
-    from .codenet import import_codenet
+    from asmopt.data.codenet import import_codenet
 
     suite, report = import_codenet(
         args.path,
@@ -84,7 +82,7 @@ def cmd_import_codenet(args: argparse.Namespace) -> int:
 
 
 def cmd_import_supercoder(args: argparse.Namespace) -> int:
-    from .supercoder import import_supercoder
+    from asmopt.data.supercoder import import_supercoder
 
     suite, report = import_supercoder(
         args.paths, prefix=args.prefix, name=args.name or "supercoder", progress=not args.json
@@ -93,7 +91,7 @@ def cmd_import_supercoder(args: argparse.Namespace) -> int:
 
 
 def cmd_import_llvm(args: argparse.Namespace) -> int:
-    from .llvm_test_suite import import_llvm_test_suite
+    from asmopt.data.llvm_test_suite import import_llvm_test_suite
 
     suite, report = import_llvm_test_suite(
         args.paths,
@@ -108,7 +106,7 @@ def cmd_import_llvm(args: argparse.Namespace) -> int:
 
 
 def cmd_import_dir(args: argparse.Namespace) -> int:
-    from .plain_dir import import_plain_dir
+    from asmopt.data.plain_dir import import_plain_dir
 
     suite, report = import_plain_dir(args.path, name=args.name, **_fractions(args))
     return _finish(suite, report, args)
@@ -121,7 +119,7 @@ def _input_suite(args: argparse.Namespace, positional: str | None) -> Suite:
 
 
 def cmd_build(args: argparse.Namespace) -> int:
-    from .builder import BuildConfig, build_suite
+    from asmopt.data.builder import BuildConfig, build_suite
 
     pool = _input_suite(args, args.pool)
     try:
@@ -155,7 +153,7 @@ def cmd_build(args: argparse.Namespace) -> int:
 
 # ---------------------------------------------------------------------------- export
 def cmd_export(args: argparse.Namespace) -> int:
-    from .export import export_suite
+    from asmopt.data.export import export_suite
 
     suite = _input_suite(args, args.suite_path)
     splits = SPLITS if args.split == "all" else (args.split,)
@@ -218,7 +216,7 @@ def _add_split(p: argparse.ArgumentParser, val: float, test: float) -> None:
 
 def register(subparsers: Any, common: argparse.ArgumentParser) -> None:
     """Add the `data` command group to the `asmopt` parser."""
-    from .llvm_test_suite import SIZES, VERIFY_CPU_SECONDS
+    from asmopt.data.llvm_test_suite import SIZES, VERIFY_CPU_SECONDS
 
     data = subparsers.add_parser("data", help="import, build and export benchmark suites")
     data_sub = data.add_subparsers(dest="data_command", metavar="ACTION")
@@ -308,7 +306,7 @@ def register(subparsers: Any, common: argparse.ArgumentParser) -> None:
     _add_output(p)
     p.set_defaults(func=cmd_build)
 
-    from .export import FORMATS
+    from asmopt.data.export import FORMATS
 
     p = data_sub.add_parser(
         "export", parents=[common], help="write verl parquet, JSONL or a HF dataset"
@@ -336,26 +334,3 @@ def register(subparsers: Any, common: argparse.ArgumentParser) -> None:
         "program; docs/adequacy.md)",
     )
     p.set_defaults(func=cmd_export)
-
-
-def main(argv: list[str] | None = None) -> int:
-    """Run `asmopt data ...` on its own (the same as through the `asmopt` command)."""
-    from asmopt import cli
-
-    parser = argparse.ArgumentParser(prog="asmopt")
-    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
-    sub.required = True
-    register(sub, cli.common_parser())
-    args = parser.parse_args(argv)
-    from asmopt.sandbox.runner import SandboxUnavailable
-    from asmopt.toolchain import ToolchainError
-
-    try:
-        return int(args.func(args) or 0)
-    except (UsageError, ValueError, FileNotFoundError, SandboxUnavailable, ToolchainError) as exc:
-        print(f"asmopt: error: {exc}", file=sys.stderr)
-        return 2
-
-
-if __name__ == "__main__":
-    sys.exit(main())

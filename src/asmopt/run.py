@@ -22,234 +22,37 @@ from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from tqdm import tqdm
 
-from asmopt.evaluate import CheckResult, TestVerdict, Verdict, check_binary, check_candidate
-from asmopt.measure.canonical import canonical_statements, content_hash
-from asmopt.measure.speedup import MeasureMode, MeasureStatus, ProgramSpeedup, TestSpeedup
-from asmopt.measure.timing import (
-    CoreLock,
-    ReferenceRun,
-    TimingConfig,
-    default_core_lock,
-    general_affinity,
-    time_tests,
+from asmopt.evaluate import (
+    CheckResult,
+    MeasureOptions,
+    Measurer,
+    SampleOutcome,
+    check_binary,
+    check_candidate,
 )
-from asmopt.metrics import Answer, compute_metrics
+from asmopt.judge import Verdict
+from asmopt.measure.canonical import canonical_statements, content_hash
+from asmopt.measure.speedup import MeasureMode, MeasureStatus, ProgramSpeedup
+from asmopt.measure.timing import TimingConfig, default_core_lock, general_affinity
+from asmopt.metrics import compute_metrics
 from asmopt.policies.base import Policy, PolicyRequest
-from asmopt.programs.model import Program
+from asmopt.programs.model import Program, Suite
 from asmopt.sandbox.runner import Limits, Sandbox
 from asmopt.toolchain import Toolchain, ToolchainError
 
 if TYPE_CHECKING:
-    from asmopt.measure.valgrind import CountResult, Valgrind
+    from asmopt.measure.valgrind import Valgrind
     from asmopt.store import ResultStore
 
 log = logging.getLogger(__name__)
 
 # Run metadata key: program id -> why its tests are inadequate (see record_unfit).
 UNFIT_META_KEY = "unfit_programs"
-
-
-@dataclass
-class MeasureOptions:
-    """How correct answers are measured against the baseline."""
-
-    mode: MeasureMode = MeasureMode.TIME
-    timing: TimingConfig = field(default_factory=TimingConfig)
-    # Timing a copy measures the instrument, not the answer; on for A/A checks only.
-    time_copies: bool = False
-    lock: CoreLock | None = None
-
-
-@dataclass
-class SampleOutcome:
-    """One candidate for one program, judged (and measured when it is correct)."""
-
-    program_id: str
-    sample: int
-    check: CheckResult
-    assembly: str | None = None
-    policy_info: dict[str, Any] = field(default_factory=dict)
-    is_copy: bool = False
-    seconds: float = 0.0
-    resumed: bool = False  # loaded from the results store, not judged in this session
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "program": self.program_id,
-            "sample": self.sample,
-            **self.check.to_dict(),
-            "is_copy": self.is_copy,
-            "seconds": self.seconds,
-            "policy": self.policy_info,
-        }
-
-    def answer(self) -> Answer:
-        """The metrics view of this outcome."""
-        sp = self.check.speedup
-        measured = sp is not None and sp.status == MeasureStatus.MEASURED
-        return Answer(
-            program_id=self.program_id,
-            sample=self.sample,
-            verdict=str(self.check.verdict),
-            built=self.check.built,
-            correct=self.check.correct,
-            is_copy=self.is_copy,
-            measure_status=str(sp.status) if sp else "not_measured",
-            speedup=sp.ratio if sp and sp.has_ratio else None,
-            low=sp.low if sp and sp.has_ratio else None,
-            high=sp.high if sp and sp.has_ratio else None,
-            test_speedups=tuple(t.ratio for t in sp.tests if t.status == MeasureStatus.MEASURED)
-            if sp and measured
-            else (),
-            reliable=sp.reliable if sp else True,
-        )
-
-
-# ---------------------------------------------------------------------------- measurement
-class Measurer:
-    """Measures correct answers of one program against its baseline binary.
-
-    The baseline is built once (lazily: programs whose answers all fail never need it) and,
-    in instruction mode, its counts are computed once per test."""
-
-    def __init__(
-        self,
-        program: Program,
-        baseline_asm: str,
-        toolchain: Toolchain,
-        sandbox: Sandbox,
-        options: MeasureOptions,
-        limits: Limits | None,
-        valgrind: Valgrind | None = None,
-    ) -> None:
-        self.program = program
-        self.baseline_asm = baseline_asm
-        self.toolchain = toolchain
-        self.sandbox = sandbox
-        self.options = options
-        self.limits = limits
-        self.valgrind = valgrind
-        self._baseline_binary: Any = None
-        self._baseline_error: str | None = None
-        self._base_counts: dict[str, CountResult] = {}
-        self._lock = threading.Lock()
-
-    def baseline_binary(self) -> Any:
-        with self._lock:
-            if self._baseline_binary is None and self._baseline_error is None:
-                build = self.toolchain.assemble_and_link(self.baseline_asm, self.program.ldflags)
-                if build.ok and build.output is not None:
-                    self._baseline_binary = build.output
-                else:
-                    self._baseline_error = f"the baseline assembly did not build: {build.message}"
-            if self._baseline_error:
-                raise ToolchainError(self._baseline_error)
-            return self._baseline_binary
-
-    def measure(self, check: CheckResult, is_copy: bool) -> None:
-        """Attach a ProgramSpeedup to a correct `check` (or turn it into a failure when the
-        candidate misbehaves during timing runs)."""
-        mode = self.options.mode
-        names = [t.name for t in self.program.tests]
-        if mode == MeasureMode.NONE:
-            check.speedup = ProgramSpeedup.not_measured()
-            return
-        if is_copy and not self.options.time_copies:
-            check.speedup = ProgramSpeedup.copy_of_baseline(mode, names)
-            self._attach(check)
-            return
-        try:
-            baseline = self.baseline_binary()
-        except ToolchainError as exc:
-            check.speedup = ProgramSpeedup(
-                mode, MeasureStatus.INFRA_ERROR, reliable=False, message=str(exc)
-            )
-            return
-        if check.binary is None:
-            check.speedup = ProgramSpeedup(
-                mode, MeasureStatus.INFRA_ERROR, reliable=False, message="no candidate binary"
-            )
-            return
-        per_test: list[TestSpeedup] = []
-        if mode == MeasureMode.TIME:
-            # All tests of the program share each timing sandbox (time_tests batches them).
-            by_name = {t.test: t for t in check.tests}
-            reference = None
-            if all(t.name in by_name for t in self.program.tests):
-                reference = [
-                    ReferenceRun(
-                        cpu_s=by_name[t.name].user_time_s + by_name[t.name].sys_time_s,
-                        wall_s=by_name[t.name].wall_time_s,
-                        stdout_sha256=by_name[t.name].stdout_sha256,
-                    )
-                    for t in self.program.tests
-                ]
-            speedups, failure, failed_test = time_tests(
-                self.sandbox,
-                baseline,
-                check.binary,
-                self.program.tests,
-                self.options.timing,
-                limits=self.limits,
-                lock=self.options.lock,
-                reference=reference,
-            )
-            if failure is not None and failure.candidate_fault and failed_test is not None:
-                self._fail(check, failed_test, failure.verdict, failure.message)
-                return
-            per_test = speedups
-        else:
-            for test in self.program.tests:
-                per_test.append(self._count(test, check.binary))
-                if per_test[-1].status == MeasureStatus.INFRA_ERROR:
-                    break
-        resolution = self.options.timing.resolution if mode == MeasureMode.TIME else 0.0
-        check.speedup = ProgramSpeedup.from_tests(mode, per_test, resolution)
-        self._attach(check)
-
-    def _count(self, test: Any, binary: Any) -> TestSpeedup:
-        from asmopt.measure.valgrind import count_instructions, instruction_speedup
-
-        with self._lock:
-            base = self._base_counts.get(test.name)
-        if base is None:
-            base = count_instructions(
-                self.sandbox, self._baseline_binary, test, self.limits, self.valgrind
-            )
-            if base.candidate_fault:  # the baseline misbehaves under valgrind: not measurable
-                base.status = MeasureStatus.UNMEASURABLE
-            with self._lock:
-                self._base_counts[test.name] = base
-        cand = count_instructions(self.sandbox, binary, test, self.limits, self.valgrind)
-        if cand.candidate_fault:
-            # Correct natively, different under valgrind's emulation (x87 precision, timing,
-            # uninitialised memory): no count, but no verdict on correctness either.
-            cand.status = MeasureStatus.UNMEASURABLE
-        return instruction_speedup(test.name, base, cand)
-
-    @staticmethod
-    def _attach(check: CheckResult) -> None:
-        if check.speedup is None:
-            return
-        by_name = {t.test: t for t in check.speedup.tests}
-        for tv in check.tests:
-            tv.speedup = by_name.get(tv.test)
-
-    @staticmethod
-    def _fail(check: CheckResult, test: str, verdict: str, message: str) -> None:
-        """A run during timing failed: the answer is not correct after all (a flaky answer,
-        or one that behaves differently when run repeatedly)."""
-        v = Verdict(verdict)
-        for i, tv in enumerate(check.tests):
-            if tv.test == test:
-                check.tests[i] = TestVerdict(test=test, verdict=v, message=message)
-        check.verdict = v
-        check.message = f"test {test}: {message}"
-        check.speedup = None
 
 
 # ---------------------------------------------------------------------------- judging
@@ -560,3 +363,132 @@ def summarize(outcomes: Sequence[SampleOutcome]) -> dict[str, Any]:
         "resumed": sum(o.resumed for o in outcomes),
         "metrics": metrics.to_dict(),
     }
+
+
+# ---------------------------------------------------------------------------- the main job
+@dataclass
+class EvalConfig:
+    """One evaluation: which programs, which policy, how answers are measured, where the
+    results go. What `asmopt eval` builds from its options, usable without argparse."""
+
+    policy: Policy
+    suite: Suite | None = None  # None: the built-in suite
+    split: str = "test"
+    only: Sequence[str] | None = None
+    samples: int = 1
+    jobs: int = 2
+    measure: MeasureMode = MeasureMode.TIME
+    timing: TimingConfig = field(default_factory=TimingConfig)
+    time_copies: bool = False
+    run_dir: Path | None = None  # None: runs/SUITE-POLICY-SPLIT-MEASURE (resumes the same run)
+    fresh: bool = False  # forget the stored results of `run_dir` first
+    progress: bool = True
+    limits: Limits | None = None
+
+
+@dataclass
+class EvalRun:
+    """What an evaluation produced: every judged sample, its summary, and where it lives."""
+
+    outcomes: list[SampleOutcome]
+    summary: dict[str, Any]
+    run_dir: Path
+    notes: list[str] = field(default_factory=list)  # warnings about the stored run
+    unfit: dict[str, str] = field(default_factory=dict)  # program id -> why its tests fail
+
+
+def default_run_dir(suite: str, policy: str, split: str, measure: str) -> Path:
+    """Deterministic, so that re-running the same evaluation resumes the same run."""
+    return Path("runs") / f"{suite}-{policy}-{split}-{measure}"
+
+
+def run_eval(
+    config: EvalConfig,
+    *,
+    toolchain: Toolchain | None = None,
+    sandbox: Sandbox | None = None,
+) -> EvalRun:
+    """Judge `config.samples` answers of the policy per selected program, measure the correct
+    ones, store everything in the run directory as it goes, and summarize.
+
+    Resumable: samples already finished in the run directory's store are loaded, not judged
+    again. Raises ValueError when nothing is selected, ValgrindUnavailable for instruction
+    counts without valgrind, SandboxUnavailable without a working sandbox."""
+    from asmopt.adequacy import unfit_programs
+    from asmopt.programs import load_builtin_suite
+    from asmopt.provenance import environment_fingerprint
+    from asmopt.sandbox.runner import default_sandbox
+    from asmopt.store import DB_NAME, ResultStore
+    from asmopt.toolchain import default_toolchain
+
+    suite = config.suite or load_builtin_suite()
+    programs = suite.select(split=config.split, ids=config.only)
+    if not programs:
+        raise ValueError(f"no programs selected (split {config.split!r})")
+    sandbox = sandbox or default_sandbox()
+    sandbox.check()
+    toolchain = toolchain or default_toolchain()
+    mode = MeasureMode(config.measure)
+    valgrind_version = None
+    if mode == MeasureMode.INSTRUCTIONS:
+        from asmopt.measure.valgrind import Valgrind
+
+        valgrind_version = Valgrind.locate().version
+    run_dir = config.run_dir or default_run_dir(
+        suite.name, config.policy.name, config.split, mode.value
+    )
+    if config.fresh and (run_dir / DB_NAME).exists():
+        for suffix in ("", "-wal", "-shm"):
+            (run_dir / (DB_NAME + suffix)).unlink(missing_ok=True)
+    layout = default_core_lock().layout if mode == MeasureMode.TIME else None
+    fingerprint = environment_fingerprint(
+        compiler=toolchain.identity(),
+        sandbox=sandbox.describe(),
+        measure=mode.value,
+        timing={
+            **config.timing.to_dict(),
+            "timing_cores": list(layout.timing),
+            "general_cores": list(layout.general),
+            "isolated": layout.isolated,
+        }
+        if layout
+        else None,
+        valgrind=valgrind_version,
+    )
+    store = ResultStore(run_dir)
+    try:
+        notes = store.begin_run(
+            {
+                "suite": suite.name,
+                "policy": config.policy.name,
+                "split": config.split,
+                "measure": mode.value,
+                "samples": config.samples,
+                "time_copies": config.time_copies,
+            },
+            fingerprint,
+        )
+        outcomes = evaluate_programs(
+            programs,
+            config.policy,
+            toolchain,
+            sandbox,
+            samples=config.samples,
+            jobs=config.jobs,
+            limits=config.limits,
+            progress=config.progress,
+            measure=MeasureOptions(mode=mode, timing=config.timing, time_copies=config.time_copies),
+            store=store,
+            splits=suite.splits,
+        )
+    finally:
+        store.close()
+    summary = summarize(outcomes)
+    summary.update(
+        suite=suite.name,
+        policy=config.policy.name,
+        split=config.split,
+        measure=mode.value,
+        run_dir=str(run_dir),
+    )
+    return EvalRun(outcomes, summary, run_dir, list(notes), unfit_programs(programs))

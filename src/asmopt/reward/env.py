@@ -239,7 +239,7 @@ class AsmOptEnv(gym.Env[dict[str, Any], str]):
 def register_envs() -> None:
     """Register with Gymnasium (also the `gymnasium.envs` entry point)."""
     if ENV_ID not in gym.registry:
-        gym.register(id=ENV_ID, entry_point="asmopt.env:AsmOptEnv")
+        gym.register(id=ENV_ID, entry_point="asmopt.reward.env:AsmOptEnv")
 
 
 register_envs()

@@ -1,4 +1,4 @@
-"""The `asmopt` command. Thin: it parses, validates, delegates, and prints.
+"""The `asmopt` command's parser, its core commands, and the entry point.
 
 Human-readable tables by default, `--json` for machines. Every known failure (bad input,
 missing sandbox, broken toolchain) ends with one line `asmopt: error: ...` and exit code 2,
@@ -9,76 +9,56 @@ from __future__ import annotations
 
 import argparse
 import importlib
-import json
 import logging
-import os
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+from asmopt.cli.common import (
+    UsageError,
+    _interval,
+    _jobs_default,
+    _pct,
+    _ratio,
+    _short,
+    common_parser,
+    emit_json,
+    open_suite,
+    print_metrics,
+    print_table,
+)
 from asmopt.policies.llm import PolicyError
-from asmopt.programs.model import ProgramError, Suite
-from asmopt.programs.suite_io import builtin_suite_path, load_suite, read_text_file
+from asmopt.programs.model import ProgramError
+from asmopt.programs.suite_io import builtin_suite_path, read_text_file
 from asmopt.sandbox.runner import SandboxUnavailable
 from asmopt.store import StoreError as ResultsError
 from asmopt.toolchain import ToolchainError
 
 # Subcommand groups that live beside the modules they drive. Each exposes
 # `register(subparsers, common)` where `common` is the parent parser with shared options.
-COMMAND_MODULES: list[str] = [
-    "asmopt.data.cli",
-    "asmopt.policies.cli",
-    "asmopt.train.cli",
-    "asmopt.study.cli",
-]
+COMMAND_MODULES: tuple[str, ...] = (
+    "asmopt.cli.data",
+    "asmopt.cli.serve",
+    "asmopt.cli.train",
+    "asmopt.cli.study",
+)
 
 
-class UsageError(Exception):
-    """Bad command-line input; the message says what to change."""
 
 
-def _jobs_default() -> int:
-    return max(1, min(4, os.cpu_count() or 1))
 
 
-def common_parser() -> argparse.ArgumentParser:
-    common = argparse.ArgumentParser(add_help=False)
-    common.add_argument("--json", action="store_true", help="print JSON instead of a table")
-    common.add_argument(
-        "--suite", default=None, help="suite directory (default: the built-in suite)"
-    )
-    common.add_argument("-v", "--verbose", action="store_true", help="log details to stderr")
-    return common
 
 
-def open_suite(args: argparse.Namespace) -> Suite:
-    return load_suite(args.suite or builtin_suite_path())
 
 
-def print_table(rows: Sequence[Sequence[Any]], headers: Sequence[str]) -> None:
-    cells = [[str(c) for c in row] for row in rows]
-    widths = [
-        max(len(h), *(len(r[i]) for r in cells)) if cells else len(h) for i, h in enumerate(headers)
-    ]
-    print("  ".join(h.ljust(w) for h, w in zip(headers, widths, strict=True)).rstrip())
-    print("  ".join("-" * w for w in widths))
-    for row in cells:
-        print("  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)).rstrip())
 
 
-def emit_json(data: Any) -> None:
-    json.dump(data, sys.stdout, indent=2, default=str)
-    sys.stdout.write("\n")
 
 
-def _short(text: str, n: int = 70) -> str:
-    line = text.replace("\n", " | ")
-    return line if len(line) <= n else line[: n - 3] + "..."
 
 
-def _pct(x: float | None) -> str:
-    return "n/a" if x is None else f"{100 * x:.1f}%"
 
 
 # ---------------------------------------------------------------------------- suite
@@ -170,7 +150,7 @@ def _writable_suite_root(args: argparse.Namespace) -> Path:
 
 
 def cmd_suite_verify(args: argparse.Namespace) -> int:
-    from asmopt.eval_suite import verify_programs
+    from asmopt.run import verify_programs
     from asmopt.sandbox.runner import default_sandbox
     from asmopt.toolchain import default_toolchain
 
@@ -333,16 +313,8 @@ def cmd_check(args: argparse.Namespace) -> int:
     return 0 if result.correct else 1
 
 
-# ---------------------------------------------------------------------------- eval
-def _ratio(x: float | None, digits: int = 3) -> str:
-    return "-" if x is None else f"{x:.{digits}f}x"
 
 
-def _interval(low: float | None, high: float | None) -> str:
-    if low is None or high is None:
-        return "-"
-    hi = "inf" if high == float("inf") else f"{high:.3f}"
-    return f"[{low:.3f}, {hi}]"
 
 
 def _speedup_cell(o: Any) -> tuple[str, str, str]:
@@ -361,48 +333,29 @@ def _speedup_cell(o: Any) -> tuple[str, str, str]:
     return _ratio(sp.ratio), _interval(sp.low, sp.high), note
 
 
-def print_metrics(metrics: dict[str, Any], indent: str = "  ") -> None:
-    ref, strict = metrics["reference"], metrics["strict"]
-    print(f"{indent}reference metrics (SuperCoder definitions)")
-    print(f"{indent}  compile           {_pct(ref['compile_rate'])}")
-    print(f"{indent}  test pass         {_pct(ref['pass_rate'])}")
-    print(f"{indent}  avg speedup       {_ratio(ref['speedup'])}  (floored at 1.0 per test)")
-    print(f"{indent}strict metrics")
-    print(f"{indent}  significantly faster  {_pct(strict['significantly_faster'])}")
-    print(f"{indent}  %Opt (>= 1.10x)       {_pct(strict['pie_opt'])}")
-    print(f"{indent}  geomean of correct    {_ratio(strict['geomean_correct'])}  (unfloored)")
-    print(f"{indent}  significantly slower  {_pct(strict['significantly_slower'])}")
-    print(f"{indent}  copies of baseline    {_pct(strict['copy_rate'])}")
-    print(
-        f"{indent}  measured {metrics['measured']} (unreliable {metrics['unreliable']}), "
-        f"unmeasurable {metrics['unmeasurable']}"
-    )
 
 
-def default_run_dir(suite: str, policy: str, split: str, measure: str) -> Path:
-    """Deterministic, so that re-running the same command resumes the same run."""
-    return Path("runs") / f"{suite}-{policy}-{split}-{measure}"
 
 
 def cmd_eval(args: argparse.Namespace) -> int:
-    from asmopt.eval_suite import MeasureOptions, evaluate_programs, summarize
+    """Parse, delegate to `run.run_eval`, print: the evaluation itself lives in run.py."""
     from asmopt.measure.speedup import MeasureMode
-    from asmopt.measure.timing import TimingConfig, default_core_lock
+    from asmopt.measure.timing import TimingConfig
     from asmopt.policies.factory import make_policy
+    from asmopt.run import EvalConfig, run_eval
     from asmopt.sandbox.runner import default_sandbox
-    from asmopt.store import DB_NAME, ResultStore, environment_fingerprint
+    from asmopt.store import DB_NAME
     from asmopt.toolchain import default_toolchain
 
     suite = open_suite(args)
-    programs = suite.select(split=args.split, ids=args.only)
-    if not programs:
-        raise UsageError(f"no programs selected (split {args.split!r})")
     mode = MeasureMode(args.measure)
-    timing = TimingConfig(
-        target_half_width=args.timing_target,
-        max_pairs=args.timing_max_pairs,
-        budget_s=args.timing_budget,
-    )
+    if mode == MeasureMode.INSTRUCTIONS:
+        from asmopt.measure.valgrind import Valgrind, ValgrindUnavailable
+
+        try:
+            Valgrind.locate()
+        except ValgrindUnavailable as exc:
+            raise UsageError(str(exc)) from None
     sandbox = default_sandbox()
     sandbox.check()
     toolchain = default_toolchain()
@@ -410,86 +363,44 @@ def cmd_eval(args: argparse.Namespace) -> int:
         policy = make_policy(args, toolchain, sandbox)
     except ValueError as exc:
         raise UsageError(str(exc)) from None
-    valgrind_version = None
-    if mode == MeasureMode.INSTRUCTIONS:
-        from asmopt.measure.valgrind import Valgrind, ValgrindUnavailable
-
-        try:
-            valgrind_version = Valgrind.locate().version
-        except ValgrindUnavailable as exc:
-            raise UsageError(str(exc)) from None
-    run_dir = (
-        Path(args.run_dir)
-        if args.run_dir
-        else default_run_dir(suite.name, policy.name, args.split, mode.value)
-    )
-    if args.fresh and (run_dir / DB_NAME).exists():
-        for suffix in ("", "-wal", "-shm"):
-            (run_dir / (DB_NAME + suffix)).unlink(missing_ok=True)
-    layout = default_core_lock().layout if mode == MeasureMode.TIME else None
-    fingerprint = environment_fingerprint(
-        compiler=toolchain.identity(),
-        sandbox=sandbox.describe(),
-        measure=mode.value,
-        timing={
-            **timing.to_dict(),
-            "timing_cores": list(layout.timing),
-            "general_cores": list(layout.general),
-            "isolated": layout.isolated,
-        }
-        if layout
-        else None,
-        valgrind=valgrind_version,
-    )
-    store = ResultStore(run_dir)
-    try:
-        notes = store.begin_run(
-            {
-                "suite": suite.name,
-                "policy": policy.name,
-                "split": args.split,
-                "measure": mode.value,
-                "samples": args.samples,
-                "time_copies": args.time_copies,
-            },
-            fingerprint,
-        )
-        for note in notes:
-            print(f"asmopt: warning: {note}", file=sys.stderr)
-        from asmopt.adequacy import unfit_programs
-
-        for pid, why in unfit_programs(programs).items():
-            print(
-                f"asmopt: warning: {pid} is marked unfit (its tests accept a trivial or "
-                f"mutated program: {why}); its verdicts and speedups may reward wrong answers",
-                file=sys.stderr,
-            )
-        outcomes = evaluate_programs(
-            programs,
-            policy,
-            toolchain,
-            sandbox,
-            samples=args.samples,
-            jobs=args.jobs,
-            progress=not args.json,
-            measure=MeasureOptions(mode=mode, timing=timing, time_copies=args.time_copies),
-            store=store,
-            splits=suite.splits,
-        )
-    finally:
-        store.close()
-    summary = summarize(outcomes)
-    if args.samples > 1:
-        from asmopt.best_of_n import best_of_n_metrics
-
-        summary["best_of_n"] = best_of_n_metrics(outcomes, {p.id: p for p in programs})
-    summary.update(
-        suite=suite.name,
-        policy=policy.name,
+    config = EvalConfig(
+        policy=policy,
+        suite=suite,
         split=args.split,
-        measure=mode.value,
-        run_dir=str(run_dir),
+        only=args.only,
+        samples=args.samples,
+        jobs=args.jobs,
+        measure=mode,
+        timing=TimingConfig(
+            target_half_width=args.timing_target,
+            max_pairs=args.timing_max_pairs,
+            budget_s=args.timing_budget,
+        ),
+        time_copies=args.time_copies,
+        run_dir=Path(args.run_dir) if args.run_dir else None,
+        fresh=args.fresh,
+        progress=not args.json,
     )
+    try:
+        done = run_eval(config, toolchain=toolchain, sandbox=sandbox)
+    except ValueError as exc:
+        if str(exc).startswith("no programs selected"):
+            raise UsageError(str(exc)) from None
+        raise
+    for note in done.notes:
+        print(f"asmopt: warning: {note}", file=sys.stderr)
+    for pid, why in done.unfit.items():
+        print(
+            f"asmopt: warning: {pid} is marked unfit (its tests accept a trivial or "
+            f"mutated program: {why}); its verdicts and speedups may reward wrong answers",
+            file=sys.stderr,
+        )
+    outcomes, summary, run_dir = done.outcomes, done.summary, done.run_dir
+    if args.samples > 1:
+        from asmopt.report.best_of_n import best_of_n_metrics
+
+        programs = suite.select(split=args.split, ids=args.only)
+        summary["best_of_n"] = best_of_n_metrics(outcomes, {p.id: p for p in programs})
     if args.json:
         emit_json({"summary": summary, "results": [o.to_dict() for o in outcomes]})
         return 0
@@ -556,7 +467,7 @@ def _program_summary(outcomes: Sequence[Any]) -> list[tuple[Any, ...]]:
 
 
 def cmd_results_show(args: argparse.Namespace) -> int:
-    from asmopt.eval_suite import summarize
+    from asmopt.run import summarize
 
     with _open_store(args.run) as store:
         meta = store.meta()
@@ -590,7 +501,7 @@ def cmd_results_show(args: argparse.Namespace) -> int:
 
 
 def cmd_results_compare(args: argparse.Namespace) -> int:
-    from asmopt.eval_suite import summarize
+    from asmopt.run import summarize
 
     with _open_store(args.run_a) as a, _open_store(args.run_b) as b:
         out_a, out_b = a.load_outcomes(), b.load_outcomes()
@@ -673,7 +584,7 @@ def cmd_results_compare(args: argparse.Namespace) -> int:
 
 
 def cmd_results_export(args: argparse.Namespace) -> int:
-    from asmopt.store import export_records, write_jsonl, write_parquet
+    from asmopt.report.export import export_records, write_jsonl, write_parquet
 
     with _open_store(args.run) as store:
         records = export_records(store, raw=args.raw)

@@ -1,0 +1,195 @@
+"""The verdict taxonomy and the judgement of one run: what happened, and whose fault it is.
+
+One enum for every verdict (docs/verdicts.md) and the groups rewards and rates use, so the
+taxonomy is written down once. `classify_run` maps one sandboxed run of one test to a test
+verdict, in a fixed order of precedence. `infra_error` is kept apart from every candidate
+verdict: when our side fails the candidate is not blamed, and summaries count it separately.
+
+It sits below measure/ (timing judges every timed run with it) and above the sandbox.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import signal as _signal
+from dataclasses import dataclass
+from enum import StrEnum
+from typing import Any
+
+from asmopt.compare import compare_output
+from asmopt.measure.speedup import TestSpeedup
+from asmopt.programs.model import TestCase
+from asmopt.sandbox.runner import Limits, RunResult
+
+
+class Verdict(StrEnum):
+    PASS = "pass"
+    ASSEMBLE_ERROR = "assemble_error"
+    LINK_ERROR = "link_error"
+    TIMEOUT = "timeout"
+    CRASH = "crash"
+    NONZERO_EXIT = "nonzero_exit"
+    WRONG_OUTPUT = "wrong_output"
+    OUTPUT_LIMIT = "output_limit"
+    SANDBOX_VIOLATION = "sandbox_violation"
+    INFRA_ERROR = "infra_error"
+    EXTRACTION_ERROR = "extraction_error"
+
+    @property
+    def is_candidate_failure(self) -> bool:
+        return self not in (Verdict.PASS, Verdict.INFRA_ERROR)
+
+    @property
+    def built(self) -> bool:
+        return self not in (
+            Verdict.ASSEMBLE_ERROR,
+            Verdict.LINK_ERROR,
+            Verdict.EXTRACTION_ERROR,
+            Verdict.INFRA_ERROR,
+        )
+
+
+@dataclass
+class TestVerdict:
+    __test__ = False
+
+    test: str
+    verdict: Verdict
+    message: str = ""
+    exit_code: int | None = None
+    signal: str | None = None
+    user_time_s: float = 0.0
+    sys_time_s: float = 0.0
+    wall_time_s: float = 0.0
+    peak_rss_kb: int = 0
+    # Filled in by the measurement step (evaluate.Measurer) for answers that pass every test.
+    speedup: TestSpeedup | None = None
+    # sha256 of what the run wrote to stdout: timed runs must agree with it (timing.py).
+    stdout_sha256: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        out = {
+            "test": self.test,
+            "verdict": str(self.verdict),
+            "message": self.message,
+            "exit_code": self.exit_code,
+            "signal": self.signal,
+            "user_time_s": self.user_time_s,
+            "sys_time_s": self.sys_time_s,
+            "wall_time_s": self.wall_time_s,
+            "peak_rss_kb": self.peak_rss_kb,
+        }
+        if self.speedup is not None:
+            out["speedup"] = self.speedup.to_dict()
+        return out
+
+
+def classify_run(test: TestCase, run: RunResult, limits: Limits) -> TestVerdict:
+    """Map one sandboxed run to a test verdict, in a fixed order of precedence."""
+    base = dict(
+        test=test.name,
+        exit_code=run.exit_code,
+        signal=run.signal_name,
+        user_time_s=run.user_time_s,
+        sys_time_s=run.sys_time_s,
+        wall_time_s=run.wall_time_s,
+        peak_rss_kb=run.peak_rss_kb,
+        stdout_sha256=hashlib.sha256(run.stdout).hexdigest(),
+    )
+    if run.infra_error:
+        return TestVerdict(verdict=Verdict.INFRA_ERROR, message=run.infra_error, **base)
+    if run.exec_error:
+        # The same launcher executed the baseline the same way: a binary that cannot even be
+        # started (a bogus interpreter path, a broken ELF header) is the binary's fault.
+        return TestVerdict(
+            verdict=Verdict.CRASH,
+            message=f"the binary could not be executed: {run.exec_error}",
+            **base,
+        )
+    if run.stdout_truncated or run.stderr_truncated:
+        which = "stdout" if run.stdout_truncated else "stderr"
+        cap = limits.stdout_cap if run.stdout_truncated else limits.stderr_cap
+        return TestVerdict(
+            verdict=Verdict.OUTPUT_LIMIT,
+            message=f"{which} exceeded {cap} bytes; the program was stopped",
+            **base,
+        )
+    # The CPU rlimit sends SIGXCPU at the soft limit and SIGKILL one second later; the
+    # kernel checks it at timer-tick granularity, so the CPU time reported can fall short
+    # of the limit by a tick or two. Either signal far below the limit was sent some other
+    # way (by the program itself).
+    cpu_limit_hit = run.signal in (_signal.SIGXCPU, _signal.SIGKILL) and (
+        run.cpu_time_s >= limits.cpu_seconds * 0.75
+    )
+    if run.timed_out or cpu_limit_hit:
+        why = (
+            f"CPU time limit of {limits.cpu_seconds}s"
+            if cpu_limit_hit
+            else f"wall-clock limit of {limits.wall_seconds:g}s"
+        )
+        return TestVerdict(verdict=Verdict.TIMEOUT, message=f"exceeded the {why}", **base)
+    if run.launcher_lost:
+        return TestVerdict(
+            verdict=Verdict.SANDBOX_VIOLATION,
+            message="the program interfered with the sandbox's launcher",
+            **base,
+        )
+    if run.signal == _signal.SIGSYS:
+        return TestVerdict(
+            verdict=Verdict.SANDBOX_VIOLATION,
+            message=(
+                "forbidden system call (new process, exec, network, tracing or signalling "
+                "another process); killed by the sandbox's seccomp filter"
+            ),
+            **base,
+        )
+    if run.signal == _signal.SIGXFSZ:
+        return TestVerdict(
+            verdict=Verdict.OUTPUT_LIMIT,
+            message=f"wrote a file larger than {limits.file_size} bytes",
+            **base,
+        )
+    if run.signal == _signal.SIGXCPU:
+        return TestVerdict(
+            verdict=Verdict.CRASH,
+            message=(
+                f"killed by SIGXCPU after {run.cpu_time_s:.3g}s of CPU, far below the "
+                f"{limits.cpu_seconds}s limit: the signal did not come from the limit"
+            ),
+            **base,
+        )
+    if run.signal is not None:
+        note = ""
+        if run.peak_rss_kb * 1024 >= 0.9 * limits.address_space:
+            note = " (near the memory limit: likely out of memory)"
+        return TestVerdict(
+            verdict=Verdict.CRASH, message=f"killed by {run.signal_name}{note}", **base
+        )
+    if run.exit_code != test.expected_exit:
+        stderr = run.stderr.decode("utf-8", "replace").strip().splitlines()
+        tail = f"; stderr: {stderr[0][:200]!r}" if stderr else ""
+        return TestVerdict(
+            verdict=Verdict.NONZERO_EXIT,
+            message=(f"exit code {run.exit_code}, expected {test.expected_exit}{tail}"),
+            **base,
+        )
+    diff = compare_output(test.expected_stdout, run.stdout, test.compare)
+    if diff is not None:
+        return TestVerdict(verdict=Verdict.WRONG_OUTPUT, message=diff, **base)
+    return TestVerdict(verdict=Verdict.PASS, **base)
+
+
+# Verdict groups, as rewards and rates use them.
+BUILD_FAILURES = frozenset(
+    {Verdict.EXTRACTION_ERROR, Verdict.ASSEMBLE_ERROR, Verdict.LINK_ERROR}
+)
+RUNTIME_FAILURES = frozenset(
+    {
+        Verdict.CRASH,
+        Verdict.NONZERO_EXIT,
+        Verdict.TIMEOUT,
+        Verdict.SANDBOX_VIOLATION,
+        Verdict.OUTPUT_LIMIT,
+    }
+)
+ALL_VERDICTS = frozenset(Verdict)

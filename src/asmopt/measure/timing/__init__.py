@@ -1,0 +1,92 @@
+"""Interleaved, adaptive timing of a candidate against its baseline, test by test.
+
+Procedure (docs/measurement.md has the reasoning and the numbers behind the defaults):
+
+1. Both binaries run in ONE sandbox, in adjacent pairs, counterbalanced (A B, B A, A B,
+   ...), through the launcher, which executes each from the same descriptor with the same
+   argv, environment, stdin and working directory and empties /tmp between runs (see
+   sandbox/launcher.c). All tests of a program share the sandbox of a batch, their inputs
+   passed as descriptors. Sandbox start-up is outside the timed region: the launcher times
+   fork -> wait4.
+2. The first `warmup_pairs` pairs of every test in every batch are discarded. The program
+   cannot tell a warm-up from a timed run: they are the same in every respect it can
+   observe.
+3. Every run's output is checked against the expected output, so skipping work when timed
+   is caught as a wrong answer.
+4. The metric is user + system CPU time of the child from rusage. Unlike wall time it does
+   not grow when another process shares the core, which is what broke the reference
+   harness's numbers under load; wall time is recorded next to it.
+5. After each batch every test's paired log-ratios give an interval (stats.py: trimmed
+   means per batch, batches combined by a random-effects model). A test stops when its
+   relative half-width is within `target_half_width`, or when its pair, round or time
+   budget is spent (it is then flagged unreliable); the next batch gives each remaining
+   test the pairs its spread so far says it needs.
+6. The whole sandbox is pinned to a timing core held under a lock (`CoreLock`), at
+   real-time priority when permitted, so no two timings share a core, here or in another
+   process, and nothing of normal priority preempts a timed run; correctness runs and
+   builds use the other cores.
+
+The engine (`measure_tests`, `measure_pairs` for one test) only sees an executor that
+returns paired samples, so its statistics are tested with a mock executor and no real
+timing.
+"""
+
+from __future__ import annotations
+
+from asmopt.measure.timing.cores import (
+    CoreLayout,
+    CoreLock,
+    default_core_lock,
+    default_lock_dir,
+    general_affinity,
+)
+from asmopt.measure.timing.engine import (
+    MAX_ROUND_OUTPUT,
+    TOO_FAST_S,
+    BatchExecutor,
+    PairExecutor,
+    Round,
+    RunFailure,
+    RunTiming,
+    TimingConfig,
+    TimingOutcome,
+    measure_pairs,
+    measure_tests,
+)
+from asmopt.measure.timing.executor import (
+    CANDIDATE_WALL_FACTOR,
+    CANDIDATE_WALL_MIN_S,
+    INCONSISTENT_CPU_FACTOR,
+    INCONSISTENT_CPU_FLOOR_S,
+    ReferenceRun,
+    SandboxExecutor,
+    time_test,
+    time_tests,
+)
+
+__all__ = [
+    "CANDIDATE_WALL_FACTOR",
+    "CANDIDATE_WALL_MIN_S",
+    "INCONSISTENT_CPU_FACTOR",
+    "INCONSISTENT_CPU_FLOOR_S",
+    "MAX_ROUND_OUTPUT",
+    "TOO_FAST_S",
+    "BatchExecutor",
+    "CoreLayout",
+    "CoreLock",
+    "PairExecutor",
+    "ReferenceRun",
+    "Round",
+    "RunFailure",
+    "RunTiming",
+    "SandboxExecutor",
+    "TimingConfig",
+    "TimingOutcome",
+    "default_core_lock",
+    "default_lock_dir",
+    "general_affinity",
+    "measure_pairs",
+    "measure_tests",
+    "time_test",
+    "time_tests",
+]

@@ -1,0 +1,410 @@
+"""The timing engine: configuration, paired samples, and the adaptive loop over rounds.
+
+It only sees an executor that returns paired samples (`BatchExecutor`), so its statistics
+are tested with a mock executor and no real timing; executor.py runs real sandboxes.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any, Literal, Protocol
+
+from asmopt.measure.speedup import MeasureMode, MeasureStatus, TestSpeedup, TimingWarning
+from asmopt.measure.stats import (
+    outlier_flags,
+    random_effects,
+    trimmed_interval,
+    with_resolution,
+)
+from asmopt.sandbox.launcher import LaunchRecord
+from asmopt.sandbox.runner import RunResult
+
+TOO_FAST_S = 0.002  # below this, process start-up dominates a run
+MAX_ROUND_OUTPUT = 256 << 20  # bytes of stdout one round may produce (all runs together)
+
+
+@dataclass(frozen=True)
+class TimingConfig:
+    """Every knob of the timing procedure, with the reason for its default."""
+
+    # Stop when the 95% interval of the ratio is within ±2%: the issue's target, and well
+    # below the 10% that separates a real optimisation from noise in PIE's %Opt.
+    target_half_width: float = 0.02
+    confidence: float = 0.95
+    # One discarded pair per round warms the page cache and the branch predictors; more did
+    # not change A/A results on the built-in suite.
+    warmup_pairs: int = 1
+    # With 4 pairs t(3) = 3.18: a 2% half-width needs a per-pair spread under ~1.3%, which
+    # CPU time of a >= 5 ms program meets on an idle core.
+    min_pairs: int = 4
+    # Pairs are cheap for short programs (a 1 ms program costs ~3 ms a pair with the
+    # sandbox's per-run work) and those are the noisiest relative to their length.
+    max_pairs: int = 200
+    # Rounds are separate sandboxes (fresh binary copies, fresh environment padding): at
+    # most `round_pairs` pairs each, so a long measurement samples several layouts.
+    max_rounds: int = 8
+    round_pairs: int = 50
+    # Seconds one test may spend timing (both binaries, warm-ups included; waiting for the
+    # timing core does not count).
+    budget_s: float = 20.0
+    # The interval is never narrower than ±1%: the size of systematic effects (layout,
+    # alignment, the machine's own drift) that pairing cannot remove, and the spread of A/A
+    # estimates on shared machines. A "significant" speedup must exceed it.
+    resolution: float = 0.01
+    # The estimate is the 20% trimmed mean of the paired log-ratios (stats.trimmed_interval).
+    trim: float = 0.2
+    outlier_threshold: float = 3.5
+    # More outliers than the trimmed share would reach the estimate: unreliable.
+    max_outlier_share: float = 0.2
+    metric: Literal["cpu", "wall"] = "cpu"
+    # SCHED_FIFO on the timing core when permitted (else nice -20, else normal): nothing of
+    # normal priority preempts the timed program, so it is not slowed by a neighbour's
+    # cache footprint after every time slice. The achieved level is recorded.
+    priority: Literal["normal", "high", "realtime"] = "realtime"
+
+    def __post_init__(self) -> None:
+        if not 0 < self.target_half_width < 1:
+            raise ValueError(f"target_half_width must be in (0, 1), got {self.target_half_width}")
+        if not 0 < self.confidence < 1:
+            raise ValueError(f"confidence must be in (0, 1), got {self.confidence}")
+        if self.min_pairs < 2 or self.max_pairs < self.min_pairs:
+            raise ValueError(
+                f"need 2 <= min_pairs <= max_pairs, got {self.min_pairs} and {self.max_pairs}"
+            )
+        if self.warmup_pairs < 0 or self.max_rounds < 1 or self.budget_s <= 0:
+            raise ValueError("warmup_pairs >= 0, max_rounds >= 1 and budget_s > 0 are required")
+        if self.metric not in ("cpu", "wall"):
+            raise ValueError(f"metric must be 'cpu' or 'wall', got {self.metric!r}")
+
+    def to_dict(self) -> dict[str, Any]:
+        return {k: getattr(self, k) for k in self.__dataclass_fields__}
+
+
+# ---------------------------------------------------------------------------- samples
+@dataclass(frozen=True)
+class RunTiming:
+    """One run of one binary: what rusage and the launcher's clock said."""
+
+    cpu_s: float
+    wall_s: float
+    user_s: float = 0.0
+    sys_s: float = 0.0
+    involuntary_switches: int = 0
+    minor_faults: int = 0
+
+    @classmethod
+    def from_record(cls, rec: LaunchRecord) -> RunTiming:
+        return cls(
+            cpu_s=rec.cpu_time_s,
+            wall_s=rec.wall_time_s,
+            user_s=rec.user_time_s,
+            sys_s=rec.sys_time_s,
+            involuntary_switches=rec.involuntary_switches,
+            minor_faults=rec.minor_faults,
+        )
+
+    def value(self, metric: str) -> float:
+        return self.cpu_s if metric == "cpu" else self.wall_s
+
+
+@dataclass(frozen=True)
+class RunFailure:
+    """A run that did not behave: the candidate's fault, or (baseline, sandbox) ours."""
+
+    candidate_fault: bool
+    message: str
+    run_result: RunResult | None = None
+    run_index: int = 0
+    verdict: str = "infra_error"  # an evaluate.Verdict value, for the candidate's record
+
+
+@dataclass
+class Round:
+    """What one sandbox session returned: timed pairs (warm-ups already removed)."""
+
+    pairs: list[tuple[RunTiming, RunTiming]]
+    warmups: list[tuple[RunTiming, RunTiming]] = field(default_factory=list)
+    seconds: float = 0.0
+    env_pad: int = 0
+    cpus: tuple[int, ...] = ()
+    load_before: float | None = None
+    load_after: float | None = None
+    priority: str = "normal"
+    failure: RunFailure | None = None
+
+
+class PairExecutor(Protocol):
+    """Runs `warmup + pairs` alternating pairs of baseline and candidate on one test."""
+
+    def run_round(self, pairs: int, warmup_pairs: int) -> Round: ...
+
+
+class BatchExecutor(Protocol):
+    """Runs rounds for several tests at once (one sandbox): `requests` are
+    (test index, pairs, warm-up pairs); the answer maps each test index to its Round. A
+    failure ends the batch: the failing test's Round carries it and later tests may be
+    missing from the answer."""
+
+    def run_batch(self, requests: Sequence[tuple[int, int, int]]) -> dict[int, Round]: ...
+
+
+class _OneTest:
+    """A PairExecutor seen as a BatchExecutor of a single test."""
+
+    def __init__(self, executor: PairExecutor) -> None:
+        self.executor = executor
+
+    def run_batch(self, requests: Sequence[tuple[int, int, int]]) -> dict[int, Round]:
+        (index, pairs, warmup), *_ = requests
+        return {index: self.executor.run_round(pairs, warmup)}
+
+
+@dataclass
+class TimingOutcome:
+    """The engine's answer: a speedup, or the failure that stopped the measurement."""
+
+    speedup: TestSpeedup
+    failure: RunFailure | None = None
+
+
+# ---------------------------------------------------------------------------- engine
+def _summarise(
+    test: str,
+    pairs: list[tuple[RunTiming, RunTiming, int]],
+    rounds: list[Round],
+    config: TimingConfig,
+    spent: float,
+    extra_warnings: Sequence[TimingWarning],
+) -> tuple[TestSpeedup, float]:
+    """The interval over non-outlier pairs; returns the speedup and the raw half-width."""
+    metric = config.metric
+    logs = [math.log(b.value(metric) / c.value(metric)) for b, c, _ in pairs]
+    flags = outlier_flags(logs, config.outlier_threshold)
+    by_round: dict[int, list[float]] = {}
+    for x, (_, _, r) in zip(logs, pairs, strict=True):
+        by_round.setdefault(r, []).append(x)
+    per_round = [
+        trimmed_interval(xs, config.confidence, config.trim)
+        for xs in by_round.values()
+        if len(xs) >= 2
+    ]
+    stat = (
+        random_effects(per_round, config.confidence)
+        if per_round
+        else trimmed_interval(logs, config.confidence, config.trim)
+    )
+    shown = with_resolution(stat, config.resolution)
+    n_out = sum(flags)
+    warnings: list[TimingWarning] = list(extra_warnings)
+    if stat.half_width > config.target_half_width:
+        warnings.append(TimingWarning.TARGET_NOT_MET)
+    if n_out > config.max_outlier_share * len(logs):
+        warnings.append(TimingWarning.MANY_OUTLIERS)
+    base_vals = [b.value(metric) for b, _, _ in pairs]
+    cand_vals = [c.value(metric) for _, c, _ in pairs]
+    if min(sorted(base_vals)[len(base_vals) // 2], sorted(cand_vals)[len(cand_vals) // 2]) < (
+        TOO_FAST_S
+    ):
+        warnings.append(TimingWarning.TOO_FAST)
+    cores = sorted({c for r in rounds for c in r.cpus})
+    loads = [x for r in rounds for x in (r.load_before, r.load_after) if x is not None]
+    if loads and max(loads) > (os.cpu_count() or 1):
+        warnings.append(TimingWarning.HIGH_LOAD)
+    unreliable = {TimingWarning.TARGET_NOT_MET, TimingWarning.MANY_OUTLIERS}
+    raw = {
+        "metric": metric,
+        "round": [r for _, _, r in pairs],
+        "base_cpu": [b.cpu_s for b, _, _ in pairs],
+        "cand_cpu": [c.cpu_s for _, c, _ in pairs],
+        "base_wall": [b.wall_s for b, _, _ in pairs],
+        "cand_wall": [c.wall_s for _, c, _ in pairs],
+        "base_nivcsw": [b.involuntary_switches for b, _, _ in pairs],
+        "cand_nivcsw": [c.involuntary_switches for _, c, _ in pairs],
+        "outlier": flags,
+        "estimator": (
+            f"{config.trim:.0%} trimmed mean of log-ratios (Yuen) per round, rounds combined "
+            "by random effects (DerSimonian-Laird)"
+        ),
+        "order": "AB and BA pairs alternate",
+        "warmup_base_cpu": [b.cpu_s for r in rounds for b, _ in r.warmups],
+        "warmup_cand_cpu": [c.cpu_s for r in rounds for _, c in r.warmups],
+    }
+    context = {
+        "rounds": len(rounds),
+        "env_pad": [r.env_pad for r in rounds],
+        "cores": cores,
+        "priority": sorted({r.priority for r in rounds}),
+        "load": [round(x, 2) for x in loads],
+        "seconds": round(spent, 4),
+        "runs": 2 * sum(len(r.pairs) + len(r.warmups) for r in rounds),
+        "config": {
+            "target_half_width": config.target_half_width,
+            "resolution": config.resolution,
+            "metric": metric,
+        },
+    }
+    # Order-preserving de-duplication of the warning codes.
+    codes = list(dict.fromkeys(str(w) for w in warnings))
+    speedup = TestSpeedup(
+        test=test,
+        mode=MeasureMode.TIME,
+        status=MeasureStatus.MEASURED,
+        ratio=shown.ratio,
+        low=shown.low,
+        high=shown.high,
+        n=len(logs),
+        n_outliers=n_out,
+        reliable=not any(w in unreliable for w in warnings),
+        warnings=codes,
+        message="; ".join(TimingWarning(c).advice for c in codes),
+        base_mean=sum(base_vals) / len(base_vals),
+        cand_mean=sum(cand_vals) / len(cand_vals),
+        log_mean=stat.log_mean,
+        log_se=stat.log_se,
+        df=stat.df,
+        raw=raw,
+        context=context,
+    )
+    return speedup, stat.half_width
+
+
+@dataclass
+class _TestState:
+    name: str
+    pairs: list[tuple[RunTiming, RunTiming, int]] = field(default_factory=list)
+    rounds: list[Round] = field(default_factory=list)
+    spent: float = 0.0
+    want: int = 0
+    speedup: TestSpeedup | None = None
+    done: bool = False
+    retries: int = 0
+    target: float | None = None  # this test's own target half-width, if it has one
+
+
+def _advance(state: _TestState, config: TimingConfig, warnings: Sequence[TimingWarning]) -> None:
+    if state.target is not None:
+        config = replace(config, target_half_width=state.target)
+    """Recompute the test's interval; decide whether it is done or how many pairs it needs."""
+    speedup, half_width = _summarise(
+        state.name, state.pairs, state.rounds, config, state.spent, warnings
+    )
+    state.speedup = speedup
+    n = len(state.pairs)
+    settled = (
+        speedup.n >= config.min_pairs
+        and half_width <= config.target_half_width
+        and str(TimingWarning.MANY_OUTLIERS) not in speedup.warnings
+    )
+    spent_out = (
+        len(state.rounds) >= config.max_rounds
+        or n >= config.max_pairs
+        or state.spent >= config.budget_s
+    )
+    if settled or spent_out:
+        state.done = True
+        return
+    # Pairs needed for the target, from the spread so far (half-width ~ 1/sqrt(n)),
+    # with 20% to spare, within the pair and time budgets.
+    if math.isfinite(half_width) and half_width > config.target_half_width:
+        needed = math.ceil(n * (half_width / config.target_half_width) ** 2 * 1.2) - n
+    else:
+        needed = max(config.min_pairs - speedup.n, n // 2)
+    per_pair = state.spent / max(1, sum(len(r.pairs) + len(r.warmups) for r in state.rounds))
+    by_time = (
+        int((config.budget_s - state.spent) / per_pair) - config.warmup_pairs
+        if per_pair > 0
+        else config.round_pairs
+    )
+    if by_time < 2:
+        state.done = True
+        return
+    state.want = max(2, min(needed, config.max_pairs - n, by_time, config.round_pairs))
+
+
+def measure_tests(
+    executor: BatchExecutor,
+    names: Sequence[str],
+    config: TimingConfig | None = None,
+    *,
+    warnings: Sequence[TimingWarning] = (),
+    clock: Any = time.monotonic,
+    targets: Sequence[float] | None = None,
+) -> tuple[list[TestSpeedup], RunFailure | None, str | None]:
+    """Measure several tests together: every batch runs the tests that still need pairs.
+
+    `targets` optionally gives each test its own target half-width. Returns the speedups
+    (in `names` order), and the failure that stopped the measurement with the name of its
+    test (None, None when every run behaved)."""
+    config = config or TimingConfig()
+    if targets is not None and len(targets) != len(names):
+        raise ValueError("one target per test")
+    states = [
+        _TestState(name, want=config.min_pairs, target=targets[k] if targets else None)
+        for k, name in enumerate(names)
+    ]
+    while True:
+        active = [i for i, st in enumerate(states) if not st.done]
+        if not active:
+            break
+        start = clock()
+        rounds = executor.run_batch([(i, states[i].want, config.warmup_pairs) for i in active])
+        elapsed = clock() - start
+        for i, rnd in rounds.items():
+            if rnd.failure is not None:
+                st = states[i]
+                st.speedup = TestSpeedup(
+                    st.name,
+                    MeasureMode.TIME,
+                    MeasureStatus.INFRA_ERROR,
+                    reliable=False,
+                    message=rnd.failure.message,
+                )
+                return [_final(x) for x in states], rnd.failure, st.name
+        for i in active:
+            rnd = rounds.get(i)
+            st = states[i]
+            if rnd is None or not rnd.pairs:  # not run: the next batch retries it
+                st.retries += 1
+                if st.retries > 3:
+                    st.done = True
+                continue
+            st.rounds.append(rnd)
+            st.pairs += [(b, c, len(st.rounds) - 1) for b, c in rnd.pairs]
+            # The budget counts time spent timing (the executor's share for this test),
+            # not time spent waiting for the core lock.
+            st.spent += rnd.seconds if rnd.seconds > 0 else elapsed / len(active)
+            _advance(st, config, warnings)
+    return [_final(x) for x in states], None, None
+
+
+def _final(state: _TestState) -> TestSpeedup:
+    if state.speedup is not None:
+        return state.speedup
+    return TestSpeedup(
+        state.name,
+        MeasureMode.TIME,
+        MeasureStatus.INFRA_ERROR,
+        reliable=False,
+        message="not measured: the measurement stopped on another test",
+    )
+
+
+def measure_pairs(
+    executor: PairExecutor,
+    config: TimingConfig | None = None,
+    *,
+    test: str = "test",
+    warnings: Sequence[TimingWarning] = (),
+    clock: Any = time.monotonic,
+) -> TimingOutcome:
+    """One test: run rounds until the interval is narrow enough or the budget is spent."""
+    speedups, failure, _ = measure_tests(
+        _OneTest(executor), [test], config, warnings=warnings, clock=clock
+    )
+    return TimingOutcome(speedups[0], failure)
+
+

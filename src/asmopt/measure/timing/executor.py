@@ -1,0 +1,379 @@
+"""The sandbox executor: baseline and candidate alternate in one sandbox on a locked core;
+`time_tests` ties it to the engine, with blame and the consistency check."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import secrets
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+from typing import Literal
+
+from asmopt.measure.speedup import TestSpeedup, TimingWarning
+from asmopt.measure.timing.cores import CoreLock, default_core_lock
+from asmopt.measure.timing.engine import (
+    MAX_ROUND_OUTPUT,
+    Round,
+    RunFailure,
+    RunTiming,
+    TimingConfig,
+    TimingOutcome,
+    measure_tests,
+)
+from asmopt.programs.model import TestCase
+from asmopt.sandbox.runner import MAX_INPUTS, Limits, RunResult, Sandbox
+
+
+# ---------------------------------------------------------------------------- sandbox executor
+class SandboxExecutor:
+    """Runs baseline (A) and candidate (B) alternately in the sandbox on a locked core.
+
+    A batch puts every requested test in ONE sandbox (their inputs as descriptors, one
+    after another, each test's pairs counterbalanced AB, BA, ...), so a program's tests
+    pay for one sandbox start-up instead of one each. Tests whose argv differ go to
+    separate sandboxes, as do batches of more than the launcher's 36 inputs."""
+
+    def __init__(
+        self,
+        sandbox: Sandbox,
+        baseline: str | os.PathLike[str],
+        candidate: str | os.PathLike[str],
+        tests: Sequence[TestCase],
+        limits: Limits | None = None,
+        lock: CoreLock | None = None,
+        check_output: bool = True,
+        priority: Literal["normal", "high", "realtime"] = "realtime",
+        candidate_wall_s: float | None = None,
+    ) -> None:
+        self.priority = priority
+        self.sandbox = sandbox
+        self.binaries = [baseline, candidate]
+        self.tests = list(tests)
+        self.limits = limits or sandbox.limits
+        self.lock = lock or default_core_lock()
+        self.check_output = check_output
+        # Each candidate run's own deadline (the baseline keeps the limits' wall time): a
+        # candidate that idles only when timed is stopped early and charged a timeout.
+        self.candidate_wall_s = candidate_wall_s
+        # sha256 of every run's stdout, per test: (baseline digests, candidate digests).
+        self.outputs: dict[int, tuple[set[str], set[str]]] = {}
+
+    def _max_pairs_for_output(self, test: TestCase) -> int:
+        per_run = len(test.expected_stdout) + 64
+        return max(2, MAX_ROUND_OUTPUT // (2 * 2 * per_run))
+
+    def run_batch(self, requests: Sequence[tuple[int, int, int]]) -> dict[int, Round]:
+        groups: list[list[tuple[int, int, int]]] = []
+        for req in requests:
+            argv = self.tests[req[0]].argv
+            for g in groups:
+                if self.tests[g[0][0]].argv == argv and len(g) < MAX_INPUTS:
+                    g.append(req)
+                    break
+            else:
+                groups.append([req])
+        out: dict[int, Round] = {}
+        for group in groups:
+            rounds = self._run_group(group)
+            out.update(rounds)
+            if any(r.failure is not None for r in rounds.values()):
+                break
+        return out
+
+    def run_round(self, pairs: int, warmup_pairs: int) -> Round:
+        """One test (the first): a PairExecutor for single-test callers."""
+        return self.run_batch([(0, pairs, warmup_pairs)])[0]
+
+    def _run_group(self, group: Sequence[tuple[int, int, int]]) -> dict[int, Round]:
+        from asmopt.judge import Verdict, classify_run
+
+        order: list[int] = []
+        feed: list[int] = []
+        owner: list[int] = []  # test index of each run
+        plan: list[tuple[int, int, int, int]] = []  # (test, first run, pairs, warm-ups)
+        out_bytes = 0
+        for slot, (index, pairs, warmup) in enumerate(group):
+            test = self.tests[index]
+            total = min(pairs + warmup, self._max_pairs_for_output(test))
+            plan.append((index, len(order), total - min(warmup, total - 1), min(warmup, total - 1)))
+            # Counterbalanced: AB, BA, AB, ... so that whatever favours the first (or
+            # second) run of a pair cancels out; a pair is always two adjacent runs.
+            for i in range(total):
+                order += [0, 1] if i % 2 == 0 else [1, 0]
+            feed += [slot] * (2 * total)
+            owner += [index] * (2 * total)
+            out_bytes += 2 * total * (len(test.expected_stdout) + 64)
+        marker = secrets.token_hex(16)
+        limits = self.limits
+        walls = [limits.wall_seconds, self.candidate_wall_s or limits.wall_seconds]
+        load_before = os.getloadavg()[0]
+        with self.lock.hold() as cpu:
+            start = time.monotonic()
+            result = self.sandbox.run_binaries(
+                self.binaries,
+                order,
+                argv=self.tests[group[0][0]].argv,
+                stdin=[self.tests[index].stdin for index, _, _ in group],
+                feed=feed,
+                limits=limits,
+                marker=marker,
+                cpus=[cpu],
+                priority=self.priority,
+                run_wall_s=walls,
+                max_total_output=min(MAX_ROUND_OUTPUT, max(limits.stdout_cap, 2 * out_bytes)),
+            )
+            seconds = time.monotonic() - start
+        load_after = os.getloadavg()[0]
+
+        def blank(index: int) -> Round:
+            return Round(
+                pairs=[],
+                env_pad=result.env_pad,
+                cpus=result.cpus,
+                load_before=load_before,
+                load_after=load_after,
+                priority=result.priority,
+            )
+
+        rounds = {index: blank(index) for index, _, _ in group}
+        first_index = group[0][0]
+        if result.infra_error:
+            rounds[first_index].failure = RunFailure(
+                False, f"timing sandbox: {result.infra_error}", result
+            )
+            return rounds
+        records = list(result.records)
+        segments = list(result.segments or ())
+
+        def who(i: int) -> str:
+            return "baseline" if order[i] == 0 else "candidate"
+
+        if result.stdout_truncated or result.stderr_truncated:
+            i = min(len(segments), len(order) - 1)
+            rounds[owner[i]].failure = RunFailure(
+                order[i] == 1,
+                f"{who(i)} failed in timing run {i + 1} of {len(order)}: output_limit: it wrote "
+                "more than its share of the batch's output cap",
+                None,
+                i,
+                "output_limit",
+            )
+            return rounds
+        # Judge every run (the output included): a failure in any run stops the measurement.
+        for i, rec in enumerate(records):
+            test = self.tests[owner[i]]
+            single = RunResult.from_record(rec, segments[i] if i < len(segments) else b"")
+            digests = self.outputs.setdefault(owner[i], (set(), set()))
+            digests[order[i]].add(hashlib.sha256(single.stdout).hexdigest())
+            if not self.check_output:
+                single.stdout = test.expected_stdout
+            run_limits = replace(limits, wall_seconds=walls[order[i]])
+            verdict = classify_run(test, single, run_limits)
+            if verdict.verdict != Verdict.PASS:
+                rounds[owner[i]].failure = RunFailure(
+                    order[i] == 1,
+                    f"{who(i)} failed in timing run {i + 1} of {len(order)}: "
+                    f"{verdict.verdict}: {verdict.message}",
+                    single,
+                    i,
+                    str(verdict.verdict),
+                )
+                return rounds
+        if len(records) < len(order):
+            # The run that did not finish.
+            i = len(records)
+            if result.timed_out:
+                why, verdict_name = (
+                    "exceeded the whole batch's wall-clock limit",
+                    "timeout",
+                )
+            elif result.launcher_lost:
+                why, verdict_name = "the program interfered with the launcher", "sandbox_violation"
+            else:
+                why, verdict_name = "the sandbox stopped early", "infra_error"
+            rounds[owner[i]].failure = RunFailure(
+                order[i] == 1 and verdict_name != "infra_error",
+                f"{who(i)} failed in timing run {i + 1} of {len(order)}: {verdict_name}: {why}",
+                None,
+                i,
+                verdict_name,
+            )
+            return rounds
+        # Each test's share of the batch: its own runs plus an equal part of the rest
+        # (sandbox start-up, the launcher's work between runs).
+        overhead = max(0.0, seconds - sum(r.wall_time_s for r in records)) / len(group)
+        for index, first, pairs, warmup in plan:
+            timed = []
+            for k in range(pairs + warmup):
+                a, b = records[first + 2 * k], records[first + 2 * k + 1]
+                base, cand = (a, b) if order[first + 2 * k] == 0 else (b, a)
+                timed.append((RunTiming.from_record(base), RunTiming.from_record(cand)))
+            rnd = rounds[index]
+            rnd.warmups = timed[:warmup]
+            rnd.pairs = timed[warmup:]
+            rnd.seconds = overhead + sum(
+                records[j].wall_time_s for j in range(first, first + 2 * (pairs + warmup))
+            )
+        return rounds
+
+
+@dataclass(frozen=True)
+class ReferenceRun:
+    """What the candidate did in its own correctness run of a test (evaluate.check_binary):
+    the yardstick its timed runs must be consistent with."""
+
+    cpu_s: float
+    wall_s: float
+    stdout_sha256: str | None = None
+
+
+# A timed run may take this many times its correctness run's wall time (and at least
+# CANDIDATE_WALL_MIN_S, so a busy machine does not turn a slow start into a timeout) before
+# it is stopped; a timed run's median CPU time below 1/INCONSISTENT_CPU_FACTOR of the
+# correctness run's (and INCONSISTENT_CPU_FLOOR_S less) means it skipped work it did then.
+CANDIDATE_WALL_FACTOR = 10.0
+CANDIDATE_WALL_MIN_S = 5.0
+INCONSISTENT_CPU_FACTOR = 4.0
+INCONSISTENT_CPU_FLOOR_S = 0.005
+
+
+def time_tests(
+    sandbox: Sandbox,
+    baseline: str | os.PathLike[str],
+    candidate: str | os.PathLike[str],
+    tests: Sequence[TestCase],
+    config: TimingConfig | None = None,
+    *,
+    limits: Limits | None = None,
+    lock: CoreLock | None = None,
+    targets: Sequence[float] | None = None,
+    reference: Sequence[ReferenceRun] | None = None,
+) -> tuple[list[TestSpeedup], RunFailure | None, str | None]:
+    """Measure the speedup of `candidate` over `baseline` on every test (see measure_tests).
+
+    With `reference` (the candidate's correctness run of each test), each candidate run gets
+    a deadline of CANDIDATE_WALL_FACTOR times its correctness run's wall time, and the
+    timed runs must be consistent with that run: the same output wherever the baseline's
+    output is stable, and no far smaller CPU time. Inconsistency is the candidate's failure
+    (verdict sandbox_violation): it behaved differently when it could have been timed.
+
+    Blame: a failure that is not plainly the candidate's (the baseline failed, the sandbox
+    broke) is charged to the candidate unless the baseline alone, in a fresh sandbox, fails
+    the same test too; only then is it `infra_error`."""
+    lock = lock or default_core_lock()
+    config = config or TimingConfig()
+    limits = limits or sandbox.limits
+    if reference is not None and len(reference) != len(tests):
+        raise ValueError("one reference run per test")
+    cand_wall = None
+    if reference:
+        longest = max(r.wall_s for r in reference)
+        cand_wall = min(
+            limits.wall_seconds, max(CANDIDATE_WALL_MIN_S, CANDIDATE_WALL_FACTOR * longest)
+        )
+    executor = SandboxExecutor(
+        sandbox,
+        baseline,
+        candidate,
+        tests,
+        limits,
+        lock,
+        priority=config.priority,
+        candidate_wall_s=cand_wall,
+    )
+    warnings = [] if lock.layout.isolated else [TimingWarning.NOT_ISOLATED]
+    speedups, failure, failed = measure_tests(
+        executor, [t.name for t in tests], config, warnings=warnings, targets=targets
+    )
+    if failure is not None and not failure.candidate_fault and failed is not None:
+        failure = _blame(
+            sandbox, baseline, tests[[t.name for t in tests].index(failed)], limits, failure
+        )
+    if failure is None and reference is not None:
+        found = _inconsistency(speedups, reference, executor.outputs)
+        if found is not None:
+            index, why = found
+            failure = RunFailure(True, why, None, 0, "sandbox_violation")
+            failed = tests[index].name
+    return speedups, failure, failed
+
+
+def _blame(
+    sandbox: Sandbox,
+    baseline: str | os.PathLike[str],
+    test: TestCase,
+    limits: Limits,
+    failure: RunFailure,
+) -> RunFailure:
+    """Decide who a non-candidate failure belongs to: rerun the baseline alone, fresh."""
+    from asmopt.judge import Verdict, classify_run
+
+    rerun = sandbox.run_program(baseline, argv=test.argv, stdin=test.stdin, limits=limits)
+    verdict = classify_run(test, rerun, limits)
+    if verdict.verdict == Verdict.PASS:
+        return RunFailure(
+            True,
+            f"{failure.message}; the baseline alone passes this test in a fresh sandbox, so "
+            "the failure is charged to the candidate that ran beside it",
+            failure.run_result,
+            failure.run_index,
+            "sandbox_violation",
+        )
+    return RunFailure(
+        False,
+        f"{failure.message}; the baseline alone fails too in a fresh sandbox "
+        f"({verdict.verdict}: {verdict.message})",
+        failure.run_result,
+        failure.run_index,
+        "infra_error",
+    )
+
+
+def _inconsistency(
+    speedups: Sequence[TestSpeedup],
+    reference: Sequence[ReferenceRun],
+    outputs: dict[int, tuple[set[str], set[str]]],
+) -> tuple[int, str] | None:
+    """The first test whose timed candidate runs disagree with its correctness run."""
+    for index, (sp, ref) in enumerate(zip(speedups, reference, strict=True)):
+        base_out, cand_out = outputs.get(index, (set(), set()))
+        stable = ref.stdout_sha256 is not None and len(base_out) == 1
+        if stable and cand_out and cand_out != {ref.stdout_sha256}:
+            return index, (
+                f"test {sp.test}: its timed runs wrote {len(cand_out - {ref.stdout_sha256})} "
+                "output(s) different from its own correctness run, while the baseline's "
+                "output never changed: a program must not behave differently when timed"
+            )
+        cpus = sorted(sp.raw.get("cand_cpu", []) + sp.raw.get("warmup_cand_cpu", []))
+        if not cpus:
+            continue
+        median = cpus[len(cpus) // 2]
+        if (
+            ref.cpu_s > INCONSISTENT_CPU_FACTOR * median
+            and ref.cpu_s - median > INCONSISTENT_CPU_FLOOR_S
+        ):
+            return index, (
+                f"test {sp.test}: its timed runs used {median * 1e3:.3g} ms of CPU (median) "
+                f"against {ref.cpu_s * 1e3:.3g} ms in its own correctness run on the same "
+                "input: it skipped work when it could have been timed"
+            )
+    return None
+
+
+def time_test(
+    sandbox: Sandbox,
+    baseline: str | os.PathLike[str],
+    candidate: str | os.PathLike[str],
+    test: TestCase,
+    config: TimingConfig | None = None,
+    *,
+    limits: Limits | None = None,
+    lock: CoreLock | None = None,
+) -> TimingOutcome:
+    """Measure the speedup of `candidate` over `baseline` on one test."""
+    speedups, failure, _ = time_tests(
+        sandbox, baseline, candidate, [test], config, limits=limits, lock=lock
+    )
+    return TimingOutcome(speedups[0], failure)

@@ -1,0 +1,139 @@
+"""Rows in the SuperCoder schema (the published dataset's verl-parquet layout) as Programs.
+
+Each row's `extra_info.c_code` is the source, `extra_info.inputs` / `extra_info.outputs`
+(lists of strings) are the tests, `extra_info.split` the split; the given -O3 assembly
+(`reward_model.ground_truth`, else `extra_info.unoptimized_assembly`, else the fenced
+`extra_info.answer`) is kept as `metadata.baseline_asm`. Both the importer (data/) and the
+verl reward plug-in (reward/adapters.py) read rows this way, so the schema lives here, below
+both, with the id and split conventions it needs.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from typing import Any
+
+from asmopt.programs.model import SPLITS, Program, ProgramError, TestCase
+
+REQUIRED_FIELDS = ("c_code", "inputs", "outputs")
+FENCE = "```"
+
+
+class ItemError(Exception):
+    """One item is unusable: carries the report reason code and a detail naming the cause."""
+
+    def __init__(self, reason: str, detail: str) -> None:
+        super().__init__(detail)
+        self.reason = reason
+        self.detail = detail
+
+
+_UNSAFE_ID_CHARS = re.compile(r"[^A-Za-z0-9_.\-]+")
+
+
+def safe_id(*parts: str) -> str:
+    """Join parts into a valid program id ('-' between parts, unsafe characters -> '_').
+
+    Ids become directory names, so the result is limited to the characters the suite format
+    allows; very long ids are shortened with a hash suffix to stay unique."""
+    raw = "-".join(_UNSAFE_ID_CHARS.sub("_", p).strip("_.-") or "x" for p in parts)
+    if not raw[0].isalnum():
+        raw = "p" + raw
+    if len(raw) > 128:
+        digest = hashlib.sha256(raw.encode()).hexdigest()[:10]
+        raw = raw[:117] + "-" + digest
+    return raw
+
+
+def normalize_split_name(name: object) -> str | None:
+    """Map split names used in the wild ('val', 'valid', 'dev', 'eval') onto ours."""
+    text = str(name or "").strip().lower()
+    aliases = {"val": "validation", "valid": "validation", "dev": "validation", "eval": "test"}
+    text = aliases.get(text, text)
+    return text if text in SPLITS else None
+
+
+def json_safe(value: object) -> object:
+    """Round-trip through JSON so metadata stays serialisable in program.json."""
+    return json.loads(json.dumps(value, default=str))
+
+
+def extract_fenced_assembly(text: str) -> str | None:
+    """The text after the LAST opening assembly fence, cut at the last closing fence."""
+    opener = f"{FENCE}assembly"
+    start = text.rfind(opener)
+    if start < 0:
+        return None
+    body = text[start + len(opener) :]
+    body = body[body.find("\n") + 1 :] if "\n" in body else ""
+    end = body.rfind(FENCE)
+    if end >= 0:
+        body = body[:end]
+    return body.strip("\n") + "\n" if body.strip() else None
+
+
+def _baseline(row: dict[str, Any], extra: dict[str, Any]) -> str | None:
+    reward = row.get("reward_model")
+    truth = reward.get("ground_truth") if isinstance(reward, dict) else None
+    if isinstance(truth, str) and truth.strip():
+        return truth
+    given = extra.get("unoptimized_assembly")
+    if isinstance(given, str) and given.strip():
+        return given
+    if isinstance(extra.get("answer"), str):
+        return extract_fenced_assembly(extra["answer"])
+    return None
+
+
+def row_to_program(
+    row: Any, row_no: int, where: str, prefix: str, default_split: str
+) -> tuple[Program, str]:
+    """One row -> (program, split); ItemError names what is wrong with the row."""
+    if not isinstance(row, dict):
+        raise ItemError("bad_row", f"{where}: row {row_no} is not an object")
+    extra = row.get("extra_info")
+    if not isinstance(extra, dict):
+        raise ItemError("missing_column", f"{where}: row {row_no} has no extra_info object")
+    missing = [f for f in REQUIRED_FIELDS if extra.get(f) is None]
+    if missing:
+        raise ItemError(
+            "missing_column",
+            f"{where}: row {row_no} lacks " + ", ".join(f"extra_info.{f}" for f in missing),
+        )
+    split = normalize_split_name(extra.get("split")) or default_split
+    index = extra.get("index", row_no)
+    pid = safe_id(prefix, split, f"{int(index):05d}" if isinstance(index, int) else str(index))
+    code = extra["c_code"]
+    inputs, outputs = extra["inputs"], extra["outputs"]
+    if not isinstance(code, str) or not code.strip():
+        raise ItemError("bad_row", f"{where}: row {row_no} ({pid}): c_code is empty")
+    if not isinstance(inputs, list) or not isinstance(outputs, list):
+        raise ItemError("bad_row", f"{where}: row {row_no} ({pid}): inputs/outputs not lists")
+    if len(inputs) != len(outputs):
+        raise ItemError(
+            "io_mismatch",
+            f"{where}: row {row_no} ({pid}): {len(inputs)} inputs but {len(outputs)} outputs",
+        )
+    if not inputs:
+        raise ItemError("no_tests", f"{where}: row {row_no} ({pid}): no inputs")
+    if not all(isinstance(x, str) for x in [*inputs, *outputs]):
+        raise ItemError("bad_row", f"{where}: row {row_no} ({pid}): inputs/outputs not strings")
+    width = max(2, len(str(len(inputs) - 1)))
+    tests = tuple(
+        TestCase(name=f"t{i:0{width}d}", stdin=inp.encode(), expected_stdout=out.encode())
+        for i, (inp, out) in enumerate(zip(inputs, outputs, strict=True))
+    )
+    meta: dict[str, Any] = {"source": "supercoder", "problem": pid, "origin": where}
+    baseline = _baseline(row, extra)
+    if baseline is not None:
+        meta["baseline_asm"] = baseline
+    if row.get("data_source") is not None:
+        meta["data_source"] = json_safe(row["data_source"])
+    meta["row_index"] = json_safe(index)
+    try:
+        program = Program(id=pid, source=code, tests=tests, metadata=tuple(sorted(meta.items())))
+    except ProgramError as exc:
+        raise ItemError("invalid_program", f"{where}: row {row_no}: {exc}") from None
+    return program, split
