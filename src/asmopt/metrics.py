@@ -21,16 +21,49 @@ Strict metrics (what we report as the headline; intervals from measure/):
 * copy %                 = answers that are the baseline after canonicalisation.
 The four shares are over all answers, so they are comparable across policies whatever
 their pass rates.
+
+Every rate and speedup over answers is computed here, once: `compute_metrics` for judged
+and measured answers, `verdict_rates` for the build and pass rates of bare verdicts (the
+summary of `asmopt eval` and the trainers' logs), `outcome_shares` for the share of each
+outcome. Callers format and log these numbers; they do not recompute them.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections import Counter
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from asmopt.judge import BUILD_FAILURES, Verdict
+
 PIE_OPT_THRESHOLD = 1.10
+
+
+def share(count: float, total: int) -> float | None:
+    """`count / total`, or None when there is nothing to divide by: the rate of no answers
+    is unknown, and reporting 0 would read as "every answer failed"."""
+    return count / total if total else None
+
+
+def verdict_rates(verdicts: Iterable[str]) -> dict[str, float | None]:
+    """Build and pass rates over answers' overall verdicts.
+
+    `infra_error` is left out of both denominators (our failure is never the policy's);
+    an answer built unless its verdict is a build failure (extraction, assembly, link)."""
+    judged = [str(v) for v in verdicts if str(v) != Verdict.INFRA_ERROR]
+    return {
+        "build_rate": share(sum(v not in BUILD_FAILURES for v in judged), len(judged)),
+        "pass_rate": share(sum(v == Verdict.PASS for v in judged), len(judged)),
+    }
+
+
+def outcome_shares(outcomes: Sequence[Any]) -> dict[str, float]:
+    """The share of each distinct outcome over all answers, infrastructure errors included
+    (they are a share of the work done), keyed by the outcome's text, sorted."""
+    counts = Counter(str(o) for o in outcomes)
+    return {k: c / len(outcomes) for k, c in sorted(counts.items())}
 
 
 @dataclass(frozen=True)
@@ -126,10 +159,6 @@ def compute_metrics(answers: Sequence[Answer]) -> Metrics:
     """Reference and strict metrics over answers (see the module docstring)."""
     judged = [a for a in answers if not a.infra]
     n = len(judged)
-
-    def share(k: int) -> float | None:
-        return k / n if n else None
-
     correct = [a for a in judged if a.correct]
     with_speedup = [a for a in correct if a.has_speedup and a.speedup is not None]
     measured = [a for a in correct if a.measure_status == "measured"]
@@ -140,23 +169,24 @@ def compute_metrics(answers: Sequence[Answer]) -> Metrics:
         answers=n,
         infra_errors=len(answers) - n,
         programs=len({a.program_id for a in answers}),
-        compile_rate=share(sum(a.built for a in judged)),
-        pass_rate=share(len(correct)),
+        compile_rate=share(sum(a.built for a in judged), n),
+        pass_rate=share(len(correct), n),
         reference_speedup=geometric_mean([reference_answer_speedup(a) for a in judged]),
         significantly_faster=share(
-            sum(a.measure_status == "measured" and (a.low or 0) > 1.0 for a in correct)
+            sum(a.measure_status == "measured" and (a.low or 0) > 1.0 for a in correct), n
         ),
         pie_opt=share(
             sum(
                 a.measure_status == "measured" and (a.speedup or 0) >= PIE_OPT_THRESHOLD
                 for a in correct
-            )
+            ),
+            n,
         ),
         geomean_correct=geometric_mean([a.speedup for a in with_speedup if a.speedup]),
         significantly_slower=share(
-            sum(a.measure_status == "measured" and (a.high or 2) < 1.0 for a in correct)
+            sum(a.measure_status == "measured" and (a.high or 2) < 1.0 for a in correct), n
         ),
-        copy_rate=share(sum(a.is_copy for a in judged)),
+        copy_rate=share(sum(a.is_copy for a in judged), n),
         measured=len(measured),
         unreliable=sum(not a.reliable for a in measured),
         unmeasurable=sum(a.measure_status == "unmeasurable" for a in correct),

@@ -39,7 +39,7 @@ from asmopt.judge import Verdict
 from asmopt.measure.canonical import canonical_statements, content_hash
 from asmopt.measure.speedup import MeasureMode, MeasureStatus, ProgramSpeedup
 from asmopt.measure.timing import TimingConfig, default_core_lock, general_affinity
-from asmopt.metrics import compute_metrics
+from asmopt.metrics import compute_metrics, verdict_rates
 from asmopt.policies.base import Policy, PolicyRequest
 from asmopt.programs.model import Program, Suite
 from asmopt.sandbox.runner import Limits, Sandbox
@@ -341,10 +341,8 @@ def summarize(outcomes: Sequence[SampleOutcome]) -> dict[str, Any]:
     """Counts, rates and metrics; infra errors are excluded from the denominators and
     reported apart (metrics.py defines every number)."""
     verdicts = Counter(str(o.check.verdict) for o in outcomes)
-    judged = [o for o in outcomes if o.check.verdict != Verdict.INFRA_ERROR]
-    n = len(judged)
-    built = sum(o.check.verdict.built for o in judged)
-    passed = sum(o.check.correct for o in judged)
+    infra_errors = verdicts.get(str(Verdict.INFRA_ERROR), 0)
+    rates = verdict_rates(str(o.check.verdict) for o in outcomes)
     metrics = compute_metrics([o.answer() for o in outcomes])
     measure_status = Counter(
         str(o.check.speedup.status) for o in outcomes if o.check.speedup is not None
@@ -352,11 +350,11 @@ def summarize(outcomes: Sequence[SampleOutcome]) -> dict[str, Any]:
     return {
         "samples": len(outcomes),
         "programs": len({o.program_id for o in outcomes}),
-        "judged": n,
-        "infra_errors": verdicts.get(str(Verdict.INFRA_ERROR), 0),
+        "judged": len(outcomes) - infra_errors,
+        "infra_errors": infra_errors,
         "measure_infra_errors": measure_status.get(str(MeasureStatus.INFRA_ERROR), 0),
-        "build_rate": built / n if n else None,
-        "pass_rate": passed / n if n else None,
+        "build_rate": rates["build_rate"],
+        "pass_rate": rates["pass_rate"],
         "verdicts": dict(sorted(verdicts.items())),
         "measurements": dict(sorted(measure_status.items())),
         "copies": sum(o.is_copy for o in outcomes),

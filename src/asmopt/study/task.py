@@ -22,6 +22,7 @@ from typing import Any
 
 import torch
 
+from asmopt.metrics import share
 from asmopt.programs.model import Program
 from asmopt.study.config import StudyConfig
 from asmopt.study.corpus import clean_assembly, format_prompt
@@ -141,7 +142,7 @@ def evaluate_task(
     n = len(samples)
 
     def rate(flag: Any) -> float | None:
-        return sum(1 for s in samples if flag(s)) / n if n else None
+        return share(sum(1 for s in samples if flag(s)), n)
 
     return {
         "programs": n,

@@ -199,18 +199,15 @@ def row_columns(rows: list[Row]) -> dict[str, list[Any]]:
 
 def outcome_metrics(verdicts: list[Any]) -> dict[str, float | None]:
     """Share of each outcome; build and pass rates when the outcomes are sandbox verdicts
-    (infrastructure errors excluded from their denominators, as in `asmopt eval`)."""
-    from asmopt.judge import ALL_VERDICTS, BUILD_FAILURES
+    (a reward may log outcomes of its own, which have no build or pass). The numbers come
+    from asmopt.metrics, as in `asmopt eval`."""
+    from asmopt.judge import ALL_VERDICTS
+    from asmopt.metrics import outcome_shares, verdict_rates
 
-    n = len(verdicts)
-    counts = Counter(str(v) for v in verdicts)
-    out: dict[str, float | None] = {f"outcome/{k}": c / n for k, c in sorted(counts.items())}
-    if counts and set(counts) <= ALL_VERDICTS:
-        judged = [str(v) for v in verdicts if str(v) != "infra_error"]
-        out["build_rate"] = (
-            sum(v not in BUILD_FAILURES for v in judged) / len(judged) if judged else None
-        )
-        out["pass_rate"] = sum(v == "pass" for v in judged) / len(judged) if judged else None
+    shares = outcome_shares(verdicts)
+    out: dict[str, float | None] = {f"outcome/{k}": v for k, v in shares.items()}
+    if shares and set(shares) <= ALL_VERDICTS:
+        out.update(verdict_rates(verdicts))
     return out
 
 
