@@ -147,8 +147,8 @@ def cmd_diagnose(args: argparse.Namespace) -> int:
     from asmopt.models.plt import load_plt_pretrained
     from asmopt.study.data import prepare
     from asmopt.study.diagnostics import METRICS, run_diagnostics
-    from asmopt.study.lm import quiet_transformers, resolve_device
     from asmopt.study.loops import diagnostics_windows
+    from asmopt.train.run import quiet_transformers, resolve_device
 
     quiet_transformers()
     cfg = _config(args)

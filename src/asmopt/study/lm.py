@@ -52,19 +52,6 @@ def model_dir(cfg: StudyConfig, loops: int) -> Path:
     return Path(cfg.output_dir) / "models" / f"R{loops}{suffix}"
 
 
-def quiet_transformers() -> None:
-    """No per-file saving/loading progress bars between our own progress lines."""
-    from transformers.utils import logging as hf_logging
-
-    hf_logging.disable_progress_bar()
-
-
-def resolve_device(name: str) -> torch.device:
-    if name == "auto":
-        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
-    return torch.device(name)
-
-
 # --------------------------------------------------------------------------- model
 
 
@@ -262,15 +249,14 @@ def _optimizer(model: torch.nn.Module, spec: TrainSpec) -> torch.optim.AdamW:
     )
 
 
-def _check_resume(saved: dict[str, Any], cfg: StudyConfig, loops: int, where: Path) -> None:
+def resume_problems(saved: dict[str, Any], cfg: StudyConfig, loops: int) -> list[str]:
+    """Why a checkpoint may not be resumed by this run (empty: it may): another R, or a
+    setting outside RESUMABLE that differs. One model trained under two recipes would make
+    the comparison across R meaningless."""
     problems = same_settings(saved["config"], cfg, RESUMABLE)
     if saved.get("loops") != loops:
         problems.insert(0, f"loops {saved.get('loops')} -> {loops}")
-    if problems:
-        raise ValueError(
-            f"{where} holds a run made with other settings ({', '.join(problems)}); delete it "
-            "or use another output_dir"
-        )
+    return problems
 
 
 def same_settings(saved: dict[str, Any], current: StudyConfig, skip: set[str]) -> list[str]:
@@ -307,6 +293,28 @@ def _log(message: str) -> None:
     print(message, file=sys.stderr, flush=True)
 
 
+@dataclass
+class _Training:
+    """One model's training in progress: what a step, a log line, a held-out evaluation and
+    a checkpoint read or advance (one bundle, so each of them is a short named function)."""
+
+    cfg: StudyConfig
+    loops: int
+    out: Path
+    prepared: Prepared
+    device: torch.device
+    model: Any
+    optimizer: torch.optim.Optimizer
+    metrics: Any  # asmopt.train.metrics.MetricsLog
+    state: RunState
+    progress: bool
+
+    @property
+    def rows(self) -> int:
+        """Rows per optimiser step: micro-batches of `batch_size` times `grad_accum`."""
+        return self.cfg.train.batch_size * self.cfg.train.grad_accum
+
+
 def train_lm(
     cfg: StudyConfig,
     loops: int,
@@ -315,35 +323,85 @@ def train_lm(
     progress: bool = True,
     toolchain: Any = None,
 ) -> dict[str, Any]:
-    """Trains (or resumes, or reuses) the R = `loops` model of a study; returns its summary."""
-    from asmopt.models.plt import load_plt_pretrained
-    from asmopt.train.checkpoint import (
-        find_checkpoint,
-        load_checkpoint,
-        rng_state,
-        save_checkpoint,
-        set_rng_state,
-    )
-    from asmopt.train.metrics import MetricsLog
+    """Trains (or resumes, or reuses) the R = `loops` model of a study; returns its summary.
 
+    The run starts as the trainers' runs do (`asmopt.train.run.start_run`: threads, device,
+    the checkpoint to resume and its recipe check), and before the corpus is prepared, so
+    an unusable device or a mismatched checkpoint is refused before any data work."""
     if loops < 1:
         raise ValueError(f"loops must be at least 1, got {loops}")
-    quiet_transformers()
     done = finished_summary(cfg, loops)
     if done is not None:
         if progress:
             _log(f"R={loops}: finished model found in {model_dir(cfg, loops)}; not retraining")
         return done
-    prepared = prepared or prepare(cfg, toolchain=toolchain, progress=progress)
+    run = _start_training(cfg, loops, prepared, toolchain, progress)
+    spec = cfg.train
+    starts = heldout_windows(run.prepared.heldout, spec.seq_len, cfg.eval.heldout_windows)
+    periodic = starts[np.linspace(0, len(starts) - 1, PERIODIC_EVAL_WINDOWS).astype(int)]
+    autocast = (
+        torch.autocast(run.device.type, dtype=torch.bfloat16)
+        if spec.amp == "bfloat16"
+        else torch.autocast(run.device.type, enabled=False)
+    )
+    started = stamp()
+    tick = time.monotonic()
+    while run.state.step < spec.max_steps:
+        lr, loss, grad_norm = _train_step(run, autocast)
+        run.state.seconds += time.monotonic() - tick
+        _after_step(run, lr, loss, grad_norm, periodic)
+        tick = time.monotonic()
+    _save_checkpoint(run)
+    return _finish(run, starts, started)
+
+
+def _start_training(
+    cfg: StudyConfig, loops: int, prepared: Prepared | None, toolchain: Any, progress: bool
+) -> _Training:
+    """Process settings and the checkpoint first (shared with PPO and SFT), then the data,
+    the model and the optimiser, restored from the checkpoint when there is one."""
+    from asmopt.train.checkpoint import set_rng_state
+    from asmopt.train.metrics import MetricsLog
+    from asmopt.train.run import start_run
+
     spec = cfg.train
     out = model_dir(cfg, loops)
+    start = start_run(
+        device=spec.device,
+        num_threads=spec.num_threads,
+        seed=None,  # build_model seeds around construction; batches have their own streams
+        out=out,
+        resume="auto",
+        changed=lambda saved: resume_problems(saved, cfg, loops),
+    )
+    prepared = prepared or prepare(cfg, toolchain=toolchain, progress=progress)
     out.mkdir(parents=True, exist_ok=True)
-    device = resolve_device(spec.device)
-    if spec.num_threads:
-        torch.set_num_threads(spec.num_threads)
-    tokenizer = prepared.tokenizer
-    pad_id = tokenizer.convert_tokens_to_ids(PAD)
+    model = _model_for_run(cfg, loops, prepared.tokenizer, start.device)
+    optimizer = _optimizer(model, spec)
+    state = RunState()
+    if start.ckpt is not None:
+        model.load_state_dict(start.ckpt["model"])
+        optimizer.load_state_dict(start.ckpt["optimizer"])
+        set_rng_state(start.ckpt["rng"])
+        state = RunState(start.ckpt["step"], start.ckpt["tokens"], start.ckpt["seconds"])
+    metrics = MetricsLog(
+        out, resume_step=state.step if start.ckpt is not None else None, tensorboard=False
+    )
+    run = _Training(
+        cfg, loops, out, prepared, start.device, model, optimizer, metrics, state, progress
+    )
+    if progress:
+        _log(_run_description(run, start.resume_from))
+    return run
 
+
+def _model_for_run(cfg: StudyConfig, loops: int, tokenizer: Any, device: torch.device) -> Any:
+    """The model to train, on `device` and in training mode: a fresh one, or `init_from`
+    (SFT after pre-training), which must have the same R: a model with another loop count
+    would stand for the wrong R in the study."""
+    from asmopt.models.plt import load_plt_pretrained
+
+    spec = cfg.train
     if spec.init_from:
         model = load_plt_pretrained(spec.init_from)
         if model.config.plt_num_loops != loops:
@@ -357,130 +415,140 @@ def train_lm(
         torch.backends.cudnn.allow_tf32 = True
     model.to(device)
     model.train()
-    optimizer = _optimizer(model, spec)
-    state = RunState()
-    checkpoint = find_checkpoint(out)
-    if checkpoint is not None:
-        saved = load_checkpoint(checkpoint)
-        _check_resume(saved, cfg, loops, out)
-        model.load_state_dict(saved["model"])
-        optimizer.load_state_dict(saved["optimizer"])
-        set_rng_state(saved["rng"])
-        state = RunState(saved["step"], saved["tokens"], saved["seconds"])
-    metrics = MetricsLog(
-        out, resume_step=state.step if checkpoint is not None else None, tensorboard=False
-    )
-    rows = spec.batch_size * spec.grad_accum
-    params = count_parameters(model)
-    starts = heldout_windows(prepared.heldout, spec.seq_len, cfg.eval.heldout_windows)
-    periodic = starts[np.linspace(0, len(starts) - 1, PERIODIC_EVAL_WINDOWS).astype(int)]
-    if progress:
-        _log(
-            f"train lm: R={loops} ({cfg.model.loop_mode}), {params['total'] / 1e6:.2f}M "
-            f"parameters ({params['non_embedding'] / 1e6:.2f}M without embeddings), "
-            f"d={cfg.model.hidden_size} L={cfg.model.num_hidden_layers} "
-            f"H={cfg.model.num_attention_heads} w={cfg.model.window}, vocab {len(tokenizer)}\n"
-            f"  {spec.objective}: {spec.max_steps} steps x {rows} x {spec.seq_len} tokens = "
-            f"{spec.max_steps * rows * spec.seq_len / 1e6:.2f}M tokens (train split "
-            f"{prepared.train.size / 1e6:.2f}M), lr {spec.lr} warm-up {spec.warmup_steps}, "
-            f"device {device}{' (TF32)' if device.type == 'cuda' else ''}, amp {spec.amp}, "
-            f"threads {torch.get_num_threads()}"
-            + (f"\n  resuming at step {state.step} from {checkpoint}" if checkpoint else "")
-        )
+    return model
 
-    def save() -> None:
-        save_checkpoint(
-            out,
-            state.step,
-            {
-                "model": {k: v.detach().cpu() for k, v in model.state_dict().items()},
-                "optimizer": optimizer.state_dict(),
-                "rng": rng_state(),
-                "step": state.step,
-                "tokens": state.tokens,
-                "seconds": state.seconds,
-                "loops": loops,
-                "config": to_dict(cfg),
-            },
-            config_yaml=to_yaml(cfg),
-            keep=1,
-        )
 
-    autocast = (
-        torch.autocast(device.type, dtype=torch.bfloat16)
-        if spec.amp == "bfloat16"
-        else torch.autocast(device.type, enabled=False)
+def _run_description(run: _Training, resume_from: Path | None) -> str:
+    """The start-up lines: the model's shape, the token budget, where the run resumes."""
+    cfg, spec, device = run.cfg, run.cfg.train, run.device
+    params = count_parameters(run.model)
+    return (
+        f"train lm: R={run.loops} ({cfg.model.loop_mode}), {params['total'] / 1e6:.2f}M "
+        f"parameters ({params['non_embedding'] / 1e6:.2f}M without embeddings), "
+        f"d={cfg.model.hidden_size} L={cfg.model.num_hidden_layers} "
+        f"H={cfg.model.num_attention_heads} w={cfg.model.window}, "
+        f"vocab {len(run.prepared.tokenizer)}\n"
+        f"  {spec.objective}: {spec.max_steps} steps x {run.rows} x {spec.seq_len} tokens = "
+        f"{spec.max_steps * run.rows * spec.seq_len / 1e6:.2f}M tokens (train split "
+        f"{run.prepared.train.size / 1e6:.2f}M), lr {spec.lr} warm-up {spec.warmup_steps}, "
+        f"device {device}{' (TF32)' if device.type == 'cuda' else ''}, amp {spec.amp}, "
+        f"threads {torch.get_num_threads()}"
+        + (f"\n  resuming at step {run.state.step} from {resume_from}" if resume_from else "")
     )
-    started = stamp()
-    tick = time.monotonic()
-    while state.step < spec.max_steps:
-        step = state.step
-        lr = lr_at(step, spec)
-        for group in optimizer.param_groups:
-            group["lr"] = lr
-        if spec.objective == "sft":
-            inputs, targets = sft_batch(prepared.train, step, spec, rows, pad_id)
-        else:
-            inputs, targets = pretrain_batch(prepared.train, step, spec, rows)
-        loss_sum = 0.0
-        for micro in range(spec.grad_accum):
-            part = slice(micro * spec.batch_size, (micro + 1) * spec.batch_size)
-            x, y = inputs[part].to(device), targets[part].to(device)
-            with autocast:
-                logits = model(input_ids=x, use_cache=False).logits
-            if (y != IGNORE).any():  # mean over this micro-batch's targets
-                loss = F.cross_entropy(logits.float().transpose(1, 2), y, ignore_index=IGNORE)
-            else:  # no target at all (cannot happen with document_rows; keeps NaN out)
-                loss = logits.sum() * 0.0
-            (loss / spec.grad_accum).backward()
-            loss_sum += float(loss.detach())
-        grad_norm = torch.nn.utils.clip_grad_norm_(model.parameters(), spec.grad_clip)
-        optimizer.step()
-        optimizer.zero_grad(set_to_none=True)
-        counted = int((targets != IGNORE).sum())
-        state.step += 1
-        state.tokens += counted
-        now = time.monotonic()
-        state.seconds += now - tick
-        if state.step % spec.log_every == 0 or state.step == spec.max_steps:
-            record = {
-                "loss": loss_sum / spec.grad_accum,
-                "lr": lr,
-                "grad_norm": float(grad_norm),
-                "tokens": state.tokens,
-                "seconds": round(state.seconds, 2),
-            }
-            metrics.write(state.step, "train", record)
-            if progress:
-                eta = state.seconds / state.step * (spec.max_steps - state.step)
-                _log(
-                    f"  R={loops} step {state.step}/{spec.max_steps} loss {record['loss']:.4f} "
-                    f"lr {lr:.2e} |g| {record['grad_norm']:.2f} "
-                    f"{state.tokens / max(state.seconds, 1e-9):.0f} tok/s, eta {eta / 60:.1f} min"
-                )
-        if spec.eval_every and state.step % spec.eval_every == 0 and state.step < spec.max_steps:
-            result = evaluate_windows(
-                model, prepared.heldout, periodic, spec.seq_len, cfg.eval.diag_batch * 2, device
+
+
+def _train_step(run: _Training, autocast: Any) -> tuple[float, float, float]:
+    """One optimiser step over `grad_accum` micro-batches of the step's own batch; returns
+    (learning rate, mean micro-batch loss, gradient norm before clipping) and advances the
+    step and token counts."""
+    spec, model, optimizer = run.cfg.train, run.model, run.optimizer
+    step = run.state.step
+    lr = lr_at(step, spec)
+    for group in optimizer.param_groups:
+        group["lr"] = lr
+    if spec.objective == "sft":
+        pad_id = run.prepared.tokenizer.convert_tokens_to_ids(PAD)
+        inputs, targets = sft_batch(run.prepared.train, step, spec, run.rows, pad_id)
+    else:
+        inputs, targets = pretrain_batch(run.prepared.train, step, spec, run.rows)
+    loss_sum = 0.0
+    for micro in range(spec.grad_accum):
+        part = slice(micro * spec.batch_size, (micro + 1) * spec.batch_size)
+        x, y = inputs[part].to(run.device), targets[part].to(run.device)
+        with autocast:
+            logits = model(input_ids=x, use_cache=False).logits
+        if (y != IGNORE).any():  # mean over this micro-batch's targets
+            loss = F.cross_entropy(logits.float().transpose(1, 2), y, ignore_index=IGNORE)
+        else:  # no target at all (cannot happen with document_rows; keeps NaN out)
+            loss = logits.sum() * 0.0
+        (loss / spec.grad_accum).backward()
+        loss_sum += float(loss.detach())
+    grad_norm = torch.nn.utils.clip_grad_norm_(model.parameters(), spec.grad_clip)
+    optimizer.step()
+    optimizer.zero_grad(set_to_none=True)
+    run.state.step += 1
+    run.state.tokens += int((targets != IGNORE).sum())
+    return lr, loss_sum / spec.grad_accum, float(grad_norm)
+
+
+def _after_step(
+    run: _Training, lr: float, loss: float, grad_norm: float, periodic: np.ndarray
+) -> None:
+    """The step's log line, the periodic held-out evaluation (on a few fixed windows, to
+    stay cheap; the final one uses them all) and the periodic checkpoint."""
+    spec, state = run.cfg.train, run.state
+    if state.step % spec.log_every == 0 or state.step == spec.max_steps:
+        record = {
+            "loss": loss,
+            "lr": lr,
+            "grad_norm": grad_norm,
+            "tokens": state.tokens,
+            "seconds": round(state.seconds, 2),
+        }
+        run.metrics.write(state.step, "train", record)
+        if run.progress:
+            eta = state.seconds / state.step * (spec.max_steps - state.step)
+            _log(
+                f"  R={run.loops} step {state.step}/{spec.max_steps} loss {loss:.4f} "
+                f"lr {lr:.2e} |g| {grad_norm:.2f} "
+                f"{state.tokens / max(state.seconds, 1e-9):.0f} tok/s, eta {eta / 60:.1f} min"
             )
-            metrics.write(state.step, "heldout", _scalars(result))
-            if progress:
-                _log(
-                    f"  R={loops} step {state.step}: held-out loss {result['loss']:.4f}, "
-                    f"assembly loss {result['asm_loss']:.4f}"
-                )
-        if spec.save_every and state.step % spec.save_every == 0 and state.step < spec.max_steps:
-            save()
-        tick = time.monotonic()
-    save()
-    final_eval = evaluate_windows(
-        model, prepared.heldout, starts, spec.seq_len, cfg.eval.diag_batch * 2, device
+    if spec.eval_every and state.step % spec.eval_every == 0 and state.step < spec.max_steps:
+        result = evaluate_windows(
+            run.model,
+            run.prepared.heldout,
+            periodic,
+            spec.seq_len,
+            run.cfg.eval.diag_batch * 2,
+            run.device,
+        )
+        run.metrics.write(state.step, "heldout", _scalars(result))
+        if run.progress:
+            _log(
+                f"  R={run.loops} step {state.step}: held-out loss {result['loss']:.4f}, "
+                f"assembly loss {result['asm_loss']:.4f}"
+            )
+    if spec.save_every and state.step % spec.save_every == 0 and state.step < spec.max_steps:
+        _save_checkpoint(run)
+
+
+def _save_checkpoint(run: _Training) -> None:
+    """Everything an exact resume needs; one checkpoint is kept (the study's runs are
+    small, and the finished model is saved apart in final/)."""
+    from asmopt.train.checkpoint import rng_state, save_checkpoint
+
+    state = run.state
+    save_checkpoint(
+        run.out,
+        state.step,
+        {
+            "model": {k: v.detach().cpu() for k, v in run.model.state_dict().items()},
+            "optimizer": run.optimizer.state_dict(),
+            "rng": rng_state(),
+            "step": state.step,
+            "tokens": state.tokens,
+            "seconds": state.seconds,
+            "loops": run.loops,
+            "config": to_dict(run.cfg),
+        },
+        config_yaml=to_yaml(run.cfg),
+        keep=1,
     )
-    metrics.write(state.step, "heldout_final", _scalars(final_eval))
-    metrics.close()
+
+
+def _finish(run: _Training, starts: np.ndarray, started: dict[str, Any]) -> dict[str, Any]:
+    """The final held-out evaluation on every window, then the model, its tokenizer and
+    the summary in final/ (whose presence marks the model finished for later runs)."""
+    cfg, state, device = run.cfg, run.state, run.device
+    final_eval = evaluate_windows(
+        run.model, run.prepared.heldout, starts, cfg.train.seq_len, cfg.eval.diag_batch * 2, device
+    )
+    run.metrics.write(state.step, "heldout_final", _scalars(final_eval))
+    run.metrics.close()
     summary = {
-        "loops": loops,
+        "loops": run.loops,
         "loop_mode": cfg.model.loop_mode,
-        "parameters": params,
+        "parameters": count_parameters(run.model),
         "steps": state.step,
         "tokens_seen": state.tokens,
         "train_seconds": round(state.seconds, 1),
@@ -489,16 +557,16 @@ def train_lm(
         "threads": torch.get_num_threads(),
         "heldout": final_eval,
         "config": to_dict(cfg),
-        "output_dir": str(out),
+        "output_dir": str(run.out),
         "trained": {**stamp(), "started_commit": started["git_commit"]},
     }
-    final = out / "final"
-    model.save_pretrained(final)
-    tokenizer.save_pretrained(final)
+    final = run.out / "final"
+    run.model.save_pretrained(final)
+    run.prepared.tokenizer.save_pretrained(final)
     (final / SUMMARY_FILE).write_text(json.dumps(summary, indent=2) + "\n", encoding="utf-8")
-    if progress:
+    if run.progress:
         _log(
-            f"R={loops}: done in {state.seconds / 60:.1f} min; held-out loss "
+            f"R={run.loops}: done in {state.seconds / 60:.1f} min; held-out loss "
             f"{final_eval['loss']:.4f}, assembly loss {final_eval['asm_loss']:.4f}, "
             f"assembly accuracy {final_eval['asm_accuracy']:.3f} -> {final}"
         )

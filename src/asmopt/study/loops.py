@@ -32,14 +32,9 @@ from asmopt.provenance import environment
 from asmopt.study.config import StudyConfig, to_dict
 from asmopt.study.data import Prepared, prepare
 from asmopt.study.diagnostics import run_diagnostics
-from asmopt.study.lm import (
-    heldout_windows,
-    model_dir,
-    quiet_transformers,
-    resolve_device,
-    train_lm,
-)
+from asmopt.study.lm import heldout_windows, model_dir, train_lm
 from asmopt.study.task import evaluate_task, task_programs
+from asmopt.train.run import quiet_transformers, resolve_device
 
 STUDY_FILE = "study.json"
 Z95 = 1.959964

@@ -26,22 +26,6 @@ from torch import nn
 DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
 
 
-def resolve_device(name: str) -> torch.device:
-    if name == "auto":
-        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
-    device = torch.device(name)
-    if device.type == "cuda" and not torch.cuda.is_available():
-        raise ValueError(f"device {name!r} asked for, but torch sees no CUDA device")
-    return device
-
-
-def quiet_transformers() -> None:
-    """No per-file download/loading progress bars inside our own progress bar."""
-    from transformers.utils import logging as hf_logging
-
-    hf_logging.disable_progress_bar()
-
-
 def load_tokenizer(path: str | Path) -> Any:
     """Tokenizer with left padding (batched generation) and a pad token (eos if none)."""
     from transformers import AutoTokenizer

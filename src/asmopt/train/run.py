@@ -1,12 +1,15 @@
 """The start every trainer shares: process settings, device, and the run to resume.
 
+PPO, SFT and the study's LM trainer (asmopt.study.lm) all start here, so a device that
+cannot be used, or a checkpoint made with another recipe, is refused the same way for each.
 A resumed run must compute what the original would have, so a checkpoint whose config
-differs in a field that changes what a step computes is refused here, once, for every
-trainer, before any model is loaded.
+differs in a field that changes what a step computes is refused here, once, before any
+model is loaded.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -15,7 +18,24 @@ import torch
 
 from asmopt.train.checkpoint import load_checkpoint, resolve_resume, seed_everything
 from asmopt.train.config import changed_fields, config_to_dict
-from asmopt.train.modeling import quiet_transformers, resolve_device
+
+
+def resolve_device(name: str) -> torch.device:
+    """`auto` is CUDA when torch sees a GPU, else the CPU; a CUDA device asked for by name
+    on a machine without one is refused here, not found out later by the first tensor."""
+    if name == "auto":
+        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    device = torch.device(name)
+    if device.type == "cuda" and not torch.cuda.is_available():
+        raise ValueError(f"device {name!r} asked for, but torch sees no CUDA device")
+    return device
+
+
+def quiet_transformers() -> None:
+    """No per-file download/loading progress bars inside our own progress output."""
+    from transformers.utils import logging as hf_logging
+
+    hf_logging.disable_progress_bar()
 
 
 @dataclass
@@ -28,21 +48,52 @@ class RunStart:
     ckpt: dict[str, Any] | None
 
 
-def begin_run(cfg: Any) -> RunStart:
-    """Threads, quiet library logs, the seed, the device and the checkpoint to resume."""
-    if cfg.num_threads:
-        torch.set_num_threads(cfg.num_threads)
+# checkpoint -> the settings that differ from the run resuming it (empty: same recipe)
+ChangedSettings = Callable[[dict[str, Any]], list[str]]
+
+
+def start_run(
+    *,
+    device: str,
+    num_threads: int,
+    seed: int | None,
+    out: Path,
+    resume: str,
+    changed: ChangedSettings,
+) -> RunStart:
+    """Threads, quiet library logs, the seed, the device and the checkpoint to resume.
+
+    `seed` None leaves the random generators alone (the study seeds around model
+    construction itself); `resume` is the policy of `resolve_resume` ("auto", "never" or a
+    checkpoint directory). A checkpoint for which `changed` names any setting is refused."""
+    if num_threads:
+        torch.set_num_threads(num_threads)
     quiet_transformers()
-    seed_everything(cfg.seed)
-    device = resolve_device(cfg.device)
-    out = Path(cfg.output_dir)
-    resume_from = resolve_resume(cfg.resume, out)
+    if seed is not None:
+        seed_everything(seed)
+    torch_device = resolve_device(device)
+    resume_from = resolve_resume(resume, out)
     ckpt = load_checkpoint(resume_from) if resume_from is not None else None
     if ckpt is not None:
-        changed = changed_fields(ckpt["config"], config_to_dict(cfg))
-        if changed:
+        differ = changed(ckpt)
+        if differ:
             raise ValueError(
-                f"cannot resume {resume_from}: the config changed in {', '.join(changed)}; "
-                "a resumed run must compute what the original would have (use a new output_dir)"
+                f"cannot resume {resume_from}: the config changed in {', '.join(differ)}; "
+                "a resumed run must compute what the original would have (use a new "
+                "output_dir, or delete that run)"
             )
-    return RunStart(device=device, out=out, resume_from=resume_from, ckpt=ckpt)
+    return RunStart(device=torch_device, out=out, resume_from=resume_from, ckpt=ckpt)
+
+
+def begin_run(cfg: Any) -> RunStart:
+    """`start_run` for a trainer config (PPOConfig, SFTConfig): seeded, resumed as
+    `cfg.resume` says, refused when a field outside RESUMABLE_CHANGES differs."""
+    current = config_to_dict(cfg)
+    return start_run(
+        device=cfg.device,
+        num_threads=cfg.num_threads,
+        seed=cfg.seed,
+        out=Path(cfg.output_dir),
+        resume=cfg.resume,
+        changed=lambda ckpt: changed_fields(ckpt["config"], current),
+    )
