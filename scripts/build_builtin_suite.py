@@ -7,10 +7,10 @@ each program's metadata and test inputs, and:
 1. writes ``tests/tN.in`` and ``program.json`` for every program;
 2. compiles ``main.c`` with ``gcc -O0`` (the reference build), runs every test and writes
    ``tests/tN.out`` -- failing loudly on a crash, a non-zero exit or a timeout;
-3. compiles with ``gcc -O3``, checks that every output matches the reference (within the
-   program's tolerance for numeric programs), optionally runs the light tests under
-   ``-O3 -fsanitize=undefined,address``, and times the heavy tests (median of 3 runs),
-   failing if a program has no test whose ``-O3`` run takes 50-500 ms;
+3. compiles with ``gcc -O3``, checks that every output matches the reference (by
+   asmopt.compare, within the program's tolerance for numeric programs), optionally runs the
+   light tests under ``-O3 -fsanitize=undefined,address``, and times the heavy tests (median
+   of 3 runs), failing if a program has no test whose ``-O3`` run takes 50-500 ms;
 4. writes ``suite.json`` (splits are fixed in the table below: 31 train, 7 validation, 7 test).
 
 Everything is deterministic, so running it twice leaves the tree unchanged.
@@ -27,7 +27,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import re
 import resource
 import shutil
 import statistics
@@ -38,6 +37,9 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+
+from asmopt.compare import compare_output
+from asmopt.programs.model import Comparison
 
 ROOT = Path(__file__).resolve().parent.parent
 SUITE_DIR = ROOT / "src" / "asmopt" / "programs" / "builtin"
@@ -547,38 +549,10 @@ def run_binary(exe: Path, stdin: bytes, timeout: float, what: str,
     return RunResult(proc.stdout, dt, cpu)
 
 
-_NUM_RE = re.compile(rb"[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?|[-+]?(?:inf|nan)", re.I)
-
-
-def numeric_equal(expected: bytes, actual: bytes, abs_tol: float, rel_tol: float) -> bool:
-    """Texts equal (modulo whitespace) outside numbers; numbers within abs OR rel tolerance."""
-    def split(b: bytes) -> tuple[list[bytes], list[float]]:
-        texts, nums, pos = [], [], 0
-        for m in _NUM_RE.finditer(b):
-            texts.append(b"".join(b[pos:m.start()].split()))
-            nums.append(float(m.group()))
-            pos = m.end()
-        texts.append(b"".join(b[pos:].split()))
-        return texts, nums
-
-    et, en = split(expected)
-    at, an = split(actual)
-    if et != at or len(en) != len(an):
-        return False
-    for e, a in zip(en, an, strict=True):
-        if e == a:
-            continue
-        diff = abs(e - a)
-        if not (diff <= abs_tol or diff <= rel_tol * abs(e)):
-            return False
-    return True
-
-
 def outputs_match(spec_: Spec, expected: bytes, actual: bytes) -> bool:
-    if spec_.compare and spec_.compare.get("mode") == "numeric":
-        return numeric_equal(expected, actual, float(spec_.compare["abs_tol"]),  # type: ignore[arg-type]
-                             float(spec_.compare["rel_tol"]))  # type: ignore[arg-type]
-    return expected == actual
+    """The suite's own comparison (asmopt.compare, what judges every answer), so a program
+    is accepted here exactly when its -O3 build would pass in an evaluation."""
+    return compare_output(expected, actual, Comparison.from_dict(spec_.compare)) is None
 
 
 def write_if_changed(path: Path, data: bytes, check: bool, problems: list[str]) -> None:
