@@ -180,7 +180,7 @@ def report(
     load: tuple[float, ...],
     timed: dict[str, list[dict[str, Any]]],
 ) -> str:
-    from asmopt.train.metrics import read_metrics
+    from asmopt.train.metrics_log import read_metrics
 
     sft = read_metrics(root / "sft")
     ppo = read_metrics(root / "ppo")

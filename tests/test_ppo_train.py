@@ -21,9 +21,9 @@ pytest.importorskip("yaml")
 
 from asmopt.train.checkpoint import find_checkpoint, load_checkpoint  # noqa: E402
 from asmopt.train.config import PPOConfig, config_from_dict, load_config  # noqa: E402
-from asmopt.train.metrics import read_metrics  # noqa: E402
+from asmopt.train.metrics_log import read_metrics  # noqa: E402
 from asmopt.train.ppo import train_ppo  # noqa: E402
-from asmopt.train.rewards import TextTaskReward, make_reward, register_reward  # noqa: E402
+from asmopt.train.reward_registry import TextTaskReward, make_reward, register_reward  # noqa: E402
 from asmopt.train.tiny import build_tiny_model  # noqa: E402
 
 pytestmark = pytest.mark.ml
@@ -328,7 +328,7 @@ def test_reward_registry_errors() -> None:
         make_reward("text-tsk")
     with pytest.raises(ValueError, match="already registered"):
         register_reward("text-task", lambda: verdict_reward)
-    fn = make_reward("asmopt.train.rewards:TextTaskReward", {"alphabet": "xyz"})
+    fn = make_reward("asmopt.train.reward_registry:TextTaskReward", {"alphabet": "xyz"})
     assert fn(["p"], ["xxab"]) == [0.5]
 
 

@@ -16,7 +16,7 @@ pytest.importorskip("yaml")
 
 from asmopt.train.config import SFTConfig, config_from_dict, load_config  # noqa: E402
 from asmopt.train.data import RowSampler, load_rows, rows_from_jsonl  # noqa: E402
-from asmopt.train.metrics import read_metrics  # noqa: E402
+from asmopt.train.metrics_log import read_metrics  # noqa: E402
 from asmopt.train.sft import train_sft  # noqa: E402
 from asmopt.train.tiny import build_tiny_model  # noqa: E402
 

@@ -117,7 +117,7 @@ def cmd_sft(args: argparse.Namespace) -> int:
 
 
 def cmd_rewards(args: argparse.Namespace) -> int:
-    from asmopt.train.rewards import available_rewards
+    from asmopt.train.reward_registry import available_rewards
 
     names = available_rewards()
     if args.json:

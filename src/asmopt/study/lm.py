@@ -13,7 +13,7 @@ Everything but R is shared by the models of a study:
 So a compute difference remains (R times the layer FLOPs), and it is reported.
 
 Output directory `<output_dir>/models/R<loops>` (`-sft` appended for SFT):
-    metrics.jsonl        one line per logged step and per evaluation (asmopt.train.metrics)
+    metrics.jsonl        one line per logged step and per evaluation (asmopt.train.metrics_log)
     checkpoints/         resumable state (asmopt.train.checkpoint), written atomically
     final/               the model in the Hugging Face format, its tokenizer, summary.json
 A finished model (final/summary.json with the same config) is not trained again.
@@ -305,7 +305,7 @@ class _Training:
     device: torch.device
     model: Any
     optimizer: torch.optim.Optimizer
-    metrics: Any  # asmopt.train.metrics.MetricsLog
+    metrics: Any  # asmopt.train.metrics_log.MetricsLog
     state: RunState
     progress: bool
 
@@ -361,7 +361,7 @@ def _start_training(
     """Process settings and the checkpoint first (shared with PPO and SFT), then the data,
     the model and the optimiser, restored from the checkpoint when there is one."""
     from asmopt.train.checkpoint import set_rng_state
-    from asmopt.train.metrics import MetricsLog
+    from asmopt.train.metrics_log import MetricsLog
     from asmopt.train.run import start_run
 
     spec = cfg.train

@@ -122,7 +122,7 @@ def evaluate_model(
 
 
 def read_curve(path: Path) -> list[dict[str, Any]]:
-    from asmopt.train.metrics import read_metrics
+    from asmopt.train.metrics_log import read_metrics
 
     return read_metrics(path)
 

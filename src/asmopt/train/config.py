@@ -120,7 +120,7 @@ class PPOConfig(RunFields, DataFields, ModelFields):
     ref_model: str | None = None
 
     # ---- reward
-    # A registered reward name (see asmopt.train.rewards) or `module:attribute`.
+    # A registered reward name (see asmopt.train.reward_registry) or `module:attribute`.
     reward: str = "text-task"
     reward_options: dict[str, Any] = field(default_factory=dict)
 

@@ -40,7 +40,7 @@ from asmopt.train.checkpoint import (
 )
 from asmopt.train.config import PPOConfig, config_to_dict, config_to_yaml
 from asmopt.train.data import Row, RowSampler, load_rows, render_prompt
-from asmopt.train.metrics import MetricsLog
+from asmopt.train.metrics_log import MetricsLog
 from asmopt.train.modeling import (
     HeadInputTap,
     ValueHead,
@@ -58,7 +58,7 @@ from asmopt.train.modeling import (
     response_forward,
 )
 from asmopt.train.optim import make_optimizer, make_scheduler
-from asmopt.train.rewards import RewardFn, make_reward, score
+from asmopt.train.reward_registry import RewardFn, make_reward, score
 from asmopt.train.run import begin_run
 from asmopt.train.tiny import resolve_model
 

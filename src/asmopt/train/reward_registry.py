@@ -19,7 +19,7 @@ given either as a callable or as a `"module:attribute"` string that is imported 
 reward is used, so registering a reward that needs the sandbox costs nothing elsewhere.
 A config may also name a factory directly as `module:attribute`.
 
-    from asmopt.train.rewards import register_reward
+    from asmopt.train.reward_registry import register_reward
     register_reward("execution", "mypackage.service:make_execution_reward")
 """
 
@@ -37,7 +37,7 @@ RewardFn = Callable[..., Sequence[float | None]]
 RewardFactory = Callable[..., RewardFn]
 
 _REGISTRY: dict[str, RewardFactory | str] = {
-    "text-task": "asmopt.train.rewards:TextTaskReward",
+    "text-task": "asmopt.train.reward_registry:TextTaskReward",
     # The sandboxed execution reward (build, tests, timing); options are ScoreConfig fields
     # plus suite / workers / backend.
     "execution": "asmopt.reward.adapters:make_execution_reward",

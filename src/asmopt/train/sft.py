@@ -27,7 +27,7 @@ from asmopt.train.checkpoint import (
 )
 from asmopt.train.config import SFTConfig, config_to_dict, config_to_yaml
 from asmopt.train.data import Row, RowSampler, load_rows, render_prompt
-from asmopt.train.metrics import MetricsLog
+from asmopt.train.metrics_log import MetricsLog
 from asmopt.train.modeling import (
     autocast,
     base_model,
