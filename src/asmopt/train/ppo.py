@@ -24,7 +24,7 @@ import sys
 import time
 from collections import Counter
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -34,13 +34,11 @@ from asmopt.train import ppo_core as core
 from asmopt.train.checkpoint import (
     load_trainable_state,
     rng_state,
-    save_checkpoint,
     set_rng_state,
     trainable_state,
 )
-from asmopt.train.config import PPOConfig, config_to_dict, config_to_yaml
+from asmopt.train.config import PPOConfig, config_to_yaml
 from asmopt.train.data import Row, RowSampler, load_rows, render_prompt
-from asmopt.train.metrics_log import MetricsLog
 from asmopt.train.modeling import (
     HeadInputTap,
     ValueHead,
@@ -59,7 +57,13 @@ from asmopt.train.modeling import (
 )
 from asmopt.train.optim import make_optimizer, make_scheduler
 from asmopt.train.reward_registry import RewardFn, make_reward, score
-from asmopt.train.run import begin_run
+from asmopt.train.run import (
+    begin_run,
+    is_due,
+    open_run_dir,
+    restore_position,
+    save_trainer_checkpoint,
+)
 from asmopt.train.tiny import resolve_model
 
 Echo = Callable[[str], None]
@@ -278,24 +282,19 @@ def validate(
 # --------------------------------------------------------------------------- training
 
 
-def train_ppo(
-    cfg: PPOConfig,
-    reward_fn: RewardFn | None = None,
-    *,
-    progress: bool = True,
-    echo: Echo = echo_stderr,
-) -> dict[str, Any]:
-    """Runs (or resumes) PPO as `cfg` says; returns a summary. `reward_fn` overrides
-    `cfg.reward` (for rewards that are objects built by the caller)."""
-    cfg.validate()
-    check_edit_format(cfg)
-    start = begin_run(cfg)
-    device, out, resume_from, ckpt = start.device, start.out, start.resume_from, start.ckpt
-    echo(f"PPO config:\n{config_to_yaml(cfg).rstrip()}")
+@dataclass
+class Data:
+    """Training rows and held-out rows with their rendered prompts."""
 
-    # ---- models, data, reward
-    models = build_models(cfg, device, echo)
-    tokenizer = models.tokenizer
+    train_rows: list[Row]
+    train_texts: list[str]
+    val_rows: list[Row]
+    val_texts: list[str]
+
+
+def load_data(cfg: PPOConfig, tokenizer: Any, echo: Echo) -> Data:
+    """Rows whose prompts fit, from `train_data` and (if set) the first `val_max_rows` of
+    `val_data`, rendered with the actor's tokenizer exactly as rollouts will see them."""
     suite_args: dict[str, Any] = {
         "suite": cfg.suite,
         "template": cfg.prompt_template,
@@ -312,75 +311,125 @@ def train_ppo(
         )
         if cfg.val_max_rows:
             val_rows, val_texts = val_rows[: cfg.val_max_rows], val_texts[: cfg.val_max_rows]
+    return Data(train_rows, train_texts, val_rows, val_texts)
+
+
+def build_reward(cfg: PPOConfig, reward_fn: RewardFn | None) -> RewardFn:
+    """The caller's reward object, else the configured one. Rows of unfit programs that
+    the config lets in must be scored too, so the execution reward is told to allow them."""
+    if reward_fn is not None:
+        return reward_fn
     reward_options = dict(cfg.reward_options)
     if cfg.allow_unfit and cfg.reward == "execution":
-        # Rows of unfit programs were allowed in: the reward must score them too.
         reward_options.setdefault("allow_unfit", True)
-    reward_fn = reward_fn if reward_fn is not None else make_reward(cfg.reward, reward_options)
-    sampler = RowSampler(len(train_rows), cfg.seed)
-    total_steps = cfg.total_steps or math.ceil(
-        cfg.total_epochs * len(train_rows) / cfg.prompts_per_step
+    return make_reward(cfg.reward, reward_options)
+
+
+@dataclass
+class Optimisers:
+    """Actor and critic each have their own optimiser and learning-rate schedule (their
+    learning rates differ, and the actor may wait for `critic_warmup_steps`)."""
+
+    actor_opt: torch.optim.Optimizer
+    critic_opt: torch.optim.Optimizer
+    actor_sched: torch.optim.lr_scheduler.LRScheduler
+    critic_sched: torch.optim.lr_scheduler.LRScheduler
+
+
+def build_optimisers(models: Models, cfg: PPOConfig, total_steps: int) -> Optimisers:
+    actor_opt = make_optimizer(models.actor_params(), cfg.actor_lr, cfg)
+    critic_opt = make_optimizer(models.critic_params(), cfg.critic_lr, cfg)
+    return Optimisers(
+        actor_opt=actor_opt,
+        critic_opt=critic_opt,
+        actor_sched=make_scheduler(actor_opt, cfg.lr_schedule, cfg.warmup_steps, total_steps),
+        critic_sched=make_scheduler(critic_opt, cfg.lr_schedule, cfg.warmup_steps, total_steps),
     )
+
+
+def restore(ckpt: dict[str, Any], models: Models, opts: Optimisers, sampler: RowSampler) -> int:
+    """Weights, optimiser and schedule states, data order and random generators of a
+    checkpoint; returns the step it finished."""
+    weights = ckpt["weights"]
+    load_trainable_state(models.actor, weights["actor"], "actor")
+    models.value_head.load_state_dict(weights["value_head"])
+    if models.critic is not None:
+        load_trainable_state(models.critic, weights["critic"], "critic")
+    opts.actor_opt.load_state_dict(ckpt["optimizers"]["actor"])
+    opts.critic_opt.load_state_dict(ckpt["optimizers"]["critic"])
+    opts.actor_sched.load_state_dict(ckpt["schedulers"]["actor"])
+    opts.critic_sched.load_state_dict(ckpt["schedulers"]["critic"])
+    return restore_position(ckpt, sampler)
+
+
+def save_ppo_checkpoint(
+    cfg: PPOConfig, out: Path, step: int, models: Models, opts: Optimisers, sampler: RowSampler
+) -> None:
+    """Trainable weights only (LoRA: the adapters), the value head, and the critic when it
+    has its own backbone."""
+    weights = {
+        "actor": trainable_state(models.actor),
+        "value_head": models.value_head.state_dict(),
+    }
+    if models.critic is not None:
+        weights["critic"] = trainable_state(models.critic)
+    save_trainer_checkpoint(
+        cfg,
+        out,
+        step,
+        kind="ppo",
+        weights=weights,
+        optimizers={"actor": opts.actor_opt, "critic": opts.critic_opt},
+        schedulers={"actor": opts.actor_sched, "critic": opts.critic_sched},
+        sampler=sampler,
+    )
+
+
+def plan_summary(cfg: PPOConfig, data: Data, total_steps: int, device: torch.device) -> str:
+    """The batch arithmetic of the run in one line, so a mis-sized config shows at once."""
     B = cfg.rollout_size
-    echo(
-        f"{len(train_rows)} training rows, {len(val_rows)} validation rows; {total_steps} steps "
-        f"of {cfg.prompts_per_step} prompts x {cfg.samples_per_prompt} samples = {B} sequences, "
-        f"{B // cfg.mini_batch_size} mini-batches x {cfg.update_epochs} epochs, "
-        f"{cfg.mini_batch_size // cfg.micro_batch_size} micro-batches each; device {device}"
+    return (
+        f"{len(data.train_rows)} training rows, {len(data.val_rows)} validation rows; "
+        f"{total_steps} steps of {cfg.prompts_per_step} prompts x {cfg.samples_per_prompt} "
+        f"samples = {B} sequences, {B // cfg.mini_batch_size} mini-batches x "
+        f"{cfg.update_epochs} epochs, {cfg.mini_batch_size // cfg.micro_batch_size} "
+        f"micro-batches each; device {device}"
     )
 
-    # ---- optimisers
-    actor_params = models.actor_params()
-    critic_params = models.critic_params()
-    actor_opt = make_optimizer(actor_params, cfg.actor_lr, cfg)
-    critic_opt = make_optimizer(critic_params, cfg.critic_lr, cfg)
-    actor_sched = make_scheduler(actor_opt, cfg.lr_schedule, cfg.warmup_steps, total_steps)
-    critic_sched = make_scheduler(critic_opt, cfg.lr_schedule, cfg.warmup_steps, total_steps)
 
-    # ---- resume
+def train_ppo(
+    cfg: PPOConfig,
+    reward_fn: RewardFn | None = None,
+    *,
+    progress: bool = True,
+    echo: Echo = echo_stderr,
+) -> dict[str, Any]:
+    """Runs (or resumes) PPO as `cfg` says; returns a summary. `reward_fn` overrides
+    `cfg.reward` (for rewards that are objects built by the caller)."""
+    cfg.validate()
+    check_edit_format(cfg)
+    start = begin_run(cfg)
+    device, out = start.device, start.out
+    echo(f"PPO config:\n{config_to_yaml(cfg).rstrip()}")
+
+    models = build_models(cfg, device, echo)
+    data = load_data(cfg, models.tokenizer, echo)
+    reward_fn = build_reward(cfg, reward_fn)
+    sampler = RowSampler(len(data.train_rows), cfg.seed)
+    total_steps = cfg.total_steps or math.ceil(
+        cfg.total_epochs * len(data.train_rows) / cfg.prompts_per_step
+    )
+    echo(plan_summary(cfg, data, total_steps, device))
+    opts = build_optimisers(models, cfg, total_steps)
     step = 0
-    if ckpt is not None:
-        weights = ckpt["weights"]
-        load_trainable_state(models.actor, weights["actor"], "actor")
-        models.value_head.load_state_dict(weights["value_head"])
-        if models.critic is not None:
-            load_trainable_state(models.critic, weights["critic"], "critic")
-        actor_opt.load_state_dict(ckpt["optimizers"]["actor"])
-        critic_opt.load_state_dict(ckpt["optimizers"]["critic"])
-        actor_sched.load_state_dict(ckpt["schedulers"]["actor"])
-        critic_sched.load_state_dict(ckpt["schedulers"]["critic"])
-        sampler.load_state_dict(ckpt["data"])
-        set_rng_state(ckpt["rng"])
-        step = int(ckpt["step"])
-        echo(f"resumed from {resume_from} at step {step}")
-    out.mkdir(parents=True, exist_ok=True)
-    (out / "config.yaml").write_text(config_to_yaml(cfg), encoding="utf-8")
-    log = MetricsLog(
-        out, resume_step=step if ckpt is not None else None, tensorboard=cfg.tensorboard
-    )
-
-    def checkpoint(at: int) -> None:
-        weights = {
-            "actor": trainable_state(models.actor),
-            "value_head": models.value_head.state_dict(),
-        }
-        if models.critic is not None:
-            weights["critic"] = trainable_state(models.critic)
-        state = {
-            "kind": "ppo",
-            "step": at,
-            "config": config_to_dict(cfg),
-            "weights": weights,
-            "optimizers": {"actor": actor_opt.state_dict(), "critic": critic_opt.state_dict()},
-            "schedulers": {"actor": actor_sched.state_dict(), "critic": critic_sched.state_dict()},
-            "data": sampler.state_dict(),
-            "rng": rng_state(),
-        }
-        save_checkpoint(out, at, state, config_yaml=config_to_yaml(cfg), keep=cfg.keep_checkpoints)
+    if start.ckpt is not None:
+        step = restore(start.ckpt, models, opts, sampler)
+        echo(f"resumed from {start.resume_from} at step {step}")
+    log = open_run_dir(cfg, start, step)
 
     summary: dict[str, Any] = {"output_dir": str(out), "total_steps": total_steps}
-    if ckpt is None and cfg.eval_at_start and val_rows:
-        val = validate(models, val_rows, val_texts, reward_fn, cfg, device)
+    if start.ckpt is None and cfg.eval_at_start and data.val_rows:
+        val = validate(models, data.val_rows, data.val_texts, reward_fn, cfg, device)
         log.write(0, "val", val)
         summary["val_start"] = val
         echo(f"step 0 validation: reward {val['reward/mean']}")
@@ -395,27 +444,26 @@ def train_ppo(
                 step,
                 cfg,
                 models,
-                train_rows,
-                train_texts,
+                data.train_rows,
+                data.train_texts,
                 sampler,
                 reward_fn,
-                actor_opt,
-                critic_opt,
+                opts.actor_opt,
+                opts.critic_opt,
                 device,
             )
-            step_schedulers(actor_sched, critic_sched)
+            step_schedulers(opts.actor_sched, opts.critic_sched)
             log.write(step, "train", metrics)
             summary.setdefault("first_train", metrics)
             summary["last_train"] = metrics
             bar.update(1)
             bar.set_postfix(reward=f"{metrics['reward/mean'] or 0:.3f}")
-            last = step == total_steps
-            if val_rows and ((cfg.eval_every and step % cfg.eval_every == 0) or last):
-                val = validate(models, val_rows, val_texts, reward_fn, cfg, device)
+            if data.val_rows and is_due(cfg.eval_every, step, total_steps):
+                val = validate(models, data.val_rows, data.val_texts, reward_fn, cfg, device)
                 log.write(step, "val", val)
                 summary["val_end"] = val
-            if (cfg.save_every and step % cfg.save_every == 0) or last:
-                checkpoint(step)
+            if is_due(cfg.save_every, step, total_steps):
+                save_ppo_checkpoint(cfg, out, step, models, opts, sampler)
     finally:
         bar.close()
         log.close()
@@ -463,211 +511,40 @@ def ppo_step(
     critic_opt: torch.optim.Optimizer,
     device: torch.device,
 ) -> dict[str, Any]:
-    actor, critic, value_head, tokenizer = (
-        models.actor,
-        models.critic,
-        models.value_head,
-        models.tokenizer,
-    )
-    temperature = cfg.temperature
+    """One PPO step: the six phases of the module docstring, in order, one function each."""
     t0 = time.monotonic()
 
     # ---- 1. rollout
     picked = [i for i in sampler.next(cfg.prompts_per_step) for _ in range(cfg.samples_per_prompt)]
     b_rows = [rows[i] for i in picked]
     b_texts = [texts[i] for i in picked]
-    with eval_mode(actor):
-        gens = generate(
-            actor,
-            tokenizer,
-            b_texts,
-            max_new_tokens=cfg.max_response_len,
-            temperature=temperature,
-            top_p=cfg.top_p,
-            batch_size=cfg.rollout_batch_size,
-            device=device,
-            amp=cfg.amp,
-        )
-    completions = [decode_response(tokenizer, g) for g in gens]
+    gens = rollout(cfg, models, b_texts, device)
+    completions = [decode_response(models.tokenizer, g) for g in gens]
     t_rollout = time.monotonic() - t0
 
     # ---- 2. score (None = excluded from the update, never a 0)
     t1 = time.monotonic()
     scores, extras, logged = score(reward_fn, b_texts, completions, row_columns(b_rows))
     t_reward = time.monotonic() - t1
-    B = len(gens)
-    T = max(len(g.response) for g in gens)
-    b_valid = torch.tensor([s is not None for s in scores], dtype=torch.float32, device=device)
-    b_scores = torch.tensor([s or 0.0 for s in scores], dtype=torch.float32, device=device)
-    b_mask = torch.zeros(B, T, device=device)
-    for i, g in enumerate(gens):
-        b_mask[i, : len(g.response)] = 1.0
-    b_mask = b_mask * b_valid[:, None]
-
-    def micro_batch(idx: list[int]) -> Any:
-        return collate(
-            [gens[i].query for i in idx],
-            [gens[i].response for i in idx],
-            tokenizer.pad_token_id,
-            device,
-        )
-
-    def values_of(batch: Any, hidden: torch.Tensor | None) -> torch.Tensor:
-        if critic is None:  # shared: the value head reads the actor's hidden states
-            assert hidden is not None
-            return value_head(hidden)
-        _, critic_hidden = response_forward(critic, batch, tap=models.critic_tap)
-        assert critic_hidden is not None
-        return value_head(critic_hidden)
+    b = Rollout.from_scores(gens, scores, device)
 
     # ---- 3. old log-probs, values, reference log-probs
     t2 = time.monotonic()
-    b_old_logp = torch.zeros(B, T, device=device)
-    b_values = torch.zeros(B, T, device=device)
-    b_ref_logp = torch.zeros(B, T, device=device)
-    with torch.no_grad(), eval_mode(actor, critic, value_head), autocast(cfg.amp, device):
-        for start in range(0, B, cfg.micro_batch_size):
-            idx = list(range(start, min(B, start + cfg.micro_batch_size)))
-            batch = micro_batch(idx)
-            r = batch.response_len
-            logits, hidden = response_forward(actor, batch, tap=models.actor_tap)
-            b_old_logp[idx, :r] = core.logprobs_from_logits(
-                logits.float() / temperature, batch.response_ids
-            )
-            b_values[idx, :r] = values_of(batch, hidden).float()
-            if cfg.kl_coef > 0:
-                if models.ref is not None:
-                    ref_logits, _ = response_forward(models.ref, batch)
-                else:  # LoRA: the base model is the actor with its adapters switched off
-                    with actor.disable_adapter():
-                        ref_logits, _ = response_forward(actor, batch, tap=models.actor_tap)
-                b_ref_logp[idx, :r] = core.logprobs_from_logits(
-                    ref_logits.float() / temperature, batch.response_ids
-                )
+    evaluate_rollout(cfg, models, b, device)
 
     # ---- 4. rewards per token, GAE, whitening
-    b_kl = core.kl_estimate(b_old_logp, b_ref_logp, cfg.kl_estimator) if cfg.kl_coef > 0 else None
-    b_rewards = core.token_rewards(b_scores, b_mask, b_kl, cfg.kl_coef)
-    b_advantages, b_returns = core.compute_gae(
-        b_rewards, b_values, b_mask, cfg.gamma, cfg.gae_lambda
-    )
-    raw_adv_mean = core.masked_mean(b_advantages, b_mask).item()
-    if cfg.norm_adv:
-        b_advantages = core.masked_whiten(b_advantages, b_mask)
+    raw_adv_mean = compute_advantages(cfg, b)
 
     # ---- 5. PPO update: epochs x mini-batches, gradients accumulated over micro-batches
-    update_actor = step > cfg.critic_warmup_steps
-    sums: Counter[str] = Counter()  # token-weighted sums of diagnostics
-    tokens_seen = 0.0
-    grad_norms: dict[str, list[float]] = {"actor": [], "critic": []}
-    epochs_run = 0
-    minibatches = 0
-    actor.train()
-    value_head.train()
-    if critic is not None:
-        critic.train()
-    for _epoch in range(cfg.update_epochs):
-        epoch_kl, epoch_tokens = 0.0, 0.0
-        order = torch.randperm(B) if cfg.shuffle_minibatches else torch.arange(B)
-        for mb in order.split(cfg.mini_batch_size):
-            mb_tokens = b_mask[mb].sum().item()
-            mb_seqs = (b_mask[mb].sum(1) > 0).sum().item()
-            if mb_tokens == 0:
-                continue  # every sample of this mini-batch was excluded
-            minibatches += 1
-            actor_opt.zero_grad(set_to_none=True)
-            critic_opt.zero_grad(set_to_none=True)
-            for micro in mb.split(cfg.micro_batch_size):
-                idx = micro.tolist()
-                mask_rows = b_mask[idx]
-                if mask_rows.sum() == 0:
-                    continue
-                batch = micro_batch(idx)
-                r = batch.response_len
-                mask = mask_rows[:, :r]
-                with autocast(cfg.amp, device):
-                    logits, hidden = response_forward(actor, batch, tap=models.actor_tap)
-                    new_values = values_of(batch, hidden).float()
-                logits = logits.float() / temperature
-                new_logp = core.logprobs_from_logits(logits, batch.response_ids)
-                entropy = core.entropy_from_logits(logits)
-                agg = {"total_tokens": mb_tokens, "total_seqs": mb_seqs}
-                pg_loss, pg_stats = core.policy_loss(
-                    new_logp,
-                    b_old_logp[idx, :r],
-                    b_advantages[idx, :r],
-                    mask,
-                    cfg.clip_coef,
-                    cfg.loss_agg,
-                    **agg,
-                )
-                ent_loss = core.aggregate(entropy, mask, cfg.loss_agg, **agg)
-                v_loss, v_stats = core.value_loss(
-                    new_values,
-                    b_values[idx, :r],
-                    b_returns[idx, :r],
-                    mask,
-                    cfg.vf_clip,
-                    cfg.clip_vloss,
-                    cfg.loss_agg,
-                    **agg,
-                )
-                loss = cfg.vf_coef * v_loss
-                if update_actor:
-                    loss = loss + pg_loss - cfg.ent_coef * ent_loss
-                loss.backward()
-
-                n = mask.sum().item()
-                tokens_seen += n
-                epoch_tokens += n
-                epoch_kl += pg_stats["approx_kl"].item() * n
-                sums["policy/approx_kl"] += pg_stats["approx_kl"].item() * n
-                sums["policy/clipfrac"] += pg_stats["clipfrac"].item() * n
-                sums["policy/entropy"] += core.masked_mean(entropy.detach(), mask).item() * n
-                sums["value/clipfrac"] += v_stats["clipfrac"].item() * n
-                # Micro-batch losses are already divided by the mini-batch's size: they add up.
-                sums["policy/loss"] += pg_loss.item()
-                sums["value/loss"] += v_loss.item()
-            if update_actor:
-                grad_norms["actor"].append(
-                    float(torch.nn.utils.clip_grad_norm_(models.actor_params(), cfg.max_grad_norm))
-                )
-                actor_opt.step()
-            grad_norms["critic"].append(
-                float(torch.nn.utils.clip_grad_norm_(models.critic_params(), cfg.max_grad_norm))
-            )
-            critic_opt.step()
-        epochs_run += 1
-        if cfg.target_kl is not None and epoch_tokens and epoch_kl / epoch_tokens > cfg.target_kl:
-            break
-    actor.eval()
-    value_head.eval()
-    if critic is not None:
-        critic.eval()
+    stats = ppo_update(step, cfg, models, b, actor_opt, critic_opt, device)
     t_update = time.monotonic() - t2
 
     # ---- 6. diagnostics
-    n_minibatches = max(1, minibatches)
     metrics: dict[str, Any] = reward_summary(scores, extras, logged)
     metrics.update(generation_summary(gens))
+    metrics.update(update_metrics(stats, b, raw_adv_mean, actor_opt, critic_opt))
     metrics.update(
         {
-            "policy/approx_kl": sums["policy/approx_kl"] / max(tokens_seen, 1.0),
-            "policy/clipfrac": sums["policy/clipfrac"] / max(tokens_seen, 1.0),
-            "policy/entropy": sums["policy/entropy"] / max(tokens_seen, 1.0),
-            "policy/loss": sums["policy/loss"] / n_minibatches,
-            "value/loss": sums["value/loss"] / n_minibatches,
-            "value/clipfrac": sums["value/clipfrac"] / max(tokens_seen, 1.0),
-            "value/explained_variance": core.explained_variance(b_values, b_returns, b_mask),
-            "value/mean": core.masked_mean(b_values, b_mask).item(),
-            "returns/mean": core.masked_mean(b_returns, b_mask).item(),
-            "advantages/mean_raw": raw_adv_mean,
-            "optim/actor_lr": actor_opt.param_groups[0]["lr"],
-            "optim/critic_lr": critic_opt.param_groups[0]["lr"],
-            "optim/actor_grad_norm": _mean(grad_norms["actor"]),
-            "optim/critic_grad_norm": _mean(grad_norms["critic"]),
-            "optim/epochs": epochs_run,
-            "optim/actor_updated": update_actor,
             "data/epoch": sampler.epoch,
             "time/rollout_s": t_rollout,
             "time/reward_s": t_reward,
@@ -676,11 +553,314 @@ def ppo_step(
             "perf/tokens_per_s": sum(len(g.response) for g in gens) / max(t_rollout, 1e-9),
         }
     )
-    if b_kl is not None:
-        seq_kl = core.masked_sum(b_kl, b_mask, dim=1)
-        metrics["kl/ref"] = core.masked_mean(seq_kl, (b_mask.sum(1) > 0).float()).item()
+    if b.kl is not None:
+        seq_kl = core.masked_sum(b.kl, b.mask, dim=1)
+        metrics["kl/ref"] = core.masked_mean(seq_kl, (b.mask.sum(1) > 0).float()).item()
         metrics["kl/coef"] = cfg.kl_coef
     return metrics
+
+
+def rollout(cfg: PPOConfig, models: Models, b_texts: list[str], device: torch.device) -> list[Any]:
+    """Phase 1: one sampled answer per prompt text from the current policy (eval mode: no
+    dropout while sampling)."""
+    with eval_mode(models.actor):
+        return generate(
+            models.actor,
+            models.tokenizer,
+            b_texts,
+            max_new_tokens=cfg.max_response_len,
+            temperature=cfg.temperature,
+            top_p=cfg.top_p,
+            batch_size=cfg.rollout_batch_size,
+            device=device,
+            amp=cfg.amp,
+        )
+
+
+@dataclass
+class Rollout:
+    """The whole rollout batch (the `b_` tensors of CleanRL), B sequences x T response
+    tokens: filled phase by phase, then read in mini-batches by the update."""
+
+    gens: list[Any]
+    scores: torch.Tensor  # [B] the reward of each sequence (0.0 where excluded)
+    mask: torch.Tensor  # [B, T] response tokens of sequences that have a reward
+    old_logp: torch.Tensor  # [B, T] log-probs under the weights that sampled (phase 3)
+    values: torch.Tensor  # [B, T] the critic's values before the update (phase 3)
+    ref_logp: torch.Tensor  # [B, T] reference log-probs (phase 3; zeros without KL)
+    kl: torch.Tensor | None = None  # [B, T] per-token KL estimate (phase 4; None: no KL)
+    advantages: torch.Tensor | None = None  # [B, T] (phase 4)
+    returns: torch.Tensor | None = None  # [B, T] (phase 4)
+
+    @classmethod
+    def from_scores(
+        cls, gens: list[Any], scores: list[float | None], device: torch.device
+    ) -> Rollout:
+        """Scores as a tensor; an excluded sample (None) gets a mask of zeros, so that it
+        adds nothing to any loss, advantage statistic or diagnostic."""
+        B = len(gens)
+        T = max(len(g.response) for g in gens)
+        b_valid = torch.tensor([s is not None for s in scores], dtype=torch.float32, device=device)
+        b_scores = torch.tensor([s or 0.0 for s in scores], dtype=torch.float32, device=device)
+        b_mask = torch.zeros(B, T, device=device)
+        for i, g in enumerate(gens):
+            b_mask[i, : len(g.response)] = 1.0
+        b_mask = b_mask * b_valid[:, None]
+        return cls(
+            gens=gens,
+            scores=b_scores,
+            mask=b_mask,
+            old_logp=torch.zeros(B, T, device=device),
+            values=torch.zeros(B, T, device=device),
+            ref_logp=torch.zeros(B, T, device=device),
+        )
+
+    @property
+    def size(self) -> int:
+        return len(self.gens)
+
+
+def micro_batch(models: Models, b: Rollout, idx: list[int], device: torch.device) -> Any:
+    """Sequences `idx` of the rollout laid out for a forward pass (modeling.collate)."""
+    return collate(
+        [b.gens[i].query for i in idx],
+        [b.gens[i].response for i in idx],
+        models.tokenizer.pad_token_id,
+        device,
+    )
+
+
+def values_of(models: Models, batch: Any, hidden: torch.Tensor | None) -> torch.Tensor:
+    """The value head on the critic's hidden states: the actor's own (shared critic, read
+    from the actor's forward pass, so no second pass) or a separate backbone's."""
+    if models.critic is None:  # shared: the value head reads the actor's hidden states
+        assert hidden is not None
+        return models.value_head(hidden)
+    _, critic_hidden = response_forward(models.critic, batch, tap=models.critic_tap)
+    assert critic_hidden is not None
+    return models.value_head(critic_hidden)
+
+
+def evaluate_rollout(cfg: PPOConfig, models: Models, b: Rollout, device: torch.device) -> None:
+    """Phase 3, no grad and in eval mode: old log-probs and values under the weights that
+    sampled, and reference log-probs for the KL penalty, all at the sampling temperature."""
+    actor, temperature = models.actor, cfg.temperature
+    critic, value_head = models.critic, models.value_head
+    with torch.no_grad(), eval_mode(actor, critic, value_head), autocast(cfg.amp, device):
+        for start in range(0, b.size, cfg.micro_batch_size):
+            idx = list(range(start, min(b.size, start + cfg.micro_batch_size)))
+            batch = micro_batch(models, b, idx, device)
+            r = batch.response_len
+            logits, hidden = response_forward(actor, batch, tap=models.actor_tap)
+            b.old_logp[idx, :r] = core.logprobs_from_logits(
+                logits.float() / temperature, batch.response_ids
+            )
+            b.values[idx, :r] = values_of(models, batch, hidden).float()
+            if cfg.kl_coef > 0:
+                if models.ref is not None:
+                    ref_logits, _ = response_forward(models.ref, batch)
+                else:  # LoRA: the base model is the actor with its adapters switched off
+                    with actor.disable_adapter():
+                        ref_logits, _ = response_forward(actor, batch, tap=models.actor_tap)
+                b.ref_logp[idx, :r] = core.logprobs_from_logits(
+                    ref_logits.float() / temperature, batch.response_ids
+                )
+
+
+def compute_advantages(cfg: PPOConfig, b: Rollout) -> float:
+    """Phase 4: the reward on each sequence's last token minus the per-token KL penalty,
+    token-level GAE, then (`norm_adv`) whitening. Returns the advantages' mean before
+    whitening (whitening makes it 0, so it is logged from here)."""
+    b.kl = core.kl_estimate(b.old_logp, b.ref_logp, cfg.kl_estimator) if cfg.kl_coef > 0 else None
+    b_rewards = core.token_rewards(b.scores, b.mask, b.kl, cfg.kl_coef)
+    b.advantages, b.returns = core.compute_gae(
+        b_rewards, b.values, b.mask, cfg.gamma, cfg.gae_lambda
+    )
+    raw_adv_mean = core.masked_mean(b.advantages, b.mask).item()
+    if cfg.norm_adv:
+        b.advantages = core.masked_whiten(b.advantages, b.mask)
+    return raw_adv_mean
+
+
+@dataclass
+class UpdateStats:
+    """What the update did, for the step's diagnostics."""
+
+    actor_updated: bool
+    sums: Counter[str] = field(default_factory=Counter)  # token-weighted sums of diagnostics
+    tokens_seen: float = 0.0
+    grad_norms: dict[str, list[float]] = field(default_factory=lambda: {"actor": [], "critic": []})
+    epochs_run: int = 0
+    minibatches: int = 0
+    # The current epoch's token-weighted approx KL sum and tokens (the early stop reads them).
+    epoch_kl: float = 0.0
+    epoch_tokens: float = 0.0
+
+
+def ppo_update(
+    step: int,
+    cfg: PPOConfig,
+    models: Models,
+    b: Rollout,
+    actor_opt: torch.optim.Optimizer,
+    critic_opt: torch.optim.Optimizer,
+    device: torch.device,
+) -> UpdateStats:
+    """Phase 5: `update_epochs` passes over shuffled mini-batches (one optimiser step each),
+    stopped early when an epoch's mean approx KL exceeds `target_kl`. The actor is only
+    updated after `critic_warmup_steps` (until then, only the critic learns)."""
+    stats = UpdateStats(actor_updated=step > cfg.critic_warmup_steps)
+    actor, critic, value_head = models.actor, models.critic, models.value_head
+    actor.train()
+    value_head.train()
+    if critic is not None:
+        critic.train()
+    for _epoch in range(cfg.update_epochs):
+        stats.epoch_kl, stats.epoch_tokens = 0.0, 0.0
+        order = torch.randperm(b.size) if cfg.shuffle_minibatches else torch.arange(b.size)
+        for mb in order.split(cfg.mini_batch_size):
+            minibatch_update(cfg, models, b, mb, stats, actor_opt, critic_opt, device)
+        stats.epochs_run += 1
+        epoch_kl, epoch_tokens = stats.epoch_kl, stats.epoch_tokens
+        if cfg.target_kl is not None and epoch_tokens and epoch_kl / epoch_tokens > cfg.target_kl:
+            break
+    actor.eval()
+    value_head.eval()
+    if critic is not None:
+        critic.eval()
+    return stats
+
+
+def minibatch_update(
+    cfg: PPOConfig,
+    models: Models,
+    b: Rollout,
+    mb: torch.Tensor,
+    stats: UpdateStats,
+    actor_opt: torch.optim.Optimizer,
+    critic_opt: torch.optim.Optimizer,
+    device: torch.device,
+) -> None:
+    """One optimiser step on mini-batch `mb`: gradients accumulated over its micro-batches
+    (losses are already normalised by the whole mini-batch, so they add up), clipped to
+    `max_grad_norm`. A mini-batch whose every sample was excluded is skipped: no step."""
+    b_mask = b.mask
+    mb_tokens = b_mask[mb].sum().item()
+    mb_seqs = (b_mask[mb].sum(1) > 0).sum().item()
+    if mb_tokens == 0:
+        return  # every sample of this mini-batch was excluded
+    stats.minibatches += 1
+    actor_opt.zero_grad(set_to_none=True)
+    critic_opt.zero_grad(set_to_none=True)
+    for micro in mb.split(cfg.micro_batch_size):
+        idx = micro.tolist()
+        if b_mask[idx].sum() == 0:
+            continue
+        micro_batch_backward(cfg, models, b, idx, mb_tokens, mb_seqs, stats, device)
+    if stats.actor_updated:
+        stats.grad_norms["actor"].append(
+            float(torch.nn.utils.clip_grad_norm_(models.actor_params(), cfg.max_grad_norm))
+        )
+        actor_opt.step()
+    stats.grad_norms["critic"].append(
+        float(torch.nn.utils.clip_grad_norm_(models.critic_params(), cfg.max_grad_norm))
+    )
+    critic_opt.step()
+
+
+def micro_batch_backward(
+    cfg: PPOConfig,
+    models: Models,
+    b: Rollout,
+    idx: list[int],
+    mb_tokens: float,
+    mb_seqs: float,
+    stats: UpdateStats,
+    device: torch.device,
+) -> None:
+    """Forward pass under the current weights, the three losses (clipped policy loss,
+    clipped value loss, entropy bonus), backward, and the token-weighted diagnostics."""
+    batch = micro_batch(models, b, idx, device)
+    r = batch.response_len
+    mask = b.mask[idx][:, :r]
+    assert b.advantages is not None and b.returns is not None
+    with autocast(cfg.amp, device):
+        logits, hidden = response_forward(models.actor, batch, tap=models.actor_tap)
+        new_values = values_of(models, batch, hidden).float()
+    logits = logits.float() / cfg.temperature
+    new_logp = core.logprobs_from_logits(logits, batch.response_ids)
+    entropy = core.entropy_from_logits(logits)
+    agg = {"total_tokens": mb_tokens, "total_seqs": mb_seqs}
+    pg_loss, pg_stats = core.policy_loss(
+        new_logp,
+        b.old_logp[idx, :r],
+        b.advantages[idx, :r],
+        mask,
+        cfg.clip_coef,
+        cfg.loss_agg,
+        **agg,
+    )
+    ent_loss = core.aggregate(entropy, mask, cfg.loss_agg, **agg)
+    v_loss, v_stats = core.value_loss(
+        new_values,
+        b.values[idx, :r],
+        b.returns[idx, :r],
+        mask,
+        cfg.vf_clip,
+        cfg.clip_vloss,
+        cfg.loss_agg,
+        **agg,
+    )
+    loss = cfg.vf_coef * v_loss
+    if stats.actor_updated:
+        loss = loss + pg_loss - cfg.ent_coef * ent_loss
+    loss.backward()
+
+    n = mask.sum().item()
+    stats.tokens_seen += n
+    stats.epoch_tokens += n
+    stats.epoch_kl += pg_stats["approx_kl"].item() * n
+    sums = stats.sums
+    sums["policy/approx_kl"] += pg_stats["approx_kl"].item() * n
+    sums["policy/clipfrac"] += pg_stats["clipfrac"].item() * n
+    sums["policy/entropy"] += core.masked_mean(entropy.detach(), mask).item() * n
+    sums["value/clipfrac"] += v_stats["clipfrac"].item() * n
+    # Micro-batch losses are already divided by the mini-batch's size: they add up.
+    sums["policy/loss"] += pg_loss.item()
+    sums["value/loss"] += v_loss.item()
+
+
+def update_metrics(
+    stats: UpdateStats,
+    b: Rollout,
+    raw_adv_mean: float,
+    actor_opt: torch.optim.Optimizer,
+    critic_opt: torch.optim.Optimizer,
+) -> dict[str, Any]:
+    """Phase 6 for the update: token-weighted means of the policy and value diagnostics,
+    per-mini-batch means of the losses, explained variance, learning rates, grad norms."""
+    assert b.returns is not None
+    tokens = max(stats.tokens_seen, 1.0)
+    n_minibatches = max(1, stats.minibatches)
+    sums = stats.sums
+    return {
+        "policy/approx_kl": sums["policy/approx_kl"] / tokens,
+        "policy/clipfrac": sums["policy/clipfrac"] / tokens,
+        "policy/entropy": sums["policy/entropy"] / tokens,
+        "policy/loss": sums["policy/loss"] / n_minibatches,
+        "value/loss": sums["value/loss"] / n_minibatches,
+        "value/clipfrac": sums["value/clipfrac"] / tokens,
+        "value/explained_variance": core.explained_variance(b.values, b.returns, b.mask),
+        "value/mean": core.masked_mean(b.values, b.mask).item(),
+        "returns/mean": core.masked_mean(b.returns, b.mask).item(),
+        "advantages/mean_raw": raw_adv_mean,
+        "optim/actor_lr": actor_opt.param_groups[0]["lr"],
+        "optim/critic_lr": critic_opt.param_groups[0]["lr"],
+        "optim/actor_grad_norm": _mean(stats.grad_norms["actor"]),
+        "optim/critic_grad_norm": _mean(stats.grad_norms["critic"]),
+        "optim/epochs": stats.epochs_run,
+        "optim/actor_updated": stats.actor_updated,
+    }
 
 
 def _mean(values: list[float]) -> float | None:

@@ -5,6 +5,10 @@ cannot be used, or a checkpoint made with another recipe, is refused the same wa
 A resumed run must compute what the original would have, so a checkpoint whose config
 differs in a field that changes what a step computes is refused here, once, before any
 model is loaded.
+
+PPO and SFT also share the rest of a run's bookkeeping, written once here: the run
+directory and its metrics log, the checkpoint layout, and when evaluations and checkpoints
+are due.
 """
 
 from __future__ import annotations
@@ -16,8 +20,17 @@ from typing import Any
 
 import torch
 
-from asmopt.train.checkpoint import load_checkpoint, resolve_resume, seed_everything
-from asmopt.train.config import changed_fields, config_to_dict
+from asmopt.train.checkpoint import (
+    load_checkpoint,
+    resolve_resume,
+    rng_state,
+    save_checkpoint,
+    seed_everything,
+    set_rng_state,
+)
+from asmopt.train.config import changed_fields, config_to_dict, config_to_yaml
+from asmopt.train.data import RowSampler
+from asmopt.train.metrics_log import MetricsLog
 
 
 def resolve_device(name: str) -> torch.device:
@@ -97,3 +110,56 @@ def begin_run(cfg: Any) -> RunStart:
         resume=cfg.resume,
         changed=lambda ckpt: changed_fields(ckpt["config"], current),
     )
+
+
+# --------------------------------------------------------------------------- PPO and SFT
+
+
+def open_run_dir(cfg: Any, start: RunStart, step: int) -> MetricsLog:
+    """The run directory with the config it runs under, and its metrics log (cut back to
+    `step` when resuming, so that the steps after the checkpoint are not logged twice)."""
+    start.out.mkdir(parents=True, exist_ok=True)
+    (start.out / "config.yaml").write_text(config_to_yaml(cfg), encoding="utf-8")
+    return MetricsLog(
+        start.out, resume_step=step if start.ckpt is not None else None, tensorboard=cfg.tensorboard
+    )
+
+
+def restore_position(ckpt: dict[str, Any], sampler: RowSampler) -> int:
+    """Where a checkpointed run stood: the data order and every random generator are put
+    back, and the step it finished is returned (the trainer restores its own weights)."""
+    sampler.load_state_dict(ckpt["data"])
+    set_rng_state(ckpt["rng"])
+    return int(ckpt["step"])
+
+
+def save_trainer_checkpoint(
+    cfg: Any,
+    out: Path,
+    step: int,
+    *,
+    kind: str,
+    weights: dict[str, Any],
+    optimizers: dict[str, Any],
+    schedulers: dict[str, Any],
+    sampler: RowSampler,
+) -> None:
+    """The checkpoint layout of PPO and SFT: what `restore_position` and the trainers read
+    back for an exact resume (weights, optimiser and schedule states by part name)."""
+    state = {
+        "kind": kind,
+        "step": step,
+        "config": config_to_dict(cfg),
+        "weights": weights,
+        "optimizers": {name: opt.state_dict() for name, opt in optimizers.items()},
+        "schedulers": {name: sched.state_dict() for name, sched in schedulers.items()},
+        "data": sampler.state_dict(),
+        "rng": rng_state(),
+    }
+    save_checkpoint(out, step, state, config_yaml=config_to_yaml(cfg), keep=cfg.keep_checkpoints)
+
+
+def is_due(every: int, step: int, total_steps: int) -> bool:
+    """Whether a periodic action (evaluation, checkpoint) runs after `step`: every `every`
+    steps (0: never), and always after the last step."""
+    return bool(every and step % every == 0) or step == total_steps

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import math
 import time
+from pathlib import Path
 from typing import Any
 
 import torch
@@ -20,14 +21,10 @@ import torch
 from asmopt.train import ppo_core as core
 from asmopt.train.checkpoint import (
     load_trainable_state,
-    rng_state,
-    save_checkpoint,
-    set_rng_state,
     trainable_state,
 )
-from asmopt.train.config import SFTConfig, config_to_dict, config_to_yaml
+from asmopt.train.config import SFTConfig, config_to_yaml
 from asmopt.train.data import Row, RowSampler, load_rows, render_prompt
-from asmopt.train.metrics_log import MetricsLog
 from asmopt.train.modeling import (
     autocast,
     base_model,
@@ -41,7 +38,13 @@ from asmopt.train.modeling import (
 )
 from asmopt.train.optim import make_optimizer, make_scheduler
 from asmopt.train.ppo import Echo, echo_stderr
-from asmopt.train.run import begin_run
+from asmopt.train.run import (
+    begin_run,
+    is_due,
+    open_run_dir,
+    restore_position,
+    save_trainer_checkpoint,
+)
 from asmopt.train.tiny import resolve_model
 
 Example = tuple[list[int], list[int]]  # (prompt ids, completion ids)
@@ -107,14 +110,8 @@ def evaluate_loss(
     return {"loss": loss_sum / total, "token_accuracy": correct / total, "rows": len(examples)}
 
 
-def train_sft(cfg: SFTConfig, *, progress: bool = True, echo: Echo = echo_stderr) -> dict[str, Any]:
-    """Runs (or resumes) supervised fine-tuning as `cfg` says; returns a summary."""
-    cfg.validate()
-    start = begin_run(cfg)
-    device, out, resume_from, ckpt = start.device, start.out, start.resume_from, start.ckpt
-    echo(f"SFT config:\n{config_to_yaml(cfg).rstrip()}")
-
-    # ---- model and data
+def load_model(cfg: SFTConfig, out: Path, device: torch.device, echo: Echo) -> tuple[Any, Any]:
+    """(tokenizer, model prepared for training: gradient checkpointing, LoRA)."""
     model_path = resolve_model(
         cfg.model, out, overrides=cfg.model_overrides, tokenizer_dir=cfg.tokenizer, seed=cfg.seed
     )
@@ -125,6 +122,14 @@ def train_sft(cfg: SFTConfig, *, progress: bool = True, echo: Echo = echo_stderr
         f"model {type(base_model(model)).__name__} from {model_path}: {n_train:,} trainable "
         f"of {n_total:,} parameters; device {device}"
     )
+    return tokenizer, model
+
+
+def load_examples(
+    cfg: SFTConfig, tokenizer: Any, echo: Echo
+) -> tuple[list[Example], list[Example]]:
+    """Training and (first `val_max_rows`) validation examples that fit `max_seq_len`; suite
+    rows get their completion from the configured target (`target_flags`)."""
     data_args: dict[str, Any] = {
         "suite": cfg.suite,
         "template": cfg.prompt_template,
@@ -141,6 +146,62 @@ def train_sft(cfg: SFTConfig, *, progress: bool = True, echo: Echo = echo_stderr
         val = tokenize_rows(load_rows(cfg.val_data, **data_args), tokenizer, cfg, "val_data", echo)
         if cfg.val_max_rows:
             val = val[: cfg.val_max_rows]
+    return train, val
+
+
+def sft_step(
+    model: Any,
+    optimizer: torch.optim.Optimizer,
+    scheduler: torch.optim.lr_scheduler.LRScheduler,
+    examples: list[Example],
+    cfg: SFTConfig,
+    pad_id: int,
+    device: torch.device,
+) -> dict[str, Any]:
+    """One optimiser step on `examples`, accumulated over micro-batches; every loss is
+    divided by the batch's completion tokens, so the step does not depend on the
+    micro-batch size. Returns the step's metrics (but `data/epoch` and the step time)."""
+    tokens = float(sum(len(e[1]) for e in examples))
+    optimizer.zero_grad(set_to_none=True)
+    loss_sum = correct = 0.0
+    for start in range(0, len(examples), cfg.micro_batch_size):
+        chunk = examples[start : start + cfg.micro_batch_size]
+        loss, part, right = batch_loss(model, chunk, pad_id, device, cfg.amp, tokens)
+        loss.backward()
+        loss_sum += part
+        correct += right
+    params = [p for p in model.parameters() if p.requires_grad]
+    grad_norm = float(torch.nn.utils.clip_grad_norm_(params, cfg.max_grad_norm))
+    lr = optimizer.param_groups[0]["lr"]
+    optimizer.step()
+    scheduler.step()
+    return {
+        "loss": loss_sum / tokens,
+        "token_accuracy": correct / tokens,
+        "grad_norm": grad_norm,
+        "lr": lr,
+        "tokens": tokens,
+    }
+
+
+def save_final_model(model: Any, tokenizer: Any, cfg: SFTConfig, path: Path) -> Path:
+    """The model as a plain Hugging Face directory (LoRA merged) that PPO and `hf_local`
+    load."""
+    final = model.merge_and_unload() if cfg.lora_r else model
+    final.save_pretrained(path)
+    tokenizer.save_pretrained(path)
+    return path
+
+
+def train_sft(cfg: SFTConfig, *, progress: bool = True, echo: Echo = echo_stderr) -> dict[str, Any]:
+    """Runs (or resumes) supervised fine-tuning as `cfg` says; returns a summary."""
+    cfg.validate()
+    start = begin_run(cfg)
+    device, out = start.device, start.out
+    echo(f"SFT config:\n{config_to_yaml(cfg).rstrip()}")
+
+    tokenizer, model = load_model(cfg, out, device, echo)
+    train, val = load_examples(cfg, tokenizer, echo)
     sampler = RowSampler(len(train), cfg.seed)
     total_steps = cfg.total_steps or math.ceil(cfg.total_epochs * len(train) / cfg.batch_size)
     echo(
@@ -152,36 +213,17 @@ def train_sft(cfg: SFTConfig, *, progress: bool = True, echo: Echo = echo_stderr
     scheduler = make_scheduler(optimizer, cfg.lr_schedule, cfg.warmup_steps, total_steps)
 
     step = 0
-    if ckpt is not None:
-        load_trainable_state(model, ckpt["weights"]["model"], "model")
-        optimizer.load_state_dict(ckpt["optimizers"]["model"])
-        scheduler.load_state_dict(ckpt["schedulers"]["model"])
-        sampler.load_state_dict(ckpt["data"])
-        set_rng_state(ckpt["rng"])
-        step = int(ckpt["step"])
-        echo(f"resumed from {resume_from} at step {step}")
-    out.mkdir(parents=True, exist_ok=True)
-    (out / "config.yaml").write_text(config_to_yaml(cfg), encoding="utf-8")
-    log = MetricsLog(
-        out, resume_step=step if ckpt is not None else None, tensorboard=cfg.tensorboard
-    )
+    if start.ckpt is not None:
+        load_trainable_state(model, start.ckpt["weights"]["model"], "model")
+        optimizer.load_state_dict(start.ckpt["optimizers"]["model"])
+        scheduler.load_state_dict(start.ckpt["schedulers"]["model"])
+        step = restore_position(start.ckpt, sampler)
+        echo(f"resumed from {start.resume_from} at step {step}")
+    log = open_run_dir(cfg, start, step)
     pad_id = tokenizer.pad_token_id
 
-    def checkpoint(at: int) -> None:
-        state = {
-            "kind": "sft",
-            "step": at,
-            "config": config_to_dict(cfg),
-            "weights": {"model": trainable_state(model)},
-            "optimizers": {"model": optimizer.state_dict()},
-            "schedulers": {"model": scheduler.state_dict()},
-            "data": sampler.state_dict(),
-            "rng": rng_state(),
-        }
-        save_checkpoint(out, at, state, config_yaml=config_to_yaml(cfg), keep=cfg.keep_checkpoints)
-
     summary: dict[str, Any] = {"output_dir": str(out), "total_steps": total_steps}
-    if ckpt is None and cfg.eval_at_start and val:
+    if start.ckpt is None and cfg.eval_at_start and val:
         summary["val_start"] = evaluate_loss(model, val, cfg, pad_id, device)
         log.write(0, "val", summary["val_start"])
 
@@ -194,47 +236,33 @@ def train_sft(cfg: SFTConfig, *, progress: bool = True, echo: Echo = echo_stderr
             step += 1
             t0 = time.monotonic()
             examples = [train[i] for i in sampler.next(cfg.batch_size)]
-            tokens = float(sum(len(e[1]) for e in examples))
-            optimizer.zero_grad(set_to_none=True)
-            loss_sum = correct = 0.0
-            for start in range(0, len(examples), cfg.micro_batch_size):
-                chunk = examples[start : start + cfg.micro_batch_size]
-                loss, part, right = batch_loss(model, chunk, pad_id, device, cfg.amp, tokens)
-                loss.backward()
-                loss_sum += part
-                correct += right
-            grad_norm = float(torch.nn.utils.clip_grad_norm_(params, cfg.max_grad_norm))
-            lr = optimizer.param_groups[0]["lr"]
-            optimizer.step()
-            scheduler.step()
-            metrics = {
-                "loss": loss_sum / tokens,
-                "token_accuracy": correct / tokens,
-                "grad_norm": grad_norm,
-                "lr": lr,
-                "tokens": tokens,
-                "data/epoch": sampler.epoch,
-                "time/step_s": time.monotonic() - t0,
-            }
+            metrics = sft_step(model, optimizer, scheduler, examples, cfg, pad_id, device)
+            metrics["data/epoch"] = sampler.epoch
+            metrics["time/step_s"] = time.monotonic() - t0
             log.write(step, "train", metrics)
             summary.setdefault("first_train", metrics)
             summary["last_train"] = metrics
             bar.update(1)
             bar.set_postfix(loss=f"{metrics['loss']:.3f}")
-            last = step == total_steps
-            if val and ((cfg.eval_every and step % cfg.eval_every == 0) or last):
+            if val and is_due(cfg.eval_every, step, total_steps):
                 summary["val_end"] = evaluate_loss(model, val, cfg, pad_id, device)
                 log.write(step, "val", summary["val_end"])
                 model.train()
-            if (cfg.save_every and step % cfg.save_every == 0) or last:
-                checkpoint(step)
+            if is_due(cfg.save_every, step, total_steps):
+                save_trainer_checkpoint(
+                    cfg,
+                    out,
+                    step,
+                    kind="sft",
+                    weights={"model": trainable_state(model)},
+                    optimizers={"model": optimizer},
+                    schedulers={"model": scheduler},
+                    sampler=sampler,
+                )
     finally:
         bar.close()
         log.close()
     model.eval()
     if cfg.save_final_model:
-        final = model.merge_and_unload() if cfg.lora_r else model
-        final.save_pretrained(out / "final")
-        tokenizer.save_pretrained(out / "final")
-        summary["final_model"] = str(out / "final")
+        summary["final_model"] = str(save_final_model(model, tokenizer, cfg, out / "final"))
     return summary
