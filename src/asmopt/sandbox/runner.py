@@ -215,6 +215,68 @@ def _runtime_libraries() -> list[tuple[str, str]]:
     return libs
 
 
+def _check_run_request(
+    n_binaries: int,
+    order: Sequence[int],
+    stdin: bytes | Sequence[bytes],
+    feed: Sequence[int] | None,
+    marker: str | None,
+    limits: Limits,
+    run_wall_s: float | Sequence[float] | None,
+) -> tuple[list[bytes], list[int], list[float]]:
+    """The arguments of `Sandbox.run_binaries`, checked before anything is started (the
+    launcher's own limits: 4 binaries, 36 inputs). Returns (inputs, the input index of each
+    run, each binary's per-run deadline, or one for all)."""
+    if not n_binaries or n_binaries > 4:
+        raise ValueError(f"between 1 and 4 binaries, got {n_binaries}")
+    if not order or any(not 0 <= k < n_binaries for k in order):
+        raise ValueError(f"order must be a non-empty list of indexes below {n_binaries}")
+    if marker is not None and (not marker or not marker.isalnum()):
+        raise ValueError("marker must be a non-empty alphanumeric string")
+    inputs = [stdin] if isinstance(stdin, bytes | bytearray) else list(stdin)
+    if not 1 <= len(inputs) <= MAX_INPUTS:
+        raise ValueError(f"between 1 and {MAX_INPUTS} inputs, got {len(inputs)}")
+    feed = list(feed) if feed is not None else [0] * len(order)
+    if len(feed) != len(order) or any(not 0 <= k < len(inputs) for k in feed):
+        raise ValueError("feed must give an input index below len(stdin) for every run")
+    walls = (
+        [limits.wall_seconds]
+        if run_wall_s is None
+        else [float(run_wall_s)]
+        if isinstance(run_wall_s, int | float)
+        else [float(w) for w in run_wall_s]
+    )
+    if not walls or len(walls) > n_binaries or any(w <= 0 for w in walls):
+        raise ValueError(
+            f"run_wall_s must be positive, one value or one per binary, got {run_wall_s}"
+        )
+    return inputs, feed, walls
+
+
+def _program_args(
+    exec_fds: Sequence[int],
+    input_fds: Sequence[int],
+    order: Sequence[int],
+    feed: Sequence[int],
+    marker: str | None,
+    log_fd: int | None,
+) -> list[str]:
+    """The launcher's options for what it runs: each binary and input by descriptor, the
+    binary (`order`) and input (`feed`) of each run, one character per run."""
+    args: list[str] = []
+    for fd in exec_fds:
+        args += ["--exec-fd", str(fd)]
+    for fd in input_fds:
+        args += ["--stdin-fd", str(fd)]
+    args += ["--order", "".join(str(k) for k in order)]
+    args += ["--feed", "".join(_FEED[k] for k in feed)]
+    if marker is not None:
+        args += ["--marker", marker]
+    if log_fd is not None:
+        args += ["--log-fd", str(log_fd)]
+    return args
+
+
 class Sandbox:
     """A bubblewrap sandbox. Create one per process and reuse it; it is thread-safe."""
 
@@ -472,29 +534,9 @@ class Sandbox:
         `mount_proc` gives the sandbox its own /proc (valgrind reads /proc/self/maps).
         All runs together may write at most `max_total_output` bytes of stdout."""
         limits = limits or self.limits
-        if not binaries or len(binaries) > 4:
-            raise ValueError(f"between 1 and 4 binaries, got {len(binaries)}")
-        if not order or any(not 0 <= k < len(binaries) for k in order):
-            raise ValueError(f"order must be a non-empty list of indexes below {len(binaries)}")
-        if marker is not None and (not marker or not marker.isalnum()):
-            raise ValueError("marker must be a non-empty alphanumeric string")
-        inputs = [stdin] if isinstance(stdin, bytes | bytearray) else list(stdin)
-        if not 1 <= len(inputs) <= MAX_INPUTS:
-            raise ValueError(f"between 1 and {MAX_INPUTS} inputs, got {len(inputs)}")
-        feed = list(feed) if feed is not None else [0] * len(order)
-        if len(feed) != len(order) or any(not 0 <= k < len(inputs) for k in feed):
-            raise ValueError("feed must give an input index below len(stdin) for every run")
-        walls = (
-            [limits.wall_seconds]
-            if run_wall_s is None
-            else [float(run_wall_s)]
-            if isinstance(run_wall_s, int | float)
-            else [float(w) for w in run_wall_s]
+        inputs, feed, walls = _check_run_request(
+            len(binaries), order, stdin, feed, marker, limits, run_wall_s
         )
-        if not walls or len(walls) > len(binaries) or any(w <= 0 for w in walls):
-            raise ValueError(
-                f"run_wall_s must be positive, one value or one per binary, got {run_wall_s}"
-            )
         if env_pad is None:
             env_pad = random.randrange(ENV_PAD_MAX)
         self.check()
@@ -511,51 +553,24 @@ class Sandbox:
         run_dir = self._make_run_dir()
         fds: list[int] = []
         try:
-            for k, binary in enumerate(binaries):
-                prog = run_dir / f"prog{k}"
-                shutil.copyfile(binary, prog)
-                os.chmod(prog, 0o755)
-                fds.append(os.open(prog, os.O_RDONLY))
-            input_fds: list[int] = []
-            for k, data in enumerate(inputs):
-                path = run_dir / f"stdin{k}"
-                path.write_bytes(data)
-                input_fds.append(os.open(path, os.O_RDONLY))
-            fds += input_fds
-            launch = run_dir / "launch"
-            shutil.copyfile(self._launcher, launch)
-            os.chmod(launch, 0o755)
-            order_text = "".join(str(k) for k in order)
-            prog_args: list[str] = []
-            for fd in fds[: len(binaries)]:
-                prog_args += ["--exec-fd", str(fd)]
-            for fd in input_fds:
-                prog_args += ["--stdin-fd", str(fd)]
-            prog_args += ["--order", order_text, "--feed", "".join(_FEED[k] for k in feed)]
-            if marker is not None:
-                prog_args += ["--marker", marker]
-            if log_fd is not None:
-                prog_args += ["--log-fd", str(log_fd)]
+            input_fds, launch = self._stage_run(run_dir, binaries, inputs, fds)
+            prog_args = _program_args(fds[: len(binaries)], input_fds, order, feed, marker, log_fd)
+            # Per-run namespaces and a fresh /tmp need the capability bubblewrap's user
+            # namespace gives the launcher: without bubblewrap (unsafe mode) they are off.
+            launcher_args = self._launcher_args(
+                limits,
+                "/dev/null",
+                runs,
+                True,
+                isolate=not self.unsafe,
+                fresh_tmp=not self.unsafe,
+                run_wall_s=run_wall_s,
+            )
+            tail = [*launcher_args, *prog_args, "--", argv0, *argv]
             if self.unsafe:
-                cmd = [
-                    str(launch),
-                    *self._launcher_args(
-                        limits,
-                        "/dev/null",
-                        runs,
-                        True,
-                        isolate=False,
-                        fresh_tmp=False,
-                        run_wall_s=run_wall_s,
-                    ),
-                    *prog_args,
-                    "--",
-                    argv0,
-                    *argv,
-                ]
                 env = {**os.environ, ENV_PAD_NAME: "x" * env_pad, **dict(extra_env)}
                 result = self._execute(
-                    cmd,
+                    [str(launch), *tail],
                     outer,
                     cwd=str(run_dir),
                     pass_fds=fds,
@@ -564,56 +579,8 @@ class Sandbox:
                     priority=priority,
                 )
             else:
-                assert self._libs is not None
-                cmd = self._bwrap_base(1 << 20)
-                if mount_proc:
-                    cmd += ["--proc", "/proc"]
-                for inside, real in self._libs:
-                    cmd += ["--ro-bind", real, inside]
-                for real, inside in extra_ro_binds:
-                    cmd += ["--ro-bind", str(real), inside]
-                cmd += [
-                    "--ro-bind",
-                    str(launch),
-                    "/sandbox/launch",
-                    "--remount-ro",
-                    "/dev",
-                    "--remount-ro",
-                    "/",
-                    "--chdir",
-                    "/tmp",
-                    "--clearenv",
-                    "--setenv",
-                    "PATH",
-                    "/usr/bin:/bin",
-                    "--setenv",
-                    "HOME",
-                    "/tmp",
-                    "--setenv",
-                    "LANG",
-                    "C",
-                    "--setenv",
-                    ENV_PAD_NAME,
-                    "x" * env_pad,
-                ]
-                for name, value in extra_env:
-                    cmd += ["--setenv", name, value]
-                cmd += [
-                    "/sandbox/launch",
-                    *self._launcher_args(
-                        limits,
-                        "/dev/null",
-                        runs,
-                        True,
-                        isolate=True,
-                        fresh_tmp=True,
-                        run_wall_s=run_wall_s,
-                    ),
-                    *prog_args,
-                    "--",
-                    argv0,
-                    *argv,
-                ]
+                cmd = self._program_bwrap(launch, env_pad, extra_env, extra_ro_binds, mount_proc)
+                cmd += ["/sandbox/launch", *tail]
                 result = self._execute(cmd, outer, pass_fds=fds, cpus=cpus, priority=priority)
             result.env_pad = env_pad
             result.cpus = tuple(sorted(cpus)) if cpus else ()
@@ -626,6 +593,82 @@ class Sandbox:
                 with contextlib.suppress(OSError):
                     os.close(fd)
             shutil.rmtree(run_dir, ignore_errors=True)
+
+    def _stage_run(
+        self,
+        run_dir: Path,
+        binaries: Sequence[str | os.PathLike[str]],
+        inputs: Sequence[bytes],
+        fds: list[int],
+    ) -> tuple[list[int], Path]:
+        """Copies of the binaries, the inputs and the launcher in the run directory.
+
+        Binaries and inputs are opened read-only and their descriptors appended to `fds`
+        as they are opened (binaries first, by index), so the caller closes every one even
+        when staging fails halfway; the programs reach the launcher only as descriptors.
+        Returns (the inputs' descriptors, the launcher's copy)."""
+        for k, binary in enumerate(binaries):
+            prog = run_dir / f"prog{k}"
+            shutil.copyfile(binary, prog)
+            os.chmod(prog, 0o755)
+            fds.append(os.open(prog, os.O_RDONLY))
+        input_fds: list[int] = []
+        for k, data in enumerate(inputs):
+            path = run_dir / f"stdin{k}"
+            path.write_bytes(data)
+            input_fds.append(os.open(path, os.O_RDONLY))
+        fds += input_fds
+        launch = run_dir / "launch"
+        shutil.copyfile(self._launcher, launch)
+        os.chmod(launch, 0o755)
+        return input_fds, launch
+
+    def _program_bwrap(
+        self,
+        launch: Path,
+        env_pad: int,
+        extra_env: Sequence[tuple[str, str]],
+        extra_ro_binds: Sequence[tuple[str | os.PathLike[str], str]],
+        mount_proc: bool,
+    ) -> list[str]:
+        """The bubblewrap command of the untrusted-program profile, up to the launcher:
+        only the runtime libraries (and `extra_ro_binds`) and the launcher are visible,
+        everything read-only, a cleared environment with fixed values and the padding."""
+        assert self._libs is not None
+        cmd = self._bwrap_base(1 << 20)
+        if mount_proc:
+            cmd += ["--proc", "/proc"]
+        for inside, real in self._libs:
+            cmd += ["--ro-bind", real, inside]
+        for real, inside in extra_ro_binds:
+            cmd += ["--ro-bind", str(real), inside]
+        cmd += [
+            "--ro-bind",
+            str(launch),
+            "/sandbox/launch",
+            "--remount-ro",
+            "/dev",
+            "--remount-ro",
+            "/",
+            "--chdir",
+            "/tmp",
+            "--clearenv",
+            "--setenv",
+            "PATH",
+            "/usr/bin:/bin",
+            "--setenv",
+            "HOME",
+            "/tmp",
+            "--setenv",
+            "LANG",
+            "C",
+            "--setenv",
+            ENV_PAD_NAME,
+            "x" * env_pad,
+        ]
+        for name, value in extra_env:
+            cmd += ["--setenv", name, value]
+        return cmd
 
     def run_toolchain(
         self,

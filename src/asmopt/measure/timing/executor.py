@@ -8,7 +8,7 @@ import os
 import secrets
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Literal
 
 from asmopt.measure.speedup import TestSpeedup, TimingWarning
@@ -23,6 +23,7 @@ from asmopt.measure.timing.engine import (
     measure_tests,
 )
 from asmopt.programs.model import TestCase
+from asmopt.sandbox.launcher import LaunchRecord
 from asmopt.sandbox.runner import MAX_INPUTS, Limits, RunResult, Sandbox
 
 
@@ -87,24 +88,11 @@ class SandboxExecutor:
         return self.run_batch([(0, pairs, warmup_pairs)])[0]
 
     def _run_group(self, group: Sequence[tuple[int, int, int]]) -> dict[int, Round]:
-        from asmopt.judge import Verdict, classify_run
-
-        order: list[int] = []
-        feed: list[int] = []
-        owner: list[int] = []  # test index of each run
-        plan: list[tuple[int, int, int, int]] = []  # (test, first run, pairs, warm-ups)
-        out_bytes = 0
-        for slot, (index, pairs, warmup) in enumerate(group):
-            test = self.tests[index]
-            total = min(pairs + warmup, self._max_pairs_for_output(test))
-            plan.append((index, len(order), total - min(warmup, total - 1), min(warmup, total - 1)))
-            # Counterbalanced: AB, BA, AB, ... so that whatever favours the first (or
-            # second) run of a pair cancels out; a pair is always two adjacent runs.
-            for i in range(total):
-                order += [0, 1] if i % 2 == 0 else [1, 0]
-            feed += [slot] * (2 * total)
-            owner += [index] * (2 * total)
-            out_bytes += 2 * total * (len(test.expected_stdout) + 64)
+        """One sandbox for a group of (test index, pairs, warm-up pairs) that share an argv:
+        plan the runs, run them on a locked core, judge every run, then split the timings
+        into each test's pairs. The first failing run ends the group (its test's Round
+        carries the failure; the other Rounds stay empty)."""
+        batch = self._plan(group)
         marker = secrets.token_hex(16)
         limits = self.limits
         walls = [limits.wall_seconds, self.candidate_wall_s or limits.wall_seconds]
@@ -113,22 +101,21 @@ class SandboxExecutor:
             start = time.monotonic()
             result = self.sandbox.run_binaries(
                 self.binaries,
-                order,
+                batch.order,
                 argv=self.tests[group[0][0]].argv,
                 stdin=[self.tests[index].stdin for index, _, _ in group],
-                feed=feed,
+                feed=batch.feed,
                 limits=limits,
                 marker=marker,
                 cpus=[cpu],
                 priority=self.priority,
                 run_wall_s=walls,
-                max_total_output=min(MAX_ROUND_OUTPUT, max(limits.stdout_cap, 2 * out_bytes)),
+                max_total_output=min(MAX_ROUND_OUTPUT, max(limits.stdout_cap, 2 * batch.out_bytes)),
             )
             seconds = time.monotonic() - start
         load_after = os.getloadavg()[0]
-
-        def blank(index: int) -> Round:
-            return Round(
+        rounds = {
+            index: Round(
                 pairs=[],
                 env_pad=result.env_pad,
                 cpus=result.cpus,
@@ -136,32 +123,69 @@ class SandboxExecutor:
                 load_after=load_after,
                 priority=result.priority,
             )
-
-        rounds = {index: blank(index) for index, _, _ in group}
-        first_index = group[0][0]
+            for index, _, _ in group
+        }
         if result.infra_error:
-            rounds[first_index].failure = RunFailure(
+            rounds[group[0][0]].failure = RunFailure(
                 False, f"timing sandbox: {result.infra_error}", result
             )
             return rounds
+        failed = self._first_failure(batch, result, walls)
+        if failed is not None:
+            index, failure = failed
+            rounds[index].failure = failure
+            return rounds
+        # Each test's share of the batch: its own runs plus an equal part of the rest
+        # (sandbox start-up, the launcher's work between runs).
+        records = result.records
+        overhead = max(0.0, seconds - sum(r.wall_time_s for r in records)) / len(group)
+        for index, first, pairs, warmup in batch.plan:
+            _split_pairs(rounds[index], batch, records, first, pairs, warmup, overhead)
+        return rounds
+
+    def _plan(self, group: Sequence[tuple[int, int, int]]) -> _Batch:
+        """The runs of a group: each test's pairs (and warm-ups) one after another, as
+        many as its share of the output cap allows, at least one of them timed."""
+        batch = _Batch()
+        for slot, (index, pairs, warmup) in enumerate(group):
+            test = self.tests[index]
+            total = min(pairs + warmup, self._max_pairs_for_output(test))
+            batch.plan.append(
+                (index, len(batch.order), total - min(warmup, total - 1), min(warmup, total - 1))
+            )
+            # Counterbalanced: AB, BA, AB, ... so that whatever favours the first (or
+            # second) run of a pair cancels out; a pair is always two adjacent runs.
+            for i in range(total):
+                batch.order += [0, 1] if i % 2 == 0 else [1, 0]
+            batch.feed += [slot] * (2 * total)
+            batch.owner += [index] * (2 * total)
+            batch.out_bytes += 2 * total * (len(test.expected_stdout) + 64)
+        return batch
+
+    def _first_failure(
+        self, batch: _Batch, result: RunResult, walls: list[float]
+    ) -> tuple[int, RunFailure] | None:
+        """The first run that failed, as (its test index, the failure), or None.
+
+        Every run is judged like a correctness run (its output included, unless
+        `check_output` is off): a timed run that misbehaves stops the measurement. Each
+        judged run's output digest is kept in `self.outputs` for the consistency check
+        against the candidate's own correctness run (time_tests)."""
+        from asmopt.judge import Verdict, classify_run
+
+        order, owner = batch.order, batch.owner
         records = list(result.records)
         segments = list(result.segments or ())
-
-        def who(i: int) -> str:
-            return "baseline" if order[i] == 0 else "candidate"
-
         if result.stdout_truncated or result.stderr_truncated:
             i = min(len(segments), len(order) - 1)
-            rounds[owner[i]].failure = RunFailure(
+            return owner[i], RunFailure(
                 order[i] == 1,
-                f"{who(i)} failed in timing run {i + 1} of {len(order)}: output_limit: it wrote "
-                "more than its share of the batch's output cap",
+                f"{batch.who(i)} failed in timing run {i + 1} of {len(order)}: output_limit: "
+                "it wrote more than its share of the batch's output cap",
                 None,
                 i,
                 "output_limit",
             )
-            return rounds
-        # Judge every run (the output included): a failure in any run stops the measurement.
         for i, rec in enumerate(records):
             test = self.tests[owner[i]]
             single = RunResult.from_record(rec, segments[i] if i < len(segments) else b"")
@@ -169,54 +193,80 @@ class SandboxExecutor:
             digests[order[i]].add(hashlib.sha256(single.stdout).hexdigest())
             if not self.check_output:
                 single.stdout = test.expected_stdout
-            run_limits = replace(limits, wall_seconds=walls[order[i]])
+            run_limits = replace(self.limits, wall_seconds=walls[order[i]])
             verdict = classify_run(test, single, run_limits)
             if verdict.verdict != Verdict.PASS:
-                rounds[owner[i]].failure = RunFailure(
+                return owner[i], RunFailure(
                     order[i] == 1,
-                    f"{who(i)} failed in timing run {i + 1} of {len(order)}: "
+                    f"{batch.who(i)} failed in timing run {i + 1} of {len(order)}: "
                     f"{verdict.verdict}: {verdict.message}",
                     single,
                     i,
                     str(verdict.verdict),
                 )
-                return rounds
         if len(records) < len(order):
-            # The run that did not finish.
-            i = len(records)
-            if result.timed_out:
-                why, verdict_name = (
-                    "exceeded the whole batch's wall-clock limit",
-                    "timeout",
-                )
-            elif result.launcher_lost:
-                why, verdict_name = "the program interfered with the launcher", "sandbox_violation"
-            else:
-                why, verdict_name = "the sandbox stopped early", "infra_error"
-            rounds[owner[i]].failure = RunFailure(
-                order[i] == 1 and verdict_name != "infra_error",
-                f"{who(i)} failed in timing run {i + 1} of {len(order)}: {verdict_name}: {why}",
-                None,
-                i,
-                verdict_name,
-            )
-            return rounds
-        # Each test's share of the batch: its own runs plus an equal part of the rest
-        # (sandbox start-up, the launcher's work between runs).
-        overhead = max(0.0, seconds - sum(r.wall_time_s for r in records)) / len(group)
-        for index, first, pairs, warmup in plan:
-            timed = []
-            for k in range(pairs + warmup):
-                a, b = records[first + 2 * k], records[first + 2 * k + 1]
-                base, cand = (a, b) if order[first + 2 * k] == 0 else (b, a)
-                timed.append((RunTiming.from_record(base), RunTiming.from_record(cand)))
-            rnd = rounds[index]
-            rnd.warmups = timed[:warmup]
-            rnd.pairs = timed[warmup:]
-            rnd.seconds = overhead + sum(
-                records[j].wall_time_s for j in range(first, first + 2 * (pairs + warmup))
-            )
-        return rounds
+            return _unfinished_run(batch, result, len(records))
+        return None
+
+
+@dataclass
+class _Batch:
+    """The runs of one sandbox session, by run number."""
+
+    # The binary of each run (0 baseline, 1 candidate), its input (slot in the group) and
+    # the index of the test it belongs to.
+    order: list[int] = field(default_factory=list)
+    feed: list[int] = field(default_factory=list)
+    owner: list[int] = field(default_factory=list)
+    # Per test: (test index, its first run, timed pairs, warm-up pairs).
+    plan: list[tuple[int, int, int, int]] = field(default_factory=list)
+    out_bytes: int = 0  # expected output of all runs, with a margin per run
+
+    def who(self, i: int) -> str:
+        return "baseline" if self.order[i] == 0 else "candidate"
+
+
+def _unfinished_run(batch: _Batch, result: RunResult, i: int) -> tuple[int, RunFailure]:
+    """Run `i` did not finish and every run before it passed: why the sandbox stopped, and
+    whether that is plainly the candidate's fault (a stop we cannot explain is not; then
+    time_tests decides by running the baseline alone)."""
+    if result.timed_out:
+        why, verdict_name = "exceeded the whole batch's wall-clock limit", "timeout"
+    elif result.launcher_lost:
+        why, verdict_name = "the program interfered with the launcher", "sandbox_violation"
+    else:
+        why, verdict_name = "the sandbox stopped early", "infra_error"
+    return batch.owner[i], RunFailure(
+        batch.order[i] == 1 and verdict_name != "infra_error",
+        f"{batch.who(i)} failed in timing run {i + 1} of {len(batch.order)}: {verdict_name}: {why}",
+        None,
+        i,
+        verdict_name,
+    )
+
+
+def _split_pairs(
+    rnd: Round,
+    batch: _Batch,
+    records: Sequence[LaunchRecord],
+    first: int,
+    pairs: int,
+    warmup: int,
+    overhead: float,
+) -> None:
+    """One test's runs (from run `first`) as (baseline, candidate) timings, whichever ran
+    first in the pair; its warm-ups are kept apart, and its time is its own runs plus
+    `overhead`, its share of the batch's fixed cost."""
+    timed = []
+    for k in range(pairs + warmup):
+        a, b = records[first + 2 * k], records[first + 2 * k + 1]
+        base, cand = (a, b) if batch.order[first + 2 * k] == 0 else (b, a)
+        timed.append((RunTiming.from_record(base), RunTiming.from_record(cand)))
+    rnd.warmups = timed[:warmup]
+    rnd.pairs = timed[warmup:]
+    rnd.seconds = overhead + sum(
+        records[j].wall_time_s for j in range(first, first + 2 * (pairs + warmup))
+    )
 
 
 @dataclass(frozen=True)
