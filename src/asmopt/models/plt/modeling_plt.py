@@ -694,18 +694,7 @@ class PLTModel(PLTPreTrainedModel):
             raise ValueError("Give exactly one of input_ids and inputs_embeds.")
         if inputs_embeds is None:
             inputs_embeds = self.embed_tokens(input_ids)
-        if use_cache is None:  # training never reads a cache; do not build one by default
-            use_cache = self.config.use_cache and not self.training
-        if self.gradient_checkpointing and self.training and use_cache:
-            logger.warning_once("Gradient checkpointing replays layers; disabling the cache.")
-            use_cache, past_key_values = False, None
-        if use_cache and past_key_values is None:
-            past_key_values = PLTCache(self.config)
-        if past_key_values is not None and not isinstance(past_key_values, PLTCache):
-            raise TypeError(
-                f"PLT models need a PLTCache (one slot per layer and loop), got "
-                f"{type(past_key_values).__name__}; pass PLTCache(model.config) or nothing."
-            )
+        past_key_values = self._cache_for_call(use_cache, past_key_values)
         output_attentions = bool(output_attentions)
         output_hidden_states = bool(
             self.config.output_hidden_states
@@ -747,6 +736,56 @@ class PLTModel(PLTPreTrainedModel):
         masks = self._chunk_masks(
             key_valid, q_len, past_length, gated, past_key_values is not None, inputs_embeds.device
         )
+        return self._run_loops(
+            inputs_embeds,
+            position_embeddings,
+            masks,
+            past_key_values,
+            key_valid,
+            past_length,
+            output_attentions=output_attentions,
+            output_hidden_states=output_hidden_states,
+            output_loop_states=output_loop_states,
+        )
+
+    def _cache_for_call(
+        self, use_cache: bool | None, past_key_values: Cache | None
+    ) -> PLTCache | None:
+        """The cache this call reads and fills, or None: a new PLTCache when one is wanted
+        and none was given; none while training by default (nothing reads it) or under
+        gradient checkpointing (replayed layers would write it twice)."""
+        if use_cache is None:  # training never reads a cache; do not build one by default
+            use_cache = self.config.use_cache and not self.training
+        if self.gradient_checkpointing and self.training and use_cache:
+            logger.warning_once("Gradient checkpointing replays layers; disabling the cache.")
+            use_cache, past_key_values = False, None
+        if use_cache and past_key_values is None:
+            past_key_values = PLTCache(self.config)
+        if past_key_values is not None and not isinstance(past_key_values, PLTCache):
+            raise TypeError(
+                f"PLT models need a PLTCache (one slot per layer and loop), got "
+                f"{type(past_key_values).__name__}; pass PLTCache(model.config) or nothing."
+            )
+        return past_key_values
+
+    def _run_loops(
+        self,
+        inputs_embeds: torch.Tensor,
+        position_embeddings: tuple[torch.Tensor, torch.Tensor],
+        masks: PLTAttentionMasks,
+        past_key_values: PLTCache | None,
+        key_valid: torch.Tensor | None,
+        past_length: int,
+        *,
+        output_attentions: bool,
+        output_hidden_states: bool,
+        output_loop_states: bool,
+    ) -> PLTModelOutputWithPast:
+        """The R loops over the chunk one after another (prefill, training, and any step that
+        asks for diagnostics), each through every decoder layer, collecting the outputs
+        asked for. Apart from `forward` so that it reads like Llama's decoder loop, with
+        the argument handling and the parallel decode step kept out of the way."""
+        gated = self.config.plt_uses_gated_attention
         # Loop 1's keys/values per layer, the global branch of later loops when there is no cache.
         loop1_kv: list[tuple[torch.Tensor | None, torch.Tensor | None]] = [
             (None, None)
