@@ -89,9 +89,6 @@ class DataReport:
         counts = Counter(d.reason for d in self.dropped)
         return dict(sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])))
 
-    def dropped_ids(self) -> set[str]:
-        return {d.item for d in self.dropped}
-
     def extend(self, other: DataReport) -> None:
         """Fold another step's drops, filters and notes into this one (kept is not merged)."""
         self.dropped.extend(other.dropped)

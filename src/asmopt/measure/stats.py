@@ -370,22 +370,3 @@ def with_resolution(interval: RatioInterval, resolution: float) -> RatioInterval
         interval.df,
         interval.confidence,
     )
-
-
-def geometric_mean(values: Sequence[float]) -> float:
-    if not values:
-        raise ValueError("geometric mean of no values")
-    if any(v <= 0 for v in values):
-        raise ValueError("geometric mean needs positive values")
-    return math.exp(sum(math.log(v) for v in values) / len(values))
-
-
-def mean_and_sd(values: Sequence[float]) -> tuple[float, float | None]:
-    """Mean and sample standard deviation; the deviation of one value is None, not 0."""
-    n = len(values)
-    if n == 0:
-        raise ValueError("no values")
-    m = sum(values) / n
-    if n == 1:
-        return m, None
-    return m, math.sqrt(sum((v - m) ** 2 for v in values) / (n - 1))

@@ -91,20 +91,14 @@ class RunTiming:
 
     cpu_s: float
     wall_s: float
-    user_s: float = 0.0
-    sys_s: float = 0.0
     involuntary_switches: int = 0
-    minor_faults: int = 0
 
     @classmethod
     def from_record(cls, rec: LaunchRecord) -> RunTiming:
         return cls(
             cpu_s=rec.cpu_time_s,
             wall_s=rec.wall_time_s,
-            user_s=rec.user_time_s,
-            sys_s=rec.sys_time_s,
             involuntary_switches=rec.involuntary_switches,
-            minor_faults=rec.minor_faults,
         )
 
     def value(self, metric: str) -> float:
@@ -286,9 +280,12 @@ class _TestState:
 
 
 def _advance(state: _TestState, config: TimingConfig, warnings: Sequence[TimingWarning]) -> None:
+    """Recompute the test's interval; decide whether it is done or how many pairs it needs.
+
+    A test with its own target (`state.target`) is judged against that half-width instead
+    of the config's."""
     if state.target is not None:
         config = replace(config, target_half_width=state.target)
-    """Recompute the test's interval; decide whether it is done or how many pairs it needs."""
     speedup, half_width = _summarise(
         state.name, state.pairs, state.rounds, config, state.spent, warnings
     )
@@ -406,5 +403,3 @@ def measure_pairs(
         _OneTest(executor), [test], config, warnings=warnings, clock=clock
     )
     return TimingOutcome(speedups[0], failure)
-
-
