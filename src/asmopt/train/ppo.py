@@ -1,18 +1,22 @@
 """PPO for a causal language model on one machine (CPU or one GPU).
 
-One step, as in CleanRL's ppo.py but for text:
+One step (`ppo_step`), as in CleanRL's ppo.py but for text, one function per phase:
 
-1. rollout   sample answers to a batch of prompts from the current policy;
+1. rollout   sample answers to a batch of prompts from the current policy (`rollout`);
 2. score     call the reward function; a None excludes that sample from the update;
-3. evaluate  old log-probs, values and (with a KL penalty) reference log-probs, no grad;
+3. evaluate  old log-probs, values and (with a KL penalty) reference log-probs, no grad
+             (`evaluate_rollout`);
 4. GAE       reward on the last token (minus the KL penalty per token), token-level GAE,
-             advantage whitening;
+             advantage whitening (`compute_advantages`);
 5. update    `update_epochs` passes over shuffled mini-batches, gradients accumulated over
-             micro-batches: clipped policy loss, clipped value loss, entropy bonus;
-6. log       approx KL, clip fractions, explained variance, entropy, rewards, outcomes.
+             micro-batches: clipped policy loss, clipped value loss, entropy bonus
+             (`ppo_update` -> `minibatch_update` -> `micro_batch_backward`);
+6. log       approx KL, clip fractions, explained variance, entropy, rewards, outcomes
+             (`update_metrics`, `reward_summary`, `generation_summary`).
 
-Prefixes: `b_` the whole rollout batch (B sequences x T response tokens), `mb_` a
-mini-batch, `micro` a micro-batch, `new_` recomputed under the current weights.
+Prefixes: `b_` (and the `Rollout` named `b`) the whole rollout batch (B sequences x T
+response tokens), `mb_` a mini-batch, `micro` a micro-batch, `new_` recomputed under the
+current weights.
 The actor is any local causal LM (the looped PLT model included); the critic is a value
 head on its own backbone or on the actor's (`critic_mode`).
 """
