@@ -341,6 +341,8 @@ class Optimisers:
 
 
 def build_optimisers(models: Models, cfg: PPOConfig, total_steps: int) -> Optimisers:
+    """Optimisers over the trainable parameters only (LoRA: the adapters), schedules over
+    the run's `total_steps` (one schedule step per PPO step)."""
     actor_opt = make_optimizer(models.actor_params(), cfg.actor_lr, cfg)
     critic_opt = make_optimizer(models.critic_params(), cfg.critic_lr, cfg)
     return Optimisers(
