@@ -1,8 +1,9 @@
-# Two commands do everything on a fresh machine: `make demo` and `make test`.
+# Two commands do everything on a fresh machine: `make demo` and `make test`
+# (`make test-slow` runs the multi-minute tests that `make test` leaves out; CI runs both).
 VENV ?= .venv
 PY := $(VENV)/bin/python
 
-.PHONY: setup demo test lint bench-timing bench-plt clean
+.PHONY: setup demo test test-slow lint bench-timing bench-plt clean
 
 setup:
 	@bash scripts/setup.sh
@@ -14,8 +15,13 @@ demo: setup
 	$(VENV)/bin/asmopt eval --policy compiler-search --split test --run-dir runs/demo-compiler-search
 	$(VENV)/bin/asmopt report runs/demo-compiler-search
 
+# Everything but the tests marked slow (see [tool.pytest.ini_options] in pyproject.toml).
 test: setup
 	$(PY) -m pytest -q
+
+# Only the slow tests: full sweeps over the built-in suite, multi-process training runs.
+test-slow: setup
+	$(PY) -m pytest -q -m slow
 
 lint: setup
 	$(VENV)/bin/ruff check src tests bench scripts

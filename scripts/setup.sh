@@ -40,7 +40,7 @@ if [ ! -f "$stamp" ]; then
   if ! "$VENV/bin/python" -c "import torch" >/dev/null 2>&1; then
     "$VENV/bin/pip" install -q "torch==${TORCH_VERSION:-2.13.0}"
   fi
-  "$VENV/bin/pip" install -q -e ".[ml,data,report,rl,dev]"
+  "$VENV/bin/pip" install -q -e ".[train,rl,data,report,dev]"
   rm -f "$VENV"/.asmopt-installed-*
   touch "$stamp"
 fi

@@ -1,11 +1,21 @@
-"""Shared fixtures: one sandbox and one toolchain per test session, with a private cache."""
+"""Shared fixtures: one sandbox and one toolchain per test session, with a private cache.
+
+Markers (registered in pyproject.toml): `slow` tests run only under `make test-slow`
+(`pytest -m slow`); `ml` tests need torch and transformers and are skipped when either is
+missing. Heavy modules (torch, transformers, the PLT model) are imported when a test first
+uses them (`lazy`), so collecting the suite does not import them.
+"""
 
 from __future__ import annotations
 
+import importlib.util
 import os
+import sys
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
+from types import ModuleType
+from typing import Any
 
 import pytest
 
@@ -20,6 +30,88 @@ tempfile.tempdir = _TMP
 
 from asmopt.sandbox import Sandbox  # noqa: E402
 from asmopt.toolchain import Toolchain  # noqa: E402
+
+ML_PACKAGES = ("torch", "transformers")
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """`ml` tests skip (rather than fail) on an install without the `train` extra."""
+    missing = [name for name in ML_PACKAGES if importlib.util.find_spec(name) is None]
+    if not missing:
+        return
+    skip = pytest.mark.skip(reason=f"needs {' and '.join(missing)}: pip install -e '.[train]'")
+    for item in items:
+        if item.get_closest_marker("ml") is not None:
+            item.add_marker(skip)
+
+
+class LazyModule:
+    """A module imported when one of its attributes is first used, not when the test file is
+    collected; the test that first uses it is skipped when the module is not installed.
+    Patch the module by its dotted path (`monkeypatch.setattr("pkg.mod.name", ...)`)."""
+
+    FORWARDED = frozenset({"__version__", "__file__"})
+    _name: str
+    _module: ModuleType | None
+
+    def __init__(self, name: str) -> None:
+        object.__setattr__(self, "_name", name)
+        object.__setattr__(self, "_module", None)
+
+    def _load(self) -> ModuleType:
+        if self._module is None:
+            module = sys.modules.get(self._name) or pytest.importorskip(self._name)
+            object.__setattr__(self, "_module", module)
+        return self._module
+
+    def __getattr__(self, attr: str) -> Any:
+        if attr.startswith("_") and attr not in self.FORWARDED:
+            # pytest's collection, copy, pickle and inspect probe private names; they must
+            # neither import the module nor find anything.
+            raise AttributeError(attr)
+        return getattr(self._load(), attr)
+
+    def __setattr__(self, attr: str, value: Any) -> None:
+        raise TypeError(
+            f"set attributes on the module itself, e.g. monkeypatch.setattr('{self._name}.{attr}', "
+            "...), not on its lazy stand-in"
+        )
+
+    def __repr__(self) -> str:
+        return f"<lazy module {self._name!r}>"
+
+
+def lazy(name: str) -> Any:
+    """`torch = lazy("torch")`: the module, imported on first use (see `LazyModule`)."""
+    return LazyModule(name)
+
+
+@pytest.fixture()
+def one_thread() -> Iterator[None]:
+    """One torch thread: on a loaded machine, two threads of tiny matrix products spend most
+    of their time waiting for each other (a 20-step run went from 13 s to 2 min)."""
+    torch = pytest.importorskip("torch")
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(before)
+
+
+@pytest.fixture(scope="session")
+def llama_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The trainers' tiny Llama (`tiny:llama`: byte-level tokenizer), built once; read only."""
+    from asmopt.train.tiny import build_tiny_model
+
+    return build_tiny_model(tmp_path_factory.mktemp("llama"), "llama", seed=0)
+
+
+@pytest.fixture(scope="session")
+def tiny_model_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A tiny Llama with a trained BPE tokenizer and a chat template (tests/tiny_model.py),
+    built once; read only."""
+    from tiny_model import build_tiny_model
+
+    return build_tiny_model(tmp_path_factory.mktemp("tiny") / "tiny-llama")
 
 
 @pytest.fixture(scope="session")

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from asmopt.evaluate import check_candidate
 from asmopt.measure.timing import TimingConfig
 from asmopt.policies.base import PolicyRequest
@@ -11,7 +13,7 @@ from asmopt.sandbox import Sandbox
 from asmopt.toolchain import Toolchain
 
 # A cheap configuration for CI: one gcc variant, clang (refused when not installed), short
-# timings. The profile-guided path is covered on two programs below.
+# timings. The profile-guided path is covered below.
 CHEAP = tuple(v for v in VARIANTS if v[0] in ("gcc -O2", "clang -O3"))
 FAST_TIMING = TimingConfig(min_pairs=3, max_pairs=4, budget_s=0.5, max_rounds=1)
 
@@ -23,12 +25,20 @@ def test_selection_split_is_every_other_test_from_the_last() -> None:
     assert chosen == sorted(names[::-1][::2]) and names[-1] in chosen
 
 
+# The default run answers the first few programs; `make test-slow` the rest of the suite
+# (several minutes: every program is built, verified and timed for each variant).
+FEW = 3
+
+
+@pytest.mark.parametrize("part", ["first", pytest.param("rest", marks=pytest.mark.slow)])
 def test_compiler_search_answers_every_builtin_program_with_verified_code(
-    toolchain: Toolchain, sandbox: Sandbox
+    toolchain: Toolchain, sandbox: Sandbox, part: str
 ) -> None:
+    programs = load_builtin_suite().select()
+    programs = programs[:FEW] if part == "first" else programs[FEW:]
     policy = CompilerSearchPolicy(toolchain, sandbox, timing=FAST_TIMING, variants=CHEAP)
     statuses = set()
-    for program in load_builtin_suite().select():
+    for program in programs:
         baseline = toolchain.baseline_assembly(program)
         [cand] = policy.propose(PolicyRequest(program, baseline))
         assert cand.assembly is not None
@@ -45,12 +55,16 @@ def test_compiler_search_answers_every_builtin_program_with_verified_code(
     assert "unavailable" in statuses or "clang" not in str(CHEAP)
 
 
-def test_profile_guided_variant_builds_and_verifies(toolchain: Toolchain, sandbox: Sandbox) -> None:
+# One program shows that the profile-guided build works; the slow run adds a second.
+@pytest.mark.parametrize("index", [0, pytest.param(1, marks=pytest.mark.slow)])
+def test_profile_guided_variant_builds_and_verifies(
+    toolchain: Toolchain, sandbox: Sandbox, index: int
+) -> None:
     pgo = tuple(v for v in VARIANTS if v[0] == "gcc -O3 PGO")
     policy = CompilerSearchPolicy(toolchain, sandbox, timing=FAST_TIMING, variants=pgo)
-    for program in load_builtin_suite().select(split="test")[:2]:
-        baseline = toolchain.baseline_assembly(program)
-        [cand] = policy.propose(PolicyRequest(program, baseline))
-        [tried] = cand.extra["tried"]
-        assert tried["status"] in ("chosen", "slower_or_equal", "duplicate"), tried
-        assert check_candidate(program, cand.assembly, toolchain, sandbox).correct
+    program = load_builtin_suite().select(split="test")[index]
+    baseline = toolchain.baseline_assembly(program)
+    [cand] = policy.propose(PolicyRequest(program, baseline))
+    [tried] = cand.extra["tried"]
+    assert tried["status"] in ("chosen", "slower_or_equal", "duplicate"), tried
+    assert check_candidate(program, cand.assembly, toolchain, sandbox).correct

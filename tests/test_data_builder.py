@@ -183,6 +183,7 @@ def test_normalisation_ignores_comments_and_whitespace_only() -> None:
 def test_token_counter_estimate_and_local_tokenizer(tmp_path: Path) -> None:
     est = TokenCounter()
     assert est.estimated and est.count("x" * 35) == 10
+    pytest.importorskip("tokenizers")
     from tokenizers import Tokenizer, models, pre_tokenizers
 
     tok = Tokenizer(models.WordLevel({"[UNK]": 0, "int": 1, "main": 2}, unk_token="[UNK]"))

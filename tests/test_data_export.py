@@ -64,7 +64,7 @@ def baseline_fn(toolchain):
 
 
 def test_verl_parquet_matches_schema_and_content(tmp_path: Path, baseline_fn) -> None:
-    import pyarrow.parquet as pq
+    pq = pytest.importorskip("pyarrow.parquet")
 
     written, report = export_suite(
         make_suite(), tmp_path / "out", "verl-parquet", baseline_fn=baseline_fn
@@ -96,7 +96,7 @@ def test_verl_parquet_matches_schema_and_content(tmp_path: Path, baseline_fn) ->
 
 
 def test_flattened_c_code_builds_alone_and_behaves(tmp_path: Path, toolchain, sandbox) -> None:
-    import pyarrow.parquet as pq
+    pq = pytest.importorskip("pyarrow.parquet")
 
     written, _ = export_suite(
         make_suite(),
@@ -118,8 +118,8 @@ def test_flattened_c_code_builds_alone_and_behaves(tmp_path: Path, toolchain, sa
 
 
 def test_jsonl_hf_and_lossy(tmp_path: Path, baseline_fn) -> None:
-    import datasets
-    import pyarrow.parquet as pq
+    datasets = pytest.importorskip("datasets")
+    pq = pytest.importorskip("pyarrow.parquet")
 
     suite = make_suite()
     (pq_file,), _ = export_suite(
@@ -149,6 +149,7 @@ def test_jsonl_hf_and_lossy(tmp_path: Path, baseline_fn) -> None:
 
 
 def test_round_trip_through_the_supercoder_importer(tmp_path: Path, baseline_fn) -> None:
+    pytest.importorskip("pyarrow")  # the verl-parquet export
     suite = make_suite()
     export_suite(suite, tmp_path / "rt", "verl-parquet", baseline_fn=baseline_fn)
     back, report = import_supercoder([tmp_path / "rt"])

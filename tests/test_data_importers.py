@@ -141,8 +141,8 @@ def sc_row(index: int, split: str = "train", **extra: object) -> dict:
 
 
 def test_supercoder_parquet_rows_bad_rows_and_missing_columns(tmp_path: Path) -> None:
-    import pyarrow as pa
-    import pyarrow.parquet as pq
+    pa = pytest.importorskip("pyarrow")
+    pq = pytest.importorskip("pyarrow.parquet")
 
     rows = [
         sc_row(0),

@@ -10,26 +10,28 @@ from __future__ import annotations
 import json
 import tomllib
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
-import torch
-import transformers
+from conftest import lazy
 from packaging.specifiers import SpecifierSet
 from packaging.version import Version
-from safetensors.torch import load_file, save_file
-from transformers import AutoConfig, AutoModelForCausalLM
+from tiny_model import PLT_VOCAB as VOCAB
+from tiny_model import randomize_gates
 
-from asmopt.models.plt import (
-    SUPPORTED_TRANSFORMERS,
-    IQuestPLTCoderConfig,
-    IQuestPLTCoderForCausalLM,
-    PLTConfig,
-    PLTForCausalLM,
-    load_plt_pretrained,
-)
+if TYPE_CHECKING:
+    import safetensors.torch as safetensors_torch
+    import torch
+    import transformers
 
-VOCAB = 99
+    from asmopt.models import plt
+else:
+    torch = lazy("torch")
+    transformers = lazy("transformers")
+    safetensors_torch = lazy("safetensors.torch")
+    plt = lazy("asmopt.models.plt")
+
+pytestmark = pytest.mark.ml
 REPO_ROOT = Path(__file__).resolve().parents[1]
 
 SHAPE: dict[str, Any] = {
@@ -46,20 +48,13 @@ SHAPE: dict[str, Any] = {
 }
 
 
-def random_model(config: PLTConfig) -> PLTForCausalLM:
+def random_model(config: plt.PLTConfig) -> plt.PLTForCausalLM:
+    """A float32 model with random gates and gate norms."""
     torch.manual_seed(0)
-    model = PLTForCausalLM(config).eval()
-    with torch.no_grad():
-        for layer in model.model.layers:
-            gate = layer.self_attn.plt_gate
-            gate.weight.normal_(0.0, 0.5)
-            gate.bias.normal_(0.0, 0.5)
-            if gate.gate_norm is not None:
-                gate.gate_norm.weight.uniform_(0.5, 1.5)
-    return model
+    return randomize_gates(plt.PLTForCausalLM(config).eval(), gate_norms=True)
 
 
-def logits(model: PLTForCausalLM) -> torch.Tensor:
+def logits(model: plt.PLTForCausalLM) -> torch.Tensor:
     ids = torch.arange(2, 14).view(2, 6)
     with torch.no_grad():
         return model(ids).logits
@@ -70,11 +65,13 @@ def write_published_dir(
 ) -> None:
     path.mkdir(parents=True, exist_ok=True)
     (path / "config.json").write_text(json.dumps(config_json, indent=2))
-    save_file({k: v.contiguous() for k, v in state.items()}, str(path / "model.safetensors"))
+    safetensors_torch.save_file(
+        {k: v.contiguous() for k, v in state.items()}, str(path / "model.safetensors")
+    )
 
 
 def test_save_load_round_trip(tmp_path: Path) -> None:
-    config = PLTConfig(
+    config = plt.PLTConfig(
         **SHAPE,
         plt_num_loops=3,
         plt_window_size=[4, 0],
@@ -84,18 +81,18 @@ def test_save_load_round_trip(tmp_path: Path) -> None:
     )
     model = random_model(config)
     model.save_pretrained(tmp_path)
-    saved = load_file(str(tmp_path / "model.safetensors"))
+    saved = safetensors_torch.load_file(str(tmp_path / "model.safetensors"))
     assert "model.layers.0.self_attn.plt_gate.weight" in saved
     assert "model.layers.1.self_attn.plt_gate.gate_norm.weight" in saved
     assert json.loads((tmp_path / "config.json").read_text())["model_type"] == "asmopt_plt"
 
-    loaded = AutoModelForCausalLM.from_pretrained(tmp_path).eval()
-    assert type(loaded) is PLTForCausalLM
+    loaded = transformers.AutoModelForCausalLM.from_pretrained(tmp_path).eval()
+    assert type(loaded) is plt.PLTForCausalLM
     assert type(loaded).__module__.startswith("asmopt.")  # native code, no remote code
     for field in ("plt_num_loops", "plt_window_size", "plt_normalize_per_loop", "plt_emb_scale"):
         assert getattr(loaded.config, field) == getattr(config, field)
     assert torch.equal(logits(loaded), logits(model))
-    assert torch.equal(logits(load_plt_pretrained(tmp_path).eval()), logits(model))
+    assert torch.equal(logits(plt.load_plt_pretrained(tmp_path).eval()), logits(model))
 
 
 def published_v2_config(window: int) -> dict[str, Any]:
@@ -125,7 +122,7 @@ def published_v2_config(window: int) -> dict[str, Any]:
 
 def test_published_v2_directory_gives_our_logits(tmp_path: Path) -> None:
     ours = random_model(
-        PLTConfig(
+        plt.PLTConfig(
             **SHAPE,
             plt_num_loops=2,
             plt_window_size=[3, 0],
@@ -135,19 +132,21 @@ def test_published_v2_directory_gives_our_logits(tmp_path: Path) -> None:
     )
     write_published_dir(tmp_path, published_v2_config(3), ours.state_dict())
 
-    config = AutoConfig.from_pretrained(tmp_path)
-    assert isinstance(config, IQuestPLTCoderConfig)
+    config = transformers.AutoConfig.from_pretrained(tmp_path)
+    assert isinstance(config, plt.IQuestPLTCoderConfig)
     assert config.plt_window_size == [3, 0] and config.plt_gate_use_hidden_states
-    loaded, info = AutoModelForCausalLM.from_pretrained(tmp_path, output_loading_info=True)
-    assert type(loaded) is IQuestPLTCoderForCausalLM
+    loaded, info = transformers.AutoModelForCausalLM.from_pretrained(
+        tmp_path, output_loading_info=True
+    )
+    assert type(loaded) is plt.IQuestPLTCoderForCausalLM
     assert not info["missing_keys"] and not info["unexpected_keys"]
     assert (logits(loaded.eval()) - logits(ours)).abs().max().item() < 1e-6
 
     # Re-saving keeps the published names, and the copy loads again.
     loaded.save_pretrained(tmp_path / "resaved")
-    resaved = load_file(str(tmp_path / "resaved" / "model.safetensors"))
+    resaved = safetensors_torch.load_file(str(tmp_path / "resaved" / "model.safetensors"))
     assert "model.layers.0.self_attn.plt_gate.gate_norm.weight" in resaved
-    again = AutoModelForCausalLM.from_pretrained(tmp_path / "resaved").eval()
+    again = transformers.AutoModelForCausalLM.from_pretrained(tmp_path / "resaved").eval()
     assert (logits(again) - logits(ours)).abs().max().item() < 1e-6
 
 
@@ -155,7 +154,7 @@ def test_published_v1_directory_with_loop_gate_proj(tmp_path: Path) -> None:
     """v1: `loop_num` / `loop_window_size` (window counts the token itself), query gate,
     gate tensors named `loop_gate_proj`."""
     ours = random_model(
-        PLTConfig(
+        plt.PLTConfig(
             **SHAPE,
             plt_num_loops=3,
             plt_window_size=[3, 0],
@@ -178,7 +177,9 @@ def test_published_v1_directory_with_loop_gate_proj(tmp_path: Path) -> None:
     }
     write_published_dir(tmp_path, config_json, state)
 
-    loaded, info = AutoModelForCausalLM.from_pretrained(tmp_path, output_loading_info=True)
+    loaded, info = transformers.AutoModelForCausalLM.from_pretrained(
+        tmp_path, output_loading_info=True
+    )
     assert not info["missing_keys"] and not info["unexpected_keys"]
     assert loaded.config.plt_num_loops == 3
     assert loaded.config.plt_window_size == [3, 0]
@@ -187,16 +188,16 @@ def test_published_v1_directory_with_loop_gate_proj(tmp_path: Path) -> None:
 
     # A model loaded from old names saves old names (the format it came in) and reloads.
     loaded.save_pretrained(tmp_path / "resaved")
-    resaved = load_file(str(tmp_path / "resaved" / "model.safetensors"))
+    resaved = safetensors_torch.load_file(str(tmp_path / "resaved" / "model.safetensors"))
     assert "model.layers.0.self_attn.loop_gate_proj.weight" in resaved
-    again = AutoModelForCausalLM.from_pretrained(tmp_path / "resaved").eval()
+    again = transformers.AutoModelForCausalLM.from_pretrained(tmp_path / "resaved").eval()
     assert (logits(again) - logits(ours)).abs().max().item() < 1e-6
 
 
 def test_fresh_published_type_model_saves_v2_names(tmp_path: Path) -> None:
-    model = IQuestPLTCoderForCausalLM(IQuestPLTCoderConfig(**SHAPE, plt_window_size=[3, 0]))
+    model = plt.IQuestPLTCoderForCausalLM(plt.IQuestPLTCoderConfig(**SHAPE, plt_window_size=[3, 0]))
     model.save_pretrained(tmp_path)
-    saved = load_file(str(tmp_path / "model.safetensors"))
+    saved = safetensors_torch.load_file(str(tmp_path / "model.safetensors"))
     assert "model.layers.0.self_attn.plt_gate.weight" in saved
     assert not any("loop_gate_proj" in key for key in saved)
 
@@ -204,22 +205,22 @@ def test_fresh_published_type_model_saves_v2_names(tmp_path: Path) -> None:
 def test_load_plt_pretrained_rejects_other_architectures(tmp_path: Path) -> None:
     (tmp_path / "config.json").write_text(json.dumps({"model_type": "llama", **SHAPE}))
     with pytest.raises(ValueError, match="llama"):
-        load_plt_pretrained(tmp_path)
+        plt.load_plt_pretrained(tmp_path)
 
 
 def test_installed_transformers_is_in_the_declared_range_and_works() -> None:
     pyproject = tomllib.loads((REPO_ROOT / "pyproject.toml").read_text())
     declared = [
         requirement
-        for requirement in pyproject["project"]["optional-dependencies"]["ml"]
+        for requirement in pyproject["project"]["optional-dependencies"]["train"]
         if requirement.startswith("transformers")
     ]
     assert len(declared) == 1
     specifier = SpecifierSet(declared[0].removeprefix("transformers"))
-    assert specifier == SpecifierSet(",".join(SUPPORTED_TRANSFORMERS))
+    assert specifier == SpecifierSet(",".join(plt.SUPPORTED_TRANSFORMERS))
     installed = Version(transformers.__version__)
     assert installed in specifier, f"transformers {installed} is outside {specifier}"
 
-    model = random_model(PLTConfig(**SHAPE, plt_num_loops=2, plt_window_size=[2, 0]))
+    model = random_model(plt.PLTConfig(**SHAPE, plt_num_loops=2, plt_window_size=[2, 0]))
     out = model.generate(torch.tensor([[3, 4, 5]]), max_new_tokens=5, do_sample=False)
     assert out.shape == (1, 8)

@@ -6,15 +6,22 @@ that the ring buffers wrap during decoding.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
-import torch
+from conftest import lazy
+from tiny_model import tiny_plt_model
 
-from asmopt.models.plt import PLTCache, PLTConfig, PLTForCausalLM
+if TYPE_CHECKING:
+    import torch
 
-VOCAB = 99
-PAD = 0
+    from asmopt.models import plt
+else:
+    torch = lazy("torch")
+    plt = lazy("asmopt.models.plt")
+
+pytestmark = pytest.mark.ml
+PAD = 0  # the pad token id of `tiny_plt_config`
 PROMPTS = [[5, 6, 7, 8, 9, 10, 11], [12, 13, 14], [20, 21, 22, 23, 24]]
 
 MODES: dict[str, dict[str, Any]] = {
@@ -23,33 +30,6 @@ MODES: dict[str, dict[str, Any]] = {
     "plt3_query_gate": {"plt_num_loops": 3, "plt_gate_use_hidden_states": False},
     "plain2": {"plt_num_loops": 2, "plt_loop_mode": "plain"},
 }
-
-
-def tiny_model(**overrides: Any) -> PLTForCausalLM:
-    torch.manual_seed(0)
-    fields: dict[str, Any] = {
-        "vocab_size": VOCAB,
-        "hidden_size": 32,
-        "intermediate_size": 64,
-        "num_hidden_layers": 2,
-        "num_attention_heads": 4,
-        "num_key_value_heads": 2,
-        "max_position_embeddings": 128,
-        "plt_window_size": [3, 0],
-        "pad_token_id": PAD,
-        "bos_token_id": 1,
-        "eos_token_id": None,
-        "rope_parameters": {"rope_type": "default", "rope_theta": 10000.0},
-    }
-    fields.update(overrides)
-    model = PLTForCausalLM(PLTConfig(**fields)).double().eval()
-    with torch.no_grad():
-        for layer in model.model.layers:
-            gate = layer.self_attn.plt_gate
-            if gate is not None:
-                gate.weight.normal_(0.0, 0.5)
-                gate.bias.normal_(0.0, 0.5)
-    return model
 
 
 def left_padded(prompts: list[list[int]]) -> tuple[torch.Tensor, torch.Tensor]:
@@ -61,7 +41,7 @@ def left_padded(prompts: list[list[int]]) -> tuple[torch.Tensor, torch.Tensor]:
 
 @pytest.mark.parametrize("mode", sorted(MODES))
 def test_left_padded_greedy_cached_equals_uncached_and_unpadded(mode: str) -> None:
-    model = tiny_model(**MODES[mode])
+    model = tiny_plt_model(**MODES[mode])
     ids, mask = left_padded(PROMPTS)
     kwargs: dict[str, Any] = {"attention_mask": mask, "max_new_tokens": 9, "do_sample": False}
     cached = model.generate(ids, use_cache=True, **kwargs)
@@ -75,7 +55,7 @@ def test_left_padded_greedy_cached_equals_uncached_and_unpadded(mode: str) -> No
 
 def test_left_padded_logits_match_unpadded() -> None:
     """Scores, not only argmax tokens: padding must not leak into any loop."""
-    model = tiny_model(plt_num_loops=3)
+    model = tiny_plt_model(plt_num_loops=3)
     ids, mask = left_padded(PROMPTS)
     out = model.generate(
         ids,
@@ -99,7 +79,7 @@ def test_left_padded_logits_match_unpadded() -> None:
 
 
 def test_sampling_cached_equals_uncached_with_same_seed() -> None:
-    model = tiny_model(plt_num_loops=2)
+    model = tiny_plt_model(plt_num_loops=2)
     ids, mask = left_padded(PROMPTS)
     kwargs: dict[str, Any] = {
         "attention_mask": mask,
@@ -117,7 +97,7 @@ def test_sampling_cached_equals_uncached_with_same_seed() -> None:
 
 
 def test_beam_search_reorders_the_loop_states() -> None:
-    model = tiny_model(plt_num_loops=2)
+    model = tiny_plt_model(plt_num_loops=2)
     ids, mask = left_padded(PROMPTS)
     kwargs: dict[str, Any] = {
         "attention_mask": mask,
@@ -132,12 +112,12 @@ def test_beam_search_reorders_the_loop_states() -> None:
 
 
 def test_generate_returns_a_plt_cache_and_continues_from_it() -> None:
-    model = tiny_model(plt_num_loops=2)
+    model = tiny_plt_model(plt_num_loops=2)
     prompt = torch.tensor([PROMPTS[0]])
     first = model.generate(prompt, max_new_tokens=4, do_sample=False, return_dict_in_generate=True)
-    assert isinstance(first.past_key_values, PLTCache)
+    assert isinstance(first.past_key_values, plt.PLTCache)
     assert first.past_key_values.loop_states.shape == (1, 1, 32)
-    cache = PLTCache(model.config)
+    cache = plt.PLTCache(model.config)
     resumed = model.generate(prompt, max_new_tokens=4, do_sample=False, past_key_values=cache)
     more = model.generate(resumed, max_new_tokens=3, do_sample=False, past_key_values=cache)
     fresh = model.generate(prompt, max_new_tokens=7, do_sample=False)
@@ -147,7 +127,7 @@ def test_generate_returns_a_plt_cache_and_continues_from_it() -> None:
 def test_generate_refuses_foreign_caches() -> None:
     from transformers import DynamicCache
 
-    model = tiny_model(plt_num_loops=2)
+    model = tiny_plt_model(plt_num_loops=2)
     prompt = torch.tensor([PROMPTS[1]])
     with pytest.raises(TypeError, match="PLTCache"):
         model.generate(prompt, max_new_tokens=2, past_key_values=DynamicCache())

@@ -5,50 +5,27 @@ Tiny random models in float64, so that "equal" can mean 1e-10 rather than "close
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING
 
 import pytest
-import torch
-from transformers import LlamaConfig, LlamaForCausalLM
+from conftest import lazy
+from tiny_model import PLT_VOCAB as VOCAB
+from tiny_model import tiny_plt_config, tiny_plt_model
 
-from asmopt.models.plt import PLTCache, PLTConfig, PLTForCausalLM, PLTWindowLayer
-from asmopt.models.plt.cache_plt import ring_sequence_indices
+if TYPE_CHECKING:
+    import torch
+    import transformers
 
-VOCAB = 99
+    from asmopt.models import plt
+    from asmopt.models.plt import cache_plt
+else:
+    torch = lazy("torch")
+    transformers = lazy("transformers")
+    plt = lazy("asmopt.models.plt")
+    cache_plt = lazy("asmopt.models.plt.cache_plt")
+
+pytestmark = pytest.mark.ml
 TIGHT = 1e-10  # float64: paths that do the same arithmetic in another order
-
-
-def tiny_config(**overrides: Any) -> PLTConfig:
-    fields: dict[str, Any] = {
-        "vocab_size": VOCAB,
-        "hidden_size": 32,
-        "intermediate_size": 64,
-        "num_hidden_layers": 2,
-        "num_attention_heads": 4,
-        "num_key_value_heads": 2,
-        "max_position_embeddings": 128,
-        "plt_num_loops": 2,
-        "plt_window_size": [3, 0],
-        "pad_token_id": 0,
-        "bos_token_id": 1,
-        "eos_token_id": None,
-        "rope_parameters": {"rope_type": "default", "rope_theta": 10000.0},
-    }
-    fields.update(overrides)
-    return PLTConfig(**fields)
-
-
-def tiny_model(seed: int = 0, **overrides: Any) -> PLTForCausalLM:
-    """A float64 model whose gates are random (zero gates would hide gate bugs)."""
-    torch.manual_seed(seed)
-    model = PLTForCausalLM(tiny_config(**overrides)).double().eval()
-    with torch.no_grad():
-        for layer in model.model.layers:
-            gate = layer.self_attn.plt_gate
-            if gate is not None:
-                gate.weight.normal_(0.0, 0.5)
-                gate.bias.normal_(0.0, 0.5)
-    return model
 
 
 MODES = {
@@ -67,12 +44,12 @@ MODES = {
 
 
 def decode_logits(
-    model: PLTForCausalLM, ids: torch.Tensor, prefill: int, parallel: bool = True
+    model: plt.PLTForCausalLM, ids: torch.Tensor, prefill: int, parallel: bool = True
 ) -> torch.Tensor:
     """Prefill `prefill` tokens, then feed the rest one at a time through the cache."""
     model.model.parallel_decode = parallel
     try:
-        cache = PLTCache(model.config)
+        cache = plt.PLTCache(model.config)
         with torch.no_grad():
             out = model(ids[:, :prefill], past_key_values=cache, use_cache=True)
             logits = [out.logits]
@@ -86,9 +63,9 @@ def decode_logits(
 
 def test_r1_matches_llama_with_copied_weights() -> None:
     torch.manual_seed(0)
-    config = tiny_config(plt_num_loops=1)
-    model = PLTForCausalLM(config).double().eval()
-    llama_config = LlamaConfig(
+    config = tiny_plt_config(plt_num_loops=1)
+    model = plt.PLTForCausalLM(config).double().eval()
+    llama_config = transformers.LlamaConfig(
         vocab_size=VOCAB,
         hidden_size=32,
         intermediate_size=64,
@@ -100,7 +77,7 @@ def test_r1_matches_llama_with_copied_weights() -> None:
         rope_parameters={"rope_type": "default", "rope_theta": 10000.0},
         pad_token_id=0,
     )
-    llama = LlamaForCausalLM(llama_config).double().eval()
+    llama = transformers.LlamaForCausalLM(llama_config).double().eval()
     llama.load_state_dict(model.state_dict(), strict=True)
 
     ids = torch.randint(2, VOCAB, (2, 11))
@@ -117,7 +94,7 @@ def test_r1_matches_llama_with_copied_weights() -> None:
 
 @pytest.mark.parametrize("mode", sorted(MODES))
 def test_cached_decode_equals_full_recomputation(mode: str) -> None:
-    model = tiny_model(**MODES[mode])
+    model = tiny_plt_model(**MODES[mode])
     ids = torch.randint(2, VOCAB, (2, 12))
     with torch.no_grad():
         full = model(ids).logits
@@ -127,11 +104,11 @@ def test_cached_decode_equals_full_recomputation(mode: str) -> None:
 
 
 def test_chunked_prefill_equals_full() -> None:
-    model = tiny_model(plt_num_loops=3)
+    model = tiny_plt_model(plt_num_loops=3)
     ids = torch.randint(2, VOCAB, (2, 14))
     with torch.no_grad():
         full = model(ids).logits
-        cache = PLTCache(model.config)
+        cache = plt.PLTCache(model.config)
         chunks = [
             model(ids[:, a:b], past_key_values=cache).logits for a, b in ((0, 5), (5, 7), (7, 14))
         ]
@@ -140,7 +117,7 @@ def test_chunked_prefill_equals_full() -> None:
 
 @pytest.mark.parametrize("loops", [2, 3, 4])
 def test_one_pass_parallel_decode_equals_loop_by_loop(loops: int) -> None:
-    model = tiny_model(plt_num_loops=loops)
+    model = tiny_plt_model(plt_num_loops=loops)
     ids = torch.randint(2, VOCAB, (3, 10))
 
     calls: list[int] = []
@@ -166,7 +143,7 @@ def test_one_pass_parallel_decode_equals_loop_by_loop(loops: int) -> None:
 def test_window_boundary_in_attention_maps() -> None:
     """With the gate pushed to the local branch, loop 2 of token i attends exactly i-w..i."""
     window = 3
-    model = tiny_model(plt_num_loops=2, plt_window_size=[window, 0])
+    model = tiny_plt_model(plt_num_loops=2, plt_window_size=[window, 0])
     with torch.no_grad():
         for layer in model.model.layers:
             layer.self_attn.plt_gate.weight.zero_()
@@ -186,20 +163,20 @@ def test_window_boundary_in_attention_maps() -> None:
 
 def test_window_layer_ring_buffer() -> None:
     """w = 3: four slots; token j in slot j % 4."""
-    layer = PLTWindowLayer(window=3)
+    layer = plt.PLTWindowLayer(window=3)
     values = torch.arange(10, dtype=torch.float64).view(1, 1, 10, 1)
     keys, _ = layer.update(values[:, :, :6], values[:, :, :6])
     assert keys.shape[-2] == 6  # first chunk: nothing stored before it
     assert layer.keys.flatten().tolist() == [4.0, 5.0, 2.0, 3.0]  # tokens 2..5
     cpu = torch.device("cpu")
-    assert ring_sequence_indices(6, 4, cpu).tolist() == [4, 5, 2, 3]
+    assert cache_plt.ring_sequence_indices(6, 4, cpu).tolist() == [4, 5, 2, 3]
     keys, _ = layer.update(values[:, :, 6:7], values[:, :, 6:7])
     assert keys.flatten().tolist() == [4.0, 5.0, 6.0, 3.0]  # one token: the ring after its write
     assert keys.data_ptr() == layer.keys.data_ptr()  # attended in place, no copy
     keys, _ = layer.update(values[:, :, 7:9], values[:, :, 7:9])
     assert keys.flatten().tolist() == [4.0, 5.0, 6.0, 3.0, 7.0, 8.0]  # ring before + chunk
     assert layer.get_seq_length() == 9
-    assert ring_sequence_indices(2, 4, cpu).tolist() == [0, 1, -2, -1]
+    assert cache_plt.ring_sequence_indices(2, 4, cpu).tolist() == [0, 1, -2, -1]
     assert layer.get_mask_sizes(1) == (4, 6) and layer.get_mask_sizes(3) == (7, 5)
     layer.crop(0)
     with pytest.raises(ValueError, match="cannot be cropped"):
@@ -209,7 +186,9 @@ def test_window_layer_ring_buffer() -> None:
 def test_zero_initialised_gate_gives_half() -> None:
     for hidden_gate in (True, False):
         torch.manual_seed(0)
-        model = PLTForCausalLM(tiny_config(plt_num_loops=3, plt_gate_use_hidden_states=hidden_gate))
+        model = plt.PLTForCausalLM(
+            tiny_plt_config(plt_num_loops=3, plt_gate_use_hidden_states=hidden_gate)
+        )
         ids = torch.randint(2, VOCAB, (2, 6))
         with torch.no_grad():
             out = model(ids, output_loop_states=True)
@@ -224,10 +203,12 @@ def test_zero_initialised_gate_gives_half() -> None:
 def test_plain_looped_r2_equals_running_the_stack_twice() -> None:
     """Plain R = 2 over L layers == a Llama of 2L layers whose second half copies the first."""
     torch.manual_seed(0)
-    model = PLTForCausalLM(tiny_config(plt_num_loops=2, plt_loop_mode="plain")).double().eval()
+    model = (
+        plt.PLTForCausalLM(tiny_plt_config(plt_num_loops=2, plt_loop_mode="plain")).double().eval()
+    )
     llama = (
-        LlamaForCausalLM(
-            LlamaConfig(
+        transformers.LlamaForCausalLM(
+            transformers.LlamaConfig(
                 vocab_size=VOCAB,
                 hidden_size=32,
                 intermediate_size=64,
@@ -256,7 +237,7 @@ def test_plain_looped_r2_equals_running_the_stack_twice() -> None:
 
 
 def test_diagnostics_shapes_and_probabilities() -> None:
-    model = tiny_model(plt_num_loops=3)
+    model = tiny_plt_model(plt_num_loops=3)
     ids = torch.randint(2, VOCAB, (2, 7))
     with torch.no_grad():
         out = model(ids, output_attentions=True, output_hidden_states=True, output_loop_states=True)
@@ -277,11 +258,11 @@ def test_diagnostics_shapes_and_probabilities() -> None:
 
 
 def test_cache_layout_and_batch_operations() -> None:
-    model = tiny_model(plt_num_loops=3)
-    cache = PLTCache(model.config)
+    model = tiny_plt_model(plt_num_loops=3)
+    cache = plt.PLTCache(model.config)
     assert len(cache.layers) == 3 * 2
     assert type(cache.layer(1, 0)).__name__ == "DynamicLayer"
-    assert isinstance(cache.layer(1, 2), PLTWindowLayer)
+    assert isinstance(cache.layer(1, 2), plt.PLTWindowLayer)
     with pytest.raises(IndexError):
         cache.cache_index(2, 0)
     ids = torch.randint(2, VOCAB, (3, 8))
@@ -312,8 +293,8 @@ def test_kv_bytes_plt_vs_plain() -> None:
         "plt3": {"plt_num_loops": 3},
         "plain3": {"plt_num_loops": 3, "plt_loop_mode": "plain"},
     }.items():
-        model = tiny_model(**overrides)
-        cache = PLTCache(model.config)
+        model = tiny_plt_model(**overrides)
+        cache = plt.PLTCache(model.config)
         with torch.no_grad():
             model(prompt, past_key_values=cache)
         sizes[name] = cache.nbytes()
@@ -324,7 +305,7 @@ def test_kv_bytes_plt_vs_plain() -> None:
     assert sizes["plain3"]["total"] == 3 * loop1
 
 
-def enable_checkpointing(model: PLTForCausalLM, use_reentrant: bool) -> None:
+def enable_checkpointing(model: plt.PLTForCausalLM, use_reentrant: bool) -> None:
     """Newer transformers call it `activation_checkpointing_enable`; 5.0 has the older name."""
     enable = getattr(model, "activation_checkpointing_enable", None)
     if enable is not None:
@@ -335,7 +316,7 @@ def enable_checkpointing(model: PLTForCausalLM, use_reentrant: bool) -> None:
 
 @pytest.mark.parametrize("use_reentrant", [False, True])
 def test_training_backward_and_checkpointing(use_reentrant: bool) -> None:
-    model = tiny_model(plt_num_loops=3)
+    model = tiny_plt_model(plt_num_loops=3)
     model.train()
     ids = torch.randint(2, VOCAB, (2, 8))
     loss = model(ids, labels=ids).loss
@@ -354,7 +335,7 @@ def test_training_backward_and_checkpointing(use_reentrant: bool) -> None:
 def test_rejects_foreign_cache_and_bad_masks() -> None:
     from transformers import DynamicCache
 
-    model = tiny_model()
+    model = tiny_plt_model()
     ids = torch.randint(2, VOCAB, (1, 4))
     with pytest.raises(TypeError, match="PLTCache"):
         model(ids, past_key_values=DynamicCache())
@@ -373,7 +354,7 @@ def test_few_row_float32_product_matches_linear() -> None:
         expected = torch.nn.functional.linear(x, layer.weight, layer.bias)
         assert torch.allclose(layer(x), expected, atol=1e-5)
     # Decode in float32 (rows = batch x loops <= 4 takes that path) still matches the forward.
-    model = tiny_model(plt_num_loops=2).float()
+    model = tiny_plt_model(plt_num_loops=2).float()
     ids = torch.randint(2, VOCAB, (2, 9))
     with torch.no_grad():
         full = model(ids).logits
@@ -388,11 +369,11 @@ def test_few_row_float32_product_matches_linear() -> None:
 def test_diagnostics_during_cached_decode_match_the_full_forward() -> None:
     """A decode step with diagnostics takes the loop-by-loop path and reports the same maps,
     gates and per-loop states as the teacher-forced forward at that token."""
-    model = tiny_model(plt_num_loops=3)
+    model = tiny_plt_model(plt_num_loops=3)
     ids = torch.randint(2, VOCAB, (2, 10))
     with torch.no_grad():
         full = model(ids, output_attentions=True, output_loop_states=True)
-        cache = PLTCache(model.config)
+        cache = plt.PLTCache(model.config)
         model(ids[:, :9], past_key_values=cache)
         step = model(
             ids[:, 9:], past_key_values=cache, output_attentions=True, output_loop_states=True
@@ -411,7 +392,7 @@ def test_diagnostics_during_cached_decode_match_the_full_forward() -> None:
 
 def test_gate_sees_in_place_weight_updates() -> None:
     """The folded gate weights kept between decode steps follow in-place parameter changes."""
-    model = tiny_model(plt_num_loops=2)
+    model = tiny_plt_model(plt_num_loops=2)
     ids = torch.randint(2, VOCAB, (1, 5))
     with torch.no_grad():
         before = model(ids, output_loop_states=True).loop_gates[1][0]
@@ -427,8 +408,8 @@ def test_bfloat16_autocast_forward_backward_and_decode(gate_mode: bool) -> None:
     """Under CPU bfloat16 autocast the gate (float32) and the branches (bfloat16) meet in one
     mix; training, cached decode and parallel decode must run and stay near float32."""
     torch.manual_seed(0)
-    model = PLTForCausalLM(
-        tiny_config(plt_num_loops=3, plt_gate_use_hidden_states=gate_mode)
+    model = plt.PLTForCausalLM(
+        tiny_plt_config(plt_num_loops=3, plt_gate_use_hidden_states=gate_mode)
     ).eval()
     ids = torch.randint(2, VOCAB, (2, 10))
     with torch.no_grad():
@@ -438,7 +419,7 @@ def test_bfloat16_autocast_forward_backward_and_decode(gate_mode: bool) -> None:
         loss.backward()
         with torch.no_grad():
             full = model(ids).logits
-            cache = PLTCache(model.config)
+            cache = plt.PLTCache(model.config)
             model(ids[:, :6], past_key_values=cache, use_cache=True)
             step = model(ids[:, 6:7], past_key_values=cache, use_cache=True).logits
     assert torch.isfinite(loss)

@@ -97,13 +97,6 @@ def test_templates(tmp_path: Path) -> None:
 
 # ---------------------------------------------------------------------------- back-ends
 @pytest.fixture(scope="module")
-def tiny_model_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    from tiny_model import build_tiny_model
-
-    return build_tiny_model(tmp_path_factory.mktemp("tiny") / "tiny-llama")
-
-
-@pytest.fixture(scope="module")
 def server(tiny_model_dir: Path) -> Iterator[object]:
     from asmopt.policies.hf_local import HFBackend
     from asmopt.policies.serve import ModelServer
@@ -116,6 +109,7 @@ def server(tiny_model_dir: Path) -> Iterator[object]:
 PROGRAM = Program(id="p", source="int main(void){return 0;}\n", tests=(TestCase("t1", b"", b""),))
 
 
+@pytest.mark.ml  # a tiny local model
 def test_hf_backend_batched_and_seeded(tiny_model_dir: Path) -> None:
     from asmopt.policies.hf_local import HFBackend
 
@@ -130,6 +124,7 @@ def test_hf_backend_batched_and_seeded(tiny_model_dir: Path) -> None:
     assert greedy[0].text == greedy[1].text
 
 
+@pytest.mark.ml  # served by a tiny local model
 def test_serve_and_openai_policy_end_to_end(server: object) -> None:
     backend = OpenAIBackend(base_url=server.url, model="tiny", api="chat")  # type: ignore[attr-defined]
     backend.preflight()
@@ -150,6 +145,7 @@ def test_serve_and_openai_policy_end_to_end(server: object) -> None:
     assert out[0].completion_tokens >= 1
 
 
+@pytest.mark.ml  # served by a tiny local model
 def test_serve_rejects_bad_requests(server: object) -> None:
     import urllib.error
     import urllib.request
@@ -174,6 +170,7 @@ def test_serve_rejects_bad_requests(server: object) -> None:
     assert code == 400 and "streaming" in body["error"]["message"]
 
 
+@pytest.mark.ml  # served by a tiny local model
 def test_wrong_model_name_and_unreachable(server: object) -> None:
     with pytest.raises(PolicyError, match="not served"):
         OpenAIBackend(base_url=server.url, model="gpt-9").preflight()  # type: ignore[attr-defined]
@@ -243,6 +240,7 @@ def test_401_garbage_and_retries(scripted: tuple[str, list]) -> None:
         OpenAIBackend(base_url=url, model="m").generate(msgs, 1, params)
 
 
+@pytest.mark.ml  # a tiny local model
 def test_model_dir_problems_are_named(tmp_path: Path, tiny_model_dir: Path) -> None:
     from asmopt.policies.hf_local import HFBackend
 
@@ -263,6 +261,7 @@ def test_model_dir_problems_are_named(tmp_path: Path, tiny_model_dir: Path) -> N
         HFBackend(no_weights)
 
 
+@pytest.mark.ml  # a tiny local model
 def test_eval_over_http_end_to_end(server: object, tmp_path: Path) -> None:
     """`asmopt eval --policy openai` against `asmopt serve`'s server, as a user runs it."""
     import subprocess

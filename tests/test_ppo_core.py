@@ -3,25 +3,20 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator
+from typing import TYPE_CHECKING
 
 import pytest
+from conftest import lazy
 
-torch = pytest.importorskip("torch")
+if TYPE_CHECKING:
+    import torch
 
-from asmopt.train import ppo_core as core  # noqa: E402
+    from asmopt.train import ppo_core as core
+else:
+    torch = lazy("torch")
+    core = lazy("asmopt.train.ppo_core")
 
-pytestmark = pytest.mark.ml
-
-
-@pytest.fixture(autouse=True)
-def one_thread() -> Iterator[None]:
-    """One torch thread: on a loaded machine, two threads of tiny matrix products spend most
-    of their time waiting for each other (a 20-step run went from 13 s to 2 min)."""
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
+pytestmark = [pytest.mark.ml, pytest.mark.usefixtures("one_thread")]
 
 
 def t(rows: list[list[float]]) -> torch.Tensor:

@@ -4,14 +4,19 @@ run in the sandbox, and the trainer logs the share of each verdict."""
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 
+import pytest
+
+from asmopt.cli import main
 from asmopt.programs import load_builtin_suite
 
 
-def test_one_ppo_step_with_the_execution_reward(tmp_path: Path) -> None:
+@pytest.mark.ml
+@pytest.mark.usefixtures("one_thread")
+def test_one_ppo_step_with_the_execution_reward(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     ids = [p.id for p in load_builtin_suite().select(split="train")[:2]]
     rows = tmp_path / "rows.jsonl"
     rows.write_text(
@@ -19,10 +24,7 @@ def test_one_ppo_step_with_the_execution_reward(tmp_path: Path) -> None:
     )
     out = tmp_path / "run"
     options = json.dumps({"measure": "none", "workers": 1, "backend": "thread"})
-    cmd = [
-        sys.executable,
-        "-m",
-        "asmopt.cli",
+    argv = [
         "train",
         "ppo",
         "--config",
@@ -55,8 +57,9 @@ def test_one_ppo_step_with_the_execution_reward(tmp_path: Path) -> None:
         str(out),
         "--no-progress",
     ]
-    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
-    assert proc.returncode == 0, proc.stderr[-2000:]
+    # In this process (the command line is what a user types; a subprocess would only add
+    # the interpreter's and torch's start-up).
+    assert main(argv) == 0, capsys.readouterr().err[-2000:]
     metrics = [json.loads(line) for line in (out / "metrics.jsonl").read_text().splitlines()]
     train = [m for m in metrics if m.get("step") == 1 and "reward/mean" in m]
     assert train, metrics

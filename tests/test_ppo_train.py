@@ -9,42 +9,30 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
+from conftest import lazy
 
-torch = pytest.importorskip("torch")
-pytest.importorskip("transformers")
-pytest.importorskip("yaml")
+from asmopt.train.config import PPOConfig, config_from_dict, load_config
+from asmopt.train.reward_registry import TextTaskReward, make_reward, register_reward
+from asmopt.train.tiny import build_tiny_model
 
-from asmopt.train.checkpoint import find_checkpoint, load_checkpoint  # noqa: E402
-from asmopt.train.config import PPOConfig, config_from_dict, load_config  # noqa: E402
-from asmopt.train.metrics_log import read_metrics  # noqa: E402
-from asmopt.train.ppo import train_ppo  # noqa: E402
-from asmopt.train.reward_registry import TextTaskReward, make_reward, register_reward  # noqa: E402
-from asmopt.train.tiny import build_tiny_model  # noqa: E402
+if TYPE_CHECKING:
+    import torch
 
-pytestmark = pytest.mark.ml
+    from asmopt.train import checkpoint, metrics_log, ppo
+else:
+    torch = lazy("torch")
+    checkpoint = lazy("asmopt.train.checkpoint")
+    metrics_log = lazy("asmopt.train.metrics_log")
+    ppo = lazy("asmopt.train.ppo")
+
+pytestmark = [pytest.mark.ml, pytest.mark.usefixtures("one_thread")]
 REPO = Path(__file__).resolve().parents[1]
 TINY_YAML = REPO / "src" / "asmopt" / "train" / "configs" / "ppo_tiny.yaml"
 VOLATILE = ("time/", "perf/")  # wall-clock metrics differ between any two runs
-
-
-@pytest.fixture(autouse=True)
-def one_thread() -> Iterator[None]:
-    """One torch thread: on a loaded machine, two threads of tiny matrix products spend most
-    of their time waiting for each other (a 20-step run went from 13 s to 2 min)."""
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
-
-
-@pytest.fixture(scope="module")
-def llama_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return build_tiny_model(tmp_path_factory.mktemp("llama"), "llama", seed=0)
 
 
 @pytest.fixture(scope="module")
@@ -84,7 +72,7 @@ def quiet(text: str) -> None:
 
 
 def train_lines(out: Path) -> list[dict[str, Any]]:
-    return [r for r in read_metrics(out) if r["kind"] == "train"]
+    return [r for r in metrics_log.read_metrics(out) if r["kind"] == "train"]
 
 
 def stable(record: dict[str, Any]) -> dict[str, Any]:
@@ -109,7 +97,7 @@ def test_ppo_raises_the_reward_on_the_text_task(tmp_path: Path) -> None:
             "save_every": 0,
         },
     )
-    summary = train_ppo(cfg, progress=False, echo=quiet)
+    summary = ppo.train_ppo(cfg, progress=False, echo=quiet)
     rewards = [r["reward/mean"] for r in train_lines(tmp_path)]
     assert len(rewards) == 20
     first, last = sum(rewards[:3]) / 3, sum(rewards[-3:]) / 3
@@ -118,7 +106,7 @@ def test_ppo_raises_the_reward_on_the_text_task(tmp_path: Path) -> None:
     assert summary["val_end"]["reward/mean"] >= summary["val_start"]["reward/mean"]
     assert list((tmp_path / "tensorboard").glob("events.out.tfevents.*"))
     assert (tmp_path / "final" / "config.json").is_file()
-    assert find_checkpoint(tmp_path) is not None
+    assert checkpoint.find_checkpoint(tmp_path) is not None
 
 
 # --------------------------------------------------------------------------- exact resume
@@ -154,6 +142,7 @@ def _finish(proc: subprocess.Popen[bytes], out: Path) -> None:
     assert proc.returncode == 0, out.with_suffix(".log").read_text()[-3000:]
 
 
+@pytest.mark.slow  # three training processes, 8 steps each: half a minute or more
 def test_resume_after_sigkill_matches_an_uninterrupted_run(tmp_path: Path, llama_dir: Path) -> None:
     import yaml
 
@@ -191,8 +180,8 @@ def test_resume_after_sigkill_matches_an_uninterrupted_run(tmp_path: Path, llama
     _finish(resumed, killed_dir)
     _finish(whole, whole_dir)
 
-    expected = [stable(r) for r in read_metrics(whole_dir)]
-    got = [stable(r) for r in read_metrics(killed_dir)]
+    expected = [stable(r) for r in metrics_log.read_metrics(whole_dir)]
+    got = [stable(r) for r in metrics_log.read_metrics(killed_dir)]
     assert [(r["step"], r["kind"]) for r in got] == [(r["step"], r["kind"]) for r in expected]
     for a, b in zip(got, expected, strict=True):
         assert a.keys() == b.keys()
@@ -202,23 +191,23 @@ def test_resume_after_sigkill_matches_an_uninterrupted_run(tmp_path: Path, llama
             else:
                 assert a[key] == b[key], (a["step"], key)
     # The weights at the end are the same too.
-    wa = load_checkpoint(find_checkpoint(whole_dir))["weights"]  # type: ignore[arg-type]
-    wb = load_checkpoint(find_checkpoint(killed_dir))["weights"]  # type: ignore[arg-type]
+    wa = checkpoint.load_checkpoint(checkpoint.find_checkpoint(whole_dir))["weights"]  # type: ignore[arg-type]
+    wb = checkpoint.load_checkpoint(checkpoint.find_checkpoint(killed_dir))["weights"]  # type: ignore[arg-type]
     for part in wa:
         for name, tensor in wa[part].items():
             assert torch.equal(tensor, wb[part][name]), name
 
 
 def test_resume_refuses_a_changed_config(tmp_path: Path, llama_dir: Path) -> None:
-    train_ppo(small(tmp_path, llama_dir, total_steps=1), progress=False, echo=quiet)
+    ppo.train_ppo(small(tmp_path, llama_dir, total_steps=1), progress=False, echo=quiet)
     with pytest.raises(ValueError, match="config changed in clip_coef"):
-        train_ppo(
+        ppo.train_ppo(
             small(tmp_path, llama_dir, total_steps=2, clip_coef=0.3), progress=False, echo=quiet
         )
     with pytest.raises(ValueError, match="already holds a run"):
-        train_ppo(small(tmp_path, llama_dir, resume="never"), progress=False, echo=quiet)
+        ppo.train_ppo(small(tmp_path, llama_dir, resume="never"), progress=False, echo=quiet)
     # Extending a finished run is allowed: total_steps may change.
-    train_ppo(small(tmp_path, llama_dir, total_steps=2), progress=False, echo=quiet)
+    ppo.train_ppo(small(tmp_path, llama_dir, total_steps=2), progress=False, echo=quiet)
     assert [r["step"] for r in train_lines(tmp_path)] == [1, 2]
 
 
@@ -230,8 +219,8 @@ def test_lora_trains_only_adapters_and_exports_a_merged_model(
 ) -> None:
     pytest.importorskip("peft")
     cfg = small(tmp_path, llama_dir, lora_r=4, kl_coef=0.05, save_final_model=True)
-    train_ppo(cfg, progress=False, echo=quiet)
-    state = load_checkpoint(find_checkpoint(tmp_path))  # type: ignore[arg-type]
+    ppo.train_ppo(cfg, progress=False, echo=quiet)
+    state = checkpoint.load_checkpoint(checkpoint.find_checkpoint(tmp_path))  # type: ignore[arg-type]
     actor = state["weights"]["actor"]
     assert actor and all("lora_" in name for name in actor)
     assert all("lora_" in name for name in state["weights"]["critic"])
@@ -249,8 +238,8 @@ def test_lora_trains_only_adapters_and_exports_a_merged_model(
 
 @pytest.mark.parametrize("mode", ["separate", "shared"])
 def test_critic_layouts_train_the_value_head(tmp_path: Path, llama_dir: Path, mode: str) -> None:
-    train_ppo(small(tmp_path, llama_dir, critic_mode=mode), progress=False, echo=quiet)
-    weights = load_checkpoint(find_checkpoint(tmp_path))["weights"]  # type: ignore[arg-type]
+    ppo.train_ppo(small(tmp_path, llama_dir, critic_mode=mode), progress=False, echo=quiet)
+    weights = checkpoint.load_checkpoint(checkpoint.find_checkpoint(tmp_path))["weights"]  # type: ignore[arg-type]
     assert ("critic" in weights) == (mode == "separate")
     assert weights["value_head"]["summary.weight"].abs().sum() > 0
     for line in train_lines(tmp_path):
@@ -260,7 +249,7 @@ def test_critic_layouts_train_the_value_head(tmp_path: Path, llama_dir: Path, mo
 
 def test_plt_model_runs_ppo_with_a_reference_model(tmp_path: Path, plt_dir: Path) -> None:
     cfg = small(tmp_path, plt_dir, total_steps=1, kl_coef=0.1, kl_estimator="k3")
-    train_ppo(cfg, progress=False, echo=quiet)
+    ppo.train_ppo(cfg, progress=False, echo=quiet)
     (line,) = train_lines(tmp_path)
     assert line["kl/ref"] == pytest.approx(0.0, abs=1e-6)  # actor == reference at first
     assert line["policy/entropy"] > 0
@@ -283,14 +272,16 @@ class HalfNone:
 
 
 def test_reward_none_excludes_samples(tmp_path: Path, llama_dir: Path) -> None:
-    train_ppo(small(tmp_path, llama_dir), HalfNone(), progress=False, echo=quiet)
+    ppo.train_ppo(small(tmp_path, llama_dir), HalfNone(), progress=False, echo=quiet)
     for line in train_lines(tmp_path):
         assert line["reward/excluded"] == 4
         assert line["reward/mean"] is not None
 
 
 def test_all_samples_excluded_changes_nothing(tmp_path: Path, llama_dir: Path) -> None:
-    train_ppo(small(tmp_path, llama_dir, total_steps=1), HalfNone(1), progress=False, echo=quiet)
+    ppo.train_ppo(
+        small(tmp_path, llama_dir, total_steps=1), HalfNone(1), progress=False, echo=quiet
+    )
     (line,) = train_lines(tmp_path)
     assert line["reward/excluded"] == 8
     assert line["reward/mean"] is None
@@ -298,7 +289,7 @@ def test_all_samples_excluded_changes_nothing(tmp_path: Path, llama_dir: Path) -
     from safetensors.torch import load_file
 
     initial = load_file(str(llama_dir / "model.safetensors"))
-    trained = load_checkpoint(find_checkpoint(tmp_path))["weights"]["actor"]  # type: ignore[arg-type]
+    trained = checkpoint.load_checkpoint(checkpoint.find_checkpoint(tmp_path))["weights"]["actor"]  # type: ignore[arg-type]
     for name, tensor in trained.items():
         assert torch.equal(tensor, initial[name]), name
 
@@ -314,7 +305,7 @@ def verdict_reward(prompts: list[str], completions: list[str], log_extra: Any, *
 def test_outcome_shares_and_rates_from_logged_verdicts(tmp_path: Path, llama_dir: Path) -> None:
     register_reward("test-verdicts", lambda: verdict_reward, replace=True)
     cfg = small(tmp_path, llama_dir, total_steps=1, reward="test-verdicts")
-    train_ppo(cfg, progress=False, echo=quiet)
+    ppo.train_ppo(cfg, progress=False, echo=quiet)
     (line,) = train_lines(tmp_path)
     shares = {k: v for k, v in line.items() if k.startswith("outcome/")}
     assert sum(shares.values()) == pytest.approx(1.0)
@@ -337,7 +328,7 @@ def test_wrong_reward_answers_are_errors(tmp_path: Path, llama_dir: Path) -> Non
         return [0.0]
 
     with pytest.raises(ValueError, match="returned 1 values for 8 completions"):
-        train_ppo(small(tmp_path, llama_dir), short, progress=False, echo=quiet)
+        ppo.train_ppo(small(tmp_path, llama_dir), short, progress=False, echo=quiet)
 
 
 # --------------------------------------------------------------------------- config
@@ -370,7 +361,7 @@ def test_validation_samples_and_edit_format_checks(tmp_path: Path, llama_dir: Pa
         val_temperature=1.0,
         val_samples_per_prompt=4,
     )
-    summary = train_ppo(cfg, progress=False, echo=quiet)
+    summary = ppo.train_ppo(cfg, progress=False, echo=quiet)
     assert summary["val_start"]["rows"] == 12 and summary["val_end"]["rows"] == 12
     with pytest.raises(ValueError, match="val_temperature > 0"):
         small(tmp_path, llama_dir, val_samples_per_prompt=2)
@@ -383,7 +374,7 @@ def test_validation_samples_and_edit_format_checks(tmp_path: Path, llama_dir: Pa
         reward_options={"measure": "none"},
     )
     with pytest.raises(ValueError, match=r"reward_options\.edit_format: diff"):
-        train_ppo(mismatch, progress=False, echo=quiet)
+        ppo.train_ppo(mismatch, progress=False, echo=quiet)
 
 
 def test_cli_reports_config_errors_in_one_line(tmp_path: Path) -> None:

@@ -70,6 +70,7 @@ def store(tmp_path: Path) -> ResultStore:
 
 
 def test_html_report_has_the_headline_numbers(store: ResultStore, tmp_path: Path) -> None:
+    pytest.importorskip("matplotlib")  # the inline plot
     html_path, md_path = write_report(store, tmp_path / "out")
     html = html_path.read_text()
     assert html.startswith("<!DOCTYPE html>") and "</html>" in html

@@ -76,16 +76,16 @@ def test_trl_reward_signature_and_values(toolchain: Toolchain) -> None:
         reward.close()
 
 
-def test_trl_grpo_trainer_runs_two_steps_with_our_reward(tmp_path: Path) -> None:
+@pytest.mark.ml
+def test_trl_grpo_trainer_runs_two_steps_with_our_reward(
+    tmp_path: Path, tiny_model_dir: Path
+) -> None:
     datasets = pytest.importorskip("datasets")
     trl = pytest.importorskip("trl")
-    from tiny_model import build_tiny_model
-
-    model_dir = build_tiny_model(tmp_path / "tiny")
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    tokenizer = AutoTokenizer.from_pretrained(model_dir)
-    model = AutoModelForCausalLM.from_pretrained(model_dir)
+    tokenizer = AutoTokenizer.from_pretrained(tiny_model_dir)
+    model = AutoModelForCausalLM.from_pretrained(tiny_model_dir)
     suite = load_builtin_suite()
     ids = [p.id for p in suite.select(split="train")[:4]]
     data = datasets.Dataset.from_dict(

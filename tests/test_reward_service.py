@@ -199,6 +199,7 @@ def test_process_pool_batch_keeps_order_and_the_watchdog_recovers(
         assert again[0].verdict == "pass"
 
 
+@pytest.mark.slow  # starting and stopping a local Ray instance takes 10 s or more
 def test_ray_backend_scores_a_batch_on_a_local_instance(baseline: str) -> None:
     ray = pytest.importorskip("ray")
     try:

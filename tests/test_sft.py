@@ -4,43 +4,26 @@ suite carry prompts in the evaluation format and targets the answer extractor re
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
+from conftest import lazy
 
-torch = pytest.importorskip("torch")
-pytest.importorskip("transformers")
-pytest.importorskip("yaml")
+from asmopt.train.config import SFTConfig, config_from_dict, load_config
+from asmopt.train.data import RowSampler, load_rows, rows_from_jsonl
 
-from asmopt.train.config import SFTConfig, config_from_dict, load_config  # noqa: E402
-from asmopt.train.data import RowSampler, load_rows, rows_from_jsonl  # noqa: E402
-from asmopt.train.metrics_log import read_metrics  # noqa: E402
-from asmopt.train.sft import train_sft  # noqa: E402
-from asmopt.train.tiny import build_tiny_model  # noqa: E402
+if TYPE_CHECKING:
+    from asmopt.train import metrics_log, sft
+else:
+    metrics_log = lazy("asmopt.train.metrics_log")
+    sft = lazy("asmopt.train.sft")
 
-pytestmark = pytest.mark.ml
 SFT_YAML = Path(__file__).resolve().parents[1] / "src/asmopt/train/configs/sft_tiny.yaml"
-
-
-@pytest.fixture(autouse=True)
-def one_thread() -> Iterator[None]:
-    """One torch thread: on a loaded machine, two threads of tiny matrix products spend most
-    of their time waiting for each other (a 20-step run went from 13 s to 2 min)."""
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
 
 
 def quiet(text: str) -> None:
     pass
-
-
-@pytest.fixture(scope="module")
-def llama_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return build_tiny_model(tmp_path_factory.mktemp("llama"), "llama", seed=0)
 
 
 def small(out: Path, model: Path | str, **fields: Any) -> SFTConfig:
@@ -64,9 +47,11 @@ def small(out: Path, model: Path | str, **fields: Any) -> SFTConfig:
     return config_from_dict(SFTConfig, base)
 
 
+@pytest.mark.ml
+@pytest.mark.usefixtures("one_thread")
 def test_sft_tiny_config_lowers_the_loss_and_exports_a_loadable_model(tmp_path: Path) -> None:
     cfg = load_config(SFTConfig, SFT_YAML, {"output_dir": str(tmp_path), "total_steps": 15})
-    summary = train_sft(cfg, progress=False, echo=quiet)
+    summary = sft.train_sft(cfg, progress=False, echo=quiet)
     assert summary["val_end"]["loss"] < 0.5 * summary["val_start"]["loss"]
     assert summary["val_end"]["token_accuracy"] > summary["val_start"]["token_accuracy"]
 
@@ -82,21 +67,29 @@ def test_sft_tiny_config_lowers_the_loss_and_exports_a_loadable_model(tmp_path: 
     assert out.text.startswith("abc")  # the only completion it was taught
 
 
+@pytest.mark.ml
+@pytest.mark.usefixtures("one_thread")
 def test_sft_resume_gives_the_same_metrics(tmp_path: Path, llama_dir: Path) -> None:
     whole, split = tmp_path / "whole", tmp_path / "split"
-    train_sft(small(whole, llama_dir, total_steps=6, eval_every=2), progress=False, echo=quiet)
-    train_sft(small(split, llama_dir, total_steps=3, eval_every=2), progress=False, echo=quiet)
-    train_sft(small(split, llama_dir, total_steps=6, eval_every=2), progress=False, echo=quiet)
+    sft.train_sft(small(whole, llama_dir, total_steps=6, eval_every=2), progress=False, echo=quiet)
+    sft.train_sft(small(split, llama_dir, total_steps=3, eval_every=2), progress=False, echo=quiet)
+    sft.train_sft(small(split, llama_dir, total_steps=6, eval_every=2), progress=False, echo=quiet)
 
     def stable(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
         return [{k: v for k, v in r.items() if not k.startswith("time/")} for r in rows]
 
     # The split run also validated at its old last step (3): compare the common lines.
-    a = stable(read_metrics(whole))
-    b = [r for r in stable(read_metrics(split)) if not (r["kind"] == "val" and r["step"] == 3)]
+    a = stable(metrics_log.read_metrics(whole))
+    b = [
+        r
+        for r in stable(metrics_log.read_metrics(split))
+        if not (r["kind"] == "val" and r["step"] == 3)
+    ]
     assert a == b
 
 
+@pytest.mark.ml
+@pytest.mark.usefixtures("one_thread")
 @pytest.mark.parametrize("arch", ["plt", "lora"])
 def test_sft_runs_on_plt_and_with_lora(tmp_path: Path, llama_dir: Path, arch: str) -> None:
     if arch == "lora":
@@ -104,7 +97,7 @@ def test_sft_runs_on_plt_and_with_lora(tmp_path: Path, llama_dir: Path, arch: st
         cfg = small(tmp_path, llama_dir, total_steps=2, lora_r=4, save_final_model=True)
     else:
         cfg = small(tmp_path, "tiny:plt", total_steps=2, model_overrides={"hidden_size": 32})
-    summary = train_sft(cfg, progress=False, echo=quiet)
+    summary = sft.train_sft(cfg, progress=False, echo=quiet)
     assert summary["last_train"]["loss"] > 0
     if arch == "lora":
         config = json.loads((tmp_path / "final" / "config.json").read_text())
@@ -188,6 +181,7 @@ def test_rows_from_jsonl_and_their_errors(tmp_path: Path) -> None:
         load_rows("nowhere.jsonl")
 
 
+@pytest.mark.ml  # the order comes from torch's generator
 def test_row_sampler_position_resumes_the_stream() -> None:
     a = RowSampler(10, seed=3)
     first = a.next(7)

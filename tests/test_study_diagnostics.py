@@ -3,14 +3,20 @@
 from __future__ import annotations
 
 import math
+from typing import TYPE_CHECKING
 
 import pytest
+from conftest import lazy
 
-torch = pytest.importorskip("torch")
-pytest.importorskip("transformers")
+if TYPE_CHECKING:
+    import torch
 
-from asmopt.study import diagnostics as D  # noqa: E402
-from asmopt.study.loops import erank_rule, paired_difference  # noqa: E402
+    from asmopt.study import diagnostics as D
+    from asmopt.study import loops
+else:
+    torch = lazy("torch")
+    D = lazy("asmopt.study.diagnostics")
+    loops = lazy("asmopt.study.loops")
 
 pytestmark = pytest.mark.ml
 
@@ -113,15 +119,15 @@ def test_output_kl_rank_and_peak() -> None:
 
 
 def test_paired_difference_and_rule_of_thumb() -> None:
-    d = paired_difference([1.0, 2.0, 3.0, None], [0.0, 1.0, 2.0, 5.0])
+    d = loops.paired_difference([1.0, 2.0, 3.0, None], [0.0, 1.0, 2.0, 5.0])
     assert d["mean"] == pytest.approx(-1.0) and d["n"] == 3
     assert d["low"] == pytest.approx(-1.0) and d["significant"]
-    d = paired_difference([1.0, 2.0], [2.0, 1.0])
+    d = loops.paired_difference([1.0, 2.0], [2.0, 1.0])
     assert d["mean"] == pytest.approx(0.0) and not d["significant"]
-    assert paired_difference([None], [1.0])["mean"] is None
-    assert erank_rule([10.0, 12.0, 11.0, 13.0]) == 2
-    assert erank_rule([10.0, 9.0]) == 1
-    assert erank_rule([1.0, 2.0, 3.0, 4.0]) == 4
+    assert loops.paired_difference([None], [1.0])["mean"] is None
+    assert loops.erank_rule([10.0, 12.0, 11.0, 13.0]) == 2
+    assert loops.erank_rule([10.0, 9.0]) == 1
+    assert loops.erank_rule([1.0, 2.0, 3.0, 4.0]) == 4
 
 
 # --------------------------------------------------------------------------- runner

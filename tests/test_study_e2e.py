@@ -8,11 +8,9 @@ from pathlib import Path
 
 import pytest
 
-pytest.importorskip("torch")
-pytest.importorskip("transformers")
-pytest.importorskip("matplotlib")
-
-pytestmark = pytest.mark.ml
+# Trains three looped models and a tokenizer and runs the study's task and report: the
+# parts are tested one by one in test_study_lm.py and test_study_diagnostics.py.
+pytestmark = [pytest.mark.ml, pytest.mark.slow]
 
 
 def parser() -> argparse.ArgumentParser:
@@ -41,6 +39,7 @@ def run(argv: list[str]) -> int:
 def test_study_runs_end_to_end(
     tmp_path: Path, sandbox: object, capsys: pytest.CaptureFixture[str]
 ) -> None:
+    pytest.importorskip("matplotlib")
     out = tmp_path / "run"
     report = tmp_path / "docs" / "loops_toy.md"
     common = ["--config", "toy", "--output-dir", str(out), "--no-progress"]

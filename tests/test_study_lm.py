@@ -3,24 +3,30 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
+from conftest import lazy
 
-torch = pytest.importorskip("torch")
-pytest.importorskip("transformers")
-pytest.importorskip("tokenizers")
+from asmopt.study.config import StudyConfig, load_study_config
+from asmopt.study.corpus import CorpusStats, Document
+from asmopt.study.synthetic import synthetic_program
+from asmopt.study.tokenizer import train_tokenizer
 
-from asmopt.study import lm  # noqa: E402
-from asmopt.study.config import StudyConfig, load_study_config  # noqa: E402
-from asmopt.study.corpus import CorpusStats, Document  # noqa: E402
-from asmopt.study.data import Prepared, tokenize_documents  # noqa: E402
-from asmopt.study.synthetic import synthetic_program  # noqa: E402
-from asmopt.study.tokenizer import train_tokenizer  # noqa: E402
+if TYPE_CHECKING:
+    import torch
+
+    from asmopt.study import data as study_data
+    from asmopt.study import lm
+else:
+    torch = lazy("torch")
+    lm = lazy("asmopt.study.lm")
+    study_data = lazy("asmopt.study.data")  # numpy
 
 pytestmark = pytest.mark.ml
 
 
-def fake_prepared(tmp_path: Path) -> Prepared:
+def fake_prepared(tmp_path: Path) -> study_data.Prepared:
     """Documents with stand-in assembly: the trainer only needs token arrays."""
     docs = []
     for k in range(16):
@@ -29,11 +35,11 @@ def fake_prepared(tmp_path: Path) -> Prepared:
         source = synthetic_program(k)
         docs.append(Document(f"d{k}", "synthetic", f"p{k}", split, "-O1", source, asm))
     tok = train_tokenizer((d.prompt + d.asm for d in docs), 350, tmp_path / "tokenizer")
-    train = tokenize_documents(tok, [d for d in docs if d.split == "train"])
+    train = study_data.tokenize_documents(tok, [d for d in docs if d.split == "train"])
     held_docs = [d for d in docs if d.split == "heldout"]
-    heldout = tokenize_documents(tok, held_docs)
+    heldout = study_data.tokenize_documents(tok, held_docs)
     stats = CorpusStats({}, {}, {}, {}, [], 0.0, 0, 0)
-    return Prepared(tmp_path, tok, train, heldout, stats, held_docs)
+    return study_data.Prepared(tmp_path, tok, train, heldout, stats, held_docs)
 
 
 def toy_config(tmp_path: Path, *overrides: str) -> StudyConfig:
@@ -96,10 +102,10 @@ def test_interrupted_run_resumes_to_the_same_weights(
             raise KeyboardInterrupt
         return real(step, spec)  # type: ignore[arg-type]
 
-    monkeypatch.setattr(lm, "lr_at", stop_at_three)
+    monkeypatch.setattr("asmopt.study.lm.lr_at", stop_at_three)
     with pytest.raises(KeyboardInterrupt):
         lm.train_lm(broken, 2, prepared=prepared, progress=False)
-    monkeypatch.setattr(lm, "lr_at", real)
+    monkeypatch.setattr("asmopt.study.lm.lr_at", real)
     summary = lm.train_lm(broken, 2, prepared=prepared, progress=False)
     assert summary["steps"] == 4
 

@@ -132,9 +132,7 @@ def test_build_timeout_is_not_cached(sandbox: Sandbox, tmp_path: Path) -> None:
     assert tc.build_cache.entries() == []
 
 
-def test_cpu_limit_reported_by_the_driver_is_not_cached(
-    sandbox: Sandbox, tmp_path: Path
-) -> None:
+def test_cpu_limit_reported_by_the_driver_is_not_cached(sandbox: Sandbox, tmp_path: Path) -> None:
     # The CPU rlimit kills `as`, not gcc: gcc exits 4 and says so on stderr.
     bomb = ".set x, 0\n.rept 50000000\n.set x, x + 1\n.endr\n" + _candidate("")
     tc = Toolchain(
