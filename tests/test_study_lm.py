@@ -146,3 +146,13 @@ def test_sft_starts_from_a_pretrained_model(tmp_path: Path) -> None:
     assert summary["tokens_seen"] < 2 * sft.train.batch_size * sft.train.seq_len
     with pytest.raises(ValueError, match="R = 2, not 3"):
         lm.train_lm(sft, 3, prepared=prepared, progress=False)
+
+
+def test_a_cuda_device_without_cuda_is_refused_before_any_data_work(tmp_path: Path) -> None:
+    if torch.cuda.is_available():
+        pytest.skip("this machine has CUDA")
+    cfg = toy_config(tmp_path, "train.device=cuda")
+    with pytest.raises(ValueError, match="torch sees no CUDA device"):
+        lm.train_lm(cfg, 1, progress=False)  # no prepared corpus: it must not get that far
+    run_dir = tmp_path / "run"
+    assert not run_dir.exists() or not any(run_dir.rglob("*"))  # no corpus, no model files
