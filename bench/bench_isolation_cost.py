@@ -117,9 +117,14 @@ def main() -> None:
     ):
         b, a = med("before", key), med("after", key)
         rows.append(f"| {label} | {b:.3f} | {a:.3f} | {a / b:.2f}x |")
-    commit = subprocess.run(
-        ["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"], capture_output=True, text=True
-    ).stdout.strip()
+    commit = (
+        subprocess.run(
+            ["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"],
+            capture_output=True,
+            text=True,
+        ).stdout.strip()
+        or "unknown (not a git checkout)"
+    )
     text = "\n".join(
         [
             "# Isolation cost: per-run namespaces, fresh /tmp, stdin and pipes",
