@@ -110,3 +110,12 @@ def test_missing_expected_output(tmp_path: Path) -> None:
     proc = asmopt("suite", "list", "--suite", str(tmp_path))
     assert proc.returncode == 2
     assert "t1.in" in proc.stderr and "no expected output" in proc.stderr
+
+
+def test_flags_value_may_start_with_a_dash(capsys) -> None:  # type: ignore[no-untyped-def]
+    from asmopt.cli import main
+
+    assert main(["baseline", "lcs_dp", "--flags", "-O1"]) == 0
+    o1 = capsys.readouterr().out
+    assert main(["baseline", "lcs_dp", "--flags=-O1"]) == 0
+    assert capsys.readouterr().out == o1 and "main:" in o1

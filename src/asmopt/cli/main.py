@@ -45,22 +45,6 @@ COMMAND_MODULES: tuple[str, ...] = (
 )
 
 
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
 # ---------------------------------------------------------------------------- suite
 def cmd_suite_list(args: argparse.Namespace) -> int:
     suite = open_suite(args)
@@ -313,10 +297,6 @@ def cmd_check(args: argparse.Namespace) -> int:
     return 0 if result.correct else 1
 
 
-
-
-
-
 def _speedup_cell(o: Any) -> tuple[str, str, str]:
     """(speedup, interval, note) columns for one outcome."""
     sp = o.check.speedup
@@ -331,10 +311,6 @@ def _speedup_cell(o: Any) -> tuple[str, str, str]:
     if not sp.reliable:
         note = (note + " unreliable").strip()
     return _ratio(sp.ratio), _interval(sp.low, sp.high), note
-
-
-
-
 
 
 def cmd_eval(args: argparse.Namespace) -> int:
@@ -773,9 +749,27 @@ def _validate(args: argparse.Namespace) -> None:
         raise UsageError(f"--timing-budget must be positive, got {budget}")
 
 
+# Options whose value is itself compiler flags ("-O1 -march=native"): argparse would read a
+# value that starts with '-' as an option, so `--flags -O1` is joined into `--flags=-O1`.
+FLAG_VALUED_OPTIONS = ("--flags",)
+
+
+def join_flag_values(argv: Sequence[str]) -> list[str]:
+    out: list[str] = []
+    i = 0
+    while i < len(argv):
+        if argv[i] in FLAG_VALUED_OPTIONS and i + 1 < len(argv):
+            out.append(f"{argv[i]}={argv[i + 1]}")
+            i += 2
+            continue
+        out.append(argv[i])
+        i += 1
+    return out
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
-    args = parser.parse_args(argv)
+    args = parser.parse_args(join_flag_values(sys.argv[1:] if argv is None else argv))
     logging.basicConfig(
         level=logging.INFO if getattr(args, "verbose", False) else logging.WARNING,
         format="%(levelname)s %(name)s: %(message)s",
