@@ -12,6 +12,7 @@ import concurrent.futures as cf
 import contextlib
 import json
 import math
+import os
 import shutil
 import statistics
 import subprocess
@@ -90,8 +91,18 @@ def spin_assembly(asm: str, iterations: int) -> str:
 # ---------------------------------------------------------------------------- load
 @contextlib.contextmanager
 def busy_load(n: int = 2) -> Iterator[list[int]]:
-    """`n` processes that spin forever (unpinned: the scheduler spreads them over the cores)."""
-    procs = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(n)]
+    """`n` processes that spin forever (unpinned: the scheduler spreads them over the cores).
+
+    Each asks the kernel to kill it when the benchmark dies, so a benchmark stopped by a
+    signal (its clean-up never runs) does not leave the machine loaded for whatever
+    runs next."""
+    spin = (
+        "import ctypes, os, signal\n"
+        "ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG\n"
+        f"os.getppid() == {os.getpid()} or os._exit(0)\n"
+        "while True: pass\n"
+    )
+    procs = [subprocess.Popen([sys.executable, "-c", spin]) for _ in range(n)]
     try:
         time.sleep(0.5)
         yield [p.pid for p in procs]
