@@ -308,9 +308,8 @@ class Sandbox:
         """Raise SandboxUnavailable unless an isolated run of a trusted probe works.
 
         The probe goes through the same path as every untrusted program (bubblewrap, the
-        launcher's user namespace, a pid and mount namespace and a fresh /tmp per run), so a
-        machine where any of that is refused is found here, not in the middle of an
-        evaluation."""
+        launcher's pid and mount namespace and fresh /tmp per run), so a machine where any
+        of that is refused is found here, not in the middle of an evaluation."""
         if self.unsafe or self._checked:
             return
         if self.bwrap is None:
@@ -324,25 +323,14 @@ class Sandbox:
         except LauncherBuildError as exc:
             raise SandboxUnavailable(str(exc)) from None
         self._checked = True  # run_binaries calls check() itself
-        try:
-            result = self.run_binaries(
-                [self._probe], [0], stdin=b"x\n", limits=Limits(wall_seconds=30.0)
-            )
-        except OSError as exc:
+        why = self._probe_failure(Limits(wall_seconds=30.0))
+        if why is not None:
             self._checked = False
             raise SandboxUnavailable(
-                f"bubblewrap could not be started: {exc}. Fix: {FIX_HINT}"
-            ) from None
-        if result.infra_error or result.exit_code != 0 or not result.stdout.startswith(b"probe"):
-            self._checked = False
-            why = result.infra_error or (
-                f"exit {result.exit_code}, signal {result.signal_name}, "
-                f"stderr {result.stderr.decode('utf-8', 'replace').strip()[:300]!r}"
-            )
-            raise SandboxUnavailable(
-                f"bubblewrap cannot create an isolated sandbox here: {why}. The launcher needs "
-                "a user namespace of its own inside bubblewrap's (user.max_user_namespaces "
-                f"> 0, no AppArmor/SELinux rule against nested namespaces). Fix: {FIX_HINT}"
+                f"bubblewrap cannot create an isolated sandbox here: {why}. The launcher "
+                "needs CAP_SYS_ADMIN inside bubblewrap's user namespace (bwrap --cap-add) to "
+                "give each run its own pid and mount namespace (user.max_user_namespaces > 0, "
+                f"no AppArmor/SELinux rule against it). Fix: {FIX_HINT}"
             )
 
     def self_test(self, limits: Limits | None = None) -> str | None:
@@ -354,15 +342,24 @@ class Sandbox:
             return None
         try:
             self.check()
-            result = self.run_binaries(
-                [self._probe], [0], stdin=b"probe\n", limits=limits or self.limits
-            )
-        except (SandboxUnavailable, OSError) as exc:
+        except SandboxUnavailable as exc:
             return str(exc)
+        return self._probe_failure(limits or self.limits)
+
+    def _probe_failure(self, limits: Limits) -> str | None:
+        """None when the probe runs and answers as it should, else what went wrong."""
+        assert self._probe is not None
+        try:
+            result = self.run_binaries([self._probe], [0], stdin=b"probe\n", limits=limits)
+        except OSError as exc:
+            return f"bubblewrap could not be started: {exc}"
         if result.infra_error:
             return result.infra_error
         if result.exit_code != 0 or not result.stdout.startswith(b"probe "):
-            return f"the probe program failed (exit {result.exit_code}, {result.signal_name})"
+            return (
+                f"the probe program failed (exit {result.exit_code}, {result.signal_name}, "
+                f"stderr {result.stderr.decode('utf-8', 'replace').strip()[:300]!r})"
+            )
         return None
 
     def describe(self) -> str:
@@ -414,17 +411,13 @@ class Sandbox:
         *,
         isolate: bool,
         fresh_tmp: bool,
-        run_wall_s: float | Sequence[float] | None = None,
+        walls: Sequence[float] | None = None,
     ) -> list[str]:
         """Per-run limits for the launcher; it enforces them on each run separately.
 
-        `run_wall_s` is one deadline for every run or one per program (by index)."""
-        if run_wall_s is None:
-            walls: Sequence[float] = [limits.wall_seconds]
-        elif isinstance(run_wall_s, int | float):
-            walls = [float(run_wall_s)]
-        else:
-            walls = list(run_wall_s)
+        `walls` is one deadline for every run or one per program (by index), as
+        `_check_run_request` returns them; default: the limits' wall time."""
+        walls = walls or [limits.wall_seconds]
         return [
             "--report-fd",
             _REPORT_FD,
@@ -564,7 +557,7 @@ class Sandbox:
                 True,
                 isolate=not self.unsafe,
                 fresh_tmp=not self.unsafe,
-                run_wall_s=run_wall_s,
+                walls=walls,
             )
             tail = [*launcher_args, *prog_args, "--", argv0, *argv]
             if self.unsafe:
