@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-import hashlib
 import os
 import secrets
 import time
@@ -189,12 +188,13 @@ class SandboxExecutor:
         for i, rec in enumerate(records):
             test = self.tests[owner[i]]
             single = RunResult.from_record(rec, segments[i] if i < len(segments) else b"")
-            digests = self.outputs.setdefault(owner[i], (set(), set()))
-            digests[order[i]].add(hashlib.sha256(single.stdout).hexdigest())
             if not self.check_output:
                 single.stdout = test.expected_stdout
             run_limits = replace(self.limits, wall_seconds=walls[order[i]])
             verdict = classify_run(test, single, run_limits)
+            # The verdict carries the output's digest (judge.classify_run hashes it once).
+            digests = self.outputs.setdefault(owner[i], (set(), set()))
+            digests[order[i]].add(verdict.stdout_sha256 or "")
             if verdict.verdict != Verdict.PASS:
                 return owner[i], RunFailure(
                     order[i] == 1,
