@@ -86,34 +86,32 @@ def _progress(args: argparse.Namespace) -> bool:
     return not args.json and not args.no_progress and sys.stderr.isatty()
 
 
-def cmd_ppo(args: argparse.Namespace) -> int:
-    from asmopt.train.config import PPOConfig, config_to_yaml
+def _run_trainer(args: argparse.Namespace, config_name: str, trainer: str) -> int:
+    """Load the config (or print it), then run `asmopt.train.<module>.<function>`; a
+    missing optional dependency is a usage error naming the extra to install."""
+    import importlib
 
-    cfg = load_from_args(PPOConfig, args)
+    from asmopt.train import config as train_config
+
+    cfg = load_from_args(getattr(train_config, config_name), args)
     if args.print_config:
-        sys.stdout.write(config_to_yaml(cfg))
+        sys.stdout.write(train_config.config_to_yaml(cfg))
         return 0
+    module, function = trainer.rsplit(".", 1)
     try:
-        from asmopt.train.ppo import train_ppo
+        train = getattr(importlib.import_module(module), function)
     except ImportError as exc:
         raise _usage_error(MISSING_DEPS.format(exc)) from None
-    _emit(train_ppo(cfg, progress=_progress(args)), args)
+    _emit(train(cfg, progress=_progress(args)), args)
     return 0
+
+
+def cmd_ppo(args: argparse.Namespace) -> int:
+    return _run_trainer(args, "PPOConfig", "asmopt.train.ppo.train_ppo")
 
 
 def cmd_sft(args: argparse.Namespace) -> int:
-    from asmopt.train.config import SFTConfig, config_to_yaml
-
-    cfg = load_from_args(SFTConfig, args)
-    if args.print_config:
-        sys.stdout.write(config_to_yaml(cfg))
-        return 0
-    try:
-        from asmopt.train.sft import train_sft
-    except ImportError as exc:
-        raise _usage_error(MISSING_DEPS.format(exc)) from None
-    _emit(train_sft(cfg, progress=_progress(args)), args)
-    return 0
+    return _run_trainer(args, "SFTConfig", "asmopt.train.sft.train_sft")
 
 
 def cmd_rewards(args: argparse.Namespace) -> int:
