@@ -23,6 +23,7 @@ from asmopt.measure.stats import (
 from asmopt.sandbox.launcher import LaunchRecord
 from asmopt.sandbox.runner import RunResult
 
+MIN_ROUNDS_FOR_RANDOM_EFFECTS = 3
 TOO_FAST_S = 0.002  # below this, process start-up dominates a run
 MAX_ROUND_OUTPUT = 256 << 20  # bytes of stdout one round may produce (all runs together)
 
@@ -186,9 +187,13 @@ def _summarise(
         for xs in by_round.values()
         if len(xs) >= 2
     ]
+    # Rounds as a random effect only when there are enough of them: with two, the
+    # combination has one degree of freedom (t = 12.7), so one noisy round (a cold first
+    # round, a burst of load) blows the interval up to nothing; then the pairs are pooled,
+    # and the resolution floor stands for what differs between sandboxes.
     stat = (
         random_effects(per_round, config.confidence)
-        if per_round
+        if len(per_round) >= MIN_ROUNDS_FOR_RANDOM_EFFECTS
         else trimmed_interval(logs, config.confidence, config.trim)
     )
     shown = with_resolution(stat, config.resolution)
