@@ -483,7 +483,7 @@ class ResultStore:
                     reliable=bool(r["reliable"]),
                     message=r["measure_message"] or "",
                     tests=per_test,
-                )
+                ).fill_means()
                 by_name = {t.test: t for t in per_test}
                 for tv in tests.get(key, []):
                     tv.speedup = by_name.get(tv.test)
