@@ -576,13 +576,14 @@ def cmd_results_export(args: argparse.Namespace) -> int:
 
 def cmd_report(args: argparse.Namespace) -> int:
     from asmopt.report import PlotsUnavailable, write_report
+    from asmopt.report.build import MixedSuitesError
 
     with _open_store(args.run) as store:
         try:
             html_path, md_path = write_report(
                 store, Path(args.output) if args.output else None, plots=not args.no_plots
             )
-        except PlotsUnavailable as exc:
+        except (PlotsUnavailable, MixedSuitesError) as exc:
             raise UsageError(str(exc)) from None
     print(f"wrote {html_path}\nwrote {md_path}")
     return 0

@@ -416,6 +416,24 @@ def collect_llvm_programs(
     return programs, report
 
 
+def _verify_hint(level: str, verdict: str, cpu_seconds: int) -> str:
+    """What a failed verification most likely means and what to do about it."""
+    if verdict == "timeout":
+        return (
+            f" (over the {cpu_seconds}s import CPU limit: raise --cpu-seconds or use --size small)"
+        )
+    if verdict == "wrong_output" and level == "-O0":
+        return (
+            " (even the -O0 build disagrees with the reference: output that depends on time, "
+            "the host or the compiler; see the program's reference_output)"
+        )
+    if verdict == "wrong_output":
+        return " (-O0 passes, -O3 does not: undefined behaviour or floating-point differences)"
+    if verdict in ("assemble_error", "link_error", "extraction_error"):
+        return " (gcc cannot build it with the directory's flags)"
+    return ""
+
+
 def verify_and_filter(
     programs: Iterable[Program],
     report: DataReport,
@@ -450,7 +468,8 @@ def verify_and_filter(
         else:
             level, check = ("-O0", outcome.o0) if not outcome.o0.correct else ("-O3", outcome.o3)
             reason = "infra_error" if str(check.verdict) == "infra_error" else "verify_failed"
-            report.drop(program.id, reason, f"{level}: {check.verdict}: {check.message}")
+            hint = _verify_hint(level, str(check.verdict), cpu_seconds)
+            report.drop(program.id, reason, f"{level}: {check.verdict}: {check.message}{hint}")
     return kept
 
 

@@ -84,8 +84,26 @@ def _strip_noise(asm: str) -> list[str]:
     return keep
 
 
+class MixedSuitesError(ValueError):
+    """The run directory holds results of more than one suite; a report of it would mix
+    programs that were never evaluated together."""
+
+
+def suites_of(meta: dict[str, Any]) -> list[str]:
+    """Every suite identity (`NAME@HASH`) recorded for the run and its sessions."""
+    found = {str((meta.get("run") or {}).get("suite_id") or "")}
+    found |= {str(s.get("suite_id") or "") for s in meta.get("sessions") or []}
+    return sorted(f for f in found if f)
+
+
 def collect(store: ResultStore, wins: int = 3) -> ReportData:
     meta = store.meta()
+    suites = suites_of(meta)
+    if len(suites) > 1:
+        raise MixedSuitesError(
+            f"{store.path.parent} holds results of {len(suites)} suites ({', '.join(suites)}); "
+            "a report would mix them: evaluate each suite into its own --run-dir"
+        )
     outcomes = store.load_outcomes()
     summary = summarize(outcomes)
     rows = []
