@@ -66,5 +66,5 @@ def test_profile_guided_variant_builds_and_verifies(
     baseline = toolchain.baseline_assembly(program)
     [cand] = policy.propose(PolicyRequest(program, baseline))
     [tried] = cand.extra["tried"]
-    assert tried["status"] in ("chosen", "slower_or_equal", "duplicate"), tried
+    assert tried["status"] in ("chosen", "not_chosen", "duplicate"), tried
     assert check_candidate(program, cand.assembly, toolchain, sandbox).correct

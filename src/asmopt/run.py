@@ -88,6 +88,7 @@ def _judge_program(
         return outcomes
     if store is not None:
         store.put_program(program, split, baseline)
+    propose_start = time.monotonic()
     try:
         candidates = policy.propose(
             PolicyRequest(program=program, baseline_asm=baseline, num_samples=len(todo))
@@ -107,6 +108,8 @@ def _judge_program(
                 )
             )
         return outcomes
+    # The policy's own wall time for this program (a compiler search can take minutes).
+    policy_s = round(time.monotonic() - propose_start, 3)
     measurer = Measurer(program, baseline, toolchain, sandbox, options, limits, valgrind)
     baseline_canon = canonical_statements(baseline)
     seen: dict[str, tuple[CheckResult, bool]] = {}
@@ -125,7 +128,10 @@ def _judge_program(
             "prompt_tokens": cand.prompt_tokens,
             "completion_tokens": cand.completion_tokens,
             "latency_s": cand.latency_s,
+            "policy_s": policy_s,
         }
+        if isinstance(cand.extra.get("search"), dict):  # what a search tried, kept with the run
+            info["search"] = cand.extra["search"]
         is_copy = False
         if cand.assembly is None:
             check = CheckResult(

@@ -392,12 +392,27 @@ def cmd_eval(args: argparse.Namespace) -> int:
                 speed,
                 interval,
                 note,
+                _timing_warnings(o),
+                f"{_wall_s(o):.1f}",
                 _short(o.check.message if not o.check.correct else "", 50),
             )
         )
     print_table(
-        rows, ["program", "sample", "verdict", "tests", "speedup", "95% interval", "", "detail"]
+        rows,
+        [
+            "program",
+            "sample",
+            "verdict",
+            "tests",
+            "speedup",
+            "95% interval",
+            "note",
+            "warnings",
+            "wall s",
+            "detail",
+        ],
     )
+    _print_searches(outcomes, variants=args.verbose)
     print()
     print(
         f"suite {suite.name!r}, split {args.split}, policy {policy.name}, measure {mode}: "
@@ -434,11 +449,54 @@ def _open_store(path: str) -> Any:
     return ResultStore(path, create=False)
 
 
+def _timing_warnings(o: Any) -> str:
+    """The timing warnings the answer's stored measurement carries (e.g. high_load)."""
+    sp = o.check.speedup
+    return ", ".join(sorted({w for t in (sp.tests if sp else []) for w in t.warnings}))
+
+
+def _wall_s(o: Any) -> float:
+    """Wall seconds of an answer: judging and measuring it, plus the policy's time for its
+    program (counted on sample 0, as the policy answers all samples at once)."""
+    policy_s = float((o.policy_info or {}).get("policy_s") or 0.0) if o.sample == 0 else 0.0
+    return float(o.seconds) + policy_s
+
+
+def _print_searches(outcomes: Sequence[Any], variants: bool) -> None:
+    """What a compiler search chose per program (and with `variants`, every variant)."""
+    from asmopt.report.search import budget_hits, program_searches, search_heading, variant_rows
+
+    searches = program_searches(outcomes)
+    if not searches:
+        return
+    print()
+    for search in searches:
+        print(search_heading(search))
+        if variants:
+            print_table(
+                variant_rows(search), ["  variant", "outcome", "speedup", "95% interval", "detail"]
+            )
+    hits = budget_hits(searches)
+    if hits:
+        print(f"hit the search budget: {', '.join(hits)}")
+
+
 def _program_summary(outcomes: Sequence[Any]) -> list[tuple[Any, ...]]:
     rows = []
     for o in outcomes:
         speed, interval, note = _speedup_cell(o)
-        rows.append((o.program_id, o.sample, o.check.verdict, speed, interval, note))
+        rows.append(
+            (
+                o.program_id,
+                o.sample,
+                o.check.verdict,
+                speed,
+                interval,
+                note,
+                _timing_warnings(o),
+                f"{_wall_s(o):.1f}",
+            )
+        )
     return rows
 
 
@@ -464,8 +522,9 @@ def cmd_results_show(args: argparse.Namespace) -> int:
     print()
     print_table(
         _program_summary(outcomes),
-        ["program", "sample", "verdict", "speedup", "95% interval", ""],
+        ["program", "sample", "verdict", "speedup", "95% interval", "note", "warnings", "wall s"],
     )
+    _print_searches(outcomes, variants=args.verbose)
     print()
     print(f"{summary['programs']} programs, {summary['samples']} samples")
     print_metrics(summary["metrics"])
@@ -520,7 +579,18 @@ def cmd_results_compare(args: argparse.Namespace) -> int:
         )
         return 0
     print_table(
-        rows, ["program", "sample", "A verdict", "A speedup", "", "B verdict", "B speedup", "", ""]
+        rows,
+        [
+            "program",
+            "sample",
+            "A verdict",
+            "A speedup",
+            "A note",
+            "B verdict",
+            "B speedup",
+            "B note",
+            "changed",
+        ],
     )
     print()
     ma, mb = sum_a["metrics"], sum_b["metrics"]

@@ -12,6 +12,14 @@ from typing import Any
 
 from asmopt.evaluate import SampleOutcome
 from asmopt.measure.speedup import MeasureStatus
+from asmopt.report.search import (
+    ProgramSearch,
+    budget_hits,
+    markdown_lines,
+    program_searches,
+    search_heading,
+    variant_rows,
+)
 from asmopt.run import UNFIT_META_KEY, summarize
 from asmopt.store import ResultStore
 
@@ -49,6 +57,8 @@ class ReportData:
     wins: list[Win] = field(default_factory=list)
     # Evaluated programs whose tests are inadequate (docs/adequacy.md): id -> why.
     unfit: dict[str, str] = field(default_factory=dict)
+    # What compiler-search tried per program (empty for other policies).
+    searches: list[ProgramSearch] = field(default_factory=list)
 
     def unfit_warnings(self) -> list[str]:
         """One warning line per unfit program of the evaluated suite."""
@@ -134,6 +144,10 @@ def collect(store: ResultStore, wins: int = 3) -> ReportData:
                 "copy": o.is_copy,
                 "warnings": ", ".join(warnings),
                 "message": "" if o.check.correct else o.check.message,
+                # Wall seconds spent on this answer: judging and measuring it, plus (once
+                # per program) the policy's own time to propose it.
+                "wall_s": o.seconds
+                + (float((o.policy_info or {}).get("policy_s") or 0.0) if o.sample == 0 else 0.0),
             }
         )
         if measured and sp is not None:
@@ -197,6 +211,7 @@ def collect(store: ResultStore, wins: int = 3) -> ReportData:
         plot_points=points,
         wins=win_list,
         unfit=unfit,
+        searches=program_searches(outcomes),
     )
 
 
@@ -366,6 +381,7 @@ def render_html(data: ReportData, png: bytes | None) -> str:
                 esc(sig),
                 esc(note),
                 esc(r["warnings"]),
+                f"{r['wall_s']:.1f}",
                 esc(r["message"][:160]),
             ]
         )
@@ -381,12 +397,34 @@ def render_html(data: ReportData, png: bytes | None) -> str:
                 "significant",
                 "note",
                 "warnings",
+                "wall s",
                 "detail",
             ],
             body,
-            {1, 4},
+            {1, 4, 9},
         )
     )
+    if data.searches:
+        parts.append("<h2>Compiler search: every variant per program</h2>")
+        parts.append(
+            "<p class='sub'>Speedups are the search's own measurement on its selection "
+            "input, before the evaluation re-measures the chosen answer on every test; a "
+            "variant is chosen only when its whole interval is above 1.0.</p>"
+        )
+        hits = budget_hits(data.searches)
+        if hits:
+            parts.append(
+                f"<p class='warn'>Programs that hit their search budget: {esc(', '.join(hits))}</p>"
+            )
+        for search in data.searches:
+            parts.append(f"<h3>{esc(search_heading(search))}</h3>")
+            parts.append(
+                _table(
+                    ["variant", "outcome", "speedup", "95% interval", "detail"],
+                    [[esc(c) for c in row] for row in variant_rows(search)],
+                    {2},
+                )
+            )
     parts.append("<h2>Largest wins</h2>")
     if not data.wins:
         parts.append("<p class='muted'>No correct answer is faster than its baseline.</p>")
@@ -427,8 +465,9 @@ def render_markdown(data: ReportData, png_name: str | None) -> str:
         "",
         "## Per answer",
         "",
-        "| program | # | verdict | tests | speedup | 95% interval | significant | note |",
-        "|---|---|---|---|---|---|---|---|",
+        "| program | # | verdict | tests | speedup | 95% interval | significant | note | "
+        "warnings | wall s |",
+        "|---|---|---|---|---|---|---|---|---|---|",
     ]
     for r in data.rows:
         note = "copy" if r["copy"] else r["status"] if r["status"] != "measured" else ""
@@ -437,8 +476,10 @@ def render_markdown(data: ReportData, png_name: str | None) -> str:
         lines.append(
             f"| {r['program']} | {r['sample']} | {r['verdict']} | {r['tests']} | "
             f"{_fmt_ratio(r['speedup'])} | {_fmt_interval(r['low'], r['high'])} | "
-            f"{r['significance']} | {note} |"
+            f"{r['significance']} | {note} | {r['warnings']} | {r['wall_s']:.1f} |"
         )
+    if data.searches:
+        lines += ["", *markdown_lines(data.searches)]
     if data.wins:
         lines += ["", "## Largest wins", ""]
         for w in data.wins:
