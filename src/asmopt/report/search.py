@@ -81,13 +81,16 @@ def variant_rows(search: ProgramSearch) -> list[tuple[str, str, str, str, str]]:
     for v in search.variants:
         status = str(v.get("status", "?"))
         speed, interval = fmt_speedup(v)
+        detail = " ".join(str(v.get("detail") or "").split())[:80]
+        if detail == STATUS_TEXT.get(status):
+            detail = ""
         rows.append(
             (
                 str(v.get("name", "?")),
                 STATUS_TEXT.get(status, status),
                 speed,
                 interval,
-                " ".join(str(v.get("detail") or "").split())[:80],
+                detail,
             )
         )
     return rows
