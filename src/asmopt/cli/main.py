@@ -438,6 +438,12 @@ def cmd_eval(args: argparse.Namespace) -> int:
                 f"{ref['speedup'] or 0:.3f}x, significantly faster "
                 f"{_pct(bon[kind]['strict']['significantly_faster'])} ({what})"
             )
+        scored = bon.get("selected_on_scored_input") or []
+        if scored:
+            print(
+                f"  best-of-{bon['n']} honest: {len(scored)} of {summary['programs']} programs "
+                "have one test, so their pick was selected on the scored input (as the oracle)"
+            )
     print(f"\nresults stored in {run_dir}/{DB_NAME}; `asmopt report {run_dir}` writes a report")
     return 0
 
