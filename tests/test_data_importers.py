@@ -446,6 +446,24 @@ def test_real_llvm_directories_parse(toolchain, sandbox) -> None:
     assert len(kept) == 3, report.dropped
 
 
+@pytest.mark.slow
+@pytest.mark.skipif(
+    not REAL_LLVM.is_dir(), reason="llvm-test-suite data not present (set ASMOPT_LLVM_TEST_SUITE)"
+)
+def test_real_llvm_directories_import_and_verify_whole(toolchain, sandbox) -> None:
+    """Every C program of the real directories present is imported and passes at -O0 and
+    -O3; whatever is dropped must say why (never a silent loss)."""
+    dirs = [d for d in (REAL_LLVM / "SingleSource/Benchmarks").iterdir() if d.is_dir()]
+    programs, report = collect_llvm_programs(dirs)
+    found = len(programs) + len(report.dropped)
+    kept = verify_and_filter(
+        programs, report, jobs=2, progress=False, toolchain=toolchain, sandbox=sandbox
+    )
+    print(f"{len(kept)} of {found} C programs imported and verified; drops: {report.dropped}")
+    assert all(d.detail for d in report.dropped)
+    assert len(kept) >= 0.93 * found, report.dropped
+
+
 # ---------------------------------------------------------------------------- plain layout
 def test_plain_dir_layout(tmp_path: Path) -> None:
     pool = tmp_path / "pool"
@@ -476,3 +494,18 @@ def test_plain_dir_layout(tmp_path: Path) -> None:
     # the suite round-trips through the on-disk format
     out = save_suite(suite, tmp_path / "out")
     assert sorted(load_suite(out).programs) == sorted(suite.programs)
+
+
+def test_llvm_bundled_headers_flatten_for_export(tmp_path: Path) -> None:
+    """`-include` of the stderr header, `-I.` and angle-bracket includes of bundled headers
+    all become one self-contained source; only the hash comparison stays lossy."""
+    from asmopt.data.export import flatten_program
+
+    bench = make_llvm_checkout(tmp_path)
+    programs, _ = collect_llvm_programs([bench / "Kern"])
+    (k1,) = programs
+    flat, lossy = flatten_program(k1)
+    assert lossy == ["test reference uses md5 comparison"]
+    assert flat.cflags == () and flat.headers == ()
+    assert flat.source.index("dup2(1, 2)") < flat.source.index("static void dump(")
+    assert "#include <kutil.h>" not in flat.source and "#define KERNEL_DUMP 1" in flat.source
