@@ -180,3 +180,32 @@ def test_report_refuses_a_run_that_mixes_suites(store: ResultStore, tmp_path: Pa
     store.set_meta("sessions", [{"suite_id": "llvm@aaaa"}, {"suite_id": "llvm@bbbb"}])
     with pytest.raises(MixedSuitesError, match="2 suites"):
         write_report(store, tmp_path / "out", plots=False)
+
+
+def test_results_show_verbose_lists_every_variant_and_compare_names_columns(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import asmopt.cli
+
+    s = ResultStore(tmp_path / "run")
+    s.begin_run({"suite": "demo", "policy": "compiler-search", "measure": "time"}, {})
+    s.put_program(
+        Program(id="alpha", source="int main(){}", tests=(TestCase("t1", b"", b""),)),
+        "test",
+        BASELINE,
+    )
+    out = _measured("alpha", 1.5, 1.4, 1.6, FASTER)
+    out.policy_info = {"policy_s": 31.2, "search": _search_record("gcc -O3 PGO", False)}
+    s.record(out)
+    s.close()
+    assert asmopt.cli.main(["results", "show", str(tmp_path / "run"), "-v"]) == 0
+    text = capsys.readouterr().out
+    assert "alpha: chose gcc -O3 PGO; selected on the scored input" in text
+    assert "gcc -O2" in text and "[0.980, 1.100]" in text and "wall s" in text
+    assert asmopt.cli.main(["results", "show", str(tmp_path / "run")]) == 0
+    assert "gcc -O2" not in capsys.readouterr().out  # the variant table only with -v
+    assert (
+        asmopt.cli.main(["results", "compare", str(tmp_path / "run"), str(tmp_path / "run")]) == 0
+    )
+    header = capsys.readouterr().out.splitlines()[0]
+    assert "A verdict" in header and "B note" in header and "changed" in header
