@@ -40,7 +40,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from asmopt.programs.model import SPLITS, Program, Suite
+from asmopt.programs.model import SPLITS, Program, Suite, encode_source
 
 from .common import DataError, ItemError
 from .prompt import build_c_only_question, build_question, format_answer
@@ -169,6 +169,8 @@ def make_row(
     program: Program, split: str, index: int, baseline: str, data_source: str
 ) -> dict[str, Any]:
     """One verl row (see the module docstring)."""
+    # A source kept byte for byte (docs/suite_format.md) may not be UTF-8; rows are text.
+    _text(encode_source(program.source), "C source")
     question = build_question(program.source, baseline)
     return {
         "data_source": data_source,
