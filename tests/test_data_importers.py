@@ -340,7 +340,11 @@ def make_llvm_checkout(root: Path) -> Path:
     digest = hashlib.md5(KERNEL_STDERR + b"exit 0\n").hexdigest()
     write(k1 / "k1.reference_output", digest + "\n")
     mixed = bench / "Mixed"
-    write(mixed / "CMakeLists.txt", "llvm_singlesource()\n")
+    write(
+        mixed / "CMakeLists.txt",
+        "set(PROGRAMS_TO_SKIP skipme)\nllvm_singlesource()\nllvm_add_subdirectories(Sub)\n",
+    )
+    write(mixed / "skipme.c", "int main(void){return 0;}\n")
     write(mixed / "mixed.c", MIXED_MAIN)
     write(mixed / "mixed.reference_output", "pass 0\npass 1\npass 2\nRolled result\nexit 0\n")
     write(mixed / "cxx.cpp", "int main() { return 0; }\n")
@@ -365,7 +369,11 @@ def test_llvm_hash_stderr_and_cxx_fixtures_parse(tmp_path: Path) -> None:
     mixed = by_id["Mixed-mixed"]
     assert mixed.tests[0].expected_stdout == b"pass 0\npass 1\npass 2\nRolled result\n"
     assert mixed.cflags[:2] == ("-include", STDERR_HEADER)
-    assert report.filtered == {"C++ source (asmopt imports C programs only)": 1}
+    assert report.filtered == {
+        "C++ source (asmopt imports C programs only)": 1,
+        "listed in PROGRAMS_TO_SKIP by its CMakeLists.txt": 1,
+    }
+    assert not any("ignored CMake command" in n for n in report.notes)
 
 
 def test_llvm_hash_and_stderr_fixtures_verify(tmp_path: Path, toolchain, sandbox) -> None:

@@ -271,7 +271,13 @@ class _Interpreter:
         elif name == "add_definitions":
             # Directory-wide compile flags (-D...), passed to every program like CPPFLAGS.
             variables.setdefault("ADD_DEFINITIONS", []).extend(args)
-        elif name in ("llvm_test_data", "add_subdirectory", "message", "include"):
+        elif name in (
+            "llvm_test_data",
+            "add_subdirectory",
+            "llvm_add_subdirectories",
+            "message",
+            "include",
+        ):
             pass  # no effect on how single-source programs are built and judged
         else:
             self.result.ignored.append(name)

@@ -289,6 +289,12 @@ def _import_directory(
         sources = [directory / s for s in listed]
     else:
         sources = sorted(p for p in directory.iterdir() if p.suffix in _C_SUFFIXES + _CXX_SUFFIXES)
+    skip = set(cm.get("PROGRAMS_TO_SKIP") or [])
+    if skip:
+        skipped = [s for s in sources if s.stem in skip]
+        if skipped:
+            report.filter("listed in PROGRAMS_TO_SKIP by its CMakeLists.txt", len(skipped))
+        sources = [s for s in sources if s.stem not in skip]
     cxx = [s for s in sources if s.suffix in _CXX_SUFFIXES]
     others = [s for s in sources if s.suffix not in _C_SUFFIXES + _CXX_SUFFIXES]
     if cxx:
