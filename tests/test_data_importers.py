@@ -517,3 +517,17 @@ def test_llvm_bundled_headers_flatten_for_export(tmp_path: Path) -> None:
     assert flat.cflags == () and flat.headers == ()
     assert flat.source.index("dup2(1, 2)") < flat.source.index("static void dump(")
     assert "#include <kutil.h>" not in flat.source and "#define KERNEL_DUMP 1" in flat.source
+
+
+def test_cmake_conditions_expand_quoted_references(tmp_path: Path) -> None:
+    from asmopt.data.cmake import evaluate_cmake
+
+    cm = write(
+        tmp_path / "CMakeLists.txt",
+        'if("${ARCH}" STREQUAL "x86")\n  set(ON_X86 1)\nendif()\n'
+        'if("${ARCH}" STREQUAL "XCore")\n  set(ON_XCORE 1)\nendif()\n'
+        "add_definitions(-DA=1 -DB)\n",
+    )
+    result = evaluate_cmake(cm)
+    assert result.get("ON_X86") == ["1"] and result.get("ON_XCORE") is None
+    assert result.get("ADD_DEFINITIONS") == ["-DA=1", "-DB"]

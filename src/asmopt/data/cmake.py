@@ -153,7 +153,8 @@ class _Interpreter:
         return token if value is None else value
 
     def condition(self, raw: list[tuple[str, bool]]) -> bool:
-        tokens = [t for t, _ in raw]
+        # `"${ARCH}" STREQUAL "x86"`: references are expanded first, as CMake does.
+        tokens = [_VAR_REF.sub(lambda m: self.lookup(m.group(1)) or "", t) for t, _ in raw]
         pos = 0
 
         def parse_or() -> bool:
