@@ -482,6 +482,12 @@ def _print_searches(outcomes: Sequence[Any], variants: bool) -> None:
             print_table(
                 variant_rows(search), ["  variant", "outcome", "speedup", "95% interval", "detail"]
             )
+    scored = sum(s.selected_on_scored_input for s in searches)
+    if scored:
+        print(
+            f"{scored} of {len(searches)} programs: variant selected on the scored input "
+            "(one test, no held-out input); their speedups are optimistic"
+        )
     hits = budget_hits(searches)
     if hits:
         print(f"hit the search budget: {', '.join(hits)}")
