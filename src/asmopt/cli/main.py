@@ -355,6 +355,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
         time_copies=args.time_copies,
         run_dir=Path(args.run_dir) if args.run_dir else None,
         fresh=args.fresh,
+        wait=args.wait,
         progress=not args.json,
     )
     try:
@@ -377,9 +378,10 @@ def cmd_eval(args: argparse.Namespace) -> int:
 
         programs = suite.select(split=args.split, ids=args.only)
         summary["best_of_n"] = best_of_n_metrics(outcomes, {p.id: p for p in programs})
+    summary["interrupted"] = done.interrupted
     if args.json:
         emit_json({"summary": summary, "results": [o.to_dict() for o in outcomes]})
-        return 0
+        return _interrupted_exit() if done.interrupted else 0
     rows = []
     for o in outcomes:
         speed, interval, note = _speedup_cell(o)
@@ -424,7 +426,13 @@ def cmd_eval(args: argparse.Namespace) -> int:
                 f"{_pct(bon[kind]['strict']['significantly_faster'])} ({what})"
             )
     print(f"\nresults stored in {run_dir}/{DB_NAME}; `asmopt report {run_dir}` writes a report")
-    return 0
+    return _interrupted_exit() if done.interrupted else 0
+
+
+def _interrupted_exit() -> int:
+    """After a Ctrl-C the summary of what is stored has been printed; say how to go on."""
+    print("asmopt: interrupted; rerun the same command to resume", file=sys.stderr)
+    return 130
 
 
 # ---------------------------------------------------------------------------- results / report
@@ -676,6 +684,11 @@ def build_parser() -> argparse.ArgumentParser:
         help="where results are stored (default: runs/SUITE-POLICY-SPLIT-MEASURE)",
     )
     p.add_argument("--fresh", action="store_true", help="discard results already in --run-dir")
+    p.add_argument(
+        "--wait",
+        action="store_true",
+        help="if another evaluation is writing to --run-dir, wait for it instead of refusing",
+    )
     p.add_argument(
         "--measure",
         choices=["time", "instructions", "none"],

@@ -13,7 +13,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Annotated, Any, Literal, TypeVar
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 SUITE_FORMAT = "asmopt-suite"
 SUITE_VERSION = 1
@@ -81,7 +81,15 @@ class SuiteIndex(BaseModel):
     version: Literal[1]
     name: str | None = None
     description: str = ""
-    programs: list[str | SuiteEntry]
+    programs: list[SuiteEntry]
+
+    @field_validator("programs", mode="before")
+    @classmethod
+    def _bare_ids(cls, value: Any) -> Any:
+        """A bare id string is short for {"id": ID} (split `test`)."""
+        if isinstance(value, list):
+            return [{"id": v} if isinstance(v, str) else v for v in value]
+        return value
 
 
 _EXPECTED = {

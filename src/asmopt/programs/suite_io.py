@@ -47,7 +47,6 @@ from asmopt.programs.schema import (
 )
 
 
-
 class SuiteFormatError(ProgramError):
     """The suite on disk does not follow the documented format; the message names the file."""
 
@@ -241,8 +240,7 @@ def load_suite(path: str | os.PathLike[str]) -> Suite:
         raise SuiteFormatError(str(exc)) from None
     programs: dict[str, Program] = {}
     splits: dict[str, str] = {}
-    for i, item in enumerate(index.programs):
-        entry = SuiteEntry(id=item) if isinstance(item, str) else item
+    for i, entry in enumerate(index.programs):
         pid = entry.id
         try:
             check_program_id(pid)
