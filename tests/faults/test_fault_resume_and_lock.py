@@ -11,7 +11,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from faultkit import ECHO_C, asmopt_cmd, env, error_line, run_asmopt, write_program, write_suite
+from faultkit import ECHO_C, asmopt_cmd, env, error_line, run_asmopt, write_suite
 
 from asmopt.store import RunLock
 

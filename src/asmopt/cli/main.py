@@ -8,8 +8,10 @@ never a traceback.
 from __future__ import annotations
 
 import argparse
+import errno
 import importlib
 import logging
+import sqlite3
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -574,6 +576,8 @@ def cmd_results_export(args: argparse.Namespace) -> int:
         records = export_records(store, raw=args.raw)
     default = Path(args.run) / f"results.{args.format}"
     out = Path(args.output) if args.output else default
+    if out.is_dir():
+        raise UsageError(f"-o {out}: is a directory; give a file name (e.g. {out / default.name})")
     if args.format == "jsonl":
         write_jsonl(records, out)
     else:
@@ -585,13 +589,20 @@ def cmd_results_export(args: argparse.Namespace) -> int:
 def cmd_report(args: argparse.Namespace) -> int:
     from asmopt.report import PlotsUnavailable, write_report
 
+    output = Path(args.output) if args.output else None
+    if output is not None and output.exists() and not output.is_dir():
+        raise UsageError(f"-o {output}: is a file; -o takes a directory for the report")
     with _open_store(args.run) as store:
         try:
-            html_path, md_path = write_report(
-                store, Path(args.output) if args.output else None, plots=not args.no_plots
-            )
+            html_path, md_path = write_report(store, output, plots=not args.no_plots)
         except PlotsUnavailable as exc:
             raise UsageError(str(exc)) from None
+        except OSError as exc:
+            where = output or Path(args.run)
+            raise UsageError(
+                f"cannot write the report into {where} ({exc.strerror})"
+                + ("" if output else "; write it elsewhere with -o DIR")
+            ) from None
     print(f"wrote {html_path}\nwrote {md_path}")
     return 0
 
@@ -802,11 +813,19 @@ def main(argv: Sequence[str] | None = None) -> int:
     ) as exc:
         print(f"asmopt: error: {exc}", file=sys.stderr)
         return 2
+    except BrokenPipeError:
+        return 0
+    except OSError as exc:  # a file asmopt was told to read or write; never a traceback
+        where = f"{exc.filename}: " if exc.filename else ""
+        fix = "; free disk space and rerun" if exc.errno == errno.ENOSPC else ""
+        print(f"asmopt: error: {where}{exc.strerror or exc}{fix}", file=sys.stderr)
+        return 2
+    except sqlite3.Error as exc:  # the store wraps its own; this is the last resort
+        print(f"asmopt: error: results database: {exc}", file=sys.stderr)
+        return 2
     except KeyboardInterrupt:
         print("asmopt: interrupted", file=sys.stderr)
         return 130
-    except BrokenPipeError:
-        return 0
 
 
 if __name__ == "__main__":
