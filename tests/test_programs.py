@@ -96,7 +96,10 @@ def test_hand_written_layout_discovers_tests(tmp_path: Path) -> None:
             {**GOOD, "program.json": '{"tests": [{"name": "a", "stdin": "tests/a.in"}]}'},
             "'tests[0].stdout' must be present",
         ),
-        ({**GOOD, "program.json": '{"compare": {"mode": "fuzzy"}}'}, "'compare.mode' input should be 'exact'"),
+        (
+            {**GOOD, "program.json": '{"compare": {"mode": "fuzzy"}}'},
+            "'compare.mode' input should be 'exact'",
+        ),
         (
             {**GOOD, "program.json": '{"tests": [{"name": "a", "stdout": "tests/zz.out"}]}'},
             "expected output not found",
