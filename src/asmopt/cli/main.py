@@ -271,7 +271,9 @@ def cmd_check(args: argparse.Namespace) -> int:
     path = Path(args.file)
     if path.is_dir():
         raise UsageError(f"{path}: is a directory, expected an assembly file")
-    assembly = read_text_file(path, "assembly file")
+    from asmopt.toolchain import MAX_ASM_BYTES
+
+    assembly = read_text_file(path, "assembly file", MAX_ASM_BYTES)
     toolchain = default_toolchain()
     toolchain.sandbox.check()
     result = check_candidate(program, assembly, toolchain)
@@ -760,17 +762,55 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+# Every numeric option of every command: (lowest, highest, whether the lowest is allowed).
+# The upper bounds are far above any sensible use and far below what exhausts the machine
+# (`--samples 1000000000` once ate 3.6 GB before printing anything); data commands' options
+# that mean "no limit" with 0 start at 0.
+NUMERIC_BOUNDS: dict[str, tuple[float, float, bool]] = {
+    "jobs": (1, 256, True),
+    "samples": (1, 10_000, True),
+    "mutants": (1, 1_000, True),
+    "timing_target": (0, 1, False),
+    "timing_max_pairs": (1, 100_000, True),
+    "timing_budget": (0, 3_600, False),
+    "rounds": (1, 100, True),
+    "temperature": (0, 2, True),
+    "top_p": (0, 1, False),
+    "max_tokens": (1, 1_000_000, True),
+    "seed": (0, 2**63 - 1, True),
+    "concurrency": (1, 1_024, True),
+    "port": (0, 65_535, True),
+    "batch_size": (1, 4_096, True),
+    "per_problem": (1, 1_000_000, True),
+    "max_tests": (1, 100_000, True),
+    "timing_runs": (1, 1_000, True),
+    "timeout": (0, 86_400, False),
+    "speedup": (0, 1_000, False),
+    "top_n": (0, 100_000_000, True),
+    "chars_per_token": (0, 100, False),
+    "loops": (1, 64, True),
+}
+# Options of the `data` commands whose 0 means "no limit".
+_ZERO_MEANS_NO_LIMIT = {"max_tokens"}
+
+
 def _validate(args: argparse.Namespace) -> None:
-    for name in ("jobs", "samples", "timing_max_pairs", "mutants"):
+    """Check every numeric option against NUMERIC_BOUNDS before any work starts."""
+    for name, (low, high, inclusive) in NUMERIC_BOUNDS.items():
         value = getattr(args, name, None)
-        if value is not None and value < 1:
-            raise UsageError(f"--{name.replace('_', '-')} must be at least 1, got {value}")
-    target = getattr(args, "timing_target", None)
-    if target is not None and not 0 < target < 1:
-        raise UsageError(f"--timing-target must be between 0 and 1, got {target}")
-    budget = getattr(args, "timing_budget", None)
-    if budget is not None and budget <= 0:
-        raise UsageError(f"--timing-budget must be positive, got {budget}")
+        if value is None or isinstance(value, bool):
+            continue
+        if args.command == "data" and name in _ZERO_MEANS_NO_LIMIT:
+            low = 0
+        for item in value if isinstance(value, list) else [value]:
+            if not isinstance(item, int | float):
+                continue
+            flag = "--" + name.replace("_", "-")
+            if item < low or (item == low and not inclusive) or item != item:
+                least = f"at least {low:g}" if inclusive else f"greater than {low:g}"
+                raise UsageError(f"{flag} must be {least}, got {item}")
+            if item > high:
+                raise UsageError(f"{flag} must be at most {high:g}, got {item}")
 
 
 # Options whose value is itself compiler flags ("-O1 -march=native"): argparse would read a

@@ -66,10 +66,21 @@ def _read_json(path: Path) -> Any:
         raise SuiteFormatError(f"{path}: invalid JSON at line {exc.lineno}: {exc.msg}") from None
 
 
-def read_text_file(path: Path, what: str) -> str:
-    """Read a UTF-8 text file or raise an error that names it and says what is wrong."""
+def read_text_file(path: Path, what: str, max_bytes: int | None = None) -> str:
+    """Read a UTF-8 text file or raise an error that names it and says what is wrong.
+
+    With `max_bytes`, at most that much (plus one byte) is read: a device or a huge file
+    (`/dev/zero`) is refused before it fills memory."""
     try:
-        raw = path.read_bytes()
+        if max_bytes is None:
+            raw = path.read_bytes()
+        else:
+            with open(path, "rb") as fh:
+                raw = fh.read(max_bytes + 1)
+            if len(raw) > max_bytes:
+                raise SuiteFormatError(
+                    f"{path}: {what} is larger than {max_bytes >> 20} MiB; refusing to read it"
+                )
     except FileNotFoundError:
         raise SuiteFormatError(f"{path}: {what} not found") from None
     except IsADirectoryError:
