@@ -97,7 +97,12 @@ def _judge_program(
         store.put_program(program, split, baseline)
     try:
         candidates = policy.propose(
-            PolicyRequest(program=program, baseline_asm=baseline, num_samples=len(todo))
+            PolicyRequest(
+                program=program,
+                baseline_asm=baseline,
+                num_samples=len(todo),
+                samples=tuple(todo),
+            )
         )
     except Exception as exc:
         log.error("policy %s failed on %s: %s", policy.name, program.id, traceback.format_exc())
@@ -180,11 +185,15 @@ _INPUT_NAMES = {
     "program": "the program or its tests changed",
     "toolchain": "the compiler or assembler changed",
     "measure": "the measurement settings changed",
+    "policy": "the policy's answers changed",
 }
 
 
 def sample_inputs(
-    program: Program, toolchain: Toolchain, options: MeasureOptions
+    program: Program,
+    toolchain: Toolchain,
+    options: MeasureOptions,
+    policy: Policy | None = None,
 ) -> dict[str, str]:
     """Hashes of everything a stored sample's verdict and speedup depend on besides the answer
     itself: the program with its tests, the toolchain, and how it was measured. Resume reuses
@@ -197,11 +206,16 @@ def sample_inputs(
     measure: dict[str, Any] = {"mode": str(options.mode)}
     if options.mode == MeasureMode.TIME:
         measure.update(timing=options.timing.to_dict(), time_copies=options.time_copies)
-    return {
+    inputs = {
         "program": program.content_hash(),
         "toolchain": digest(toolchain.identity()),
         "measure": digest(measure),
     }
+    # A policy whose answers are fixed in a file says which of them a program's samples use.
+    answers_digest = getattr(policy, "inputs_digest", None)
+    if callable(answers_digest):
+        inputs["policy"] = answers_digest(program.id)
+    return inputs
 
 
 def evaluate_programs(
@@ -243,7 +257,7 @@ def evaluate_programs(
         valgrind = Valgrind.locate()
     if store is not None:
         record_unfit(store, programs)
-    inputs = {p.id: sample_inputs(p, toolchain, options) for p in programs}
+    inputs = {p.id: sample_inputs(p, toolchain, options, policy) for p in programs}
     done: set[tuple[str, int]] = set()
     if store is not None:
         stale: dict[str, list[str]] = {}

@@ -8,6 +8,7 @@ never a traceback.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import errno
 import importlib
 import logging
@@ -277,6 +278,8 @@ def cmd_check(args: argparse.Namespace) -> int:
     toolchain = default_toolchain()
     toolchain.sandbox.check()
     result = check_candidate(program, assembly, toolchain)
+    if result.correct and args.measure != "none":
+        _measure_checked(args, program, assembly, toolchain, result)
     if args.json:
         emit_json(result.to_dict())
     else:
@@ -298,7 +301,62 @@ def cmd_check(args: argparse.Namespace) -> int:
         print(f"{program.id}: {result.verdict} ({result.passed}/{result.total} tests passed)")
         if result.message and not result.correct:
             print(result.message)
+        sp = result.speedup
+        if sp is not None and result.correct:
+            speed, interval, note = _speedup_cell(_Checked(result))
+            what = "instructions" if args.measure == "instructions" else "CPU time"
+            if speed == "-":
+                print(f"speedup over -O3 ({what}): not measured: {sp.message or note}")
+            else:
+                print(
+                    f"speedup over -O3 ({what}): {speed}, 95% interval {interval}"
+                    + (f" ({note})" if note else "")
+                )
+                for t in sp.tests:
+                    print(f"  test {t.test}: {_ratio(t.ratio)} {_interval(t.low, t.high)}")
     return 0 if result.correct else 1
+
+
+class _Checked:
+    """A single check shaped like a stored outcome, for the shared speedup cell."""
+
+    def __init__(self, check: Any) -> None:
+        self.check = check
+
+
+def _measure_checked(
+    args: argparse.Namespace, program: Any, assembly: str, toolchain: Any, result: Any
+) -> None:
+    """Measure a correct candidate against the -O3 baseline the way `asmopt eval` does."""
+    from asmopt.evaluate import MeasureOptions, Measurer
+    from asmopt.measure.canonical import canonical_statements
+    from asmopt.measure.speedup import MeasureMode
+    from asmopt.measure.timing import TimingConfig, default_core_lock, general_affinity
+
+    mode = MeasureMode(args.measure)
+    valgrind = None
+    if mode == MeasureMode.INSTRUCTIONS:
+        from asmopt.measure.valgrind import Valgrind, ValgrindUnavailable
+
+        try:
+            valgrind = Valgrind.locate()
+        except ValgrindUnavailable as exc:
+            raise UsageError(str(exc)) from None
+    options = MeasureOptions(
+        mode=mode,
+        timing=TimingConfig(
+            target_half_width=args.timing_target,
+            max_pairs=args.timing_max_pairs,
+            budget_s=args.timing_budget,
+        ),
+        lock=default_core_lock() if mode == MeasureMode.TIME else None,
+    )
+    baseline = toolchain.baseline_assembly(program)
+    is_copy = canonical_statements(assembly) == canonical_statements(baseline)
+    measurer = Measurer(program, baseline, toolchain, toolchain.sandbox, options, None, valgrind)
+    layout = options.lock.layout if options.lock is not None else None
+    with general_affinity(layout) if layout is not None else contextlib.nullcontext():
+        measurer.measure(result, is_copy)
 
 
 def _speedup_cell(o: Any) -> tuple[str, str, str]:
@@ -343,6 +401,18 @@ def cmd_eval(args: argparse.Namespace) -> int:
         policy = make_policy(args, toolchain, sandbox)
     except ValueError as exc:
         raise UsageError(str(exc)) from None
+    missing_answers = getattr(policy, "missing", None)
+    if callable(missing_answers):  # answers from a file: all of them must be there up front
+        selected = [p.id for p in suite.select(split=args.split, ids=args.only)]
+        missing = missing_answers(selected, args.samples)
+        if missing:
+            shown = ", ".join(f"{p} sample {i}" for p, i in missing[:5])
+            raise UsageError(
+                f"{args.answers} has no answer for {len(missing)} of the "
+                f"{len(selected) * args.samples} samples asked for ({shown}"
+                f"{', ...' if len(missing) > 5 else ''}); add them, or lower --samples, or "
+                "narrow --only/--split"
+            )
     config = EvalConfig(
         policy=policy,
         suite=suite,
@@ -610,6 +680,19 @@ def cmd_report(args: argparse.Namespace) -> int:
 
 
 # ---------------------------------------------------------------------------- parser
+def _add_timing_options(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--timing-target",
+        type=float,
+        default=0.02,
+        help="stop timing a test when the 95%% interval is within +-this (default 0.02)",
+    )
+    p.add_argument("--timing-max-pairs", type=int, default=200, help="timed pairs per test")
+    p.add_argument(
+        "--timing-budget", type=float, default=20.0, help="seconds of timing per test at most"
+    )
+
+
 def build_parser() -> argparse.ArgumentParser:
     common = common_parser()
     parser = argparse.ArgumentParser(
@@ -669,6 +752,14 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("program")
     p.add_argument("file", help="candidate assembly file")
+    p.add_argument(
+        "--measure",
+        choices=["none", "time", "instructions"],
+        default="none",
+        help="also measure a correct candidate against the -O3 baseline and print the "
+        "speedup with its 95%% interval (as `asmopt eval` does); default: correctness only",
+    )
+    _add_timing_options(p)
     p.set_defaults(func=cmd_check)
 
     p = sub.add_parser(
@@ -709,16 +800,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="time: interleaved CPU-time runs with intervals (default); instructions: exact "
         "counts under valgrind (deterministic, biased); none: correctness only",
     )
-    p.add_argument(
-        "--timing-target",
-        type=float,
-        default=0.02,
-        help="stop timing a test when the 95%% interval is within +-this (default 0.02)",
-    )
-    p.add_argument("--timing-max-pairs", type=int, default=200, help="timed pairs per test")
-    p.add_argument(
-        "--timing-budget", type=float, default=20.0, help="seconds of timing per test at most"
-    )
+    _add_timing_options(p)
     p.add_argument(
         "--time-copies",
         action="store_true",

@@ -34,6 +34,12 @@ def add_policy_arguments(p: argparse.ArgumentParser) -> None:
     g.add_argument("--device", default="cpu", help="hf: torch device")
     g.add_argument("--dtype", default="auto", help="hf: auto | float32 | bfloat16")
     g.add_argument(
+        "--answers",
+        metavar="FILE.jsonl",
+        help="--policy answers: answers produced elsewhere, one JSON object per line "
+        '({"program": ID, "sample": N, "text": ANSWER}); extracted with --template\'s format',
+    )
+    g.add_argument(
         "--rounds",
         type=int,
         default=1,
@@ -79,7 +85,19 @@ def make_policy(args: argparse.Namespace, toolchain: Any, sandbox: Any) -> Polic
         if template.name != "reference":
             label += f":{template.name}"
         policy: Policy = LLMPolicy(backend=backend, name=label, template=template, params=params)
+    elif name == "answers":
+        from pathlib import Path
+
+        from asmopt.policies.answers import AnswersPolicy
+
+        if not getattr(args, "answers", None):
+            raise PolicyError("--policy answers needs --answers FILE.jsonl")
+        if rounds > 1:
+            raise PolicyError("--policy answers cannot refine (--rounds): its answers are fixed")
+        policy = AnswersPolicy(Path(args.answers), template=load_template(args.template))
     else:
+        if getattr(args, "answers", None):
+            raise PolicyError("--answers is for --policy answers")
         if name == "compiler-search":
             policy = get_policy(name, toolchain=toolchain, sandbox=sandbox)
         else:
