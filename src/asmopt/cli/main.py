@@ -867,7 +867,7 @@ NUMERIC_BOUNDS: dict[str, tuple[float, float, bool]] = {
     "max_tests": (1, 100_000, True),
     "timing_runs": (1, 1_000, True),
     "timeout": (0, 86_400, False),
-    "speedup": (0, 1_000, False),
+    "speedup": (0, 1_000, True),
     "top_n": (0, 100_000_000, True),
     "chars_per_token": (0, 100, False),
     "loops": (1, 64, True),

@@ -199,17 +199,18 @@ def make_handler(backend: HFBackend, model_name: str) -> type[BaseHTTPRequestHan
             if not isinstance(body, dict):
                 raise _BadRequest("request body must be a JSON object")
             chat = path.endswith("chat/completions")
-            request = _parse(_ChatRequest if chat else _CompletionRequest, body)
-            if request.stream:
-                raise _BadRequest("streaming is not supported by asmopt serve", "stream")
-            if request.model not in (None, model_name):
+            asked = body.get("model")
+            if isinstance(asked, str) and asked != model_name:  # before the other fields
                 self._error(
                     404,
-                    f"model {request.model!r} not found; this server serves {model_name!r}",
+                    f"model {asked!r} not found; this server serves {model_name!r}",
                     "model_not_found",
                     "model",
                 )
                 return
+            request = _parse(_ChatRequest if chat else _CompletionRequest, body)
+            if request.stream:
+                raise _BadRequest("streaming is not supported by asmopt serve", "stream")
             params = request.sampling()
             n = request.n or 1
             if isinstance(request, _ChatRequest):
