@@ -216,7 +216,16 @@ class ResultStore:
                 conn.execute("SELECT count(*) FROM sqlite_master").fetchone()
             except sqlite3.OperationalError:
                 # Read-only media: SQLite cannot create the WAL index beside the database.
-                # Nothing writes to a run on such media, so it is read as immutable.
+                # Nothing writes to a run on such media, so it is read as immutable; but an
+                # immutable read ignores the write-ahead log, so one holding samples that
+                # were never merged (a killed run) must not be read that way.
+                wal = self.path.with_name(self.path.name + "-wal")
+                if wal.exists() and wal.stat().st_size > 0:
+                    raise StoreError(
+                        f"{self.path}: its latest samples are still in {wal.name} and the "
+                        "run directory cannot be written to merge them; copy the run "
+                        "directory somewhere writable and read the copy"
+                    ) from None
                 conn = sqlite3.connect(
                     f"{uri}&immutable=1", uri=True, check_same_thread=False, timeout=60.0
                 )

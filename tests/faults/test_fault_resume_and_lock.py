@@ -13,8 +13,6 @@ from pathlib import Path
 
 from faultkit import ECHO_C, asmopt_cmd, env, error_line, run_asmopt, write_suite
 
-from asmopt.store import RunLock
-
 
 def _eval(suite: Path, run_dir: Path, *extra: str) -> subprocess.CompletedProcess[str]:
     return run_asmopt(
@@ -64,6 +62,8 @@ def test_fault1_reimported_workload_is_not_reused(tmp_path: Path) -> None:
 
 
 def test_fault5_second_eval_names_the_holder_and_exits_2(tmp_path: Path) -> None:
+    from asmopt.store import RunLock
+
     suite = write_suite(tmp_path / "s", ["echo"])
     run = tmp_path / "run"
     with RunLock(run).acquire():
@@ -73,6 +73,8 @@ def test_fault5_second_eval_names_the_holder_and_exits_2(tmp_path: Path) -> None
 
 
 def test_fault5_wait_blocks_until_the_holder_is_done(tmp_path: Path) -> None:
+    from asmopt.store import RunLock
+
     suite = write_suite(tmp_path / "s", ["echo"])
     run = tmp_path / "run"
     lock = RunLock(run).acquire()
