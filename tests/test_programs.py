@@ -95,9 +95,12 @@ def test_hand_written_layout_discovers_tests(tmp_path: Path) -> None:
         ({**GOOD, "program.json": '{"source": "../../../etc/passwd"}'}, "outside the program"),
         (
             {**GOOD, "program.json": '{"tests": [{"name": "a", "stdin": "tests/a.in"}]}'},
-            "no expected output",
+            "'tests[0].stdout' must be present",
         ),
-        ({**GOOD, "program.json": '{"compare": {"mode": "fuzzy"}}'}, "unknown comparison mode"),
+        (
+            {**GOOD, "program.json": '{"compare": {"mode": "fuzzy"}}'},
+            "'compare.mode' input should be 'exact'",
+        ),
         (
             {**GOOD, "program.json": '{"tests": [{"name": "a", "stdout": "tests/zz.out"}]}'},
             "expected output not found",

@@ -153,13 +153,20 @@ def test_a_different_run_in_the_same_directory_is_refused(tmp_path: Path) -> Non
         ResultStore(tmp_path / "missing", create=False)
 
 
-def test_changed_program_is_refused(tmp_path: Path) -> None:
+def test_changed_program_replaces_its_stale_samples(tmp_path: Path) -> None:
+    """A program stored with other content is replaced and its samples, which judged the old
+    program, are deleted (the evaluation judges them again)."""
+    from asmopt.evaluate import CheckResult, SampleOutcome
+    from asmopt.judge import Verdict
+
     p1 = Program(id="x", source="int main(){return 0;}", tests=())
     p2 = Program(id="x", source="int main(){return 1;}", tests=())
     with ResultStore(tmp_path) as store:
         store.put_program(p1, "test", "asm")
-        with pytest.raises(StoreError, match="changed"):
-            store.put_program(p2, "test", "asm")
+        store.record(SampleOutcome("x", 0, CheckResult("x", Verdict.PASS, "")))
+        store.put_program(p2, "test", "asm")
+        assert store.sample_rows() == []
+        assert store.baseline_asm("x") == "asm"
 
 
 def test_eval_stores_and_resumes(toolchain: Toolchain, sandbox: Sandbox, tmp_path: Path) -> None:

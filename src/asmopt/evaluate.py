@@ -209,6 +209,7 @@ class SampleOutcome:
             "sample": self.sample,
             **self.check.to_dict(),
             "is_copy": self.is_copy,
+            "resumed": self.resumed,
             "seconds": self.seconds,
             "policy": self.policy_info,
         }

@@ -15,12 +15,14 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import json
 import logging
+import sys
 import threading
 import time
 import traceback
 from collections import Counter
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -44,6 +46,7 @@ from asmopt.metrics import compute_metrics, verdict_rates
 from asmopt.policies.base import Policy, PolicyRequest
 from asmopt.programs.model import Program, Suite
 from asmopt.sandbox.runner import Limits, Sandbox
+from asmopt.store import StoreError
 from asmopt.toolchain import Toolchain, ToolchainError
 
 if TYPE_CHECKING:
@@ -69,8 +72,12 @@ def _judge_program(
     store: ResultStore | None = None,
     split: str | None = None,
     valgrind: Valgrind | None = None,
+    stop: threading.Event | None = None,
 ) -> list[SampleOutcome]:
     outcomes: list[SampleOutcome] = []
+    stopping = stop.is_set if stop is not None else (lambda: False)
+    if stopping():
+        return outcomes
 
     def finish(outcome: SampleOutcome) -> None:
         outcomes.append(outcome)
@@ -91,7 +98,12 @@ def _judge_program(
     propose_start = time.monotonic()
     try:
         candidates = policy.propose(
-            PolicyRequest(program=program, baseline_asm=baseline, num_samples=len(todo))
+            PolicyRequest(
+                program=program,
+                baseline_asm=baseline,
+                num_samples=len(todo),
+                samples=tuple(todo),
+            )
         )
     except Exception as exc:
         log.error("policy %s failed on %s: %s", policy.name, program.id, traceback.format_exc())
@@ -114,6 +126,8 @@ def _judge_program(
     baseline_canon = canonical_statements(baseline)
     seen: dict[str, tuple[CheckResult, bool]] = {}
     for k, i in enumerate(todo):
+        if stopping():  # interrupted: samples not started stay unjudged, a rerun does them
+            break
         start = time.monotonic()
         if k >= len(candidates):
             check = CheckResult(
@@ -173,6 +187,43 @@ def _judge_program(
     return outcomes
 
 
+_INPUT_NAMES = {
+    "program": "the program or its tests changed",
+    "toolchain": "the compiler or assembler changed",
+    "measure": "the measurement settings changed",
+    "policy": "the policy's answers changed",
+}
+
+
+def sample_inputs(
+    program: Program,
+    toolchain: Toolchain,
+    options: MeasureOptions,
+    policy: Policy | None = None,
+) -> dict[str, str]:
+    """Hashes of everything a stored sample's verdict and speedup depend on besides the answer
+    itself: the program with its tests, the toolchain, and how it was measured. Resume reuses
+    a sample only when all three still match (an edited expected output must not keep an old
+    pass)."""
+
+    def digest(data: Any) -> str:
+        return hashlib.sha256(json.dumps(data, sort_keys=True, default=str).encode()).hexdigest()
+
+    measure: dict[str, Any] = {"mode": str(options.mode)}
+    if options.mode == MeasureMode.TIME:
+        measure.update(timing=options.timing.to_dict(), time_copies=options.time_copies)
+    inputs = {
+        "program": program.content_hash(),
+        "toolchain": digest(toolchain.identity()),
+        "measure": digest(measure),
+    }
+    # A policy whose answers are fixed in a file says which of them a program's samples use.
+    answers_digest = getattr(policy, "inputs_digest", None)
+    if callable(answers_digest):
+        inputs["policy"] = answers_digest(program.id)
+    return inputs
+
+
 def evaluate_programs(
     programs: Sequence[Program],
     policy: Policy,
@@ -187,12 +238,21 @@ def evaluate_programs(
     measure: MeasureOptions | None = None,
     store: ResultStore | None = None,
     splits: dict[str, str] | None = None,
+    stop: threading.Event | None = None,
+    abort: threading.Event | None = None,
+    notes: list[str] | None = None,
 ) -> list[SampleOutcome]:
     """Judge `samples` candidates per program; results come back in program order.
 
     `measure` defaults to no measurement (correctness only). With a `store`, samples it
-    already holds (finished, not infra errors) are not judged again: they are loaded and
-    returned with `resumed=True`, and every newly finished sample is committed at once."""
+    already holds (finished, not infra errors) are not judged again when they were judged
+    under the same inputs (`sample_inputs`: program and tests, toolchain, measurement
+    settings): they are loaded and returned with `resumed=True`. Stored samples whose inputs
+    changed are judged again, and `notes` says how many and why. Every newly finished
+    sample is committed at once. Setting `stop` (Ctrl-C) stops starting new samples; the
+    running ones finish and are stored, the rest are left for a rerun. A store that cannot
+    be written (disk full, read-only) stops the run the same way and its StoreError is
+    raised once the running samples are done."""
     options = measure or MeasureOptions(mode=MeasureMode.NONE)
     if options.mode == MeasureMode.TIME and options.lock is None:
         options.lock = default_core_lock()
@@ -203,7 +263,34 @@ def evaluate_programs(
         valgrind = Valgrind.locate()
     if store is not None:
         record_unfit(store, programs)
-    done = store.finished() if store is not None else set()
+    inputs = {p.id: sample_inputs(p, toolchain, options, policy) for p in programs}
+    done: set[tuple[str, int]] = set()
+    if store is not None:
+        stale: dict[str, list[str]] = {}
+        wanted = {p.id for p in programs}
+        for (pid, i), stored_inputs in store.finished_inputs().items():
+            if pid not in wanted or i >= samples:
+                continue
+            if stored_inputs == inputs[pid]:
+                done.add((pid, i))
+                continue
+            changed = [k for k in inputs[pid] if stored_inputs.get(k) != inputs[pid][k]]
+            why = (
+                ", ".join(_INPUT_NAMES[k] for k in changed)
+                if stored_inputs
+                else "stored without input hashes by an older asmopt"
+            )
+            stale.setdefault(why, []).append(pid)
+        for why, pids in sorted(stale.items()):
+            names = sorted(set(pids))
+            shown = ", ".join(names[:5]) + (f" and {len(names) - 5} more" if len(names) > 5 else "")
+            message = (
+                f"re-evaluating {len(pids)} stored sample(s) of {shown}: {why} since they "
+                "were judged"
+            )
+            log.warning(message)
+            if notes is not None:
+                notes.append(message)
     resumed = {
         (o.program_id, o.sample): o
         for o in (store.load_outcomes() if store is not None else [])
@@ -223,8 +310,10 @@ def evaluate_programs(
     sink_lock = threading.Lock()
 
     def sink(outcome: SampleOutcome) -> None:
+        if abort is not None and abort.is_set():
+            return  # its processes were killed under it: the verdict is not the answer's
         if store is not None:
-            store.record(outcome)
+            store.record(outcome, inputs.get(outcome.program_id))
         with sink_lock:
             results[(outcome.program_id, outcome.sample)] = outcome
             if on_result is not None:
@@ -236,45 +325,64 @@ def evaluate_programs(
     placement = (
         general_affinity(layout) if options.mode == MeasureMode.TIME else contextlib.nullcontext()
     )
-    with placement, ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
-        futures = {
-            pool.submit(
-                _judge_program,
-                p,
-                policy,
-                toolchain,
-                sandbox,
-                todo[p.id],
-                limits,
-                options,
-                sink,
-                store,
-                (splits or {}).get(p.id),
-                valgrind,
-            ): p
-            for p in programs
-            if todo[p.id]
-        }
-        for fut in as_completed(futures):
-            program = futures[fut]
-            try:
-                fut.result()
-            except Exception as exc:  # a bug of ours: record it, never drop the sample
-                log.error("evaluation of %s raised: %s", program.id, traceback.format_exc())
-                for i in todo[program.id]:
-                    if (program.id, i) not in results:
-                        sink(
-                            SampleOutcome(
-                                program.id,
-                                i,
-                                CheckResult(
+    stop = stop or threading.Event()
+    fatal: list[BaseException] = []
+    pool = ThreadPoolExecutor(max_workers=max(1, jobs))
+    try:
+        with placement:
+            futures = {
+                pool.submit(
+                    _judge_program,
+                    p,
+                    policy,
+                    toolchain,
+                    sandbox,
+                    todo[p.id],
+                    limits,
+                    options,
+                    sink,
+                    store,
+                    (splits or {}).get(p.id),
+                    valgrind,
+                    stop,
+                ): p
+                for p in programs
+                if todo[p.id]
+            }
+            for fut in as_completed(futures):
+                program = futures[fut]
+                if fut.cancelled():
+                    continue
+                try:
+                    fut.result()
+                except StoreError as exc:  # the store cannot take more: stop, report once
+                    if not fatal:
+                        fatal.append(exc)
+                    stop.set()
+                except Exception as exc:  # a bug of ours: record it, never drop the sample
+                    log.error("evaluation of %s raised: %s", program.id, traceback.format_exc())
+                    for i in todo[program.id]:
+                        if (program.id, i) not in results and not stop.is_set():
+                            sink(
+                                SampleOutcome(
                                     program.id,
-                                    Verdict.INFRA_ERROR,
-                                    f"grader error: {type(exc).__name__}: {exc}",
-                                ),
+                                    i,
+                                    CheckResult(
+                                        program.id,
+                                        Verdict.INFRA_ERROR,
+                                        f"grader error: {type(exc).__name__}: {exc}",
+                                    ),
+                                )
                             )
-                        )
-    bar.close()
+                if stop.is_set():
+                    for other in futures:
+                        other.cancel()
+    finally:
+        # Queued programs are cancelled; running ones see `stop` and end after their sample.
+        pool.shutdown(wait=True, cancel_futures=True)
+        bar.close()
+    if fatal:
+        raise fatal[0]
     return [results[(p.id, i)] for p in programs for i in range(samples) if (p.id, i) in results]
 
 
@@ -387,6 +495,7 @@ class EvalConfig:
     time_copies: bool = False
     run_dir: Path | None = None  # None: runs/SUITE-POLICY-SPLIT-MEASURE (resumes the same run)
     fresh: bool = False  # forget the stored results of `run_dir` first
+    wait: bool = False  # wait for another evaluation of `run_dir` to finish instead of refusing
     progress: bool = True
     limits: Limits | None = None
 
@@ -400,6 +509,7 @@ class EvalRun:
     run_dir: Path
     notes: list[str] = field(default_factory=list)  # warnings about the stored run
     unfit: dict[str, str] = field(default_factory=dict)  # program id -> why its tests fail
+    interrupted: bool = False  # Ctrl-C: what finished is stored, the rest is left for a rerun
 
 
 def suite_identity(suite: Suite) -> str:
@@ -427,17 +537,21 @@ def run_eval(
     Resumable: samples already finished in the run directory's store are loaded, not judged
     again. Raises ValueError when nothing is selected, ValgrindUnavailable for instruction
     counts without valgrind, SandboxUnavailable without a working sandbox."""
-    from asmopt.adequacy import unfit_programs
     from asmopt.programs import load_builtin_suite
-    from asmopt.provenance import environment_fingerprint
     from asmopt.sandbox.runner import default_sandbox
-    from asmopt.store import DB_NAME, ResultStore
+    from asmopt.store import RunLock
     from asmopt.toolchain import default_toolchain
 
     suite = config.suite or load_builtin_suite()
     programs = suite.select(split=config.split, ids=config.only)
     if not programs:
         raise ValueError(f"no programs selected (split {config.split!r})")
+    untested = [p.id for p in programs if not p.tests]
+    if untested:  # every candidate would pass: a benchmark of nothing
+        raise ValueError(
+            f"program(s) without tests: {', '.join(untested[:5])}; every candidate would "
+            "pass (0/0): add tests or leave them out with --only"
+        )
     sandbox = sandbox or default_sandbox()
     sandbox.check()
     toolchain = toolchain or default_toolchain()
@@ -450,6 +564,36 @@ def run_eval(
     run_dir = config.run_dir or default_run_dir(
         suite_identity(suite), config.policy.name, config.split, mode.value
     )
+    lock = RunLock(run_dir).acquire(
+        wait=config.wait,
+        on_wait=lambda holder: print(
+            f"asmopt: waiting for {run_dir}: another evaluation holds it ({holder})",
+            file=sys.stderr,
+            flush=True,
+        ),
+    )
+    try:
+        return _run_locked(
+            config, suite, programs, run_dir, toolchain, sandbox, mode, valgrind_version
+        )
+    finally:
+        lock.release()
+
+
+def _run_locked(
+    config: EvalConfig,
+    suite: Suite,
+    programs: list[Program],
+    run_dir: Path,
+    toolchain: Toolchain,
+    sandbox: Sandbox,
+    mode: MeasureMode,
+    valgrind_version: str | None,
+) -> EvalRun:
+    from asmopt.adequacy import unfit_programs
+    from asmopt.provenance import environment_fingerprint
+    from asmopt.store import DB_NAME, ResultStore
+
     if config.fresh and (run_dir / DB_NAME).exists():
         for suffix in ("", "-wal", "-shm"):
             (run_dir / (DB_NAME + suffix)).unlink(missing_ok=True)
@@ -482,19 +626,26 @@ def run_eval(
             },
             fingerprint,
         )
-        outcomes = evaluate_programs(
-            programs,
-            config.policy,
-            toolchain,
-            sandbox,
-            samples=config.samples,
-            jobs=config.jobs,
-            limits=config.limits,
-            progress=config.progress,
-            measure=MeasureOptions(mode=mode, timing=config.timing, time_copies=config.time_copies),
-            store=store,
-            splits=suite.splits,
-        )
+        stop, abort = threading.Event(), threading.Event()
+        with _interrupt_handler(stop, abort):
+            outcomes = evaluate_programs(
+                programs,
+                config.policy,
+                toolchain,
+                sandbox,
+                samples=config.samples,
+                jobs=config.jobs,
+                limits=config.limits,
+                progress=config.progress,
+                measure=MeasureOptions(
+                    mode=mode, timing=config.timing, time_copies=config.time_copies
+                ),
+                store=store,
+                splits=suite.splits,
+                stop=stop,
+                abort=abort,
+                notes=notes,
+            )
     finally:
         store.close()
     summary = summarize(outcomes)
@@ -505,4 +656,53 @@ def run_eval(
         measure=mode.value,
         run_dir=str(run_dir),
     )
-    return EvalRun(outcomes, summary, run_dir, list(notes), unfit_programs(programs))
+    return EvalRun(outcomes, summary, run_dir, list(notes), unfit_programs(programs), stop.is_set())
+
+
+def _kill_children() -> None:
+    """SIGKILL this process's child processes (sandboxed runs, compilers), by pid.
+
+    Sandboxed runs live in their own sessions, so a terminal's Ctrl-C never reaches them;
+    the second Ctrl-C ends them here so the workers return at once and remove their
+    temporary directories on the way out."""
+    import os
+    import signal as _signal
+
+    pids: set[int] = set()
+    for children in Path("/proc/self/task").glob("*/children"):
+        with contextlib.suppress(OSError):
+            pids.update(int(p) for p in children.read_text().split())
+    for pid in pids:
+        with contextlib.suppress(OSError):
+            os.kill(pid, _signal.SIGKILL)
+
+
+@contextlib.contextmanager
+def _interrupt_handler(stop: threading.Event, abort: threading.Event) -> Iterator[None]:
+    """First Ctrl-C: start nothing new, let the running samples finish and be stored. Second
+    Ctrl-C: kill the running work, store nothing more, and raise KeyboardInterrupt."""
+    import signal as _signal
+
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def handler(signum: int, frame: Any) -> None:
+        if not stop.is_set():
+            stop.set()
+            print(
+                "\nasmopt: interrupted: finishing the running samples, starting no more "
+                "(Ctrl-C again to stop at once)",
+                file=sys.stderr,
+                flush=True,
+            )
+            return
+        abort.set()
+        _kill_children()
+        raise KeyboardInterrupt
+
+    previous = _signal.signal(_signal.SIGINT, handler)
+    try:
+        yield
+    finally:
+        _signal.signal(_signal.SIGINT, previous)

@@ -11,7 +11,10 @@ Schema (version 1; docs/measurement.md describes every column):
   programs(program_id, ...)        content hash, split, test count, baseline assembly
   candidates(hash, ...)            every distinct answer text, by sha256, with its
                                    canonical hash (copy detection)
-  samples(program_id, sample, ...) verdict, build/pass, copy flag, program speedup
+  samples(program_id, sample, ...) verdict, build/pass, copy flag, program speedup, and
+                                   `inputs`: hashes of what the verdict depends on (program
+                                   and tests, toolchain, measurement settings); a sample is
+                                   reused on resume only when all of them still match
   tests(program_id, sample, test, ...)    per-test verdict and run times
   timings(program_id, sample, test, ...)  per-test speedup, interval, raw samples, context
 
@@ -83,6 +86,7 @@ CREATE TABLE IF NOT EXISTS samples (
     policy_info TEXT,
     seconds REAL,
     finished_at TEXT NOT NULL,
+    inputs TEXT,
     PRIMARY KEY (program_id, sample)
 );
 CREATE TABLE IF NOT EXISTS tests (
@@ -146,31 +150,126 @@ class ResultStore:
     """A run's database. Thread-safe: one connection, one lock, one transaction per sample."""
 
     def __init__(self, run_dir: str | os.PathLike[str], *, create: bool = True) -> None:
+        """Open (and with `create`, make) a run's database.
+
+        `create=False` is for readers (`asmopt results`, `asmopt report`): the database is
+        opened read-only, so a finished run on read-only media can still be shown, and
+        nothing (no schema, no WAL file) is written into a file that is not a run. Every
+        fault of the file itself (missing, empty, not SQLite, corrupt, unwritable) is a
+        StoreError naming the file and what to do."""
         self.path = db_path(run_dir)
+        self.read_only = not create
         if not self.path.exists():
             if not create:
                 raise StoreError(
                     f"no results in {self.path.parent} (no {DB_NAME}); run `asmopt eval "
                     f"--run-dir {self.path.parent}` first"
                 )
-            self.path.parent.mkdir(parents=True, exist_ok=True)
+            try:
+                self.path.parent.mkdir(parents=True, exist_ok=True)
+            except OSError as exc:
+                raise StoreError(
+                    f"{self.path.parent}: cannot create the run directory ({exc.strerror}); "
+                    "choose another --run-dir"
+                ) from None
+        else:
+            self._check_file()
         self._lock = threading.Lock()
-        self._conn = sqlite3.connect(
-            self.path, check_same_thread=False, isolation_level=None, timeout=60.0
-        )
-        self._conn.row_factory = sqlite3.Row
-        with self._lock:
-            self._conn.execute("PRAGMA journal_mode=WAL")
-            self._conn.execute("PRAGMA synchronous=NORMAL")
-            self._conn.executescript(_SCHEMA)
+        try:
+            self._conn = self._connect()
+        except sqlite3.Error as exc:
+            raise self.fault(exc) from None
         version = self.get_meta("schema_version")
-        if version is None:
+        if version is None and not self.read_only:
             self.set_meta("schema_version", SCHEMA_VERSION)
-        elif int(version) != SCHEMA_VERSION:
+        elif version is not None and int(version) != SCHEMA_VERSION:
             raise StoreError(
                 f"{self.path} has schema version {version}; this asmopt writes version "
                 f"{SCHEMA_VERSION}: use a new --run-dir"
             )
+
+    def _check_file(self) -> None:
+        """Refuse what SQLite would either misread or silently turn into a new database."""
+        if self.path.is_dir():
+            raise StoreError(f"{self.path}: is a directory, not a results database")
+        try:
+            with open(self.path, "rb") as fh:
+                head = fh.read(16)
+        except OSError as exc:
+            raise StoreError(f"{self.path}: cannot read ({exc.strerror})") from None
+        if not head:
+            raise StoreError(
+                f"{self.path}: empty file, not a results database (an interrupted copy?); "
+                "remove it, or rerun `asmopt eval` with --fresh to start the run over"
+            )
+        if head != b"SQLite format 3\x00":
+            raise StoreError(
+                f"{self.path}: not a results database (the file is not SQLite: overwritten "
+                "or corrupt); move it away, or rerun `asmopt eval` with --fresh"
+            )
+
+    def _connect(self) -> sqlite3.Connection:
+        if self.read_only:
+            uri = f"file:{self.path.resolve()}?mode=ro"
+            try:
+                conn = sqlite3.connect(uri, uri=True, check_same_thread=False, timeout=60.0)
+                conn.execute("SELECT count(*) FROM sqlite_master").fetchone()
+            except sqlite3.OperationalError:
+                # Read-only media: SQLite cannot create the WAL index beside the database.
+                # Nothing writes to a run on such media, so it is read as immutable; but an
+                # immutable read ignores the write-ahead log, so one holding samples that
+                # were never merged (a killed run) must not be read that way.
+                wal = self.path.with_name(self.path.name + "-wal")
+                if wal.exists() and wal.stat().st_size > 0:
+                    raise StoreError(
+                        f"{self.path}: its latest samples are still in {wal.name} and the "
+                        "run directory cannot be written to merge them; copy the run "
+                        "directory somewhere writable and read the copy"
+                    ) from None
+                conn = sqlite3.connect(
+                    f"{uri}&immutable=1", uri=True, check_same_thread=False, timeout=60.0
+                )
+            conn.isolation_level = None
+        else:
+            conn = sqlite3.connect(
+                self.path, check_same_thread=False, isolation_level=None, timeout=60.0
+            )
+        conn.row_factory = sqlite3.Row
+        if not self.read_only:
+            conn.execute("PRAGMA journal_mode=WAL")
+            conn.execute("PRAGMA synchronous=NORMAL")
+            conn.executescript(_SCHEMA)
+            columns = {r["name"] for r in conn.execute("PRAGMA table_info(samples)")}
+            if "inputs" not in columns:  # stored before input hashes were recorded
+                conn.execute("ALTER TABLE samples ADD COLUMN inputs TEXT")
+        check = conn.execute("PRAGMA quick_check").fetchone()[0]
+        if check != "ok":
+            conn.close()
+            raise sqlite3.DatabaseError(f"database disk image is malformed ({check})")
+        tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")}
+        if not {"meta", "samples"} <= tables:
+            conn.close()
+            raise StoreError(
+                f"{self.path}: a SQLite file but not an asmopt results database (no "
+                "'samples' table); check the path"
+            )
+        return conn
+
+    def fault(self, exc: sqlite3.Error) -> StoreError:
+        """One line for a database error: which file, what happened, what to do."""
+        text = str(exc)
+        if "full" in text:
+            fix = "free disk space, then rerun the same command to resume"
+        elif "readonly" in text or "read-only" in text or "unable to open" in text:
+            fix = (
+                "the run directory is not writable; `asmopt results show` and `asmopt report "
+                "-o ELSEWHERE` read it as it is, or copy it somewhere writable to resume"
+            )
+        elif "locked" in text or "busy" in text:
+            fix = "another process holds the database; wait for it or use another --run-dir"
+        else:
+            fix = "the file is damaged; move it away, or rerun `asmopt eval` with --fresh"
+        return StoreError(f"{self.path}: {text}; {fix}")
 
     def close(self) -> None:
         with self._lock:
@@ -185,18 +284,25 @@ class ResultStore:
     @contextlib.contextmanager
     def _transaction(self) -> Iterator[sqlite3.Connection]:
         with self._lock:
-            self._conn.execute("BEGIN IMMEDIATE")
             try:
-                yield self._conn
-            except BaseException:
-                self._conn.execute("ROLLBACK")
-                raise
-            self._conn.execute("COMMIT")
+                self._conn.execute("BEGIN IMMEDIATE")
+                try:
+                    yield self._conn
+                except BaseException:
+                    with contextlib.suppress(sqlite3.Error):
+                        self._conn.execute("ROLLBACK")
+                    raise
+                self._conn.execute("COMMIT")
+            except sqlite3.Error as exc:
+                if self._conn.in_transaction:
+                    with contextlib.suppress(sqlite3.Error):
+                        self._conn.execute("ROLLBACK")
+                raise self.fault(exc) from None
 
     # ------------------------------------------------------------------ meta
     def get_meta(self, key: str) -> Any:
-        with self._lock:
-            row = self._conn.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
+        rows = self._rows("SELECT value FROM meta WHERE key = ?", (key,))
+        row = rows[0] if rows else None
         return None if row is None else json.loads(row["value"])
 
     def set_meta(self, key: str, value: Any) -> None:
@@ -208,8 +314,7 @@ class ResultStore:
             )
 
     def meta(self) -> dict[str, Any]:
-        with self._lock:
-            rows = self._conn.execute("SELECT key, value FROM meta").fetchall()
+        rows = self._rows("SELECT key, value FROM meta")
         return {r["key"]: json.loads(r["value"]) for r in rows}
 
     def begin_run(self, run: dict[str, Any], fingerprint: dict[str, Any]) -> list[str]:
@@ -255,21 +360,21 @@ class ResultStore:
 
     # ------------------------------------------------------------------ programs
     def put_program(self, program: Program, split: str | None, baseline_asm: str | None) -> None:
-        """Register a program; refuse if a program of that id with other content is stored."""
+        """Register a program. A program of that id stored with other content (its source or
+        tests were edited, or it was re-imported) is replaced, and its stored samples, which
+        judged the old program, are deleted: the caller re-evaluates them."""
         h = program.content_hash()
-        with self._lock:
-            row = self._conn.execute(
-                "SELECT content_hash, baseline_asm FROM programs WHERE program_id = ?",
-                (program.id,),
-            ).fetchone()
-        if row is not None and row["content_hash"] != h:
-            raise StoreError(
-                f"program {program.id!r} changed since this run started (its source or tests "
-                "differ); results would mix two programs: use another --run-dir"
-            )
-        if row is not None and (row["baseline_asm"] or baseline_asm is None):
+        rows = self._rows(
+            "SELECT content_hash, baseline_asm FROM programs WHERE program_id = ?", (program.id,)
+        )
+        row = rows[0] if rows else None
+        changed = row is not None and row["content_hash"] != h
+        if row is not None and not changed and (row["baseline_asm"] or baseline_asm is None):
             return
         with self._transaction() as c:
+            if changed:
+                for table in ("samples", "tests", "timings", "programs"):
+                    c.execute(f"DELETE FROM {table} WHERE program_id = ?", (program.id,))
             c.execute(
                 "INSERT INTO programs(program_id, content_hash, split, n_tests, test_names, "
                 "baseline_hash, baseline_asm) VALUES (?, ?, ?, ?, ?, ?, ?) "
@@ -287,30 +392,34 @@ class ResultStore:
             )
 
     def baseline_asm(self, program_id: str) -> str | None:
-        with self._lock:
-            row = self._conn.execute(
-                "SELECT baseline_asm FROM programs WHERE program_id = ?", (program_id,)
-            ).fetchone()
+        rows = self._rows("SELECT baseline_asm FROM programs WHERE program_id = ?", (program_id,))
+        row = rows[0] if rows else None
         return None if row is None else row["baseline_asm"]
 
     def candidate_asm(self, h: str) -> str | None:
-        with self._lock:
-            row = self._conn.execute(
-                "SELECT assembly FROM candidates WHERE hash = ?", (h,)
-            ).fetchone()
+        rows = self._rows("SELECT assembly FROM candidates WHERE hash = ?", (h,))
+        row = rows[0] if rows else None
         return None if row is None else row["assembly"]
 
     # ------------------------------------------------------------------ samples
     def finished(self) -> set[tuple[str, int]]:
         """(program, sample) pairs that need no more work: judged, and not by an infra error."""
-        with self._lock:
-            rows = self._conn.execute(
-                "SELECT program_id, sample FROM samples WHERE verdict != 'infra_error' "
-                "AND COALESCE(measure_status, '') != 'infra_error'"
-            ).fetchall()
+        rows = self._rows(
+            "SELECT program_id, sample FROM samples WHERE verdict != 'infra_error' "
+            "AND COALESCE(measure_status, '') != 'infra_error'"
+        )
         return {(r["program_id"], r["sample"]) for r in rows}
 
-    def record(self, outcome: SampleOutcome) -> None:
+    def finished_inputs(self) -> dict[tuple[str, int], dict[str, str]]:
+        """Finished samples with the input hashes they were judged under ({} when stored by an
+        asmopt that did not record them: such samples count as stale)."""
+        rows = self._rows(
+            "SELECT program_id, sample, inputs FROM samples WHERE verdict != 'infra_error' "
+            "AND COALESCE(measure_status, '') != 'infra_error'"
+        )
+        return {(r["program_id"], r["sample"]): json.loads(r["inputs"] or "{}") for r in rows}
+
+    def record(self, outcome: SampleOutcome, inputs: dict[str, str] | None = None) -> None:
         """Write one finished sample, its tests and its timings, atomically."""
         check = outcome.check
         sp = check.speedup
@@ -335,8 +444,8 @@ class ResultStore:
                 "INSERT OR REPLACE INTO samples(program_id, sample, candidate_hash, verdict, "
                 "message, passed, total, built, correct, is_copy, build_seconds, measure_mode, "
                 "measure_status, measure_message, speedup, speedup_low, speedup_high, reliable, "
-                "policy_info, seconds, finished_at) "
-                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                "policy_info, seconds, finished_at, inputs) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 (
                     *key,
                     cand_hash,
@@ -358,6 +467,7 @@ class ResultStore:
                     _json(outcome.policy_info),
                     outcome.seconds,
                     _now(),
+                    _json(inputs) if inputs else None,
                 ),
             )
             for t in check.tests:
@@ -410,7 +520,10 @@ class ResultStore:
     # ------------------------------------------------------------------ reading
     def _rows(self, sql: str, args: Sequence[Any] = ()) -> list[dict[str, Any]]:
         with self._lock:
-            return [dict(r) for r in self._conn.execute(sql, args).fetchall()]
+            try:
+                return [dict(r) for r in self._conn.execute(sql, args).fetchall()]
+            except sqlite3.Error as exc:
+                raise self.fault(exc) from None
 
     def sample_rows(self) -> list[dict[str, Any]]:
         return self._rows("SELECT * FROM samples ORDER BY program_id, sample")
@@ -424,7 +537,6 @@ class ResultStore:
             for k in ("warnings", "raw", "context"):
                 r[k] = json.loads(r[k]) if r[k] else None
         return rows
-
 
     def load_outcomes(self) -> list[SampleOutcome]:
         """Rebuild the stored samples as SampleOutcome objects (tests and speedups included)."""
@@ -514,12 +626,82 @@ class ResultStore:
         return out
 
 
+LOCK_NAME = ".eval.lock"
 
 
+class RunLock:
+    """An exclusive lock on a run directory while an evaluation writes to it.
 
+    Two evaluations of one run directory would both do all the work and interleave their
+    writes (last writer wins). The lock is an flock on RUN_DIR/.eval.lock, released by the
+    kernel when the holder exits however it exits (no stale lock after a kill); the file
+    records who holds it so the second evaluation can say so."""
 
+    def __init__(self, run_dir: str | os.PathLike[str]) -> None:
+        self.path = Path(run_dir) / LOCK_NAME
+        self._fd: int | None = None
 
+    def holder(self) -> str:
+        """The holder as recorded in the lock file (best effort: it may be mid-write)."""
+        try:
+            info = json.loads(self.path.read_text() or "{}")
+        except (OSError, ValueError):
+            info = {}
+        if not info:
+            return "another process"
+        return (
+            f"pid {info.get('pid')} on {info.get('host')}, since {info.get('started')}: "
+            f"{info.get('command', '?')}"
+        )
 
+    def acquire(self, *, wait: bool = False, on_wait: Any = None) -> RunLock:
+        """Take the lock; without `wait`, a held lock is a StoreError naming its holder.
+        With `wait`, `on_wait(holder)` is called once and the call blocks until it is free."""
+        import fcntl
+        import socket
+        import sys
 
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+        except OSError as exc:
+            raise StoreError(
+                f"{self.path.parent}: cannot write to the run directory ({exc.strerror}); "
+                "choose a writable --run-dir"
+            ) from None
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            holder = self.holder()
+            if not wait:
+                os.close(fd)
+                raise StoreError(
+                    f"{self.path.parent} is in use by another evaluation ({holder}); wait "
+                    "for it to finish, rerun with --wait, or use another --run-dir"
+                ) from None
+            if on_wait is not None:
+                on_wait(holder)
+            fcntl.flock(fd, fcntl.LOCK_EX)
+        info = {
+            "pid": os.getpid(),
+            "host": socket.gethostname(),
+            "started": _now(),
+            "command": " ".join(["asmopt", *sys.argv[1:]])[:300],
+        }
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, (json.dumps(info) + "\n").encode(), 0)
+        self._fd = fd
+        return self
 
+    def release(self) -> None:
+        if self._fd is not None:
+            with contextlib.suppress(OSError):
+                os.ftruncate(self._fd, 0)
+            os.close(self._fd)  # closing drops the flock
+            self._fd = None
 
+    def __enter__(self) -> RunLock:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.release()

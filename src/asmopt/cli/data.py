@@ -162,19 +162,43 @@ def cmd_build(args: argparse.Namespace) -> int:
 # ---------------------------------------------------------------------------- export
 def cmd_export(args: argparse.Namespace) -> int:
     from asmopt.data.export import export_suite
+    from asmopt.toolchain import default_toolchain
 
+    out = Path(args.output)
+    one_file = args.format != "hf" and out.suffix in (".parquet", ".jsonl")
+    if one_file and out.is_dir():
+        raise UsageError(f"-o {out}: is a directory; name a file, or a new path for a directory")
+    if not one_file and out.exists() and not out.is_dir():
+        raise UsageError(
+            f"-o {out}: is an existing file; format {args.format} writes a directory there "
+            "(or name a FILE.jsonl / FILE.parquet for one file)"
+        )
     suite = _input_suite(args, args.suite_path)
     splits = SPLITS if args.split == "all" else (args.split,)
-    written, report = export_suite(
-        suite,
-        args.output,
-        args.format,
-        splits=splits,
-        data_source=args.data_source,
-        allow_lossy=args.allow_lossy,
-        allow_unfit=args.allow_unfit,
-        progress=not args.json,
-    )
+    toolchain = default_toolchain()
+
+    def baseline(program: Any) -> str:
+        return toolchain.baseline_assembly(program)
+
+    try:
+        written, report = export_suite(
+            suite,
+            out,
+            args.format,
+            splits=splits,
+            data_source=args.data_source,
+            allow_lossy=args.allow_lossy,
+            allow_unfit=args.allow_unfit,
+            baseline_fn=baseline,
+            progress=not args.json,
+        )
+    except DataError:
+        # Baselines are compiled in the sandbox: when none could be, a missing sandbox is
+        # the cause to report (its message says how to fix it), not "compile_failed=N".
+        toolchain.sandbox.check()
+        raise
+    if report.reason_counts().get("compile_failed"):
+        toolchain.sandbox.check()
     if args.json:
         emit_json({"written": [str(p) for p in written], "report": report.to_dict()})
         return 0

@@ -8,8 +8,11 @@ never a traceback.
 from __future__ import annotations
 
 import argparse
+import contextlib
+import errno
 import importlib
 import logging
+import sqlite3
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -269,10 +272,14 @@ def cmd_check(args: argparse.Namespace) -> int:
     path = Path(args.file)
     if path.is_dir():
         raise UsageError(f"{path}: is a directory, expected an assembly file")
-    assembly = read_text_file(path, "assembly file")
+    from asmopt.toolchain import MAX_ASM_BYTES
+
+    assembly = read_text_file(path, "assembly file", MAX_ASM_BYTES)
     toolchain = default_toolchain()
     toolchain.sandbox.check()
     result = check_candidate(program, assembly, toolchain)
+    if result.correct and args.measure != "none":
+        _measure_checked(args, program, assembly, toolchain, result)
     if args.json:
         emit_json(result.to_dict())
     else:
@@ -294,7 +301,62 @@ def cmd_check(args: argparse.Namespace) -> int:
         print(f"{program.id}: {result.verdict} ({result.passed}/{result.total} tests passed)")
         if result.message and not result.correct:
             print(result.message)
+        sp = result.speedup
+        if sp is not None and result.correct:
+            speed, interval, note = _speedup_cell(_Checked(result))
+            what = "instructions" if args.measure == "instructions" else "CPU time"
+            if speed == "-":
+                print(f"speedup over -O3 ({what}): not measured: {sp.message or note}")
+            else:
+                print(
+                    f"speedup over -O3 ({what}): {speed}, 95% interval {interval}"
+                    + (f" ({note})" if note else "")
+                )
+                for t in sp.tests:
+                    print(f"  test {t.test}: {_ratio(t.ratio)} {_interval(t.low, t.high)}")
     return 0 if result.correct else 1
+
+
+class _Checked:
+    """A single check shaped like a stored outcome, for the shared speedup cell."""
+
+    def __init__(self, check: Any) -> None:
+        self.check = check
+
+
+def _measure_checked(
+    args: argparse.Namespace, program: Any, assembly: str, toolchain: Any, result: Any
+) -> None:
+    """Measure a correct candidate against the -O3 baseline the way `asmopt eval` does."""
+    from asmopt.evaluate import MeasureOptions, Measurer
+    from asmopt.measure.canonical import canonical_statements
+    from asmopt.measure.speedup import MeasureMode
+    from asmopt.measure.timing import TimingConfig, default_core_lock, general_affinity
+
+    mode = MeasureMode(args.measure)
+    valgrind = None
+    if mode == MeasureMode.INSTRUCTIONS:
+        from asmopt.measure.valgrind import Valgrind, ValgrindUnavailable
+
+        try:
+            valgrind = Valgrind.locate()
+        except ValgrindUnavailable as exc:
+            raise UsageError(str(exc)) from None
+    options = MeasureOptions(
+        mode=mode,
+        timing=TimingConfig(
+            target_half_width=args.timing_target,
+            max_pairs=args.timing_max_pairs,
+            budget_s=args.timing_budget,
+        ),
+        lock=default_core_lock() if mode == MeasureMode.TIME else None,
+    )
+    baseline = toolchain.baseline_assembly(program)
+    is_copy = canonical_statements(assembly) == canonical_statements(baseline)
+    measurer = Measurer(program, baseline, toolchain, toolchain.sandbox, options, None, valgrind)
+    layout = options.lock.layout if options.lock is not None else None
+    with general_affinity(layout) if layout is not None else contextlib.nullcontext():
+        measurer.measure(result, is_copy)
 
 
 def _speedup_cell(o: Any) -> tuple[str, str, str]:
@@ -339,6 +401,18 @@ def cmd_eval(args: argparse.Namespace) -> int:
         policy = make_policy(args, toolchain, sandbox)
     except ValueError as exc:
         raise UsageError(str(exc)) from None
+    missing_answers = getattr(policy, "missing", None)
+    if callable(missing_answers):  # answers from a file: all of them must be there up front
+        selected = [p.id for p in suite.select(split=args.split, ids=args.only)]
+        missing = missing_answers(selected, args.samples)
+        if missing:
+            shown = ", ".join(f"{p} sample {i}" for p, i in missing[:5])
+            raise UsageError(
+                f"{args.answers} has no answer for {len(missing)} of the "
+                f"{len(selected) * args.samples} samples asked for ({shown}"
+                f"{', ...' if len(missing) > 5 else ''}); add them, or lower --samples, or "
+                "narrow --only/--split"
+            )
     config = EvalConfig(
         policy=policy,
         suite=suite,
@@ -355,6 +429,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
         time_copies=args.time_copies,
         run_dir=Path(args.run_dir) if args.run_dir else None,
         fresh=args.fresh,
+        wait=args.wait,
         progress=not args.json,
     )
     try:
@@ -377,9 +452,10 @@ def cmd_eval(args: argparse.Namespace) -> int:
 
         programs = suite.select(split=args.split, ids=args.only)
         summary["best_of_n"] = best_of_n_metrics(outcomes, {p.id: p for p in programs})
+    summary["interrupted"] = done.interrupted
     if args.json:
         emit_json({"summary": summary, "results": [o.to_dict() for o in outcomes]})
-        return 0
+        return _interrupted_exit() if done.interrupted else 0
     rows = []
     for o in outcomes:
         speed, interval, note = _speedup_cell(o)
@@ -445,7 +521,13 @@ def cmd_eval(args: argparse.Namespace) -> int:
                 "have one test, so their pick was selected on the scored input (as the oracle)"
             )
     print(f"\nresults stored in {run_dir}/{DB_NAME}; `asmopt report {run_dir}` writes a report")
-    return 0
+    return _interrupted_exit() if done.interrupted else 0
+
+
+def _interrupted_exit() -> int:
+    """After a Ctrl-C the summary of what is stored has been printed; say how to go on."""
+    print("asmopt: interrupted; rerun the same command to resume", file=sys.stderr)
+    return 130
 
 
 # ---------------------------------------------------------------------------- results / report
@@ -654,6 +736,8 @@ def cmd_results_export(args: argparse.Namespace) -> int:
         records = export_records(store, raw=args.raw)
     default = Path(args.run) / f"results.{args.format}"
     out = Path(args.output) if args.output else default
+    if out.is_dir():
+        raise UsageError(f"-o {out}: is a directory; give a file name (e.g. {out / default.name})")
     if args.format == "jsonl":
         write_jsonl(records, out)
     else:
@@ -666,18 +750,38 @@ def cmd_report(args: argparse.Namespace) -> int:
     from asmopt.report import PlotsUnavailable, write_report
     from asmopt.report.build import MixedSuitesError
 
+    output = Path(args.output) if args.output else None
+    if output is not None and output.exists() and not output.is_dir():
+        raise UsageError(f"-o {output}: is a file; -o takes a directory for the report")
     with _open_store(args.run) as store:
         try:
-            html_path, md_path = write_report(
-                store, Path(args.output) if args.output else None, plots=not args.no_plots
-            )
+            html_path, md_path = write_report(store, output, plots=not args.no_plots)
         except (PlotsUnavailable, MixedSuitesError) as exc:
             raise UsageError(str(exc)) from None
+        except OSError as exc:
+            where = output or Path(args.run)
+            raise UsageError(
+                f"cannot write the report into {where} ({exc.strerror})"
+                + ("" if output else "; write it elsewhere with -o DIR")
+            ) from None
     print(f"wrote {html_path}\nwrote {md_path}")
     return 0
 
 
 # ---------------------------------------------------------------------------- parser
+def _add_timing_options(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--timing-target",
+        type=float,
+        default=0.02,
+        help="stop timing a test when the 95%% interval is within +-this (default 0.02)",
+    )
+    p.add_argument("--timing-max-pairs", type=int, default=200, help="timed pairs per test")
+    p.add_argument(
+        "--timing-budget", type=float, default=20.0, help="seconds of timing per test at most"
+    )
+
+
 def build_parser() -> argparse.ArgumentParser:
     common = common_parser()
     parser = argparse.ArgumentParser(
@@ -737,6 +841,14 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("program")
     p.add_argument("file", help="candidate assembly file")
+    p.add_argument(
+        "--measure",
+        choices=["none", "time", "instructions"],
+        default="none",
+        help="also measure a correct candidate against the -O3 baseline and print the "
+        "speedup with its 95%% interval (as `asmopt eval` does); default: correctness only",
+    )
+    _add_timing_options(p)
     p.set_defaults(func=cmd_check)
 
     p = sub.add_parser(
@@ -766,22 +878,18 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--fresh", action="store_true", help="discard results already in --run-dir")
     p.add_argument(
+        "--wait",
+        action="store_true",
+        help="if another evaluation is writing to --run-dir, wait for it instead of refusing",
+    )
+    p.add_argument(
         "--measure",
         choices=["time", "instructions", "none"],
         default="time",
         help="time: interleaved CPU-time runs with intervals (default); instructions: exact "
         "counts under valgrind (deterministic, biased); none: correctness only",
     )
-    p.add_argument(
-        "--timing-target",
-        type=float,
-        default=0.02,
-        help="stop timing a test when the 95%% interval is within +-this (default 0.02)",
-    )
-    p.add_argument("--timing-max-pairs", type=int, default=200, help="timed pairs per test")
-    p.add_argument(
-        "--timing-budget", type=float, default=20.0, help="seconds of timing per test at most"
-    )
+    _add_timing_options(p)
     p.add_argument(
         "--time-copies",
         action="store_true",
@@ -825,17 +933,55 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+# Every numeric option of every command: (lowest, highest, whether the lowest is allowed).
+# The upper bounds are far above any sensible use and far below what exhausts the machine
+# (`--samples 1000000000` once ate 3.6 GB before printing anything); data commands' options
+# that mean "no limit" with 0 start at 0.
+NUMERIC_BOUNDS: dict[str, tuple[float, float, bool]] = {
+    "jobs": (1, 256, True),
+    "samples": (1, 10_000, True),
+    "mutants": (1, 1_000, True),
+    "timing_target": (0, 1, False),
+    "timing_max_pairs": (1, 100_000, True),
+    "timing_budget": (0, 3_600, False),
+    "rounds": (1, 100, True),
+    "temperature": (0, 2, True),
+    "top_p": (0, 1, False),
+    "max_tokens": (1, 1_000_000, True),
+    "seed": (0, 2**63 - 1, True),
+    "concurrency": (1, 1_024, True),
+    "port": (0, 65_535, True),
+    "batch_size": (1, 4_096, True),
+    "per_problem": (1, 1_000_000, True),
+    "max_tests": (1, 100_000, True),
+    "timing_runs": (1, 1_000, True),
+    "timeout": (0, 86_400, False),
+    "speedup": (0, 1_000, True),
+    "top_n": (0, 100_000_000, True),
+    "chars_per_token": (0, 100, False),
+    "loops": (1, 64, True),
+}
+# Options of the `data` commands whose 0 means "no limit".
+_ZERO_MEANS_NO_LIMIT = {"max_tokens"}
+
+
 def _validate(args: argparse.Namespace) -> None:
-    for name in ("jobs", "samples", "timing_max_pairs", "mutants"):
+    """Check every numeric option against NUMERIC_BOUNDS before any work starts."""
+    for name, (low, high, inclusive) in NUMERIC_BOUNDS.items():
         value = getattr(args, name, None)
-        if value is not None and value < 1:
-            raise UsageError(f"--{name.replace('_', '-')} must be at least 1, got {value}")
-    target = getattr(args, "timing_target", None)
-    if target is not None and not 0 < target < 1:
-        raise UsageError(f"--timing-target must be between 0 and 1, got {target}")
-    budget = getattr(args, "timing_budget", None)
-    if budget is not None and budget <= 0:
-        raise UsageError(f"--timing-budget must be positive, got {budget}")
+        if value is None or isinstance(value, bool):
+            continue
+        if args.command == "data" and name in _ZERO_MEANS_NO_LIMIT:
+            low = 0
+        for item in value if isinstance(value, list) else [value]:
+            if not isinstance(item, int | float):
+                continue
+            flag = "--" + name.replace("_", "-")
+            if item < low or (item == low and not inclusive) or item != item:
+                least = f"at least {low:g}" if inclusive else f"greater than {low:g}"
+                raise UsageError(f"{flag} must be {least}, got {item}")
+            if item > high:
+                raise UsageError(f"{flag} must be at most {high:g}, got {item}")
 
 
 # Options whose value is itself compiler flags ("-O1 -march=native"): argparse would read a
@@ -878,11 +1024,19 @@ def main(argv: Sequence[str] | None = None) -> int:
     ) as exc:
         print(f"asmopt: error: {exc}", file=sys.stderr)
         return 2
+    except BrokenPipeError:
+        return 0
+    except OSError as exc:  # a file asmopt was told to read or write; never a traceback
+        where = f"{exc.filename}: " if exc.filename else ""
+        fix = "; free disk space and rerun" if exc.errno == errno.ENOSPC else ""
+        print(f"asmopt: error: {where}{exc.strerror or exc}{fix}", file=sys.stderr)
+        return 2
+    except sqlite3.Error as exc:  # the store wraps its own; this is the last resort
+        print(f"asmopt: error: results database: {exc}", file=sys.stderr)
+        return 2
     except KeyboardInterrupt:
         print("asmopt: interrupted", file=sys.stderr)
         return 130
-    except BrokenPipeError:
-        return 0
 
 
 if __name__ == "__main__":

@@ -11,10 +11,17 @@ log = logging.getLogger(__name__)
 
 def cmd_serve(args: argparse.Namespace) -> int:
     from asmopt.policies.hf_local import HFBackend
-    from asmopt.policies.serve import ModelServer
+    from asmopt.policies.serve import ModelServer, check_port
 
     if not 0 <= args.port <= 65535:
         raise ValueError(f"--port must be 0..65535, got {args.port}")
+    try:  # before the model loads, which takes a while
+        check_port(args.host, args.port)
+    except OSError as exc:
+        raise ValueError(
+            f"cannot listen on {args.host}:{args.port} ({exc.strerror or exc}); "
+            "choose another --port or stop what uses it"
+        ) from None
     backend = HFBackend(
         args.model_dir, device=args.device, dtype=args.dtype, batch_size=args.batch_size
     )

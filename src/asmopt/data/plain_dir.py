@@ -35,6 +35,22 @@ def _problem_dirs(root: Path) -> list[Path]:
     return sorted(d for d in root.iterdir() if d.is_dir() and not d.name.startswith("."))
 
 
+def _outside(root: Path, problem_dir: Path) -> str | None:
+    """The first file of a problem that resolves outside the pool (a symlink out of it), or
+    None. The suite loader refuses such paths; the importer must not copy what they point at
+    (`tests/t.out -> /etc/hostname` would become an expected output)."""
+    base = root.resolve()
+    tests_dir = problem_dir / "tests"
+    candidates = [problem_dir, *problem_dir.iterdir()]
+    if tests_dir.is_dir():
+        candidates += list(tests_dir.iterdir())
+    for path in candidates:
+        target = path.resolve()
+        if target != base and base not in target.parents:
+            return f"{path}: points outside the pool (to {target}); copy the file in instead"
+    return None
+
+
 def import_plain_dir(
     root: str | Path,
     *,
@@ -52,6 +68,10 @@ def import_plain_dir(
     missing_outputs: list[str] = []
     for problem_dir in _problem_dirs(root):
         problem = safe_id(problem_dir.name)
+        escape = _outside(root, problem_dir)
+        if escape is not None:
+            report.drop(problem, "outside_pool", escape)
+            continue
         sources = sorted(problem_dir.glob("*.c"))
         if not sources:
             report.drop(problem, "missing_file", f"{problem_dir}: no .c source")

@@ -22,6 +22,7 @@ REASONS: dict[str, str] = {
     # bad input
     "missing_file": "a required file is missing",
     "unreadable": "a file could not be read",
+    "outside_pool": "a file is a symlink to something outside the pool",
     "not_utf8": "source or test text is not UTF-8",
     "io_mismatch": "test inputs and expected outputs do not pair up",
     "no_tests": "no test inputs",

@@ -16,6 +16,9 @@ class PolicyRequest:
     baseline_asm: str
     feedback: str | None = None
     num_samples: int = 1
+    # Which sample indices are asked for (None: 0..num_samples-1). A resumed run asks only
+    # for the unfinished ones; a policy that answers per index (answers files) needs them.
+    samples: tuple[int, ...] | None = None
 
 
 @dataclass(frozen=True)

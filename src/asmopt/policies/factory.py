@@ -42,6 +42,12 @@ def add_policy_arguments(p: argparse.ArgumentParser) -> None:
         "its variants (default 180); variants left when it is spent are skipped and listed",
     )
     g.add_argument(
+        "--answers",
+        metavar="FILE.jsonl",
+        help="--policy answers: answers produced elsewhere, one JSON object per line "
+        '({"program": ID, "sample": N, "text": ANSWER}); extracted with --template\'s format',
+    )
+    g.add_argument(
         "--rounds",
         type=int,
         default=1,
@@ -87,7 +93,19 @@ def make_policy(args: argparse.Namespace, toolchain: Any, sandbox: Any) -> Polic
         if template.name != "reference":
             label += f":{template.name}"
         policy: Policy = LLMPolicy(backend=backend, name=label, template=template, params=params)
+    elif name == "answers":
+        from pathlib import Path
+
+        from asmopt.policies.answers import AnswersPolicy
+
+        if not getattr(args, "answers", None):
+            raise PolicyError("--policy answers needs --answers FILE.jsonl")
+        if rounds > 1:
+            raise PolicyError("--policy answers cannot refine (--rounds): its answers are fixed")
+        policy = AnswersPolicy(Path(args.answers), template=load_template(args.template))
     else:
+        if getattr(args, "answers", None):
+            raise PolicyError("--answers is for --policy answers")
         if name == "compiler-search":
             budget = getattr(args, "search_budget", None)
             if budget is not None and budget <= 0:

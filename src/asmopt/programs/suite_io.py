@@ -37,11 +37,16 @@ from asmopt.programs.model import (
     decode_source,
     encode_source,
 )
-
-SUITE_FORMAT = "asmopt-suite"
-SUITE_VERSION = 1
-_PROGRAM_KEYS = {"source", "headers", "cflags", "ldflags", "metadata", "compare", "tests"}
-_TEST_KEYS = {"name", "stdin", "stdout", "argv", "exit_code", "compare"}
+from asmopt.programs.schema import (
+    SUITE_FORMAT,
+    SUITE_VERSION,
+    CompareSpec,
+    ProgramSpec,
+    SuiteEntry,
+    SuiteIndex,
+    TestSpec,
+    parse_model,
+)
 
 
 class SuiteFormatError(ProgramError):
@@ -63,10 +68,21 @@ def _read_json(path: Path) -> Any:
         raise SuiteFormatError(f"{path}: invalid JSON at line {exc.lineno}: {exc.msg}") from None
 
 
-def read_text_file(path: Path, what: str) -> str:
-    """Read a UTF-8 text file or raise an error that names it and says what is wrong."""
+def read_text_file(path: Path, what: str, max_bytes: int | None = None) -> str:
+    """Read a UTF-8 text file or raise an error that names it and says what is wrong.
+
+    With `max_bytes`, at most that much (plus one byte) is read: a device or a huge file
+    (`/dev/zero`) is refused before it fills memory."""
     try:
-        raw = path.read_bytes()
+        if max_bytes is None:
+            raw = path.read_bytes()
+        else:
+            with open(path, "rb") as fh:
+                raw = fh.read(max_bytes + 1)
+            if len(raw) > max_bytes:
+                raise SuiteFormatError(
+                    f"{path}: {what} is larger than {max_bytes >> 20} MiB; refusing to read it"
+                )
     except FileNotFoundError:
         raise SuiteFormatError(f"{path}: {what} not found") from None
     except IsADirectoryError:
@@ -117,24 +133,35 @@ def _read_bytes(path: Path, what: str) -> bytes:
         raise SuiteFormatError(f"{path}: cannot read {what} ({exc.strerror})") from None
 
 
+def _program_spec(directory: Path) -> ProgramSpec:
+    spec_path = directory / "program.json"
+    if not spec_path.exists():
+        return ProgramSpec()
+    data = _read_json(spec_path)
+    if not isinstance(data, dict):
+        raise SuiteFormatError(f"{spec_path}: must be a JSON object")
+    try:
+        return parse_model(ProgramSpec, data, spec_path)
+    except ValueError as exc:
+        raise SuiteFormatError(str(exc)) from None
+
+
+def _comparison(spec: CompareSpec | None, default: Comparison) -> Comparison:
+    if spec is None:
+        return default
+    return Comparison(mode=spec.mode, abs_tol=spec.abs_tol, rel_tol=spec.rel_tol)
+
+
 def load_program_dir(directory: Path, program_id: str | None = None) -> Program:
     """Load one program directory (see the module docstring for the layout)."""
     directory = Path(directory)
     if not directory.is_dir():
         raise SuiteFormatError(f"{directory}: program directory not found")
     pid = check_program_id(program_id or directory.name)
-    spec_path = directory / "program.json"
-    spec: dict[str, Any] = {}
-    if spec_path.exists():
-        spec = _read_json(spec_path)
-        if not isinstance(spec, dict):
-            raise SuiteFormatError(f"{spec_path}: must be a JSON object")
-        unknown = set(spec) - _PROGRAM_KEYS
-        if unknown:
-            raise SuiteFormatError(f"{spec_path}: unknown keys {', '.join(sorted(unknown))}")
-    source_path = _inside(directory, spec.get("source", "main.c"), "source")
+    spec = _program_spec(directory)
+    source_path = _inside(directory, spec.source, "source")
     source = read_source_file(source_path, "C source")
-    header_names = spec.get("headers")
+    header_names = spec.headers
     if header_names is None:
         header_names = sorted(p.name for p in directory.glob("*.h"))
     headers = tuple(
@@ -142,16 +169,22 @@ def load_program_dir(directory: Path, program_id: str | None = None) -> Program:
         for name in header_names
     )
     try:
-        default_compare = Comparison.from_dict(spec.get("compare"))
+        default_compare = _comparison(spec.compare, Comparison())
         tests = _load_tests(directory, spec, default_compare)
+        if not tests:
+            raise SuiteFormatError(
+                f"{directory}: program {pid!r} has no tests (add tests/NAME.in with "
+                "tests/NAME.out, or list them in program.json); without tests every "
+                "candidate would pass"
+            )
         return Program(
             id=pid,
             source=source,
             tests=tests,
             headers=headers,
-            cflags=tuple(spec.get("cflags", ())),
-            ldflags=tuple(spec.get("ldflags", ("-lm",))),
-            metadata=tuple(sorted(dict(spec.get("metadata", {})).items())),
+            cflags=tuple(spec.cflags),
+            ldflags=tuple(spec.ldflags),
+            metadata=tuple(sorted(spec.metadata.items())),
         )
     except SuiteFormatError:
         raise
@@ -160,9 +193,9 @@ def load_program_dir(directory: Path, program_id: str | None = None) -> Program:
 
 
 def _load_tests(
-    directory: Path, spec: dict[str, Any], default_compare: Comparison
+    directory: Path, spec: ProgramSpec, default_compare: Comparison
 ) -> tuple[TestCase, ...]:
-    entries = spec.get("tests")
+    entries = spec.tests
     if entries is None:
         tests_dir = directory / "tests"
         ins = sorted(tests_dir.glob("*.in")) if tests_dir.is_dir() else []
@@ -174,11 +207,11 @@ def _load_tests(
                     f"{stdin_path}: test input has no expected output (missing {out_path.name})"
                 )
             entries.append(
-                {
-                    "name": stdin_path.stem,
-                    "stdin": f"tests/{stdin_path.name}",
-                    "stdout": f"tests/{out_path.name}",
-                }
+                TestSpec(
+                    name=stdin_path.stem,
+                    stdin=f"tests/{stdin_path.name}",
+                    stdout=f"tests/{out_path.name}",
+                )
             )
         orphans = sorted(
             p.name
@@ -189,33 +222,23 @@ def _load_tests(
             raise SuiteFormatError(
                 f"{tests_dir}: expected outputs without inputs: {', '.join(orphans[:5])}"
             )
-    if not isinstance(entries, list):
-        raise SuiteFormatError(f"{directory}/program.json: 'tests' must be a list")
     tests = []
     for i, entry in enumerate(entries):
-        if not isinstance(entry, dict):
-            raise SuiteFormatError(f"{directory}: test #{i} must be an object")
-        unknown = set(entry) - _TEST_KEYS
-        if unknown:
-            raise SuiteFormatError(f"{directory}: test #{i} has unknown keys {sorted(unknown)}")
-        name = entry.get("name") or f"t{i}"
-        if "stdout" not in entry:
-            raise SuiteFormatError(f"{directory}: test {name!r} has no expected output ('stdout')")
+        name = entry.name or f"t{i}"
         stdin = (
-            _read_bytes(_inside(directory, entry["stdin"], "stdin"), "test input")
-            if entry.get("stdin")
+            _read_bytes(_inside(directory, entry.stdin, "stdin"), "test input")
+            if entry.stdin
             else b""
         )
-        stdout = _read_bytes(_inside(directory, entry["stdout"], "stdout"), "expected output")
-        compare = Comparison.from_dict(entry["compare"]) if "compare" in entry else default_compare
+        stdout = _read_bytes(_inside(directory, entry.stdout, "stdout"), "expected output")
         tests.append(
             TestCase(
                 name=name,
                 stdin=stdin,
                 expected_stdout=stdout,
-                argv=tuple(entry.get("argv", ())),
-                expected_exit=int(entry.get("exit_code", 0)),
-                compare=compare,
+                argv=tuple(entry.argv),
+                expected_exit=entry.exit_code,
+                compare=_comparison(entry.compare, default_compare),
             )
         )
     return tuple(tests)
@@ -227,30 +250,27 @@ def load_suite(path: str | os.PathLike[str]) -> Suite:
     if not root.exists():
         raise SuiteFormatError(f"{root}: suite not found")
     index_path = root / "suite.json"
-    index = _read_json(index_path)
-    if not isinstance(index, dict):
+    raw_index = _read_json(index_path)
+    if not isinstance(raw_index, dict):
         raise SuiteFormatError(f"{index_path}: must be a JSON object")
-    if index.get("format") != SUITE_FORMAT:
+    if raw_index.get("format") != SUITE_FORMAT:
         raise SuiteFormatError(
-            f"{index_path}: 'format' is {index.get('format')!r}, expected {SUITE_FORMAT!r}"
+            f"{index_path}: 'format' is {raw_index.get('format')!r}, expected {SUITE_FORMAT!r}"
         )
-    version = index.get("version")
+    version = raw_index.get("version")
     if version != SUITE_VERSION:
         raise SuiteFormatError(
             f"{index_path}: schema version {version!r} is not supported "
             f"(this asmopt reads version {SUITE_VERSION})"
         )
-    entries = index.get("programs")
-    if not isinstance(entries, list):
-        raise SuiteFormatError(f"{index_path}: 'programs' must be a list")
+    try:
+        index = parse_model(SuiteIndex, raw_index, index_path)
+    except ValueError as exc:
+        raise SuiteFormatError(str(exc)) from None
     programs: dict[str, Program] = {}
     splits: dict[str, str] = {}
-    for i, entry in enumerate(entries):
-        if isinstance(entry, str):
-            entry = {"id": entry}
-        if not isinstance(entry, dict) or "id" not in entry:
-            raise SuiteFormatError(f"{index_path}: programs[{i}] needs an 'id'")
-        pid = entry["id"]
+    for i, entry in enumerate(index.programs):
+        pid = entry.id
         try:
             check_program_id(pid)
         except ProgramError as exc:
@@ -258,22 +278,28 @@ def load_suite(path: str | os.PathLike[str]) -> Suite:
         if pid in programs:
             raise SuiteFormatError(f"{index_path}: program {pid!r} listed twice")
         programs[pid] = load_program_dir(root / "programs" / pid, pid)
-        splits[pid] = entry.get("split", "test")
+        splits[pid] = entry.split
     try:
         return Suite(
-            name=str(index.get("name", root.name)),
+            name=index.name if index.name is not None else root.name,
             programs=programs,
             splits=splits,
-            description=str(index.get("description", "")),
+            description=index.description,
         )
     except ProgramError as exc:
         raise SuiteFormatError(f"{index_path}: {exc}") from None
 
 
 def _atomic_write(path: Path, data: bytes) -> None:
+    """Write beside the target and rename; the temporary file is removed on any failure
+    (a full disk included), so a failed write leaves the old file and nothing else."""
     tmp = path.with_name(f".{path.name}.tmp{os.getpid()}")
-    tmp.write_bytes(data)
-    os.replace(tmp, path)
+    try:
+        tmp.write_bytes(data)
+        os.replace(tmp, path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
 
 
 def save_suite(suite: Suite, path: str | os.PathLike[str]) -> Path:
@@ -290,35 +316,37 @@ def save_suite(suite: Suite, path: str | os.PathLike[str]) -> Path:
         for t in program.tests:
             _atomic_write(pdir / "tests" / f"{t.name}.in", t.stdin)
             _atomic_write(pdir / "tests" / f"{t.name}.out", t.expected_stdout)
-            entry: dict[str, Any] = {
-                "name": t.name,
-                "stdin": f"tests/{t.name}.in",
-                "stdout": f"tests/{t.name}.out",
-            }
-            if t.argv:
-                entry["argv"] = list(t.argv)
-            if t.expected_exit:
-                entry["exit_code"] = t.expected_exit
-            if t.compare != Comparison():
-                entry["compare"] = t.compare.to_dict()
-            tests.append(entry)
-        spec = {
-            "source": "main.c",
-            "headers": [h for h, _ in program.headers],
-            "cflags": list(program.cflags),
-            "ldflags": list(program.ldflags),
-            "metadata": program.meta,
-            "tests": tests,
-        }
-        _atomic_write(pdir / "program.json", (json.dumps(spec, indent=2) + "\n").encode())
-    index = {
-        "format": SUITE_FORMAT,
-        "version": SUITE_VERSION,
-        "name": suite.name,
-        "description": suite.description,
-        "programs": [{"id": p.id, "split": suite.splits[p.id]} for p in suite.select()],
-    }
-    _atomic_write(root / "suite.json", (json.dumps(index, indent=2) + "\n").encode())
+            tests.append(
+                TestSpec(
+                    name=t.name,
+                    stdin=f"tests/{t.name}.in",
+                    stdout=f"tests/{t.name}.out",
+                    argv=list(t.argv),
+                    exit_code=t.expected_exit,
+                    compare=None
+                    if t.compare == Comparison()
+                    else CompareSpec(**t.compare.to_dict()),
+                )
+            )
+        spec = ProgramSpec(
+            source="main.c",
+            headers=[h for h, _ in program.headers],
+            cflags=list(program.cflags),
+            ldflags=list(program.ldflags),
+            metadata=program.meta,
+            tests=tests or None,
+        )
+        # Defaults are left out (they read back the same), which keeps the file short.
+        text = json.dumps(spec.model_dump(exclude_defaults=True), indent=2)
+        _atomic_write(pdir / "program.json", (text + "\n").encode())
+    index = SuiteIndex(
+        format=SUITE_FORMAT,
+        version=SUITE_VERSION,
+        name=suite.name,
+        description=suite.description,
+        programs=[SuiteEntry(id=p.id, split=suite.splits[p.id]) for p in suite.select()],  # type: ignore[arg-type]
+    )
+    _atomic_write(root / "suite.json", (json.dumps(index.model_dump(), indent=2) + "\n").encode())
     return root
 
 

@@ -61,10 +61,14 @@ def export_records(store: ResultStore, raw: bool = False) -> list[dict[str, Any]
 def write_jsonl(records: Sequence[dict[str, Any]], path: Path) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_suffix(path.suffix + ".tmp")
-    with tmp.open("w", encoding="utf-8") as fh:
-        for rec in records:
-            fh.write(json.dumps(rec, default=str) + "\n")
-    tmp.replace(path)
+    try:
+        with tmp.open("w", encoding="utf-8") as fh:
+            for rec in records:
+                fh.write(json.dumps(rec, default=str) + "\n")
+        tmp.replace(path)
+    except BaseException:  # a full disk or a bad path leaves no half-written .tmp behind
+        tmp.unlink(missing_ok=True)
+        raise
 
 
 def write_parquet(records: Sequence[dict[str, Any]], path: Path) -> None:

@@ -277,6 +277,9 @@ def _program_args(
     return args
 
 
+NO_SPACE = "no space left on the device for a sandboxed run's temporary files"
+
+
 class Sandbox:
     """A bubblewrap sandbox. Create one per process and reuse it; it is thread-safe."""
 
@@ -324,6 +327,11 @@ class Sandbox:
             raise SandboxUnavailable(str(exc)) from None
         self._checked = True  # run_binaries calls check() itself
         why = self._probe_failure(Limits(wall_seconds=30.0))
+        if why is not None and why.startswith(NO_SPACE):
+            self._checked = False  # a full disk is not a missing sandbox: say which
+            raise SandboxUnavailable(
+                f"{why}; free disk space or set TMPDIR to another file system, and rerun"
+            )
         if why is not None:
             self._checked = False
             raise SandboxUnavailable(
@@ -352,6 +360,8 @@ class Sandbox:
         try:
             result = self.run_binaries([self._probe], [0], stdin=b"probe\n", limits=limits)
         except OSError as exc:
+            if exc.errno in (errno.ENOSPC, errno.EDQUOT):
+                return f"{NO_SPACE}: {exc.filename2 or exc.filename or tempfile.gettempdir()}"
             return f"bubblewrap could not be started: {exc}"
         if result.infra_error:
             return result.infra_error

@@ -409,6 +409,21 @@ def load_config(
             raise ValueError(f"{path}: expected a mapping of settings at the top level")
         data.update(loaded)
     if overrides:
+        # Checked on their own first: a bad `--set` must be reported as the command line's,
+        # not as an error in the config file it overrides.
+        types_ = field_types(cls)
+        for key, value in overrides.items():
+            if key not in types_:
+                close = difflib.get_close_matches(str(key), list(types_), n=1)
+                hint = f"; did you mean {close[0]!r}?" if close else ""
+                raise ValueError(
+                    f"--set {key}: unknown key {key!r} for {cls.__name__}{hint} "
+                    "(see docs/training.md for the fields)"
+                )
+            try:
+                coerce(key, value, types_[key])
+            except ValueError as exc:
+                raise ValueError(f"--set {key}: {exc}") from None
         data.update(overrides)
     return config_from_dict(cls, data, source=source)
 

@@ -5,8 +5,9 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import os
+import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -64,6 +65,10 @@ class CoreLayout:
         return cls(timing=timing, general=general, isolated=True)
 
 
+# A wait for a timing core longer than this is reported (with who holds the cores).
+WAIT_NOTICE_S = 5.0
+
+
 class CoreLock:
     """At most one timing per physical core, across threads and processes (flock).
 
@@ -76,12 +81,25 @@ class CoreLock:
         self.lock_dir.mkdir(parents=True, exist_ok=True)
 
     @contextlib.contextmanager
-    def hold(self, poll_s: float = 0.005) -> Iterator[int]:
-        """Wait for a free timing core; yield its CPU number while holding its lock."""
+    def hold(
+        self,
+        poll_s: float = 0.005,
+        *,
+        notice_after_s: float = WAIT_NOTICE_S,
+        notify: Callable[[str], None] | None = None,
+    ) -> Iterator[int]:
+        """Wait for a free timing core; yield its CPU number while holding its lock.
+
+        The holder writes its pid and command line into the lock file. A wait longer than
+        `notice_after_s` is reported (to stderr unless `notify` is given) with what is
+        awaited and who holds it, then again every minute: a silent wait on other
+        processes' timings looked like a hang."""
         handles = []
         for cpu in self.layout.timing:
             name = _physical_core(cpu).replace(",", "_").replace("-", "_")
             handles.append((cpu, self.lock_dir / f"core-{name}.lock"))
+        started = time.monotonic()
+        next_notice = notice_after_s
         while True:
             for cpu, path in handles:
                 fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o666)
@@ -92,13 +110,42 @@ class CoreLock:
                 except BlockingIOError:
                     os.close(fd)
                     continue
+                with contextlib.suppress(OSError):
+                    os.ftruncate(fd, 0)
+                    os.pwrite(fd, _holder_record().encode(), 0)
                 try:
                     yield cpu
                 finally:
+                    with contextlib.suppress(OSError):
+                        os.ftruncate(fd, 0)
                     fcntl.flock(fd, fcntl.LOCK_UN)
                     os.close(fd)
                 return
+            waited = time.monotonic() - started
+            if waited >= next_notice:
+                holders = sorted({_read_holder(path) for _, path in handles})
+                message = (
+                    f"asmopt: waiting {waited:.0f}s for a timing core (machine-wide lock in "
+                    f"{self.lock_dir}); held by: {'; '.join(holders)}"
+                )
+                if notify is not None:
+                    notify(message)
+                else:
+                    print(message, file=sys.stderr, flush=True)
+                next_notice = waited + 60.0
             time.sleep(poll_s)
+
+
+def _holder_record() -> str:
+    command = " ".join(" ".join(sys.argv).split())  # one line, whatever the arguments hold
+    return f"pid {os.getpid()}: {command[:200]}"
+
+
+def _read_holder(path: Path) -> str:
+    try:
+        return path.read_text().strip() or "a process that did not say"
+    except OSError:
+        return "unknown"
 
 
 _LOCK_PARENTS = ("/run/lock", "/var/lock", "/dev/shm", "/tmp")
@@ -159,5 +206,3 @@ def general_affinity(layout: CoreLayout | None = None) -> Iterator[tuple[int, ..
         yield layout.general
     finally:
         os.sched_setaffinity(0, before)
-
-
