@@ -3,6 +3,7 @@ processes with different temporary directories must still exclude each other."""
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -50,3 +51,54 @@ def test_processes_with_different_tmpdirs_share_the_core_lock(tmp_path: Path) ->
     assert line_b.split()[1] == line_a.split()[1]  # the same lock directory
     assert not line_a.split()[1].startswith(str(tmp_path))  # not derived from TMPDIR
     assert waited >= 2.0, f"the second process got the core after {waited:.2f}s"
+
+
+DETECTED_HOLDER = """
+import sys, time
+from asmopt.measure.timing import CoreLock
+lock = CoreLock()
+with lock.hold() as cpu:
+    print("held", cpu, flush=True)
+    time.sleep(float(sys.argv[1]))
+"""
+
+
+def test_doctor_names_the_lock_files_and_who_holds_them(tmp_path: Path) -> None:
+    # A private lock directory on purpose (ASMOPT_TIMING_LOCK_DIR), so that the real
+    # timing cores of this machine stay free while the test holds one.
+    env = {
+        **os.environ,
+        "ASMOPT_TIMING_LOCK_DIR": str(tmp_path / "locks"),
+        "PYTHONPATH": str(REPO / "src"),
+    }
+    holder = subprocess.Popen(
+        [sys.executable, "-c", DETECTED_HOLDER, "20"], stdout=subprocess.PIPE, text=True, env=env
+    )
+    try:
+        assert holder.stdout is not None
+        line = holder.stdout.readline()
+        assert line.startswith("held"), line
+        cpu = int(line.split()[1])
+        out = subprocess.run(
+            [sys.executable, "-m", "asmopt.cli", "doctor", "--json"],
+            capture_output=True,
+            text=True,
+            env=env,
+            timeout=120,
+        )
+        report = json.loads(out.stdout)
+        timing = report["timing"]
+        assert timing["lock_dir"] == str(tmp_path / "locks")
+        (entry,) = [e for e in timing["locks"] if e["cpu"] == cpu]
+        assert entry["held_by"] is not None and f"pid {holder.pid}" in entry["held_by"]
+    finally:
+        holder.kill()
+        holder.wait(timeout=30)
+    free = subprocess.run(
+        [sys.executable, "-m", "asmopt.cli", "doctor", "--json"],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+    )
+    assert all(e["held_by"] is None for e in json.loads(free.stdout)["timing"]["locks"])

@@ -42,6 +42,7 @@ from asmopt.toolchain import ToolchainError
 # `register(subparsers, common)` where `common` is the parent parser with shared options.
 COMMAND_MODULES: tuple[str, ...] = (
     "asmopt.cli.data",
+    "asmopt.cli.doctor",
     "asmopt.cli.serve",
     "asmopt.cli.train",
     "asmopt.cli.study",

@@ -136,6 +136,32 @@ class CoreLock:
             time.sleep(poll_s)
 
 
+def lock_states(lock: CoreLock) -> list[tuple[int, Path, str | None]]:
+    """Each timing core's lock file and who holds it now (None: free), without waiting.
+
+    `asmopt doctor` shows this, so a user can see which file every asmopt process on the
+    machine contends for and what is timing at the moment."""
+    out: list[tuple[int, Path, str | None]] = []
+    for cpu in lock.layout.timing:
+        name = _physical_core(cpu).replace(",", "_").replace("-", "_")
+        path = lock.lock_dir / f"core-{name}.lock"
+        try:
+            fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o666)
+        except OSError as exc:
+            out.append((cpu, path, f"cannot open ({exc.strerror})"))
+            continue
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            out.append((cpu, path, _read_holder(path)))
+        else:
+            fcntl.flock(fd, fcntl.LOCK_UN)
+            out.append((cpu, path, None))
+        finally:
+            os.close(fd)
+    return out
+
+
 def _holder_record() -> str:
     command = " ".join(" ".join(sys.argv).split())  # one line, whatever the arguments hold
     return f"pid {os.getpid()}: {command[:200]}"
