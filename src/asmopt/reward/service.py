@@ -127,23 +127,32 @@ def _coerce_text(completion: str | bytes) -> tuple[str | None, str]:
     return completion, ""
 
 
-def _answer_assembly(text: str, baseline_asm: str, config: ScoreConfig) -> tuple[str | None, str]:
-    """The candidate assembly the completion stands for, or (None, why not)."""
-    from asmopt.policies.diff_format import DiffError, apply_unified_diff
+def _extract(text: str, config: ScoreConfig) -> tuple[str | None, str]:
+    """The assembly (or, for `edit_format="diff"`, the diff) in the completion, or (None,
+    why not). Needs neither the sandbox nor the baseline, so it runs before either: an
+    answer with nothing to build is the model's `extraction_error` even when our side is
+    down, never our `infra_error`."""
     from asmopt.policies.extract import extract_assembly, extract_diff
 
     if config.edit_format == "diff":
         diff = extract_diff(text) if config.extract else text
-        if diff is None:
-            return None, "no ```diff block in the completion"
-        try:
-            return apply_unified_diff(baseline_asm, diff), ""
-        except DiffError as exc:
-            return None, f"diff does not apply: {exc}"
+        return (None, "no ```diff block in the completion") if diff is None else (diff, "")
     assembly = extract_assembly(text) if config.extract else text
-    if assembly is None:
-        return None, "no assembly block in the completion"
-    return assembly, ""
+    return (None, "no assembly block in the completion") if assembly is None else (assembly, "")
+
+
+def _answer_assembly(
+    payload: str, baseline_asm: str, config: ScoreConfig
+) -> tuple[str | None, str]:
+    """The candidate assembly the extracted payload stands for, or (None, why not)."""
+    from asmopt.policies.diff_format import DiffError, apply_unified_diff
+
+    if config.edit_format != "diff":
+        return payload, ""
+    try:
+        return apply_unified_diff(baseline_asm, payload), ""
+    except DiffError as exc:
+        return None, f"diff does not apply: {exc}"
 
 
 def _reward_input(result: ScoreResult) -> RewardInput:
@@ -235,10 +244,15 @@ def _score(
         return _finish(
             ScoreResult(None, "extraction_error", message=problem, total=total), config, start
         )
+    payload, problem = _extract(text, config)
+    if payload is None:
+        return _finish(
+            ScoreResult(None, "extraction_error", total=total, message=problem), config, start
+        )
     toolchain, sandbox = _worker_parts()
     if baseline_asm is None:
         baseline_asm = program.meta.get("baseline_asm") or toolchain.baseline_assembly(program)
-    assembly, problem = _answer_assembly(text, baseline_asm, config)
+    assembly, problem = _answer_assembly(payload, baseline_asm, config)
     if assembly is None:
         return _finish(
             ScoreResult(None, "extraction_error", total=total, message=problem), config, start
