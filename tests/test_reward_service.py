@@ -334,3 +334,35 @@ def test_diff_answers_are_applied_to_the_baseline(baseline: str) -> None:
     assert full.verdict == "extraction_error" and "diff" in full.message
     with pytest.raises(ValueError, match="edit_format"):
         ScoreConfig(edit_format="patch")  # type: ignore[arg-type]
+
+
+def test_main_guard_detection_follows_what_spawn_re_runs(tmp_path: Path) -> None:
+    """spawn re-runs a script or a `-m` module, but never a package's __main__.py (so
+    `python -m asmopt.cli` keeps its worker processes)."""
+    import os
+    import subprocess
+    import sys
+
+    probe = "import asmopt.reward.service as s\nprint('UNGUARDED', s.unguarded_main_script())\n"
+    pkg = tmp_path / "pkg"
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text("")
+    (pkg / "__main__.py").write_text(probe)
+    (pkg / "mod.py").write_text(probe)
+    (tmp_path / "guarded.py").write_text(
+        f"def main():\n    exec({probe!r})\nif __name__ == '__main__':\n    main()\n"
+    )
+    src = str(Path(__file__).resolve().parents[1] / "src")
+    env = {**os.environ, "PYTHONPATH": f"{src}{os.pathsep}{tmp_path}"}
+
+    def run(*args: str) -> str:
+        proc = subprocess.run(
+            [sys.executable, *args], capture_output=True, text=True, env=env, timeout=60
+        )
+        assert proc.returncode == 0, proc.stderr
+        return proc.stdout.strip().removeprefix("UNGUARDED ")
+
+    assert run("-m", "pkg") == "None"
+    assert run("-m", "pkg.mod") == str(pkg / "mod.py")
+    assert run(str(pkg / "mod.py")) == str(pkg / "mod.py")
+    assert run(str(tmp_path / "guarded.py")) == "None"

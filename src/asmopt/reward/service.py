@@ -317,8 +317,9 @@ def unguarded_main_script() -> str | None:
     and when the file cannot be read or parsed (no evidence of a problem)."""
     main = sys.modules.get("__main__")
     path = getattr(main, "__file__", None)
-    if not path:
-        return None
+    name = getattr(getattr(main, "__spec__", None), "name", None) or ""
+    if not path or name == "__main__" or name.endswith(".__main__"):
+        return None  # multiprocessing never re-runs a package's __main__.py
     try:
         tree = ast.parse(open(path, encoding="utf-8").read(), filename=path)  # noqa: SIM115
     except (OSError, SyntaxError, ValueError):
