@@ -80,7 +80,10 @@ def main() -> int:
                             t.n,
                             t.n_outliers,
                             ", ".join(t.warnings),
+                            t.context.get("stopped", ""),
                             f"{t.context['seconds']:.1f}",
+                            f"{t.context.get('waited_s', 0.0):.1f}",
+                            f"{t.context.get('stalled_s', 0.0):.1f}",
                             f"{rt.ratio:.4f}",
                             f"+-{100 * rt.half_width:.1f}%",
                         )
@@ -199,8 +202,10 @@ def main() -> int:
             "",
             "## Per test",
             "",
-            "Ours: CPU ms of the baseline, ratio, interval, timed pairs, outliers, warnings, "
-            "seconds spent timing; reference: ratio and its own 95% half-width.",
+            "Ours: CPU ms of the baseline, ratio, interval, timed pairs (the pilot round "
+            "left out), outliers, warnings, why it stopped, seconds charged to its budget, "
+            "seconds waiting for the timing core and in discarded stalled rounds (both "
+            "charged to no budget); reference: ratio and its own 95% half-width.",
             "",
             md_table(
                 [
@@ -213,7 +218,10 @@ def main() -> int:
                     "pairs",
                     "outliers",
                     "warnings",
+                    "stopped",
                     "s",
+                    "waited s",
+                    "stalled s",
                     "reference",
                     "ref. half-width",
                 ],

@@ -43,6 +43,15 @@ def test_honest_selection_cannot_see_held_out_tests() -> None:
     # Honest picks sample 0 (ties on visible tests go to the lower index): it fails.
     assert metrics["honest"]["reference"]["pass_rate"] == 0.0
     assert metrics["oracle"]["reference"]["pass_rate"] == 1.0
+    assert metrics["selected_on_scored_input"] == []
+
+
+def test_one_test_programs_are_named_as_selected_on_the_scored_input() -> None:
+    one = Program(id="q", source="int main(void){return 0;}\n", tests=(TestCase("t1", b"", b""),))
+    outcomes = [SampleOutcome("q", i, CheckResult("q", Verdict.PASS, "", [])) for i in (0, 1)]
+    outcomes.append(_outcome(0, set()))
+    metrics = best_of_n_metrics(outcomes, {"p": PROG, "q": one})
+    assert metrics["selected_on_scored_input"] == ["q"]
 
 
 class _Scripted:

@@ -37,3 +37,21 @@ def test_compare(expected: bytes, actual: bytes, cmp: Comparison, ok: bool, need
         assert diff is None
     else:
         assert diff is not None and needle in diff
+
+
+def test_md5_hashes_the_output_with_the_exit_line() -> None:
+    """llvm-test-suite's HASH_PROGRAM_OUTPUT digest covers the output followed by
+    `exit N\\n`: the same output with another exit status, or a digest of the output alone,
+    does not match."""
+    import hashlib
+
+    md5 = Comparison("md5")
+    out = b"0.00 0.50\n1.00 1.50\n"
+    digest = hashlib.md5(out + b"exit 0\n").hexdigest().encode()
+    assert compare_output(digest + b"\n", out, md5, exit_code=0) is None
+    assert compare_output(digest.upper(), out, md5, exit_code=0) is None  # case, whitespace
+    diff = compare_output(digest, out, md5, exit_code=1)
+    assert diff is not None and "output hash differs" in diff and "exit 1" in diff
+    alone = hashlib.md5(out).hexdigest().encode()
+    assert compare_output(alone, out, md5, exit_code=0) is not None
+    assert compare_output(digest, out + b" ", md5, exit_code=0) is not None

@@ -147,3 +147,25 @@ def test_every_drop_reason_is_documented() -> None:
 
     doc = (Path(__file__).resolve().parents[1] / "docs" / "datasets.md").read_text()
     assert [r for r in REASONS if f"`{r}`" not in doc] == []
+
+
+def test_import_checks_its_destination_before_any_work(tmp_path: Path, capsys) -> None:
+    """A non-empty destination is refused at once: the import does not parse (or verify)
+    anything first, so a missing input directory is not even reached."""
+    out = tmp_path / "taken"
+    out.mkdir()
+    (out / "notes.txt").write_text("mine\n")
+    code, _, err = run(
+        ["data", "import", "llvm-test-suite", str(tmp_path / "nowhere"), "-o", str(out)], capsys
+    )
+    assert code == 2 and "not empty" in err and "nowhere" not in err
+    assert (out / "notes.txt").read_text() == "mine\n"
+
+
+def test_llvm_suite_name_comes_from_the_imported_directories() -> None:
+    from asmopt.data.llvm_test_suite import suite_name_for
+
+    assert suite_name_for(["x/SingleSource/Benchmarks/Polybench"]) == "llvm-Polybench"
+    assert suite_name_for(["a/Stanford", "a/Shootout/"]) == "llvm-Shootout+Stanford"
+    long = suite_name_for([f"d/Directory{i:02d}" for i in range(12)])
+    assert len(long) <= 64 and long != suite_name_for([f"d/Directory{i:02d}" for i in range(11)])

@@ -210,3 +210,20 @@ def test_max_prompt_tokens_drops_and_names_long_prompts(tmp_path: Path) -> None:
     assert drop.item == "long" and drop.reason == "prompt_too_long"
     assert f"{long_len} prompt tokens > {limit}" in drop.detail
     assert report.stats["prompt_tokens"]["longest_kept"] == short_len
+
+
+def test_non_utf8_source_is_kept_in_the_suite_but_not_exported_as_text() -> None:
+    """Rows and prompts are text: a byte-exact Latin-1 source is refused by the row builder
+    (named) and shown with U+FFFD in a prompt, never sent as broken text."""
+    from asmopt.data.common import ItemError
+    from asmopt.data.export import make_row
+    from asmopt.policies.prompts import load_template
+    from asmopt.programs.model import Program, TestCase, decode_source
+
+    source = decode_source(b"/* caf\xe9 */\nint main(void){return 0;}\n")
+    program = Program(id="latin", source=source, tests=(TestCase("t", b"", b""),))
+    with pytest.raises(ItemError, match="C source is not UTF-8"):
+        make_row(program, "train", 0, "main:\n\tret\n", "test")
+    prompt = load_template("reference").render(source, "main:\n\tret\n")
+    assert "caf\ufffd" in prompt
+    prompt.encode("utf-8")  # valid text

@@ -119,7 +119,10 @@ def test_wrong_answer_is_not_timed(timed: list[SampleOutcome]) -> None:
 def test_summary_has_reference_and_strict_metrics(timed: list[SampleOutcome]) -> None:
     m = summarize(timed)["metrics"]
     assert m["strict"]["copy_rate"] == pytest.approx(0.25)
-    assert m["strict"]["significantly_faster"] == pytest.approx(0.25)
+    # A strict win needs a reliable measurement (a loaded machine can flag the fast one).
+    fast = timed[1].check.speedup
+    assert fast is not None
+    assert m["strict"]["significantly_faster"] == pytest.approx(0.25 if fast.reliable else 0.0)
     assert m["strict"]["significantly_slower"] == pytest.approx(0.25)
     assert m["reference"]["pass_rate"] == pytest.approx(0.75)
     assert m["reference"]["speedup"] > 1.0

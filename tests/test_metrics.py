@@ -6,7 +6,13 @@ import math
 
 import pytest
 
-from asmopt.metrics import Answer, compute_metrics, reference_answer_speedup
+from asmopt.metrics import (
+    Answer,
+    compute_metrics,
+    reference_answer_speedup,
+    strict_opt,
+    strict_wins,
+)
 
 
 def fast(pid: str, tests: tuple[float, ...], low: float, high: float) -> Answer:
@@ -69,3 +75,22 @@ def test_measurement_infra_error_is_excluded_and_unmeasurable_counts_one() -> No
 def test_empty_metrics() -> None:
     m = compute_metrics([])
     assert m.answers == 0 and m.pass_rate is None and m.reference_speedup is None
+
+
+def test_strict_opt_and_significance_agree_by_construction() -> None:
+    """Strict %Opt counts a subset of the significantly faster answers: a point estimate over
+    1.10 with an interval reaching below 1.0, or an unreliable measurement, is never a
+    strict win, while the reference block's point-estimate %Opt still counts the first."""
+    wide = fast("nsieve", (1.129,), 0.93, 1.37)  # point >= 1.10, interval spans 1.0
+    shaky = Answer("u", measure_status="measured", speedup=1.5, low=1.3, high=1.7, reliable=False)
+    narrow = fast("win", (1.25,), 1.12, 1.39)  # lower bound >= 1.10
+    just = fast("just", (1.08,), 1.03, 1.13)  # significantly faster, but not by 10%
+    answers = [wide, shaky, narrow, just, COPY, WRONG]
+    m = compute_metrics(answers)
+    assert {a.program_id for a in strict_opt(answers)} == {"win"}
+    assert {a.program_id for a in strict_wins(answers)} == {"win", "just"}
+    assert m.pie_opt == pytest.approx(1 / 6) and m.significantly_faster == pytest.approx(2 / 6)
+    assert m.pie_opt_point == pytest.approx(3 / 6)  # wide, shaky and narrow by point estimate
+    # by construction, on every threshold: each strict %Opt answer is a strict win
+    for threshold in (1.0, 1.05, 1.10, 1.2, 2.0):
+        assert set(map(id, strict_opt(answers, threshold))) <= set(map(id, strict_wins(answers)))

@@ -83,7 +83,8 @@ def test_hand_written_layout_discovers_tests(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("files", "needle"),
     [
-        ({"main.c": b"\xff\xfeint main", "tests/a.in": "", "tests/a.out": ""}, "not UTF-8"),
+        # non-UTF-8 bytes are kept (see the round-trip test); NUL bytes are refused
+        ({"main.c": b"int\x00main", "tests/a.in": "", "tests/a.out": ""}, "binary"),
         ({"main.c": b"\x7fELF\x00\x00", "tests/a.in": "", "tests/a.out": ""}, "binary file"),
         ({"main.c": "int main(){}", "tests/a.in": "1"}, "no expected output"),
         ({"main.c": "int main(){}", "tests/a.out": "1"}, "without inputs"),
@@ -147,3 +148,17 @@ def test_builtin_suite_shape() -> None:
     assert splits == {"train", "validation", "test"}
     numeric = [p for p in suite if any(t.compare.mode == "numeric" for t in p.tests)]
     assert len(numeric) >= 4
+
+
+def test_non_utf8_source_round_trips_byte_for_byte(tmp_path) -> None:
+    """A Latin-1 byte in a comment is kept through save and load (gcc compiles it)."""
+    from asmopt.programs.model import Program, Suite, TestCase, decode_source, encode_source
+    from asmopt.programs.suite_io import load_suite, save_suite
+
+    raw = b"/* caf\xe9, na\xefve */\nint main(void){return 0;}\n"
+    program = Program(id="latin", source=decode_source(raw), tests=(TestCase("t", b"", b""),))
+    assert encode_source(program.source) == raw
+    save_suite(Suite("s", {"latin": program}, {}), tmp_path / "s")
+    assert (tmp_path / "s/programs/latin/main.c").read_bytes() == raw
+    loaded = load_suite(tmp_path / "s").programs["latin"]
+    assert encode_source(loaded.source) == raw and loaded.content_hash() == program.content_hash()

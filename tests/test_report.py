@@ -101,3 +101,111 @@ def test_missing_matplotlib_is_a_clear_error(
         write_report(store, tmp_path / "a")
     html_path, _ = write_report(store, tmp_path / "b", plots=False)
     assert "1.500x" in html_path.read_text()
+
+
+def _search_record(chosen: str, budget_hit: bool) -> dict[str, object]:
+    tried = [
+        {
+            "name": "gcc -O2",
+            "status": "not_chosen",
+            "detail": "",
+            "speedup": 1.04,
+            "low": 0.98,
+            "high": 1.1,
+        },
+        {
+            "name": "gcc -O3 PGO",
+            "status": "chosen",
+            "detail": "",
+            "speedup": 1.6,
+            "low": 1.5,
+            "high": 1.7,
+        },
+        {
+            "name": "clang -O3",
+            "status": "unavailable",
+            "detail": "clang is not installed",
+            "speedup": None,
+            "low": None,
+            "high": None,
+        },
+        {
+            "name": "gcc -Os",
+            "status": "skipped_budget",
+            "detail": "budget spent",
+            "speedup": None,
+            "low": None,
+            "high": None,
+        },
+    ]
+    return {
+        "chosen": chosen,
+        "tried": tried,
+        "selection": "scored input",
+        "selection_tests": ["t1"],
+        "budget_s": 30.0,
+        "budget_hit": budget_hit,
+        "seconds": 31.2,
+    }
+
+
+def test_report_shows_every_compiler_search_variant(tmp_path: Path) -> None:
+    """A compiler-search run's stored record becomes a per-program table in the report,
+    naming the chosen variant, the selection input and the programs that hit their budget."""
+    s = ResultStore(tmp_path / "run")
+    s.begin_run({"suite": "demo", "policy": "compiler-search", "measure": "time"}, {})
+    s.put_program(
+        Program(id="alpha", source="int main(){}", tests=(TestCase("t1", b"", b""),)),
+        "test",
+        BASELINE,
+    )
+    out = _measured("alpha", 1.5, 1.4, 1.6, FASTER)
+    out.policy_info = {"policy_s": 31.2, "search": _search_record("gcc -O3 PGO", True)}
+    s.record(out)
+    _, md_path = write_report(s, tmp_path / "out", plots=False)
+    s.close()
+    md = md_path.read_text()
+    assert "alpha: chose gcc -O3 PGO; selected on the scored input" in md
+    assert "| gcc -O2 | measured, not chosen | 1.040x | [0.980, 1.100] |" in md
+    assert "| clang -O3 | compiler not installed |" in md
+    assert "| gcc -Os | skipped (budget spent) |" in md
+    assert "Programs that hit their search budget: alpha" in md
+    # the answer's wall time includes the search's own time
+    assert "| 31.2 |" in md
+
+
+def test_report_refuses_a_run_that_mixes_suites(store: ResultStore, tmp_path: Path) -> None:
+    from asmopt.report.build import MixedSuitesError
+
+    store.set_meta("sessions", [{"suite_id": "llvm@aaaa"}, {"suite_id": "llvm@bbbb"}])
+    with pytest.raises(MixedSuitesError, match="2 suites"):
+        write_report(store, tmp_path / "out", plots=False)
+
+
+def test_results_show_verbose_lists_every_variant_and_compare_names_columns(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import asmopt.cli
+
+    s = ResultStore(tmp_path / "run")
+    s.begin_run({"suite": "demo", "policy": "compiler-search", "measure": "time"}, {})
+    s.put_program(
+        Program(id="alpha", source="int main(){}", tests=(TestCase("t1", b"", b""),)),
+        "test",
+        BASELINE,
+    )
+    out = _measured("alpha", 1.5, 1.4, 1.6, FASTER)
+    out.policy_info = {"policy_s": 31.2, "search": _search_record("gcc -O3 PGO", False)}
+    s.record(out)
+    s.close()
+    assert asmopt.cli.main(["results", "show", str(tmp_path / "run"), "-v"]) == 0
+    text = capsys.readouterr().out
+    assert "alpha: chose gcc -O3 PGO; selected on the scored input" in text
+    assert "gcc -O2" in text and "[0.980, 1.100]" in text and "wall s" in text
+    assert asmopt.cli.main(["results", "show", str(tmp_path / "run")]) == 0
+    assert "gcc -O2" not in capsys.readouterr().out  # the variant table only with -v
+    assert (
+        asmopt.cli.main(["results", "compare", str(tmp_path / "run"), str(tmp_path / "run")]) == 0
+    )
+    header = capsys.readouterr().out.splitlines()[0]
+    assert "A verdict" in header and "B note" in header and "changed" in header

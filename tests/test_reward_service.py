@@ -176,6 +176,13 @@ int main(void) {
     assert result.verdict == "pass", result.message
     assert result.speedup is not None and result.speedup > 1.5
     assert result.speedup_low is not None and result.speedup_low > 1.0
+    # Each point is reported with the interval of its own statistic: the reference's mean
+    # of per-test ratios, and the geometric mean (the tests' speedups differ widely here).
+    assert result.speedup_high is not None
+    assert result.speedup_low <= result.speedup <= result.speedup_high
+    geo, geo_low, geo_high = result.geomean_speedup, result.geomean_low, result.geomean_high
+    assert geo is not None and geo_low is not None and geo_high is not None
+    assert geo_low <= geo <= geo_high
     assert result.reward is not None and result.reward > 0.3
     assert math.isfinite(result.reward)
 

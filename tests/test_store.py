@@ -194,3 +194,25 @@ def test_eval_stores_and_resumes(toolchain: Toolchain, sandbox: Sandbox, tmp_pat
     assert not any(o.resumed for o in first) and all(o.resumed for o in again)
     assert all(o.is_copy and o.check.speedup is not None for o in again)
     assert all(o.check.speedup.status == MeasureStatus.COPY for o in again if o.check.speedup)
+
+
+def test_same_named_suites_get_their_own_run_directories(tmp_path: Path) -> None:
+    """Two imports that share a name (different programs) never share a default run
+    directory, and a store refuses the second one if pointed at the first's directory."""
+    from asmopt.programs.model import Suite
+    from asmopt.run import default_run_dir, suite_identity
+
+    def suite(*ids: str) -> Suite:
+        progs = {i: Program(id=i, source="int main(){return 0;}", tests=()) for i in ids}
+        return Suite(name="llvm-test-suite", programs=progs, splits={})
+
+    a, b = suite("Shootout-ary3", "Shootout-fib2"), suite("Polybench-2mm")
+    assert suite_identity(a) != suite_identity(b)
+    assert suite_identity(a) == suite_identity(suite("Shootout-fib2", "Shootout-ary3"))
+    dirs = {default_run_dir(suite_identity(x), "identity", "all", "none") for x in (a, b)}
+    assert len(dirs) == 2
+    with ResultStore(tmp_path) as store:
+        run = {"suite": "llvm-test-suite", "policy": "p", "measure": "none"}
+        store.begin_run({**run, "suite_id": suite_identity(a)}, {})
+        with pytest.raises(StoreError, match="suite_id"):
+            store.begin_run({**run, "suite_id": suite_identity(b)}, {})

@@ -6,6 +6,7 @@ first difference, so a user sees at once *where* a candidate went wrong.
 
 from __future__ import annotations
 
+import hashlib
 import math
 import re
 
@@ -78,8 +79,29 @@ def _as_float(tok: bytes) -> float | None:
         return None
 
 
-def compare_output(expected: bytes, actual: bytes, cmp: Comparison) -> str | None:
-    """None if `actual` is acceptable for `expected` under `cmp`, else the first difference."""
+def hashed_output(actual: bytes, exit_code: int) -> str:
+    """The MD5 digest llvm-test-suite's HashProgramOutput.sh records for a run: `md5sum` of
+    the output file, which its `timeit --append-exitstatus` ends with `exit N\\n` (no
+    separator of its own)."""
+    return hashlib.md5(actual + b"exit %d\n" % exit_code, usedforsecurity=False).hexdigest()
+
+
+def compare_output(
+    expected: bytes, actual: bytes, cmp: Comparison, exit_code: int = 0
+) -> str | None:
+    """None if `actual` is acceptable for `expected` under `cmp`, else the first difference.
+
+    `exit_code` is the run's exit status; only the `md5` mode uses it, because the suite it
+    comes from hashes the status line together with the output."""
+    if cmp.mode == "md5":
+        want = expected.strip().decode("ascii", "replace").lower()
+        got = hashed_output(actual, exit_code)
+        if got == want:
+            return None
+        return (
+            f"output hash differs: expected md5 {want}, got {got} "
+            f"(over {len(actual)} bytes of output plus 'exit {exit_code}')"
+        )
     if cmp.mode == "exact":
         return None if expected == actual else _first_line_diff(expected, actual)
     if cmp.mode == "whitespace":

@@ -173,7 +173,7 @@ def classify_run(test: TestCase, run: RunResult, limits: Limits) -> TestVerdict:
             message=(f"exit code {run.exit_code}, expected {test.expected_exit}{tail}"),
             **base,
         )
-    diff = compare_output(test.expected_stdout, run.stdout, test.compare)
+    diff = compare_output(test.expected_stdout, run.stdout, test.compare, run.exit_code or 0)
     if diff is not None:
         return TestVerdict(verdict=Verdict.WRONG_OUTPUT, message=diff, **base)
     return TestVerdict(verdict=Verdict.PASS, **base)

@@ -11,10 +11,15 @@ Reference metrics (docs/supercoder.md; comparable with the published tables):
                 passes every test scores the arithmetic mean over its tests of
                 max(1.0, per-test speedup), and every other answer (compile failure, any
                 failed test) scores 1.0. A copy of the baseline scores 1.0.
+* %Opt (point)  = correct answers whose point-estimate speedup is >= 1.10 (PIE's
+                  definition; an answer whose interval reaches below 1.0 can count).
 
 Strict metrics (what we report as the headline; intervals from measure/):
-* significantly faster % = correct answers whose program interval lies above 1.0;
-* %Opt (PIE)             = correct answers with speedup >= 1.10 (point estimate);
+* significantly faster % = correct, reliably measured answers whose program interval lies
+                           above 1.0 (`strict_wins`);
+* %Opt (strict)          = the significantly faster answers whose interval's lower bound
+                           is >= 1.10: a subset of them by construction, so the two counts
+                           can never disagree, and an unreliable answer is never a win;
 * geomean (correct)      = geometric mean of unfloored program speedups over correct answers
                            that have one (measured, or 1.0 for copies);
 * significantly slower % = correct answers whose program interval lies below 1.0;
@@ -105,6 +110,25 @@ def reference_answer_speedup(answer: Answer) -> float:
     return sum(max(1.0, s) for s in answer.test_speedups) / len(answer.test_speedups)
 
 
+def strict_wins(answers: Iterable[Answer]) -> list[Answer]:
+    """Correct answers measured reliably whose whole interval is above 1.0: the only
+    answers the strict block counts as faster (significantly faster and strict %Opt)."""
+    return [
+        a
+        for a in answers
+        if a.correct
+        and a.measure_status == "measured"
+        and a.reliable
+        and a.low is not None
+        and a.low > 1.0
+    ]
+
+
+def strict_opt(answers: Iterable[Answer], threshold: float = PIE_OPT_THRESHOLD) -> list[Answer]:
+    """The strict wins whose interval's lower bound reaches `threshold`."""
+    return [a for a in strict_wins(answers) if (a.low or 0.0) >= threshold]
+
+
 def geometric_mean(values: Sequence[float]) -> float | None:
     if not values:
         return None
@@ -120,6 +144,7 @@ class Metrics:
     compile_rate: float | None
     pass_rate: float | None
     reference_speedup: float | None
+    pie_opt_point: float | None
     # strict
     significantly_faster: float | None
     pie_opt: float | None
@@ -140,6 +165,7 @@ class Metrics:
                 "compile_rate": self.compile_rate,
                 "pass_rate": self.pass_rate,
                 "speedup": self.reference_speedup,
+                "pie_opt_point": self.pie_opt_point,
             },
             "strict": {
                 "significantly_faster": self.significantly_faster,
@@ -172,16 +198,15 @@ def compute_metrics(answers: Sequence[Answer]) -> Metrics:
         compile_rate=share(sum(a.built for a in judged), n),
         pass_rate=share(len(correct), n),
         reference_speedup=geometric_mean([reference_answer_speedup(a) for a in judged]),
-        significantly_faster=share(
-            sum(a.measure_status == "measured" and (a.low or 0) > 1.0 for a in correct), n
-        ),
-        pie_opt=share(
+        pie_opt_point=share(
             sum(
                 a.measure_status == "measured" and (a.speedup or 0) >= PIE_OPT_THRESHOLD
                 for a in correct
             ),
             n,
         ),
+        significantly_faster=share(len(strict_wins(correct)), n),
+        pie_opt=share(len(strict_opt(correct)), n),
         geomean_correct=geometric_mean([a.speedup for a in with_speedup if a.speedup]),
         significantly_slower=share(
             sum(a.measure_status == "measured" and (a.high or 2) < 1.0 for a in correct), n

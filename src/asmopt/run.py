@@ -14,6 +14,7 @@ finished sample is committed at once and finished samples are skipped on the nex
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import logging
 import threading
 import time
@@ -87,6 +88,7 @@ def _judge_program(
         return outcomes
     if store is not None:
         store.put_program(program, split, baseline)
+    propose_start = time.monotonic()
     try:
         candidates = policy.propose(
             PolicyRequest(program=program, baseline_asm=baseline, num_samples=len(todo))
@@ -106,6 +108,8 @@ def _judge_program(
                 )
             )
         return outcomes
+    # The policy's own wall time for this program (a compiler search can take minutes).
+    policy_s = round(time.monotonic() - propose_start, 3)
     measurer = Measurer(program, baseline, toolchain, sandbox, options, limits, valgrind)
     baseline_canon = canonical_statements(baseline)
     seen: dict[str, tuple[CheckResult, bool]] = {}
@@ -124,7 +128,10 @@ def _judge_program(
             "prompt_tokens": cand.prompt_tokens,
             "completion_tokens": cand.completion_tokens,
             "latency_s": cand.latency_s,
+            "policy_s": policy_s,
         }
+        if isinstance(cand.extra.get("search"), dict):  # what a search tried, kept with the run
+            info["search"] = cand.extra["search"]
         is_copy = False
         if cand.assembly is None:
             check = CheckResult(
@@ -395,9 +402,17 @@ class EvalRun:
     unfit: dict[str, str] = field(default_factory=dict)  # program id -> why its tests fail
 
 
+def suite_identity(suite: Suite) -> str:
+    """`NAME@HASH`, HASH a short digest of the suite's program ids: two suites that share a
+    name (two imports of different directories) differ, one suite re-run keeps its value."""
+    digest = hashlib.sha256("\0".join(sorted(suite.programs)).encode()).hexdigest()[:8]
+    return f"{suite.name}@{digest}"
+
+
 def default_run_dir(suite: str, policy: str, split: str, measure: str) -> Path:
-    """Deterministic, so that re-running the same evaluation resumes the same run."""
-    return Path("runs") / f"{suite}-{policy}-{split}-{measure}"
+    """Deterministic, so that re-running the same evaluation resumes the same run; `suite`
+    is `suite_identity` (its program-set digest keeps same-named suites apart)."""
+    return Path("runs") / f"{suite.replace('@', '-')}-{policy}-{split}-{measure}"
 
 
 def run_eval(
@@ -433,7 +448,7 @@ def run_eval(
 
         valgrind_version = Valgrind.locate().version
     run_dir = config.run_dir or default_run_dir(
-        suite.name, config.policy.name, config.split, mode.value
+        suite_identity(suite), config.policy.name, config.split, mode.value
     )
     if config.fresh and (run_dir / DB_NAME).exists():
         for suffix in ("", "-wal", "-shm"):
@@ -458,6 +473,7 @@ def run_eval(
         notes = store.begin_run(
             {
                 "suite": suite.name,
+                "suite_id": suite_identity(suite),
                 "policy": config.policy.name,
                 "split": config.split,
                 "measure": mode.value,

@@ -226,7 +226,9 @@ class ResultStore:
             self.set_meta("fingerprint", fingerprint)
             self.set_meta("sessions", [{"started": _now(), "fingerprint": fingerprint}])
             return notes
-        for key in ("suite", "policy", "measure"):
+        for key in ("suite", "suite_id", "policy", "measure"):
+            if key == "suite_id" and stored.get(key) is None:
+                continue  # recorded before runs named their suite's program set
             if stored.get(key) != run.get(key):
                 raise StoreError(
                     f"{self.path.parent} holds a run with {key} {stored.get(key)!r}, not "
@@ -245,7 +247,9 @@ class ResultStore:
                 + "); results measured before and after are not strictly comparable"
             )
         sessions = self.get_meta("sessions") or []
-        sessions.append({"started": _now(), "fingerprint": fingerprint})
+        sessions.append(
+            {"started": _now(), "fingerprint": fingerprint, "suite_id": run.get("suite_id")}
+        )
         self.set_meta("sessions", sessions)
         return notes
 
@@ -483,7 +487,7 @@ class ResultStore:
                     reliable=bool(r["reliable"]),
                     message=r["measure_message"] or "",
                     tests=per_test,
-                )
+                ).fill_means()
                 by_name = {t.test: t for t in per_test}
                 for tv in tests.get(key, []):
                     tv.speedup = by_name.get(tv.test)

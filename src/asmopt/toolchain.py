@@ -33,7 +33,7 @@ from pathlib import Path
 from typing import Literal
 
 from asmopt.cache import BoundedCache, cache_root, env_bytes, format_bytes
-from asmopt.programs.model import Program
+from asmopt.programs.model import Program, encode_source
 from asmopt.sandbox.runner import (
     TOOLCHAIN_LIMITS,
     Limits,
@@ -349,9 +349,9 @@ class Toolchain:
 
     @staticmethod
     def _program_files(program: Program) -> dict[str, bytes]:
-        files = {"main.c": program.source.encode()}
+        files = {"main.c": encode_source(program.source)}
         for name, text in program.headers:
-            files[name] = text.encode()
+            files[name] = encode_source(text)
         return files
 
     def _cached(self, key: str, build: Callable[[], BuildResult]) -> BuildResult:

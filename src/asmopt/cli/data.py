@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from asmopt.cli.common import UsageError, emit_json
-from asmopt.data.common import REPORT_FILE, DataError, mark_adequacy, write_suite
+from asmopt.data.common import REPORT_FILE, DataError, check_output, mark_adequacy, write_suite
 from asmopt.data.report import DataReport
 from asmopt.programs.model import SPLITS, Suite
 from asmopt.programs.suite_io import builtin_suite_path, load_suite
@@ -70,6 +70,8 @@ def _fractions(args: argparse.Namespace) -> dict[str, Any]:
 def cmd_import_codenet(args: argparse.Namespace) -> int:
     from asmopt.data.codenet import import_codenet
 
+    check_output(Path(args.output), args.force)  # before any work
+
     suite, report = import_codenet(
         args.path,
         per_problem=args.per_problem,
@@ -85,6 +87,8 @@ def cmd_import_codenet(args: argparse.Namespace) -> int:
 def cmd_import_supercoder(args: argparse.Namespace) -> int:
     from asmopt.data.supercoder import import_supercoder
 
+    check_output(Path(args.output), args.force)  # before any work
+
     suite, report = import_supercoder(
         args.paths, prefix=args.prefix, name=args.name or "supercoder", progress=not args.json
     )
@@ -92,7 +96,9 @@ def cmd_import_supercoder(args: argparse.Namespace) -> int:
 
 
 def cmd_import_llvm(args: argparse.Namespace) -> int:
-    from asmopt.data.llvm_test_suite import import_llvm_test_suite
+    from asmopt.data.llvm_test_suite import import_llvm_test_suite, suite_name_for
+
+    check_output(Path(args.output), args.force)  # before any work
 
     suite, report = import_llvm_test_suite(
         args.paths,
@@ -101,13 +107,15 @@ def cmd_import_llvm(args: argparse.Namespace) -> int:
         jobs=args.jobs,
         cpu_seconds=args.cpu_seconds,
         progress=not args.json,
-        name=args.name or "llvm-test-suite",
+        name=args.name or suite_name_for(args.paths),
     )
     return _finish(suite, report, args)
 
 
 def cmd_import_dir(args: argparse.Namespace) -> int:
     from asmopt.data.plain_dir import import_plain_dir
+
+    check_output(Path(args.output), args.force)  # before any work
 
     suite, report = import_plain_dir(args.path, name=args.name, **_fractions(args))
     return _finish(suite, report, args)

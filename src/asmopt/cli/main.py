@@ -392,12 +392,27 @@ def cmd_eval(args: argparse.Namespace) -> int:
                 speed,
                 interval,
                 note,
+                _timing_warnings(o),
+                f"{_wall_s(o):.1f}",
                 _short(o.check.message if not o.check.correct else "", 50),
             )
         )
     print_table(
-        rows, ["program", "sample", "verdict", "tests", "speedup", "95% interval", "", "detail"]
+        rows,
+        [
+            "program",
+            "sample",
+            "verdict",
+            "tests",
+            "speedup",
+            "95% interval",
+            "note",
+            "warnings",
+            "wall s",
+            "detail",
+        ],
     )
+    _print_searches(outcomes, variants=args.verbose)
     print()
     print(
         f"suite {suite.name!r}, split {args.split}, policy {policy.name}, measure {mode}: "
@@ -423,6 +438,12 @@ def cmd_eval(args: argparse.Namespace) -> int:
                 f"{ref['speedup'] or 0:.3f}x, significantly faster "
                 f"{_pct(bon[kind]['strict']['significantly_faster'])} ({what})"
             )
+        scored = bon.get("selected_on_scored_input") or []
+        if scored:
+            print(
+                f"  best-of-{bon['n']} honest: {len(scored)} of {summary['programs']} programs "
+                "have one test, so their pick was selected on the scored input (as the oracle)"
+            )
     print(f"\nresults stored in {run_dir}/{DB_NAME}; `asmopt report {run_dir}` writes a report")
     return 0
 
@@ -434,11 +455,60 @@ def _open_store(path: str) -> Any:
     return ResultStore(path, create=False)
 
 
+def _timing_warnings(o: Any) -> str:
+    """The timing warnings the answer's stored measurement carries (e.g. high_load)."""
+    sp = o.check.speedup
+    return ", ".join(sorted({w for t in (sp.tests if sp else []) for w in t.warnings}))
+
+
+def _wall_s(o: Any) -> float:
+    """Wall seconds of an answer: judging and measuring it, plus the policy's time for its
+    program (counted on sample 0, as the policy answers all samples at once)."""
+    policy_s = float((o.policy_info or {}).get("policy_s") or 0.0) if o.sample == 0 else 0.0
+    return float(o.seconds) + policy_s
+
+
+def _print_searches(outcomes: Sequence[Any], variants: bool) -> None:
+    """What a compiler search chose per program (and with `variants`, every variant)."""
+    from asmopt.report.search import budget_hits, program_searches, search_heading, variant_rows
+
+    searches = program_searches(outcomes)
+    if not searches:
+        return
+    print()
+    for search in searches:
+        print(search_heading(search))
+        if variants:
+            print_table(
+                variant_rows(search), ["  variant", "outcome", "speedup", "95% interval", "detail"]
+            )
+    scored = sum(s.selected_on_scored_input for s in searches)
+    if scored:
+        print(
+            f"{scored} of {len(searches)} programs: variant selected on the scored input "
+            "(one test, no held-out input); their speedups are optimistic"
+        )
+    hits = budget_hits(searches)
+    if hits:
+        print(f"hit the search budget: {', '.join(hits)}")
+
+
 def _program_summary(outcomes: Sequence[Any]) -> list[tuple[Any, ...]]:
     rows = []
     for o in outcomes:
         speed, interval, note = _speedup_cell(o)
-        rows.append((o.program_id, o.sample, o.check.verdict, speed, interval, note))
+        rows.append(
+            (
+                o.program_id,
+                o.sample,
+                o.check.verdict,
+                speed,
+                interval,
+                note,
+                _timing_warnings(o),
+                f"{_wall_s(o):.1f}",
+            )
+        )
     return rows
 
 
@@ -464,8 +534,9 @@ def cmd_results_show(args: argparse.Namespace) -> int:
     print()
     print_table(
         _program_summary(outcomes),
-        ["program", "sample", "verdict", "speedup", "95% interval", ""],
+        ["program", "sample", "verdict", "speedup", "95% interval", "note", "warnings", "wall s"],
     )
+    _print_searches(outcomes, variants=args.verbose)
     print()
     print(f"{summary['programs']} programs, {summary['samples']} samples")
     print_metrics(summary["metrics"])
@@ -520,7 +591,18 @@ def cmd_results_compare(args: argparse.Namespace) -> int:
         )
         return 0
     print_table(
-        rows, ["program", "sample", "A verdict", "A speedup", "", "B verdict", "B speedup", "", ""]
+        rows,
+        [
+            "program",
+            "sample",
+            "A verdict",
+            "A speedup",
+            "A note",
+            "B verdict",
+            "B speedup",
+            "B note",
+            "changed",
+        ],
     )
     print()
     ma, mb = sum_a["metrics"], sum_b["metrics"]
@@ -534,7 +616,13 @@ def cmd_results_compare(args: argparse.Namespace) -> int:
             mb["strict"]["significantly_faster"],
             _pct,
         ),
-        ("%Opt", ma["strict"]["pie_opt"], mb["strict"]["pie_opt"], _pct),
+        (
+            "%Opt (point)",
+            ma["reference"].get("pie_opt_point"),
+            mb["reference"].get("pie_opt_point"),
+            _pct,
+        ),
+        ("%Opt (strict)", ma["strict"]["pie_opt"], mb["strict"]["pie_opt"], _pct),
         (
             "geomean correct",
             ma["strict"]["geomean_correct"],
@@ -576,13 +664,14 @@ def cmd_results_export(args: argparse.Namespace) -> int:
 
 def cmd_report(args: argparse.Namespace) -> int:
     from asmopt.report import PlotsUnavailable, write_report
+    from asmopt.report.build import MixedSuitesError
 
     with _open_store(args.run) as store:
         try:
             html_path, md_path = write_report(
                 store, Path(args.output) if args.output else None, plots=not args.no_plots
             )
-        except PlotsUnavailable as exc:
+        except (PlotsUnavailable, MixedSuitesError) as exc:
             raise UsageError(str(exc)) from None
     print(f"wrote {html_path}\nwrote {md_path}")
     return 0

@@ -1,10 +1,11 @@
 """A small interpreter for the CMake subset llvm-test-suite directories use.
 
 SingleSource directories describe programs with a handful of commands: `set`,
-`list(APPEND ...)`, `if/elseif/else/endif`, `set_property(TARGET ... PROPERTY ...)` and
-`llvm_singlesource(PREFIX ...)`. We evaluate those (with CMake's truthiness rules and a
-fixed description of the target: x86-64 Linux, gcc) to learn the source list, the
-compiler and linker flags, FP_TOLERANCE / FP_ABSTOLERANCE, RUN_OPTIONS and STDIN_FILENAME.
+`list(APPEND ...)`, `if/elseif/else/endif`, `set_property(TARGET ... PROPERTY ...)`,
+`add_definitions(...)` and `llvm_singlesource(PREFIX ...)`. We evaluate those (with
+CMake's truthiness rules and a fixed description of the target: x86-64 Linux, gcc) to
+learn the source list, the compiler and linker flags, FP_TOLERANCE / FP_ABSTOLERANCE,
+RUN_OPTIONS and STDIN_FILENAME.
 Any other command is ignored and named in `ignored`, so a surprising directory shows up in
 the import report instead of silently importing wrong flags.
 """
@@ -152,7 +153,8 @@ class _Interpreter:
         return token if value is None else value
 
     def condition(self, raw: list[tuple[str, bool]]) -> bool:
-        tokens = [t for t, _ in raw]
+        # `"${ARCH}" STREQUAL "x86"`: references are expanded first, as CMake does.
+        tokens = [_VAR_REF.sub(lambda m: self.lookup(m.group(1)) or "", t) for t, _ in raw]
         pos = 0
 
         def parse_or() -> bool:
@@ -267,7 +269,16 @@ class _Interpreter:
         elif name == "llvm_singlesource":
             if "PREFIX" in args and args.index("PREFIX") + 1 < len(args):
                 self.result.prefix = args[args.index("PREFIX") + 1]
-        elif name in ("llvm_test_data", "add_subdirectory", "message", "include"):
+        elif name == "add_definitions":
+            # Directory-wide compile flags (-D...), passed to every program like CPPFLAGS.
+            variables.setdefault("ADD_DEFINITIONS", []).extend(args)
+        elif name in (
+            "llvm_test_data",
+            "add_subdirectory",
+            "llvm_add_subdirectories",
+            "message",
+            "include",
+        ):
             pass  # no effect on how single-source programs are built and judged
         else:
             self.result.ignored.append(name)

@@ -28,12 +28,6 @@ class DataError(ProgramError):
     dropped and reported); the message names the file and the problem."""
 
 
-
-
-
-
-
-
 def decode_text(data: bytes, where: str, what: str = "source") -> str:
     """UTF-8 text or ItemError('not_utf8') naming the file and the first bad byte."""
     if b"\x00" in data:
@@ -87,26 +81,34 @@ def assign_splits(
     return {p.id: split_for(problem_of(p), val_frac, test_frac, seed) for p in programs}
 
 
-
-
 # ---------------------------------------------------------------------------- writing
-def prepare_output(path: Path, force: bool) -> None:
-    """Refuse to mix a new suite into existing files unless --force and it is a suite.
+def check_output(path: Path, force: bool) -> bool:
+    """Whether writing a suite to `path` will replace one (DataError if it may not).
 
-    Only a directory that already holds a suite (suite.json) is cleared, so a mistyped -o
-    never deletes unrelated files."""
+    Importers call this before any work, so a long import never ends by refusing its
+    destination; `prepare_output` calls it again just before writing."""
     if not path.exists():
-        return
+        return False
     if not path.is_dir():
         raise DataError(f"{path}: output exists and is not a directory")
     if not any(path.iterdir()):
-        return
+        return False
     if not force:
         raise DataError(f"{path}: output directory is not empty (use --force to replace a suite)")
     if not (path / "suite.json").exists():
         raise DataError(
             f"{path}: --force only replaces an existing suite directory (no suite.json here)"
         )
+    return True
+
+
+def prepare_output(path: Path, force: bool) -> None:
+    """Refuse to mix a new suite into existing files unless --force and it is a suite.
+
+    Only a directory that already holds a suite (suite.json) is cleared, so a mistyped -o
+    never deletes unrelated files."""
+    if not check_output(path, force):
+        return
     shutil.rmtree(path / "programs", ignore_errors=True)
     for name in ("suite.json", REPORT_FILE):
         (path / name).unlink(missing_ok=True)
@@ -122,8 +124,6 @@ def write_suite(
     if report is not None:
         report.write(root / REPORT_FILE)
     return root
-
-
 
 
 # ---------------------------------------------------------------------------- adequacy

@@ -47,7 +47,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from asmopt.programs.model import SPLITS, Program, Suite
+from asmopt.programs.model import SPLITS, Program, Suite, encode_source
 
 from .common import DataError, ItemError
 from .prompt import build_c_only_question, build_question, format_answer
@@ -91,7 +91,9 @@ def verl_schema() -> Any:
     )
 
 
-_QUOTE_INCLUDE = re.compile(r'^[ \t]*#[ \t]*include[ \t]*"([^"]+)"[^\n]*$', re.MULTILINE)
+# Includes of the program's own headers: with quotes, or with angle brackets for a header
+# found through `-I.` (llvm-test-suite's shared headers, bundled by the importer).
+_QUOTE_INCLUDE = re.compile(r'^[ \t]*#[ \t]*include[ \t]*([<"])([^">]+)[">][^\n]*$', re.MULTILINE)
 
 
 def flatten_program(program: Program) -> tuple[Program, list[str]]:
@@ -99,14 +101,26 @@ def flatten_program(program: Program) -> tuple[Program, list[str]]:
 
     `-DNAME[=VALUE]` flags become `#define` lines at the top (the same thing for a single
     translation unit) and quoted includes of the program's own headers are inlined (each
-    header once, which is what include guards do anyway). Warning flags (-W...) are
-    dropped as harmless. Returns the flattened program and what could not be expressed
-    (other cflags, extra ldflags, argv, exit codes, tolerances)."""
+    header once, which is what include guards do anyway), `-include` of a bundled header
+    is inlined first, as gcc reads it, and `-I.` (where bundled headers sit) goes with
+    them. Warning flags (-W...) are dropped as harmless. Returns the flattened program and
+    what could not be expressed (other cflags, extra ldflags, argv, exit codes,
+    tolerances)."""
     lossy: list[str] = []
     defines: list[str] = []
     kept_flags: list[str] = []
-    for flag in program.cflags:
-        if flag.startswith("-D") and len(flag) > 2:
+    forced: list[str] = []  # `-include NAME` of a bundled header: inlined first
+    flags = list(program.cflags)
+    i = 0
+    while i < len(flags):
+        flag = flags[i]
+        i += 1
+        if flag == "-include" and i < len(flags) and flags[i] in program.header_files:
+            forced.append(f'#include "{flags[i]}"')
+            i += 1
+        elif flag == "-I.":
+            continue  # the build directory, where bundled headers sit: they are inlined
+        elif flag.startswith("-D") and len(flag) > 2:
             name, _, value = flag[2:].partition("=")
             defines.append(f"#define {name} {value or '1'}")
         elif flag.startswith("-W"):
@@ -130,7 +144,7 @@ def flatten_program(program: Program) -> tuple[Program, list[str]]:
 
     def inline(text: str, depth: int) -> str:
         def repl(m: re.Match[str]) -> str:
-            name = m.group(1)
+            name = m.group(2)
             if name not in headers or depth > 20:
                 return m.group(0)
             if name in inlined:
@@ -140,7 +154,9 @@ def flatten_program(program: Program) -> tuple[Program, list[str]]:
 
         return _QUOTE_INCLUDE.sub(repl, text)
 
-    source = inline(program.source, 0)
+    source = (
+        inline("\n".join([*forced, program.source]), 0) if forced else inline(program.source, 0)
+    )
     if defines:
         source = "\n".join(defines) + "\n" + source
     if source == program.source and not program.headers and not program.cflags:
@@ -160,6 +176,8 @@ def make_row(
     program: Program, split: str, index: int, baseline: str, data_source: str
 ) -> dict[str, Any]:
     """One verl row (see the module docstring)."""
+    # A source kept byte for byte (docs/suite_format.md) may not be UTF-8; rows are text.
+    _text(encode_source(program.source), "C source")
     question = build_question(program.source, baseline)
     return {
         "data_source": data_source,

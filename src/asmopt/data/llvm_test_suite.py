@@ -14,11 +14,28 @@ A SingleSource directory holds `NAME.c` programs (plus headers included with quo
   sizes and `.reference_output`.
 * Comparison: `FP_TOLERANCE` (relative) and `FP_ABSTOLERANCE` (absolute) select the
   fpcmp-style numeric comparison; without them outputs must match exactly.
+  `HASH_PROGRAM_OUTPUT` makes the suite replace the recorded output (program output plus
+  the `exit N` line) by its MD5 digest (`HashProgramOutput.sh`: `md5sum | cut -d' ' -f1`);
+  the reference then holds only that digest, and the test uses the `md5` comparison,
+  which hashes the same bytes. The exit status is part of the digest; the expected exit
+  code is 0 (the digest cannot say otherwise, and verification catches a program that
+  means to exit non-zero).
+* stderr: llvm's timeit sends stdout and stderr to one file (`--redirect-output`), so a
+  reference holds both, in the order the C library wrote them (stderr unbuffered, stdout
+  block-buffered). A program whose source or headers use `stderr` or `perror` is built
+  with `-include` of a small header (`STDERR_HEADER`) whose constructor makes fd 2 a copy of
+  fd 1: stderr then reaches the compared output in the very order llvm records it, and
+  nothing else about the program changes. Programs that never name stderr are unchanged.
 * `RUN_OPTIONS` become argv, `STDIN_FILENAME` the stdin (else stdin is empty);
-  `CPPFLAGS`/`CFLAGS` and a target's `C_STANDARD` become cflags, `LDFLAGS` ldflags (always
-  with -lm).
-* llvm redirects stderr into the same output file; we compare stdout only, which is the
-  same for programs that write nothing to stderr (verification catches the others).
+  `CPPFLAGS`/`CFLAGS`, `add_definitions()` and a target's `C_STANDARD` become cflags,
+  `LDFLAGS` ldflags (always with -lm).
+* Headers: every header the source includes (quotes: beside the source, then the `-I`
+  directories; angle brackets: the `-I` directories) that exists in the checkout is
+  bundled with the program, transitively; `-I` directories are resolved against the
+  checkout root (`CMAKE_SOURCE_DIR`, the parent of `SingleSource/`) and replaced by `-I.`
+  (the build directory, where bundled headers are written).
+* Sources are kept byte for byte: a Latin-1 byte in a comment does not stop gcc, so it
+  does not drop the program (the import notes it). C++ sources are counted as skipped.
 
 Every imported program is then verified like `asmopt suite verify` (compiled at -O0 and
 -O3 in the sandbox, every test run), under a CPU limit below the default one so the
@@ -29,6 +46,7 @@ harness difference).
 
 from __future__ import annotations
 
+import hashlib
 import os
 import re
 import shlex
@@ -36,10 +54,17 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from asmopt.programs.model import Comparison, Program, ProgramError, Suite, TestCase
+from asmopt.programs.model import (
+    Comparison,
+    Program,
+    ProgramError,
+    Suite,
+    TestCase,
+    decode_source,
+)
 
 from .cmake import CMakeError, CMakeResult, evaluate_cmake
-from .common import DataError, ItemError, decode_text, read_bytes, safe_id
+from .common import DataError, ItemError, read_bytes, safe_id
 from .report import DataReport
 
 if TYPE_CHECKING:
@@ -47,7 +72,19 @@ if TYPE_CHECKING:
     from asmopt.toolchain import Toolchain
 
 _EXIT_LINE = re.compile(rb"exit (-?\d+)\n?\Z")
-_QUOTE_INCLUDE = re.compile(r'^\s*#\s*include\s*"([^"]+)"', re.MULTILINE)
+_INCLUDE = re.compile(r'^\s*#\s*include\s*([<"])([^">]+)[">]', re.MULTILINE)
+_HASH_LINE = re.compile(rb"\A\s*([0-9a-fA-F]{32})\s*\Z")
+_USES_STDERR = re.compile(r"\b(?:stderr|perror)\b")
+_C_SUFFIXES = (".c",)
+_CXX_SUFFIXES = (".cpp", ".cc", ".cxx", ".C", ".c++")
+STDERR_HEADER = "llvm_stderr_to_stdout.h"
+STDERR_HEADER_TEXT = """/* Added by asmopt's llvm-test-suite importer. The suite runs each program
+   with stdout and stderr on one file and compares that file with the reference; making
+   fd 2 a copy of fd 1 before main() gives the compared output the same bytes in the
+   same order. */
+extern int dup2(int, int);
+__attribute__((constructor)) static void asmopt_llvm_stderr_to_stdout(void) { dup2(1, 2); }
+"""
 SIZES = ("small", "large")
 VERIFY_CPU_SECONDS = 5
 
@@ -56,11 +93,42 @@ def split_reference_output(data: bytes) -> tuple[bytes, int]:
     """(expected stdout, exit code) from a `.reference_output` file's bytes."""
     m = _EXIT_LINE.search(data)
     if m is None:
-        raise ItemError("invalid_program", "reference output does not end with an 'exit N' line")
+        hint = ""
+        if _HASH_LINE.match(data):
+            hint = (
+                " (it holds only an MD5 digest, as HASH_PROGRAM_OUTPUT references do, but the "
+                "directory's CMakeLists.txt does not set HASH_PROGRAM_OUTPUT)"
+            )
+        raise ItemError(
+            "invalid_program",
+            "reference output does not end with an 'exit N' line, so the expected exit "
+            f"status is unknown{hint}",
+        )
     code = int(m.group(1))
     if not 0 <= code <= 255:
         raise ItemError("invalid_program", f"reference exit code {code} is outside 0..255")
     return data[: m.start()], code
+
+
+def hash_reference(data: bytes) -> bytes:
+    """The digest line of a HASH_PROGRAM_OUTPUT reference (32 hex digits and a newline)."""
+    m = _HASH_LINE.match(data)
+    if m is None:
+        raise ItemError(
+            "invalid_program",
+            "HASH_PROGRAM_OUTPUT is set but the reference output is not a single MD5 digest "
+            f"(starts {data[:40]!r})",
+        )
+    return m.group(1).lower() + b"\n"
+
+
+def checkout_root(directory: Path) -> Path | None:
+    """The llvm-test-suite checkout holding `directory` (CMAKE_SOURCE_DIR): the parent of
+    its `SingleSource` or `MultiSource` ancestor, or None for a directory copied out."""
+    for parent in [directory, *directory.parents]:
+        if parent.name in ("SingleSource", "MultiSource"):
+            return parent.parent
+    return None
 
 
 def find_leaf_directories(root: Path) -> list[Path]:
@@ -73,27 +141,92 @@ def find_leaf_directories(root: Path) -> list[Path]:
     return leaves
 
 
-def _local_headers(directory: Path, source: str, origin: str) -> list[tuple[str, str]]:
-    """Same-directory headers the source includes with quotes, transitively."""
+def _resolve_include_dir(raw: str, directory: Path, root: Path | None) -> Path | None:
+    """Where an `-I` directory of a CMakeLists.txt is in this checkout, or None.
+
+    Paths are written against CMAKE_SOURCE_DIR; when the checkout root is unknown (a
+    directory copied out of the suite) the path's trailing parts are tried against each
+    ancestor, so `Polybench/utilities` is still found beside a copied `Polybench/`."""
+    path = Path(raw)
+    if path.is_absolute() and path.is_dir():
+        return path
+    parts = [p for p in path.parts if p not in ("/", "")]
+    if not parts:
+        return None
+    if root is not None and (root / Path(*parts)).is_dir():
+        return root / Path(*parts)
+    for start in range(len(parts)):
+        tail = Path(*parts[start:])
+        for base in [directory, *directory.parents]:
+            if (base / tail).is_dir():
+                return base / tail
+    return None
+
+
+def _include_dirs(
+    flags: list[str], directory: Path, root: Path | None, origin: str
+) -> tuple[list[str], list[Path]]:
+    """(flags without their -I directories, the resolved directories in order)."""
+    kept: list[str] = []
+    dirs: list[Path] = []
+    i = 0
+    while i < len(flags):
+        flag = flags[i]
+        raw = None
+        if flag == "-I" and i + 1 < len(flags):
+            raw, i = flags[i + 1], i + 2
+        elif flag.startswith("-I") and len(flag) > 2:
+            raw, i = flag[2:], i + 1
+        else:
+            kept.append(flag)
+            i += 1
+            continue
+        found = _resolve_include_dir(raw, directory, root)
+        if found is None:
+            raise ItemError(
+                "missing_file",
+                f"{origin}: include directory {raw!r} (from CMakeLists.txt) is not in this "
+                "checkout; import from a full llvm-test-suite checkout so CMAKE_SOURCE_DIR "
+                "resolves, or copy that directory beside the program's",
+            )
+        dirs.append(found)
+    return kept, dirs
+
+
+def _bundled_headers(
+    directory: Path, include_dirs: list[Path], source: str, origin: str
+) -> tuple[list[tuple[str, str]], bool]:
+    """(headers the source includes that live in the checkout, transitively; whether any
+    came from an -I directory). Quotes look beside the source, then in the -I
+    directories; angle brackets only in the -I directories, as gcc does."""
     found: dict[str, str] = {}
+    where: dict[str, Path] = {}
+    from_dirs = False
     pending = [source]
     while pending:
         text = pending.pop()
-        for name in _QUOTE_INCLUDE.findall(text):
+        for kind, name in _INCLUDE.findall(text):
             if name in found:
                 continue
-            path = directory / name
+            bases = ([directory] if kind == '"' else []) + include_dirs
+            path = next((b / name for b in bases if (b / name).is_file()), None)
+            if path is None:
+                continue  # a system header, or one guarded out
             if "/" in name or name.startswith("."):
-                if path.is_file():
-                    raise ItemError(
-                        "unsupported", f"{origin}: includes {name!r} from another directory"
-                    )
-                continue
-            if not path.is_file():
-                continue  # a system header written with quotes, or guarded out
-            found[name] = decode_text(read_bytes(path, "header"), str(path), "header")
+                raise ItemError(
+                    "unsupported",
+                    f"{origin}: includes {name!r} from a subdirectory; bundled headers sit "
+                    "beside the source",
+                )
+            if path.parent != directory:
+                from_dirs = True
+            where[name] = path
+            data = read_bytes(path, "header")
+            if b"\x00" in data:
+                raise ItemError("unreadable", f"{path}: header is binary (contains NUL bytes)")
+            found[name] = decode_source(data)
             pending.append(found[name])
-    return sorted(found.items())
+    return sorted(found.items()), from_dirs
 
 
 def _comparison(cm: CMakeResult) -> Comparison:
@@ -118,6 +251,17 @@ def _c_standard(cm: CMakeResult, target: str) -> list[str]:
     return [f"-std=gnu{value[0]}"]
 
 
+def _non_utf8_note(data: bytes, origin: str) -> str | None:
+    try:
+        data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        return (
+            f"{origin}: not UTF-8 (first bad byte at offset {exc.start}); kept byte for byte, "
+            "as gcc compiles it"
+        )
+    return None
+
+
 def _import_directory(
     directory: Path, root: Path, size: str, report: DataReport, seen: set[str]
 ) -> list[Program]:
@@ -125,9 +269,14 @@ def _import_directory(
     cmake_path = directory / "CMakeLists.txt"
     cm = CMakeResult()
     rel_dir = directory.relative_to(root.parent)
+    checkout = checkout_root(directory)
+    defines = {"SMALL_PROBLEM_SIZE": "ON" if small else "OFF"}
+    if checkout is not None:
+        defines["CMAKE_SOURCE_DIR"] = str(checkout)
+        defines["PROJECT_SOURCE_DIR"] = str(checkout)
     if cmake_path.is_file():
         try:
-            cm = evaluate_cmake(cmake_path, {"SMALL_PROBLEM_SIZE": "ON" if small else "OFF"})
+            cm = evaluate_cmake(cmake_path, defines)
         except (CMakeError, OSError) as exc:
             report.note(f"{cmake_path}: cannot evaluate ({exc}); using no extra flags")
         for name in sorted(set(cm.ignored)):
@@ -139,13 +288,23 @@ def _import_directory(
     if listed is not None:
         sources = [directory / s for s in listed]
     else:
-        sources = sorted(directory.glob("*.c"))
-    others = [s for s in sources if s.suffix != ".c"]
+        sources = sorted(p for p in directory.iterdir() if p.suffix in _C_SUFFIXES + _CXX_SUFFIXES)
+    skip = set(cm.get("PROGRAMS_TO_SKIP") or [])
+    if skip:
+        skipped = [s for s in sources if s.stem in skip]
+        if skipped:
+            report.filter("listed in PROGRAMS_TO_SKIP by its CMakeLists.txt", len(skipped))
+        sources = [s for s in sources if s.stem not in skip]
+    cxx = [s for s in sources if s.suffix in _CXX_SUFFIXES]
+    others = [s for s in sources if s.suffix not in _C_SUFFIXES + _CXX_SUFFIXES]
+    if cxx:
+        report.filter("C++ source (asmopt imports C programs only)", len(cxx))
     if others:
-        report.filter("not a C source (C++ or other)", len(others))
-    sources = [s for s in sources if s.suffix == ".c"]
+        report.filter("not a C source", len(others))
+    sources = [s for s in sources if s.suffix in _C_SUFFIXES]
 
-    cflags = [*(cm.get("CPPFLAGS") or []), *(cm.get("CFLAGS") or [])]
+    cflags = [*(cm.get("CPPFLAGS") or []), *(cm.get("ADD_DEFINITIONS") or [])]
+    cflags += cm.get("CFLAGS") or []
     if small:
         cflags.append("-DSMALL_PROBLEM_SIZE")
     ldflags = list(cm.get("LDFLAGS") or [])
@@ -153,6 +312,9 @@ def _import_directory(
         ldflags.append("-lm")
     argv = tuple(shlex.split(" ".join(cm.get("RUN_OPTIONS") or [])))
     stdin_name = cm.get("STDIN_FILENAME")
+    hashed = bool(cm.get("HASH_PROGRAM_OUTPUT")) and (
+        (cm.get("HASH_PROGRAM_OUTPUT") or [""])[0].upper() not in ("", "0", "OFF", "NO", "FALSE")
+    )
 
     programs = []
     for src in sources:
@@ -161,41 +323,69 @@ def _import_directory(
         try:
             if pid in seen:
                 raise ItemError("duplicate_id", f"{origin}: id {pid!r} already imported")
-            source = decode_text(read_bytes(src, "C source"), origin)
-            headers = _local_headers(directory, source, origin)
+            raw = read_bytes(src, "C source")
+            if b"\x00" in raw:
+                raise ItemError("unreadable", f"{origin}: C source is binary (contains NUL bytes)")
+            note = _non_utf8_note(raw, origin)
+            if note:
+                report.note(note)
+            source = decode_source(raw)
+            flags, include_dirs = _include_dirs(list(cflags), directory, checkout, origin)
+            headers, from_dirs = _bundled_headers(directory, include_dirs, source, origin)
+            if from_dirs:
+                flags = ["-I.", *flags]
+            merged = any(_USES_STDERR.search(t) for t in [source, *(h for _, h in headers)])
+            if merged:
+                if STDERR_HEADER in dict(headers):
+                    raise ItemError("unsupported", f"{origin}: has a header named {STDERR_HEADER}")
+                headers = sorted([*headers, (STDERR_HEADER, STDERR_HEADER_TEXT)])
+                flags = ["-include", STDERR_HEADER, *flags]
             ref = directory / f"{src.stem}.reference_output"
             ref_small = directory / f"{src.stem}.reference_output.small"
             chosen = ref_small if small and ref_small.is_file() else ref
-            expected, code = split_reference_output(read_bytes(chosen, "reference output"))
+            if not chosen.is_file():
+                raise ItemError(
+                    "missing_file",
+                    f"{origin}: no {chosen.name} beside it (llvm-test-suite runs it without a "
+                    "reference, so there is nothing to check its output against)",
+                )
+            reference = read_bytes(chosen, "reference output")
+            if hashed:
+                expected, code = hash_reference(reference), 0
+                compare = Comparison(mode="md5")
+            else:
+                expected, code = split_reference_output(reference)
+                compare = _comparison(cm)
             stdin = b""
             if stdin_name:
-                stdin = read_bytes(Path(stdin_name[0]), "STDIN_FILENAME input")
+                stdin = read_bytes(directory / stdin_name[0], "STDIN_FILENAME input")
             test = TestCase(
                 name="reference",
                 stdin=stdin,
                 expected_stdout=expected,
                 argv=argv,
                 expected_exit=code,
-                compare=_comparison(cm),
+                compare=compare,
             )
+            meta = {
+                "source": "llvm-test-suite",
+                "problem": pid,
+                "origin": origin,
+                "reference_output": chosen.name,
+                "size": size,
+            }
+            if hashed:
+                meta["hash_program_output"] = True
+            if merged:
+                meta["stderr_in_output"] = True
             program = Program(
                 id=pid,
                 source=source,
                 tests=(test,),
                 headers=tuple(headers),
-                cflags=tuple(cflags + _c_standard(cm, f"{cm.prefix}{src.stem}")),
+                cflags=tuple(flags + _c_standard(cm, f"{cm.prefix}{src.stem}")),
                 ldflags=tuple(ldflags),
-                metadata=tuple(
-                    sorted(
-                        {
-                            "source": "llvm-test-suite",
-                            "problem": pid,
-                            "origin": origin,
-                            "reference_output": chosen.name,
-                            "size": size,
-                        }.items()
-                    )
-                ),
+                metadata=tuple(sorted(meta.items())),
             )
         except ItemError as exc:
             report.drop(pid, exc.reason, exc.detail)
@@ -232,6 +422,24 @@ def collect_llvm_programs(
     return programs, report
 
 
+def _verify_hint(level: str, verdict: str, cpu_seconds: int) -> str:
+    """What a failed verification most likely means and what to do about it."""
+    if verdict == "timeout":
+        return (
+            f" (over the {cpu_seconds}s import CPU limit: raise --cpu-seconds or use --size small)"
+        )
+    if verdict == "wrong_output" and level == "-O0":
+        return (
+            " (even the -O0 build disagrees with the reference: output that depends on time, "
+            "the host or the compiler; see the program's reference_output)"
+        )
+    if verdict == "wrong_output":
+        return " (-O0 passes, -O3 does not: undefined behaviour or floating-point differences)"
+    if verdict in ("assemble_error", "link_error", "extraction_error"):
+        return " (gcc cannot build it with the directory's flags)"
+    return ""
+
+
 def verify_and_filter(
     programs: Iterable[Program],
     report: DataReport,
@@ -266,8 +474,21 @@ def verify_and_filter(
         else:
             level, check = ("-O0", outcome.o0) if not outcome.o0.correct else ("-O3", outcome.o3)
             reason = "infra_error" if str(check.verdict) == "infra_error" else "verify_failed"
-            report.drop(program.id, reason, f"{level}: {check.verdict}: {check.message}")
+            hint = _verify_hint(level, str(check.verdict), cpu_seconds)
+            report.drop(program.id, reason, f"{level}: {check.verdict}: {check.message}{hint}")
     return kept
+
+
+def suite_name_for(paths: Sequence[str | Path]) -> str:
+    """A suite name that says what was imported: `llvm-` and the imported directories' names
+    (`llvm-Polybench`, `llvm-Shootout+Stanford`), so two imports of different directories
+    get different names and run directories. `--name` overrides it."""
+    names = sorted({Path(p).resolve().name or "root" for p in paths})
+    name = "llvm-" + "+".join(re.sub(r"[^A-Za-z0-9_.\-]", "_", n) for n in names)
+    if len(name) > 64:
+        digest = hashlib.sha256("\0".join(names).encode()).hexdigest()[:8]
+        name = f"{name[:55]}-{digest}"
+    return name
 
 
 def import_llvm_test_suite(
@@ -278,7 +499,7 @@ def import_llvm_test_suite(
     jobs: int = 2,
     cpu_seconds: int = VERIFY_CPU_SECONDS,
     progress: bool = True,
-    name: str = "llvm-test-suite",
+    name: str | None = None,
     toolchain: Toolchain | None = None,
     sandbox: Sandbox | None = None,
 ) -> tuple[Suite, DataReport]:
@@ -301,7 +522,7 @@ def import_llvm_test_suite(
     report.kept = sorted(p.id for p in programs)
     report.stats["size"] = size
     suite = Suite(
-        name=name,
+        name=name or suite_name_for(paths),
         programs={p.id: p for p in programs},
         splits={p.id: "test" for p in programs},
         description=f"llvm-test-suite SingleSource programs ({size} problem size)",

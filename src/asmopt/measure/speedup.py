@@ -6,7 +6,10 @@
   instruction counts; a copy of the baseline is 1.0 exactly and is not measured.
 * Per program (one answer): the geometric mean of its per-test speedups, with an interval
   from the per-test intervals (stats.combine_geometric), widened to the instrument's
-  resolution. Only answers that pass every test have one.
+  resolution. Only answers that pass every test have one. Beside it, the reference
+  system's statistic, the arithmetic mean of the per-test speedups (`mean_ratio`), with an
+  interval of its own (stats.combine_arithmetic): each point is reported only with the
+  interval of the same statistic, so a point always lies inside the interval shown with it.
 * Suite aggregates are metrics over answers (metrics.py): the reference system's floored
   arithmetic/geometric means for comparability, and strict ones built from these intervals.
 
@@ -20,7 +23,13 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
 
-from asmopt.measure.stats import RatioInterval, combine_geometric, exact_ratio, with_resolution
+from asmopt.measure.stats import (
+    RatioInterval,
+    combine_arithmetic,
+    combine_geometric,
+    exact_ratio,
+    with_resolution,
+)
 
 
 class MeasureMode(StrEnum):
@@ -47,6 +56,7 @@ class TimingWarning(StrEnum):
     TOO_FAST = "too_fast"
     HIGH_LOAD = "high_load"
     NOT_ISOLATED = "not_isolated"
+    STALLED = "stalled"
 
     @property
     def advice(self) -> str:
@@ -68,8 +78,15 @@ _ADVICE = {
         "differences in the code are diluted; give it a larger input"
     ),
     TimingWarning.HIGH_LOAD: (
-        "the load average exceeded the number of cores while timing; CPU time resists load "
-        "but caches are shared: evaluate with fewer --jobs or on an idle machine"
+        "the machine was overloaded (load average above its core count) and the timing "
+        "core itself was contended (timed runs preempted, or rounds stalled), which is the "
+        "likely cause of this unreliable result: evaluate with fewer --jobs or on an idle "
+        "machine"
+    ),
+    TimingWarning.STALLED: (
+        "the timing core was repeatedly taken away from the timed runs (their wall time far "
+        "exceeded their CPU time) and stalled rounds had to be kept: another real-time task "
+        "or the hypervisor competes for that core; set ASMOPT_TIMING_CORES to another core"
     ),
     TimingWarning.NOT_ISOLATED: (
         "no core could be reserved for timing (a single-core machine or an affinity mask "
@@ -138,7 +155,12 @@ class TestSpeedup:
 
 @dataclass
 class ProgramSpeedup:
-    """The speedup of one answer on a whole program: geometric mean over its tests."""
+    """The speedup of one answer on a whole program.
+
+    `ratio` in [`low`, `high`] is the geometric mean over its tests (our headline);
+    `mean_ratio` in [`mean_low`, `mean_high`] the arithmetic mean over its tests (the
+    reference system's per-answer s). Never pair one statistic's point with the other's
+    interval: with unequal per-test speedups they differ, and not by noise."""
 
     mode: MeasureMode
     status: MeasureStatus
@@ -148,6 +170,9 @@ class ProgramSpeedup:
     reliable: bool = True
     message: str = ""
     tests: list[TestSpeedup] = field(default_factory=list)
+    mean_ratio: float = 1.0
+    mean_low: float = 1.0
+    mean_high: float = 1.0
 
     @property
     def significantly_faster(self) -> bool:
@@ -169,6 +194,9 @@ class ProgramSpeedup:
             "ratio": self.ratio,
             "low": self.low,
             "high": self.high,
+            "mean_ratio": self.mean_ratio,
+            "mean_low": self.mean_low,
+            "mean_high": self.mean_high,
             "reliable": self.reliable,
             "significantly_faster": self.significantly_faster,
             "significantly_slower": self.significantly_slower,
@@ -196,6 +224,7 @@ class ProgramSpeedup:
             return cls(mode, MeasureStatus.COPY, message=tests[0].message, tests=tests)
         parts = [exact_ratio(1.0) if t.status == MeasureStatus.COPY else t.interval for t in tests]
         combined = with_resolution(combine_geometric(parts), resolution)
+        mean = with_resolution(combine_arithmetic(parts), resolution)
         unreliable = [t.test for t in tests if not t.reliable]
         return cls(
             mode,
@@ -203,10 +232,30 @@ class ProgramSpeedup:
             ratio=combined.ratio,
             low=combined.low,
             high=combined.high,
+            mean_ratio=mean.ratio,
+            mean_low=mean.low,
+            mean_high=mean.high,
             reliable=not unreliable,
             message=f"unreliable on {', '.join(unreliable)}" if unreliable else "",
             tests=tests,
         )
+
+    def fill_means(self) -> ProgramSpeedup:
+        """Recompute the arithmetic-mean statistic from the per-test results (a stored
+        answer keeps its tests, not this derived number); returns self."""
+        if self.status != MeasureStatus.MEASURED or not self.tests:
+            return self
+        if any(t.status not in (MeasureStatus.MEASURED, MeasureStatus.COPY) for t in self.tests):
+            return self
+        resolution = max(
+            float(t.context.get("config", {}).get("resolution", 0.0)) for t in self.tests
+        )
+        parts = [
+            exact_ratio(1.0) if t.status == MeasureStatus.COPY else t.interval for t in self.tests
+        ]
+        mean = with_resolution(combine_arithmetic(parts), resolution)
+        self.mean_ratio, self.mean_low, self.mean_high = mean.ratio, mean.low, mean.high
+        return self
 
     @classmethod
     def copy_of_baseline(cls, mode: MeasureMode, test_names: list[str]) -> ProgramSpeedup:

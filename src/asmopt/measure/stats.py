@@ -349,6 +349,45 @@ def combine_geometric(parts: Sequence[RatioInterval], confidence: float = 0.95) 
     )
 
 
+def combine_arithmetic(parts: Sequence[RatioInterval], confidence: float = 0.95) -> RatioInterval:
+    """Arithmetic mean of independent ratios with an interval (delta method, Welch df).
+
+    The reference system's per-answer speedup is this statistic (the mean of per-test
+    ratios), so it needs an interval of its own: the geometric mean's interval does not
+    bound it (one 30x test and nine 1.0x tests: arithmetic 3.9, geometric 1.4). Each
+    ratio's standard error on the ratio scale is ratio * log_se (first-order delta method);
+    the mean's variance is their sum of squares over k^2. The bounds are symmetric on the
+    ratio scale, clipped below at 0; the point always lies inside. `log_mean`/`log_se`
+    describe the log of the mean, to first order."""
+    if not parts:
+        raise ValueError("nothing to combine")
+    k = len(parts)
+    mean = sum(p.ratio for p in parts) / k
+    n_total = sum(p.n for p in parts)
+    if any(math.isinf(p.log_se) for p in parts):
+        return RatioInterval(
+            mean, 0.0, math.inf, n_total, math.log(mean), math.inf, 0.0, confidence
+        )
+    ses = [p.ratio * p.log_se for p in parts]
+    var_sum = sum(s * s for s in ses)
+    if var_sum == 0:
+        return RatioInterval(mean, mean, mean, n_total, math.log(mean), 0.0, math.inf, confidence)
+    denom = sum(s**4 / p.df for s, p in zip(ses, parts, strict=True) if s > 0 and p.df > 0)
+    df = var_sum**2 / denom if denom > 0 else math.inf
+    se = math.sqrt(var_sum) / k
+    t = t_quantile(0.5 + confidence / 2.0, df)
+    return RatioInterval(
+        ratio=mean,
+        low=max(0.0, mean - t * se),
+        high=mean + t * se,
+        n=n_total,
+        log_mean=math.log(mean),
+        log_se=se / mean,
+        df=df,
+        confidence=confidence,
+    )
+
+
 def with_resolution(interval: RatioInterval, resolution: float) -> RatioInterval:
     """Widen the interval to at least ±`resolution` (relative) around the ratio.
 

@@ -8,14 +8,23 @@ variant whose speedup is significant (interval above 1) - else with the baseline
 Honesty: selection (timing, and the PGO profile) uses only the selection split (every other
 test, see `selection_split`); the evaluation pipeline then re-judges the chosen answer
 on every test with a fresh measurement, so the reported speedup does not carry the
-selection's winner's-curse bias.
+selection's winner's-curse bias. A program with a single test has no held-out input: the
+choice (and the PGO profile) is then made on the input it is scored on, and the record says
+so (`selection: "scored input"`), like the oracle best-of-N.
+
+Transparency: every variant tried - its build, verdict, and measured speedup with its
+interval on the selection split - goes into the answer's `extra["search"]`, which the
+evaluation stores with the sample (policy_info) and `asmopt report` / `results show -v`
+print. Budget: a program's search stops starting new variants after `budget_s` seconds of
+wall time (each timing is also capped by what is left); the record says when it did.
 """
 
 from __future__ import annotations
 
 import logging
 import shutil
-from dataclasses import dataclass
+import time
+from dataclasses import dataclass, replace
 from typing import Any
 
 from asmopt.evaluate import check_candidate
@@ -49,6 +58,13 @@ VARIANTS: tuple[tuple[str, str, tuple[str, ...], bool], ...] = (
 )
 
 
+# Wall seconds one program's search may take (building, checking and timing all variants).
+DEFAULT_BUDGET_S = 180.0
+SCORED_INPUT = "scored input"
+BASELINE_NAME = "gcc -O3 (baseline: no variant significantly faster)"
+HELD_OUT = "held-out split"
+
+
 def selection_split(tests: tuple[TestCase, ...]) -> list[TestCase]:
     """Every other test in name order, counting back from the last one (about half).
 
@@ -62,7 +78,8 @@ def selection_split(tests: tuple[TestCase, ...]) -> list[TestCase]:
 @dataclass
 class Tried:
     name: str
-    status: str  # chosen | slower_or_equal | failed | duplicate | unavailable | baseline_copy
+    # chosen | not_chosen | failed | duplicate | unavailable | skipped_budget
+    status: str
     detail: str = ""
     speedup: float | None = None
     low: float | None = None
@@ -83,11 +100,15 @@ class CompilerSearchPolicy:
         sandbox: Sandbox | None = None,
         timing: TimingConfig | None = None,
         variants: tuple = VARIANTS,
+        budget_s: float = DEFAULT_BUDGET_S,
     ) -> None:
+        if budget_s <= 0:
+            raise ValueError(f"compiler-search budget must be positive, got {budget_s}")
         self._toolchain = toolchain
         self._sandbox = sandbox
         self.timing = timing or TimingConfig(target_half_width=0.02, max_pairs=40, budget_s=6.0)
         self.variants = variants
+        self.budget_s = budget_s
         self._others: dict[str, Toolchain] = {}
 
     @property
@@ -134,7 +155,24 @@ class CompilerSearchPolicy:
 
     def search(self, program: Program, baseline_asm: str) -> tuple[str, list[Tried]]:
         """Return the chosen assembly and the record of every variant tried."""
+        asm, tried, _ = self.search_record(program, baseline_asm)
+        return asm, tried
+
+    def search_record(
+        self, program: Program, baseline_asm: str
+    ) -> tuple[str, list[Tried], dict[str, Any]]:
+        """(chosen assembly, every variant tried, the search's own record: which input chose,
+        the budget and whether it was hit, the wall time). Local, as programs are searched
+        in parallel threads by one policy object."""
+        start = time.monotonic()
         selection = selection_split(program.tests)
+        held_out = len(selection) < len(program.tests)
+        info: dict[str, Any] = {
+            "selection": HELD_OUT if held_out else SCORED_INPUT,
+            "selection_tests": [t.name for t in selection],
+            "budget_s": self.budget_s,
+            "budget_hit": False,
+        }
         sel_program = Program(
             id=program.id,
             source=program.source,
@@ -145,11 +183,18 @@ class CompilerSearchPolicy:
         )
         base_build = self.toolchain.assemble_and_link(baseline_asm, program.ldflags)
         if not base_build.ok or base_build.output is None:
-            return baseline_asm, [Tried("baseline", "failed", base_build.message)]
+            return baseline_asm, [Tried("baseline", "failed", base_build.message)], info
         seen = {canonical_hash(baseline_asm)}
         tried: list[Tried] = []
         best: tuple[float, str, Tried] | None = None
         for name, cc, flags, pgo in self.variants:
+            left = self.budget_s - (time.monotonic() - start)
+            if left <= 0:
+                info["budget_hit"] = True
+                tried.append(
+                    Tried(name, "skipped_budget", f"the {self.budget_s:g}s search budget was spent")
+                )
+                continue
             asm, why = self._assembly(program, cc, flags, pgo, selection)
             if asm is None:
                 status = "unavailable" if "not installed" in why else "failed"
@@ -165,30 +210,42 @@ class CompilerSearchPolicy:
                 tried.append(Tried(name, "failed", f"{check.verdict}: {check.message}"))
                 continue
             parts = []
+            cut = ""
             for test in sel_program.tests:
-                out = time_test(self.sandbox, base_build.output, check.binary, test, self.timing)
+                left = self.budget_s - (time.monotonic() - start)
+                if left <= 0:
+                    info["budget_hit"] = True
+                    cut = "the search budget ran out while timing"
+                    parts = []
+                    break
+                timing = replace(self.timing, budget_s=min(self.timing.budget_s, left))
+                out = time_test(self.sandbox, base_build.output, check.binary, test, timing)
                 if out.failure is not None:
+                    cut = f"timing failed on {test.name}"
                     parts = []
                     break
                 if out.speedup.status == MeasureStatus.MEASURED:
                     parts.append(out.speedup.interval)
             if not parts:
-                tried.append(Tried(name, "failed", "could not be timed"))
+                tried.append(Tried(name, "failed", cut or "could not be timed"))
                 continue
             interval = combine_geometric(parts)
-            record = Tried(name, "slower_or_equal", "", interval.ratio, interval.low, interval.high)
+            record = Tried(name, "not_chosen", "", interval.ratio, interval.low, interval.high)
             tried.append(record)
             if interval.low > 1.0 and (best is None or interval.ratio > best[0]):
                 best = (interval.ratio, asm, record)
+        info["seconds"] = round(time.monotonic() - start, 3)
         if best is None:
-            return baseline_asm, tried
+            return baseline_asm, tried, info
         best[2].status = "chosen"
-        return best[1], tried
+        return best[1], tried, info
 
     def propose(self, request: PolicyRequest) -> list[Candidate]:
-        asm, tried = self.search(request.program, request.baseline_asm)
-        chosen = next((t.name for t in tried if t.status == "chosen"), "gcc -O3 (baseline)")
-        extra = {"chosen": chosen, "tried": [t.to_dict() for t in tried]}
+        asm, tried, info = self.search_record(request.program, request.baseline_asm)
+        chosen = next((t.name for t in tried if t.status == "chosen"), BASELINE_NAME)
+        record = [t.to_dict() for t in tried]
+        search = {**info, "chosen": chosen, "tried": record}
+        extra = {"chosen": chosen, "tried": record, "search": search}
         return [
             Candidate(assembly=asm, raw_response="", extra=extra)
             for _ in range(request.num_samples)

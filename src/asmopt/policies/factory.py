@@ -34,6 +34,14 @@ def add_policy_arguments(p: argparse.ArgumentParser) -> None:
     g.add_argument("--device", default="cpu", help="hf: torch device")
     g.add_argument("--dtype", default="auto", help="hf: auto | float32 | bfloat16")
     g.add_argument(
+        "--search-budget",
+        type=float,
+        default=None,
+        metavar="SECONDS",
+        help="compiler-search: wall seconds per program for building, checking and timing "
+        "its variants (default 180); variants left when it is spent are skipped and listed",
+    )
+    g.add_argument(
         "--rounds",
         type=int,
         default=1,
@@ -81,7 +89,13 @@ def make_policy(args: argparse.Namespace, toolchain: Any, sandbox: Any) -> Polic
         policy: Policy = LLMPolicy(backend=backend, name=label, template=template, params=params)
     else:
         if name == "compiler-search":
-            policy = get_policy(name, toolchain=toolchain, sandbox=sandbox)
+            budget = getattr(args, "search_budget", None)
+            if budget is not None and budget <= 0:
+                raise PolicyError(f"--search-budget must be positive, got {budget}")
+            options: dict[str, Any] = {"toolchain": toolchain, "sandbox": sandbox}
+            if budget is not None:
+                options["budget_s"] = budget
+            policy = get_policy(name, **options)
         else:
             policy = get_policy(name)
     if rounds > 1:

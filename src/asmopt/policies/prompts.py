@@ -34,6 +34,9 @@ class PromptTemplate:
 
     def render(self, c_code: str, assembly: str, feedback: str | None = None) -> str:
         block = f"\nFeedback on your previous attempt:\n{feedback.strip()}\n" if feedback else ""
+        # A source kept byte for byte may hold non-UTF-8 bytes (a Latin-1 comment); a prompt
+        # is text, so those bytes are shown as U+FFFD.
+        c_code = c_code.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
         return string.Template(self.text).substitute(
             c_code=c_code.rstrip("\n"), assembly=assembly.rstrip("\n"), feedback=block
         )

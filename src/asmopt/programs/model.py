@@ -15,14 +15,28 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-CompareMode = Literal["exact", "whitespace", "numeric"]
-COMPARE_MODES: tuple[str, ...] = ("exact", "whitespace", "numeric")
+CompareMode = Literal["exact", "whitespace", "numeric", "md5"]
+COMPARE_MODES: tuple[str, ...] = ("exact", "whitespace", "numeric", "md5")
 
 _ID_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.\-]{0,127}$")
 
 
 class ProgramError(ValueError):
     """A program or test description is malformed; the message names the problem."""
+
+
+def decode_source(data: bytes) -> str:
+    """C source bytes as text, byte for byte.
+
+    gcc reads sources as bytes, and real programs carry the odd Latin-1 byte in a comment or
+    string; undecodable bytes are kept as lone surrogates (Python's `surrogateescape`) so
+    that `encode_source` gives back exactly the file that was read."""
+    return data.decode("utf-8", "surrogateescape")
+
+
+def encode_source(text: str) -> bytes:
+    """The exact bytes of a source decoded with `decode_source` (UTF-8 for other text)."""
+    return text.encode("utf-8", "surrogateescape")
 
 
 def check_program_id(program_id: str) -> str:
@@ -42,6 +56,11 @@ class Comparison:
     `numeric` follows llvm-test-suite's fpcmp: the outputs are split into numbers and
     non-number text; text must match exactly (modulo whitespace) and each pair of numbers must
     agree within `abs_tol` OR within `rel_tol` relative to the expected value.
+
+    `md5` follows llvm-test-suite's HASH_PROGRAM_OUTPUT: the expected output is the hex MD5
+    digest of what the suite's harness records, i.e. the program's output followed by the
+    line `exit N` (N the exit status), so a hash-checked reference stays a few bytes however
+    much the program prints (docs/suite_format.md).
     """
 
     mode: CompareMode = "exact"

@@ -34,6 +34,8 @@ from asmopt.programs.model import (
     Suite,
     TestCase,
     check_program_id,
+    decode_source,
+    encode_source,
 )
 
 SUITE_FORMAT = "asmopt-suite"
@@ -81,6 +83,22 @@ def read_text_file(path: Path, what: str) -> str:
         ) from None
 
 
+def read_source_file(path: Path, what: str) -> str:
+    """A C source or header, byte for byte: gcc compiles the odd Latin-1 byte in a comment,
+    so non-UTF-8 bytes are kept (see `decode_source`) instead of refusing the program."""
+    try:
+        raw = path.read_bytes()
+    except FileNotFoundError:
+        raise SuiteFormatError(f"{path}: {what} not found") from None
+    except IsADirectoryError:
+        raise SuiteFormatError(f"{path}: {what} is a directory") from None
+    except OSError as exc:
+        raise SuiteFormatError(f"{path}: cannot read {what} ({exc.strerror})") from None
+    if b"\x00" in raw:
+        raise SuiteFormatError(f"{path}: {what} is a binary file (contains NUL bytes)")
+    return decode_source(raw)
+
+
 def _inside(base: Path, rel: str, what: str) -> Path:
     if not isinstance(rel, str) or not rel:
         raise SuiteFormatError(f"{base}: {what} must be a non-empty relative path")
@@ -115,12 +133,12 @@ def load_program_dir(directory: Path, program_id: str | None = None) -> Program:
         if unknown:
             raise SuiteFormatError(f"{spec_path}: unknown keys {', '.join(sorted(unknown))}")
     source_path = _inside(directory, spec.get("source", "main.c"), "source")
-    source = read_text_file(source_path, "C source")
+    source = read_source_file(source_path, "C source")
     header_names = spec.get("headers")
     if header_names is None:
         header_names = sorted(p.name for p in directory.glob("*.h"))
     headers = tuple(
-        (name, read_text_file(_inside(directory, name, "header"), "header"))
+        (name, read_source_file(_inside(directory, name, "header"), "header"))
         for name in header_names
     )
     try:
@@ -265,9 +283,9 @@ def save_suite(suite: Suite, path: str | os.PathLike[str]) -> Path:
     for program in suite.select():
         pdir = root / "programs" / program.id
         (pdir / "tests").mkdir(parents=True, exist_ok=True)
-        _atomic_write(pdir / "main.c", program.source.encode())
+        _atomic_write(pdir / "main.c", encode_source(program.source))
         for hname, htext in program.headers:
-            _atomic_write(pdir / hname, htext.encode())
+            _atomic_write(pdir / hname, encode_source(htext))
         tests = []
         for t in program.tests:
             _atomic_write(pdir / "tests" / f"{t.name}.in", t.stdin)

@@ -67,8 +67,17 @@ def best_of_n_metrics(
     n = max((o.sample for o in outcomes), default=-1) + 1
     honest = [o.answer() for o in pick(outcomes, programs, honest=True)]
     oracle = [o.answer() for o in pick(outcomes, programs, honest=False)]
+    # A program whose selection split is all its tests (one test) has no held-out input:
+    # its "honest" pick is made on the input it is scored on, exactly like the oracle's.
+    evaluated = {o.program_id for o in outcomes}
+    scored = sorted(
+        pid
+        for pid in evaluated
+        if pid in programs and len(selection_split(programs[pid].tests)) == len(programs[pid].tests)
+    )
     return {
         "n": n,
         "honest": compute_metrics(honest).to_dict(),
         "oracle": compute_metrics(oracle).to_dict(),
+        "selected_on_scored_input": scored,
     }

@@ -12,6 +12,14 @@ from typing import Any
 
 from asmopt.evaluate import SampleOutcome
 from asmopt.measure.speedup import MeasureStatus
+from asmopt.report.search import (
+    ProgramSearch,
+    budget_hits,
+    markdown_lines,
+    program_searches,
+    search_heading,
+    variant_rows,
+)
 from asmopt.run import UNFIT_META_KEY, summarize
 from asmopt.store import ResultStore
 
@@ -21,7 +29,9 @@ _DEFINITIONS = (
     "with a 95% interval. Reference metrics follow the SuperCoder definitions (per-test "
     "speedups floored at 1.0, failures and copies count 1.0, geometric mean over answers). "
     "Strict metrics use the intervals: 'significantly faster' means the whole interval is "
-    "above 1.0. Infrastructure errors are excluded from every denominator. "
+    "above 1.0 and the measurement is reliable; strict %Opt counts those answers whose "
+    "interval's lower bound is at least 1.10 (the reference %Opt uses the point estimate). "
+    "Infrastructure errors are excluded from every denominator. "
     "See docs/measurement.md."
 )
 
@@ -49,6 +59,8 @@ class ReportData:
     wins: list[Win] = field(default_factory=list)
     # Evaluated programs whose tests are inadequate (docs/adequacy.md): id -> why.
     unfit: dict[str, str] = field(default_factory=dict)
+    # What compiler-search tried per program (empty for other policies).
+    searches: list[ProgramSearch] = field(default_factory=list)
 
     def unfit_warnings(self) -> list[str]:
         """One warning line per unfit program of the evaluated suite."""
@@ -84,8 +96,26 @@ def _strip_noise(asm: str) -> list[str]:
     return keep
 
 
+class MixedSuitesError(ValueError):
+    """The run directory holds results of more than one suite; a report of it would mix
+    programs that were never evaluated together."""
+
+
+def suites_of(meta: dict[str, Any]) -> list[str]:
+    """Every suite identity (`NAME@HASH`) recorded for the run and its sessions."""
+    found = {str((meta.get("run") or {}).get("suite_id") or "")}
+    found |= {str(s.get("suite_id") or "") for s in meta.get("sessions") or []}
+    return sorted(f for f in found if f)
+
+
 def collect(store: ResultStore, wins: int = 3) -> ReportData:
     meta = store.meta()
+    suites = suites_of(meta)
+    if len(suites) > 1:
+        raise MixedSuitesError(
+            f"{store.path.parent} holds results of {len(suites)} suites ({', '.join(suites)}); "
+            "a report would mix them: evaluate each suite into its own --run-dir"
+        )
     outcomes = store.load_outcomes()
     summary = summarize(outcomes)
     rows = []
@@ -116,6 +146,10 @@ def collect(store: ResultStore, wins: int = 3) -> ReportData:
                 "copy": o.is_copy,
                 "warnings": ", ".join(warnings),
                 "message": "" if o.check.correct else o.check.message,
+                # Wall seconds spent on this answer: judging and measuring it, plus (once
+                # per program) the policy's own time to propose it.
+                "wall_s": o.seconds
+                + (float((o.policy_info or {}).get("policy_s") or 0.0) if o.sample == 0 else 0.0),
             }
         )
         if measured and sp is not None:
@@ -179,6 +213,7 @@ def collect(store: ResultStore, wins: int = 3) -> ReportData:
         plot_points=points,
         wins=win_list,
         unfit=unfit,
+        searches=program_searches(outcomes),
     )
 
 
@@ -190,7 +225,8 @@ def _headline(data: ReportData) -> list[tuple[str, str, str]]:
         ("test pass", _fmt_pct(ref["pass_rate"]), "reference"),
         ("avg speedup", _fmt_ratio(ref["speedup"]), "reference (floored)"),
         ("significantly faster", _fmt_pct(strict["significantly_faster"]), "strict"),
-        ("%Opt (≥ 1.10x)", _fmt_pct(strict["pie_opt"]), "strict (PIE)"),
+        ("%Opt (point ≥ 1.10x)", _fmt_pct(ref.get("pie_opt_point")), "reference (point)"),
+        ("%Opt (interval ≥ 1.10x)", _fmt_pct(strict["pie_opt"]), "strict"),
         ("geomean of correct", _fmt_ratio(strict["geomean_correct"]), "strict (unfloored)"),
         ("significantly slower", _fmt_pct(strict["significantly_slower"]), "strict"),
         ("copies of baseline", _fmt_pct(strict["copy_rate"]), "strict"),
@@ -348,6 +384,7 @@ def render_html(data: ReportData, png: bytes | None) -> str:
                 esc(sig),
                 esc(note),
                 esc(r["warnings"]),
+                f"{r['wall_s']:.1f}",
                 esc(r["message"][:160]),
             ]
         )
@@ -363,12 +400,34 @@ def render_html(data: ReportData, png: bytes | None) -> str:
                 "significant",
                 "note",
                 "warnings",
+                "wall s",
                 "detail",
             ],
             body,
-            {1, 4},
+            {1, 4, 9},
         )
     )
+    if data.searches:
+        parts.append("<h2>Compiler search: every variant per program</h2>")
+        parts.append(
+            "<p class='sub'>Speedups are the search's own measurement on its selection "
+            "input, before the evaluation re-measures the chosen answer on every test; a "
+            "variant is chosen only when its whole interval is above 1.0.</p>"
+        )
+        hits = budget_hits(data.searches)
+        if hits:
+            parts.append(
+                f"<p class='warn'>Programs that hit their search budget: {esc(', '.join(hits))}</p>"
+            )
+        for search in data.searches:
+            parts.append(f"<h3>{esc(search_heading(search))}</h3>")
+            parts.append(
+                _table(
+                    ["variant", "outcome", "speedup", "95% interval", "detail"],
+                    [[esc(c) for c in row] for row in variant_rows(search)],
+                    {2},
+                )
+            )
     parts.append("<h2>Largest wins</h2>")
     if not data.wins:
         parts.append("<p class='muted'>No correct answer is faster than its baseline.</p>")
@@ -409,8 +468,9 @@ def render_markdown(data: ReportData, png_name: str | None) -> str:
         "",
         "## Per answer",
         "",
-        "| program | # | verdict | tests | speedup | 95% interval | significant | note |",
-        "|---|---|---|---|---|---|---|---|",
+        "| program | # | verdict | tests | speedup | 95% interval | significant | note | "
+        "warnings | wall s |",
+        "|---|---|---|---|---|---|---|---|---|---|",
     ]
     for r in data.rows:
         note = "copy" if r["copy"] else r["status"] if r["status"] != "measured" else ""
@@ -419,8 +479,10 @@ def render_markdown(data: ReportData, png_name: str | None) -> str:
         lines.append(
             f"| {r['program']} | {r['sample']} | {r['verdict']} | {r['tests']} | "
             f"{_fmt_ratio(r['speedup'])} | {_fmt_interval(r['low'], r['high'])} | "
-            f"{r['significance']} | {note} |"
+            f"{r['significance']} | {note} | {r['warnings']} | {r['wall_s']:.1f} |"
         )
+    if data.searches:
+        lines += ["", *markdown_lines(data.searches)]
     if data.wins:
         lines += ["", "## Largest wins", ""]
         for w in data.wins:

@@ -89,6 +89,10 @@ class ScoreResult:
     speedup_low: float | None = None
     speedup_high: float | None = None
     raw_speedup: float | None = None
+    # The geometric mean over tests with its own interval (the eval headline's statistic).
+    geomean_speedup: float | None = None
+    geomean_low: float | None = None
+    geomean_high: float | None = None
     is_copy: bool = False
     identical: bool = False
     seconds: float = 0.0
@@ -293,15 +297,18 @@ def _score(
         if sp is not None and sp.status == MeasureStatus.INFRA_ERROR:
             result.verdict, result.message = "infra_error", f"measurement: {sp.message}"
         elif sp is not None and sp.has_ratio:
-            measured = [t.ratio for t in sp.tests if t.status == MeasureStatus.MEASURED]
-            # The reference's s is the arithmetic mean of per-test ratios.
-            result.speedup = sum(measured) / len(measured) if measured else sp.ratio
-            result.speedup_low, result.speedup_high = sp.low, sp.high
+            # The reference's s is the arithmetic mean of per-test ratios, reported with
+            # the interval of that same statistic; the geometric mean keeps its own.
+            result.speedup = sp.mean_ratio
+            result.speedup_low, result.speedup_high = sp.mean_low, sp.mean_high
             result.raw_speedup = result.speedup
-            if config.snap_insignificant and sp.low <= 1.0 <= sp.high:
+            result.geomean_speedup = sp.ratio
+            result.geomean_low, result.geomean_high = sp.low, sp.high
+            if config.snap_insignificant and sp.mean_low <= 1.0 <= sp.mean_high:
                 result.speedup = 1.0
         elif copy:
             result.speedup, result.speedup_low, result.speedup_high = 1.0, 1.0, 1.0
+            result.geomean_speedup, result.geomean_low, result.geomean_high = 1.0, 1.0, 1.0
     return _finish(result, config, start)
 
 

@@ -4,27 +4,28 @@ Procedure (docs/measurement.md has the reasoning and the numbers behind the defa
 
 1. Both binaries run in ONE sandbox, in adjacent pairs, counterbalanced (A B, B A, A B,
    ...), through the launcher, which executes each from the same descriptor with the same
-   argv, environment, stdin and working directory and empties /tmp between runs (see
-   sandbox/launcher.c). All tests of a program share the sandbox of a batch, their inputs
-   passed as descriptors. Sandbox start-up is outside the timed region: the launcher times
-   fork -> wait4.
-2. The first `warmup_pairs` pairs of every test in every batch are discarded. The program
-   cannot tell a warm-up from a timed run: they are the same in every respect it can
-   observe.
+   argv, environment, stdin and working directory, each run in a fresh pid namespace with
+   a fresh /tmp (see sandbox/launcher.c). All tests of a program share the sandbox of a
+   batch, their inputs passed as descriptors. Sandbox start-up is outside the timed
+   region: the launcher times each run from exec to exit.
+2. The first `warmup_pairs` pairs of every test in every batch are discarded, and so is a
+   test's whole first round (the pilot) once a later round exists. The program cannot tell
+   a warm-up from a timed run: they are the same in every respect it can observe.
 3. Every run's output is checked against the expected output, so skipping work when timed
    is caught as a wrong answer.
 4. The metric is user + system CPU time of the child from rusage. Unlike wall time it does
    not grow when another process shares the core, which is what broke the reference
-   harness's numbers under load; wall time is recorded next to it.
+   harness's numbers under load; wall time is recorded next to it, and a round whose
+   baseline lost the core for long (wall far above CPU) is discarded and repeated.
 5. After each batch every test's paired log-ratios give an interval (stats.py: trimmed
-   means per batch, batches combined by a random-effects model). A test stops when its
-   relative half-width is within `target_half_width`, or when its pair, round or time
-   budget is spent (it is then flagged unreliable); the next batch gives each remaining
-   test the pairs its spread so far says it needs.
-6. The whole sandbox is pinned to a timing core held under a lock (`CoreLock`), at
-   real-time priority when permitted, so no two timings share a core, here or in another
-   process, and nothing of normal priority preempts a timed run; correctness runs and
-   builds use the other cores.
+   means, pooled below three rounds, per round combined by a random-effects model from
+   three on). A test stops when its relative half-width is within `target_half_width`,
+   when its answer is settled (sequential rule), or when its pair, round or time budget is
+   spent (it is then flagged unreliable); waiting for the core is charged to no budget.
+6. The whole sandbox is pinned to a timing core held under a machine-wide lock
+   (`CoreLock`), at real-time priority when permitted, so no two timings share a core,
+   here or in another process, and nothing of normal priority preempts a timed run;
+   correctness runs and builds use the other cores.
 
 The engine (`measure_tests`, `measure_pairs` for one test) only sees an executor that
 returns paired samples, so its statistics are tested with a mock executor and no real

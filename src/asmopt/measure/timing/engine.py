@@ -15,8 +15,10 @@ from typing import Any, Literal, Protocol
 
 from asmopt.measure.speedup import MeasureMode, MeasureStatus, TestSpeedup, TimingWarning
 from asmopt.measure.stats import (
+    RatioInterval,
     outlier_flags,
     random_effects,
+    t_quantile,
     trimmed_interval,
     with_resolution,
 )
@@ -66,6 +68,30 @@ class TimingConfig:
     # normal priority preempts the timed program, so it is not slowed by a neighbour's
     # cache footprint after every time slice. The achieved level is recorded.
     priority: Literal["normal", "high", "realtime"] = "realtime"
+    # The first round of a test is a pilot, a warm-up round: it sizes the next round and
+    # is never the estimate (unless `max_rounds` is 1). A cold first round (page cache,
+    # frequency ramp, a burst of load at the start of a batch) then cannot shift the
+    # interval, nor end the measurement with a tight but displaced one. It costs each
+    # test `min_pairs` + `warmup_pairs` more pairs.
+    pilot_round: bool = True
+    # A round is stalled when the baseline's runs spent more than `stall_share` of their
+    # CPU time (and at least `stall_min_s`) waiting on the core while running (wall - CPU):
+    # the core was taken away (another real-time task, the hypervisor, a second timing
+    # process). The baseline is our own -O3 build, so this cannot be a candidate's doing.
+    # A stalled round is discarded and repeated, its time charged to no budget (reported
+    # as `stalled_s`), up to `max_stalled_rounds` times per test; after that it is kept
+    # and the `stalled` warning is raised.
+    stall_share: float = 0.5
+    stall_min_s: float = 0.02
+    max_stalled_rounds: int = 3
+    # Sequential stop: a test stops before the target once the answer is settled: its
+    # interval at a Bonferroni-corrected level (confidence spread over `max_rounds` looks)
+    # lies wholly on one side of every decision point (1.0, faster or slower, and PIE's
+    # %Opt threshold 1.10), and its 95% half-width is within `early_stop_half_width`. A
+    # 2x answer needs no +-2% interval to be rewarded as 2x; an A/A pair never stops early.
+    early_stop: bool = True
+    early_stop_half_width: float = 0.05
+    decision_points: tuple[float, ...] = (1.0, 1.10)
 
     def __post_init__(self) -> None:
         if not 0 < self.target_half_width < 1:
@@ -80,9 +106,20 @@ class TimingConfig:
             raise ValueError("warmup_pairs >= 0, max_rounds >= 1 and budget_s > 0 are required")
         if self.metric not in ("cpu", "wall"):
             raise ValueError(f"metric must be 'cpu' or 'wall', got {self.metric!r}")
+        if self.stall_share <= 0 or self.stall_min_s < 0 or self.max_stalled_rounds < 0:
+            raise ValueError("stall_share > 0, stall_min_s >= 0, max_stalled_rounds >= 0")
+        if not 0 < self.early_stop_half_width < 1:
+            raise ValueError(
+                f"early_stop_half_width must be in (0, 1), got {self.early_stop_half_width}"
+            )
+        if any(not (p > 0 and math.isfinite(p)) for p in self.decision_points):
+            raise ValueError(f"decision_points must be positive ratios: {self.decision_points}")
 
     def to_dict(self) -> dict[str, Any]:
-        return {k: getattr(self, k) for k in self.__dataclass_fields__}
+        return {
+            k: list(v) if isinstance(v, tuple) else v
+            for k, v in ((k, getattr(self, k)) for k in self.__dataclass_fields__)
+        }
 
 
 # ---------------------------------------------------------------------------- samples
@@ -130,6 +167,18 @@ class Round:
     load_after: float | None = None
     priority: str = "normal"
     failure: RunFailure | None = None
+    # Seconds the batch waited for the timing core before it ran (never charged to a budget).
+    waited_s: float = 0.0
+
+    def stall_seconds(self) -> float:
+        """Seconds the baseline's runs of this round spent off the core while running."""
+        runs = [b for b, _ in (*self.warmups, *self.pairs)]
+        return sum(max(0.0, b.wall_s - b.cpu_s) for b in runs)
+
+    def stalled(self, config: TimingConfig) -> bool:
+        cpu = sum(b.cpu_s for b, _ in (*self.warmups, *self.pairs))
+        lost = self.stall_seconds()
+        return lost > config.stall_min_s and lost > config.stall_share * cpu
 
 
 class PairExecutor(Protocol):
@@ -167,20 +216,38 @@ class TimingOutcome:
 
 
 # ---------------------------------------------------------------------------- engine
+def _used_pairs(
+    pairs: list[tuple[RunTiming, RunTiming, int]], config: TimingConfig
+) -> list[tuple[RunTiming, RunTiming, int]]:
+    """The pairs the estimate rests on: all but the pilot round's once a later round exists."""
+    if config.pilot_round and any(r > 0 for _, _, r in pairs):
+        return [p for p in pairs if p[2] > 0]
+    return pairs
+
+
+def _contended(pairs: Sequence[tuple[RunTiming, RunTiming, int]], stalled_rounds: int) -> bool:
+    """Whether the timing core itself was contended: a tenth of the timed runs were
+    preempted (at real-time priority only the kernel or another real-time task can do
+    that), or a round stalled. The load average alone says little on a small machine: it
+    counts work on the other cores, which CPU time on a reserved core does not feel."""
+    runs = [x for b, c, _ in pairs for x in (b, c)]
+    preempted = sum(x.involuntary_switches > 0 for x in runs)
+    return stalled_rounds > 0 or (bool(runs) and preempted > 0.1 * len(runs))
+
+
 def _summarise(
-    test: str,
-    pairs: list[tuple[RunTiming, RunTiming, int]],
-    rounds: list[Round],
+    state: _TestState,
     config: TimingConfig,
-    spent: float,
     extra_warnings: Sequence[TimingWarning],
-) -> tuple[TestSpeedup, float]:
-    """The interval over non-outlier pairs; returns the speedup and the raw half-width."""
+) -> tuple[TestSpeedup, RatioInterval]:
+    """The interval over the used pairs; returns the speedup and the raw statistic."""
     metric = config.metric
-    logs = [math.log(b.value(metric) / c.value(metric)) for b, c, _ in pairs]
+    rounds = state.rounds
+    used = _used_pairs(state.pairs, config)
+    logs = [math.log(b.value(metric) / c.value(metric)) for b, c, _ in used]
     flags = outlier_flags(logs, config.outlier_threshold)
     by_round: dict[int, list[float]] = {}
-    for x, (_, _, r) in zip(logs, pairs, strict=True):
+    for x, (_, _, r) in zip(logs, used, strict=True):
         by_round.setdefault(r, []).append(x)
     per_round = [
         trimmed_interval(xs, config.confidence, config.trim)
@@ -188,9 +255,9 @@ def _summarise(
         if len(xs) >= 2
     ]
     # Rounds as a random effect only when there are enough of them: with two, the
-    # combination has one degree of freedom (t = 12.7), so one noisy round (a cold first
-    # round, a burst of load) blows the interval up to nothing; then the pairs are pooled,
-    # and the resolution floor stands for what differs between sandboxes.
+    # combination has one degree of freedom (t = 12.7), so one noisy round (a burst of
+    # load) blows the interval up to nothing; then the pairs are pooled, and the
+    # resolution floor stands for what differs between sandboxes.
     stat = (
         random_effects(per_round, config.confidence)
         if len(per_round) >= MIN_ROUNDS_FOR_RANDOM_EFFECTS
@@ -199,49 +266,66 @@ def _summarise(
     shown = with_resolution(stat, config.resolution)
     n_out = sum(flags)
     warnings: list[TimingWarning] = list(extra_warnings)
-    if stat.half_width > config.target_half_width:
+    if stat.half_width > config.target_half_width and not state.decided:
         warnings.append(TimingWarning.TARGET_NOT_MET)
     if n_out > config.max_outlier_share * len(logs):
         warnings.append(TimingWarning.MANY_OUTLIERS)
-    base_vals = [b.value(metric) for b, _, _ in pairs]
-    cand_vals = [c.value(metric) for _, c, _ in pairs]
+    if state.kept_stalled:
+        warnings.append(TimingWarning.STALLED)
+    base_vals = [b.value(metric) for b, _, _ in used]
+    cand_vals = [c.value(metric) for _, c, _ in used]
     if min(sorted(base_vals)[len(base_vals) // 2], sorted(cand_vals)[len(cand_vals) // 2]) < (
         TOO_FAST_S
     ):
         warnings.append(TimingWarning.TOO_FAST)
+    unreliable = {TimingWarning.TARGET_NOT_MET, TimingWarning.MANY_OUTLIERS}
+    reliable = not any(w in unreliable for w in warnings)
     cores = sorted({c for r in rounds for c in r.cpus})
     loads = [x for r in rounds for x in (r.load_before, r.load_after) if x is not None]
-    if loads and max(loads) > (os.cpu_count() or 1):
+    busy_machine = bool(loads) and max(loads) > (os.cpu_count() or 1)
+    high_load = busy_machine and _contended(used, state.discarded + state.kept_stalled)
+    # Shown only where it explains an unreliable result; otherwise it is context.
+    if high_load and not reliable:
         warnings.append(TimingWarning.HIGH_LOAD)
-    unreliable = {TimingWarning.TARGET_NOT_MET, TimingWarning.MANY_OUTLIERS}
+    pilot = [r for _, _, r in state.pairs].count(0) if len(used) < len(state.pairs) else 0
     raw = {
         "metric": metric,
-        "round": [r for _, _, r in pairs],
-        "base_cpu": [b.cpu_s for b, _, _ in pairs],
-        "cand_cpu": [c.cpu_s for _, c, _ in pairs],
-        "base_wall": [b.wall_s for b, _, _ in pairs],
-        "cand_wall": [c.wall_s for _, c, _ in pairs],
-        "base_nivcsw": [b.involuntary_switches for b, _, _ in pairs],
-        "cand_nivcsw": [c.involuntary_switches for _, c, _ in pairs],
+        "round": [r for _, _, r in used],
+        "base_cpu": [b.cpu_s for b, _, _ in used],
+        "cand_cpu": [c.cpu_s for _, c, _ in used],
+        "base_wall": [b.wall_s for b, _, _ in used],
+        "cand_wall": [c.wall_s for _, c, _ in used],
+        "base_nivcsw": [b.involuntary_switches for b, _, _ in used],
+        "cand_nivcsw": [c.involuntary_switches for _, c, _ in used],
         "outlier": flags,
         "estimator": (
-            f"{config.trim:.0%} trimmed mean of log-ratios (Yuen) per round, rounds combined "
-            "by random effects (DerSimonian-Laird)"
+            f"{config.trim:.0%} trimmed mean of log-ratios (Yuen); from "
+            f"{MIN_ROUNDS_FOR_RANDOM_EFFECTS} rounds on, per round, rounds combined by "
+            "random effects (DerSimonian-Laird); the pilot round left out once a later "
+            "round exists"
         ),
         "order": "AB and BA pairs alternate",
+        "pilot_base_cpu": [b.cpu_s for b, _, r in state.pairs if r == 0] if pilot else [],
+        "pilot_cand_cpu": [c.cpu_s for _, c, r in state.pairs if r == 0] if pilot else [],
         "warmup_base_cpu": [b.cpu_s for r in rounds for b, _ in r.warmups],
         "warmup_cand_cpu": [c.cpu_s for r in rounds for _, c in r.warmups],
     }
     context = {
         "rounds": len(rounds),
+        "pilot_pairs_left_out": pilot,
         "env_pad": [r.env_pad for r in rounds],
         "cores": cores,
         "priority": sorted({r.priority for r in rounds}),
         "load": [round(x, 2) for x in loads],
-        "seconds": round(spent, 4),
+        "high_load": high_load,
+        "seconds": round(state.spent, 4),
+        "waited_s": round(state.waited, 4),
+        "stalled_s": round(state.stalled_s, 4),
+        "stalled_rounds_discarded": state.discarded,
+        "stopped": state.stopped,
         "runs": 2 * sum(len(r.pairs) + len(r.warmups) for r in rounds),
         "config": {
-            "target_half_width": config.target_half_width,
+            "target_half_width": state.target or config.target_half_width,
             "resolution": config.resolution,
             "metric": metric,
         },
@@ -249,7 +333,7 @@ def _summarise(
     # Order-preserving de-duplication of the warning codes.
     codes = list(dict.fromkeys(str(w) for w in warnings))
     speedup = TestSpeedup(
-        test=test,
+        test=state.name,
         mode=MeasureMode.TIME,
         status=MeasureStatus.MEASURED,
         ratio=shown.ratio,
@@ -257,7 +341,7 @@ def _summarise(
         high=shown.high,
         n=len(logs),
         n_outliers=n_out,
-        reliable=not any(w in unreliable for w in warnings),
+        reliable=reliable,
         warnings=codes,
         message="; ".join(TimingWarning(c).advice for c in codes),
         base_mean=sum(base_vals) / len(base_vals),
@@ -268,7 +352,7 @@ def _summarise(
         raw=raw,
         context=context,
     )
-    return speedup, stat.half_width
+    return speedup, stat
 
 
 @dataclass
@@ -276,12 +360,40 @@ class _TestState:
     name: str
     pairs: list[tuple[RunTiming, RunTiming, int]] = field(default_factory=list)
     rounds: list[Round] = field(default_factory=list)
-    spent: float = 0.0
+    spent: float = 0.0  # seconds of timing charged to the budget
+    waited: float = 0.0  # seconds waiting for the timing core (never charged)
+    stalled_s: float = 0.0  # seconds of discarded stalled rounds (never charged)
+    discarded: int = 0  # stalled rounds discarded and repeated
+    kept_stalled: int = 0  # stalled rounds kept once the discard allowance was used up
     want: int = 0
     speedup: TestSpeedup | None = None
     done: bool = False
+    decided: bool = False  # stopped by the sequential rule before the target
+    stopped: str = ""  # why the test stopped: target, decided, pairs, rounds, budget
     retries: int = 0
     target: float | None = None  # this test's own target half-width, if it has one
+
+
+def _decided(stat: RatioInterval, config: TimingConfig) -> bool:
+    """The sequential rule (see TimingConfig.early_stop): the answer to every decision the
+    metrics make from this interval is already settled, at a corrected level."""
+    if not config.early_stop or stat.df <= 0 or math.isinf(stat.log_se):
+        return False
+    if stat.half_width > config.early_stop_half_width:
+        return False
+    alpha = (1.0 - config.confidence) / config.max_rounds
+    t = t_quantile(1.0 - alpha / 2.0, stat.df)
+    low = math.exp(stat.log_mean - t * stat.log_se) / (1.0 + config.resolution)
+    high = math.exp(stat.log_mean + t * stat.log_se) * (1.0 + config.resolution)
+    return all(not (low <= point <= high) for point in config.decision_points)
+
+
+def _far_from_decisions(stat: RatioInterval, config: TimingConfig) -> bool:
+    """Whether the 95% interval, widened threefold, still excludes every decision point."""
+    if stat.df <= 0 or math.isinf(stat.log_se):
+        return False
+    spread = 3.0 * (math.log(stat.high) - stat.log_mean)
+    return all(abs(math.log(p) - stat.log_mean) > spread for p in config.decision_points)
 
 
 def _advance(state: _TestState, config: TimingConfig, warnings: Sequence[TimingWarning]) -> None:
@@ -291,30 +403,45 @@ def _advance(state: _TestState, config: TimingConfig, warnings: Sequence[TimingW
     of the config's."""
     if state.target is not None:
         config = replace(config, target_half_width=state.target)
-    speedup, half_width = _summarise(
-        state.name, state.pairs, state.rounds, config, state.spent, warnings
-    )
-    state.speedup = speedup
+    speedup, stat = _summarise(state, config, warnings)
+    half_width = stat.half_width
+    n_used = speedup.n
+    clean = str(TimingWarning.MANY_OUTLIERS) not in speedup.warnings
+    # The pilot round alone never settles a test (see TimingConfig.pilot_round).
+    piloting = config.pilot_round and len(state.rounds) == 1
+    enough = n_used >= config.min_pairs and clean and not piloting
+    settled = enough and half_width <= config.target_half_width
+    decided = enough and not settled and _decided(stat, config)
     n = len(state.pairs)
-    settled = (
-        speedup.n >= config.min_pairs
-        and half_width <= config.target_half_width
-        and str(TimingWarning.MANY_OUTLIERS) not in speedup.warnings
-    )
-    spent_out = (
-        len(state.rounds) >= config.max_rounds
-        or n >= config.max_pairs
-        or state.spent >= config.budget_s
-    )
-    if settled or spent_out:
-        state.done = True
+    reasons = [
+        (settled, "target"),
+        (decided, "decided"),
+        (n >= config.max_pairs, "pairs"),
+        (len(state.rounds) >= config.max_rounds, "rounds"),
+        (state.spent >= config.budget_s, "budget"),
+    ]
+    stop = next((why for hit, why in reasons if hit), "")
+    if stop:
+        state.done, state.stopped, state.decided = True, stop, decided
+        # Summarise again so the record says why it stopped (and drops target_not_met
+        # where the sequential rule settled the answer).
+        state.speedup, _ = _summarise(state, config, warnings)
         return
-    # Pairs needed for the target, from the spread so far (half-width ~ 1/sqrt(n)),
-    # with 20% to spare, within the pair and time budgets.
-    if math.isfinite(half_width) and half_width > config.target_half_width:
-        needed = math.ceil(n * (half_width / config.target_half_width) ** 2 * 1.2) - n
+    state.speedup = speedup
+    # Pairs needed for the target, from the spread so far (half-width ~ 1/sqrt(n)), with
+    # 20% to spare, within the pair and time budgets. While only the pilot round exists,
+    # the next round must carry the estimate alone (the pilot is then left out).
+    have = 0 if piloting else n_used
+    floor = config.min_pairs if have == 0 else 2
+    # Where the interval so far already lies far from every decision point, plan the next
+    # round for the sequential rule's width instead of the target (it may then stop it).
+    aim = config.target_half_width
+    if config.early_stop and _far_from_decisions(stat, config):
+        aim = max(aim, 0.6 * config.early_stop_half_width)
+    if math.isfinite(half_width) and half_width > aim:
+        needed = math.ceil(max(n_used, 2) * (half_width / aim) ** 2 * 1.2) - have
     else:
-        needed = max(config.min_pairs - speedup.n, n // 2)
+        needed = max(config.min_pairs - have, n_used // 2)
     per_pair = state.spent / max(1, sum(len(r.pairs) + len(r.warmups) for r in state.rounds))
     by_time = (
         int((config.budget_s - state.spent) / per_pair) - config.warmup_pairs
@@ -322,9 +449,11 @@ def _advance(state: _TestState, config: TimingConfig, warnings: Sequence[TimingW
         else config.round_pairs
     )
     if by_time < 2:
-        state.done = True
+        state.done, state.stopped = True, "budget"
+        state.speedup, _ = _summarise(state, config, warnings)
         return
-    state.want = max(2, min(needed, config.max_pairs - n, by_time, config.round_pairs))
+    state.want = max(floor, min(needed, config.max_pairs - n, by_time, config.round_pairs))
+    state.want = min(state.want, max(2, by_time))
 
 
 def measure_tests(
@@ -372,13 +501,21 @@ def measure_tests(
             if rnd is None or not rnd.pairs:  # not run: the next batch retries it
                 st.retries += 1
                 if st.retries > 3:
-                    st.done = True
+                    st.done, st.stopped = True, "not_run"
                 continue
+            # The budget counts time spent timing (the executor's share for this test);
+            # waiting for the core lock and stalled rounds are counted apart.
+            seconds = rnd.seconds if rnd.seconds > 0 else elapsed / len(active)
+            st.waited += rnd.waited_s / len(active)
+            if rnd.stalled(config):
+                if st.discarded < config.max_stalled_rounds:
+                    st.discarded += 1
+                    st.stalled_s += seconds
+                    continue  # repeated by the next batch, with the same request
+                st.kept_stalled += 1
             st.rounds.append(rnd)
             st.pairs += [(b, c, len(st.rounds) - 1) for b, c in rnd.pairs]
-            # The budget counts time spent timing (the executor's share for this test),
-            # not time spent waiting for the core lock.
-            st.spent += rnd.seconds if rnd.seconds > 0 else elapsed / len(active)
+            st.spent += seconds
             _advance(st, config, warnings)
     return [_final(x) for x in states], None, None
 

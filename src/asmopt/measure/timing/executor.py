@@ -96,6 +96,7 @@ class SandboxExecutor:
         limits = self.limits
         walls = [limits.wall_seconds, self.candidate_wall_s or limits.wall_seconds]
         load_before = os.getloadavg()[0]
+        asked = time.monotonic()
         with self.lock.hold() as cpu:
             start = time.monotonic()
             result = self.sandbox.run_binaries(
@@ -121,6 +122,7 @@ class SandboxExecutor:
                 load_before=load_before,
                 load_after=load_after,
                 priority=result.priority,
+                waited_s=start - asked,
             )
             for index, _, _ in group
         }
