@@ -52,10 +52,6 @@ def _check_rewards(values: Sequence[float | None], n: int) -> None:
 
 
 # ---------------------------------------------------------------------------- verl
-# ScoreResult fields that are None when nothing was measured; verl gets -1.0 instead.
-VERL_OPTIONAL_NUMBERS = frozenset({"speedup", "speedup_low", "speedup_high", "raw_speedup"})
-
-
 def program_from_row(
     extra_info: dict[str, Any], ground_truth: str | None = None, data_source: Any = None
 ) -> Program:
@@ -113,8 +109,8 @@ def _verl_dict(result: ScoreResult) -> dict[str, Any]:
     for key, value in result.to_dict().items():
         if key == "reward":
             continue
-        if key in VERL_OPTIONAL_NUMBERS:
-            out[key] = -1.0 if value is None else float(value)
+        if value is None:  # every optional field of a ScoreResult is an unmeasured ratio
+            out[key] = -1.0
         elif isinstance(value, bool):
             out[key] = float(value)
         else:
