@@ -121,6 +121,21 @@ def test_gymnasium_imported_first_then_asmopt_also_registers() -> None:
     assert "registered: True" in out
 
 
+def test_probing_for_gymnasium_before_importing_it_keeps_the_registration() -> None:
+    """Libraries probe optional packages with find_spec without importing them; the
+    registration must survive that and happen at the real import."""
+    pytest.importorskip("gymnasium")
+    out = _fresh_python(
+        "import importlib.util, sys, asmopt\n"
+        "assert importlib.util.find_spec('gymnasium') is not None\n"
+        "assert 'gymnasium' not in sys.modules\n"
+        "import gymnasium\n"
+        "print('registered:', 'asmopt/AsmOpt-v0' in gymnasium.registry)\n"
+        "print('hooks left:', sum(type(h).__name__ == '_GymnasiumHook' for h in sys.meta_path))\n"
+    )
+    assert "registered: True" in out and "hooks left: 0" in out
+
+
 def test_garbage_is_an_extraction_error_even_with_the_sandbox_down_simulated(
     program: Program, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -7,8 +7,8 @@ from `import asmopt` would cost every user (CLI, reward workers, verl's environm
 second of start-up for an optional extra, so instead:
 
 * if Gymnasium is already imported, the environment is registered at once;
-* otherwise a one-shot import hook registers it right after Gymnasium's own module has
-  finished loading, whenever (and if ever) the program imports it.
+* otherwise an import hook registers it right after Gymnasium's own module has finished
+  loading, whenever (and if ever) the program imports it, and then removes itself.
 
 The registration is by entry-point string, so `asmopt.reward.env` (and the toolchain and
 sandbox behind it) is imported only when an environment is made.
@@ -45,22 +45,31 @@ class _RegisteringLoader(importlib.abc.Loader):
     def exec_module(self, module: ModuleType) -> None:
         self._loader.exec_module(module)
         register(module)
+        uninstall()
 
     def __getattr__(self, name: str) -> Any:  # get_resource_reader, is_package, ...
         return getattr(self._loader, name)
 
 
 class _GymnasiumHook(importlib.abc.MetaPathFinder):
-    """Finds nothing itself: when `gymnasium` is first imported it lets the other finders
-    locate it, wraps the loader they return, and removes itself."""
+    """Finds nothing itself: asked for `gymnasium`, it lets the other finders locate it and
+    wraps the loader they return. It stays installed until Gymnasium is actually loaded,
+    since libraries probe for optional packages with `importlib.util.find_spec` (a spec
+    that is never loaded) long before anyone imports them."""
+
+    def __init__(self) -> None:
+        self._busy = False
 
     def find_spec(
         self, fullname: str, path: Any = None, target: ModuleType | None = None
     ) -> importlib.machinery.ModuleSpec | None:
-        if fullname != "gymnasium":
+        if fullname != "gymnasium" or self._busy:
             return None
-        uninstall()
-        spec = importlib.util.find_spec(fullname)
+        self._busy = True  # the lookup below walks sys.meta_path again, through us
+        try:
+            spec = importlib.util.find_spec(fullname)
+        finally:
+            self._busy = False
         if spec is None or spec.loader is None:
             return spec
         spec.loader = _RegisteringLoader(spec.loader)
