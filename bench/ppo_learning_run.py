@@ -1,5 +1,8 @@
-"""Learning run on the real task: a CPU-size looped policy, SFT warm start, then PPO on the
-sandboxed execution reward; build, pass and reward on held-out programs before and after.
+"""Format-validity learning run on the real task: a CPU-size looped policy, SFT warm start,
+then PPO on the sandboxed execution reward (untimed); build, pass and reward on held-out
+programs before and after. What it measures is whether answers are valid diffs that build
+and pass, not speed: its SFT targets only remove alignment directives, so a valid answer is
+essentially the baseline (see the report's headline).
 
     .venv/bin/python bench/ppo_learning_run.py            # the run and its report
     .venv/bin/python bench/ppo_learning_run.py --quick    # a few steps of each phase (plumbing)
@@ -13,11 +16,14 @@ that was stopped; a finished phase is not repeated):
 3. PPO (`bench/learning_run/ppo.yaml`) from the SFT model on `reward: execution`: every answer
    is applied to the baseline, assembled, linked and run on all tests in the sandbox. The
    step-0 validation is the SFT model (before PPO); the last one is after.
-4. Timing: one answer per held-out program from the SFT model and from the PPO model (same
-   seed and temperature), judged and timed against the baseline in the sandbox (the PPO
-   reward itself is not timed at this size).
-5. Report: Markdown with the held-out table at every validation, the training curve and the
-   timed answers.
+   Validations during training use the validation split only: it is the one looked at
+   while tuning the recipe.
+4. Final evaluation on the test split, untouched until then: one answer per test program
+   from the SFT model and from the PPO model (same seed and temperature), judged and timed
+   against the baseline in the sandbox (the PPO reward itself is not timed at this size).
+5. Report: Markdown with a headline naming what was measured, the validation table at every
+   validation, the training curve and the timed test answers; the raw metrics (SFT and PPO
+   metrics.jsonl, timed answers) are copied next to it, in `ppo_learning_run/`.
 """
 
 from __future__ import annotations
@@ -80,8 +86,10 @@ def run_ppo(out: Path, model: Path, quick: bool) -> dict[str, Any]:
     return train_ppo(cfg, progress=sys.stderr.isatty())
 
 
-def time_answers(model_dir: Path, ppo_config: Path, seed: int = 0) -> list[dict[str, Any]]:
-    """One sampled answer per held-out program, judged and timed (interleaved CPU time)."""
+def time_answers(
+    model_dir: Path, ppo_config: Path, split: str = "test", seed: int = 0
+) -> list[dict[str, Any]]:
+    """One sampled answer per program of `split`, judged and timed (interleaved CPU time)."""
     import torch
 
     from asmopt.programs import load_builtin_suite
@@ -96,7 +104,7 @@ def time_answers(model_dir: Path, ppo_config: Path, seed: int = 0) -> list[dict[
     tokenizer = load_tokenizer(model_dir)
     model = load_causal_lm(model_dir, "float32", torch.device("cpu")).eval()
     rows, texts = prepare_rows(
-        load_rows(cfg.val_data or "suite:validation", template=cfg.prompt_template),
+        load_rows(f"suite:{split}", template=cfg.prompt_template),
         tokenizer,
         cfg,
         "val_data",
@@ -155,6 +163,41 @@ def timed_table(title: str, timed: list[dict[str, Any]]) -> list[str]:
 
 
 # --------------------------------------------------------------------------- report
+def headline(ppo_val: list[dict[str, Any]], timed: dict[str, list[dict[str, Any]]]) -> str:
+    """One sentence that names what was measured (validity) and what was not (speed)."""
+    first, last = (ppo_val[0], ppo_val[-1]) if ppo_val else ({}, {})
+    after = timed.get("after PPO", [])
+    passed = [t for t in after if t["verdict"] == "pass"]
+    faster = [t for t in passed if t["low"] is not None and t["low"] > 1.0]
+    slower = [t for t in passed if t["high"] is not None and t["high"] < 1.0]
+    return (
+        f"**Headline: format validity, not speed.** Validation pass rate (answers that are "
+        f"valid diffs that build and pass) {_fmt(first.get('pass_rate'))} before PPO -> "
+        f"{_fmt(last.get('pass_rate'))} after; on the test split after PPO, {len(passed)} of "
+        f"{len(after)} timed answers pass, {len(faster)} significantly faster than -O3, "
+        f"{len(slower)} significantly slower. The SFT targets only remove alignment "
+        "directives, so a valid answer is essentially the baseline: this run shows the loop "
+        "learns validity, and says nothing about learning speed."
+    )
+
+
+def save_raw(root: Path, timed: dict[str, list[dict[str, Any]]], dest: Path) -> None:
+    """The run's raw metrics beside its report, so every number in it can be recomputed."""
+    import json
+    import shutil
+
+    from asmopt.train.metrics_log import METRICS_FILE
+
+    dest.mkdir(parents=True, exist_ok=True)
+    for phase in ("sft", "ppo"):
+        if (root / phase / METRICS_FILE).is_file():
+            shutil.copyfile(root / phase / METRICS_FILE, dest / f"{phase}_metrics.jsonl")
+    with (dest / "timed_test_answers.jsonl").open("w", encoding="utf-8") as fh:
+        for model, rows in timed.items():
+            for row in rows:
+                fh.write(json.dumps({"model": model, **row}) + "\n")
+
+
 
 
 def _fmt(value: Any, digits: int = 3) -> str:
@@ -195,7 +238,10 @@ def report(
     commit = git_commit()
 
     lines = [
-        "# Learning run on the real task: SFT warm start, then PPO on the execution reward",
+        "# Format-validity learning run: SFT warm start, then PPO on the untimed execution "
+        "reward",
+        "",
+        headline(ppo_val, timed),
         "",
         f"- {time.strftime('%Y-%m-%d %H:%M')}, commit {commit}; command: "
         f"`{' '.join(['.venv/bin/python bench/ppo_learning_run.py', *args.argv])}`",
@@ -208,7 +254,7 @@ def report(
         f"PPO {sum(r.get('time/step_s', 0) for r in ppo_train) / 60:.1f} min (validation and "
         "scoring of held-out answers not included)",
         "",
-        "## Held-out programs (validation + test splits)",
+        "## Validation programs (the split used while tuning)",
         "",
         "Sampled at the rollout temperature (0.5), `val_samples_per_prompt` answers per "
         "program; step 0 is the SFT model before PPO. Rates are over judged answers "
@@ -240,7 +286,7 @@ def report(
         )
     lines += [
         "",
-        "## Timed answers on held-out programs",
+        "## Timed answers on the test split (untouched until this final evaluation)",
         "",
         "One answer per program at the rollout temperature, same seed for both models; each "
         "is applied, built, run on every test and timed against the -O3 baseline "
@@ -312,8 +358,8 @@ def main(argv: list[str] | None = None) -> int:
     start = time.monotonic()
     ppo_model = Path(ppo.get("final_model") or root / "ppo" / "final")
     timed = {
-        "before PPO (SFT model)": time_answers(sft_model, CONFIG_DIR / "ppo.yaml"),
-        "after PPO": time_answers(ppo_model, CONFIG_DIR / "ppo.yaml"),
+        "before PPO (SFT model)": time_answers(sft_model, CONFIG_DIR / "ppo.yaml", "test"),
+        "after PPO": time_answers(ppo_model, CONFIG_DIR / "ppo.yaml", "test"),
     }
     seconds["timing"] = time.monotonic() - start
 
@@ -321,6 +367,7 @@ def main(argv: list[str] | None = None) -> int:
     target = root / "report.md" if args.quick else args.report
     target.parent.mkdir(parents=True, exist_ok=True)
     target.write_text(text, encoding="utf-8")
+    save_raw(root, timed, target.with_suffix(""))
     print(text)
     print(f"report written to {target}", file=sys.stderr)
     return 0

@@ -167,6 +167,51 @@ def test_round_trip_through_the_supercoder_importer(tmp_path: Path, baseline_fn)
     assert back.splits["supercoder-test-00000"] == "test"
 
 
+def test_max_prompt_tokens_drops_and_names_long_prompts(tmp_path: Path) -> None:
+    """Rows over the limit are dropped with their count (a trainer's own length filter
+    would drop them silently); row indices stay contiguous; the longest kept is reported."""
+    import pyarrow.parquet as pq
+
+    from asmopt.data.tokens import TokenCounter
+
+    long_asm = GIVEN_ASM + "".join(f"\tnop # padding line {i}\n" for i in range(400))
+    suite = Suite(
+        "lengths",
+        {
+            "short": Program("short", ECHO, (t("a", b"1\n", b"2\n"),)),
+            "long": Program("long", ECHO, (t("a", b"1\n", b"2\n"),)),
+            "short2": Program("short2", ECHO, (t("a", b"2\n", b"4\n"),)),
+        },
+        {"short": "train", "long": "train", "short2": "train"},
+    )
+    asm = {"short": GIVEN_ASM, "long": long_asm, "short2": GIVEN_ASM}
+    count = TokenCounter()  # the character estimate; a tokenizer path works the same way
+    (full,), _ = export_suite(
+        suite, tmp_path / "all.parquet", "verl-parquet", baseline_fn=lambda p: asm[p.id]
+    )
+    lengths = {
+        r["reward_model"]["ground_truth"]: count.count(r["prompt"][0]["content"])
+        for r in pq.read_table(full).to_pylist()
+    }
+    short_len, long_len = lengths[GIVEN_ASM], lengths[long_asm]
+    assert short_len < long_len
+    limit = (short_len + long_len) // 2
+    (out,), report = export_suite(
+        suite,
+        tmp_path / "cut.parquet",
+        "verl-parquet",
+        baseline_fn=lambda p: asm[p.id],
+        max_prompt_tokens=limit,
+    )
+    rows = pq.read_table(out).to_pylist()
+    assert [r["extra_info"]["index"] for r in rows] == [0, 1]
+    assert all(r["reward_model"]["ground_truth"] == GIVEN_ASM for r in rows)
+    (drop,) = report.dropped
+    assert drop.item == "long" and drop.reason == "prompt_too_long"
+    assert f"{long_len} prompt tokens > {limit}" in drop.detail
+    assert report.stats["prompt_tokens"]["longest_kept"] == short_len
+
+
 def test_non_utf8_source_is_kept_in_the_suite_but_not_exported_as_text() -> None:
     """Rows and prompts are text: a byte-exact Latin-1 source is refused by the row builder
     (named) and shown with U+FFFD in a prompt, never sent as broken text."""

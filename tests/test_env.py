@@ -74,3 +74,88 @@ def test_bad_configuration() -> None:
         reward_env.AsmOptEnv(max_rounds=0)
     with pytest.raises(Exception, match="no program"):
         reward_env.AsmOptEnv(program_ids=["no_such_program"])
+
+
+def _fresh_python(code: str) -> str:
+    """Run `code` in a new interpreter on this tree's sources (no module cached from here)."""
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    src = str(Path(__file__).resolve().parents[1] / "src")
+    proc = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+        env={**os.environ, "PYTHONPATH": src},
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return proc.stdout
+
+
+def test_gymnasium_make_works_after_a_plain_import_asmopt(program: Program) -> None:
+    """Gymnasium 1.x loads no entry points, so `import asmopt` itself must register the
+    environment; and must not import Gymnasium (or the sandbox) to do it."""
+    pytest.importorskip("gymnasium")
+    out = _fresh_python(
+        "import sys, asmopt\n"
+        "print('gym before:', 'gymnasium' in sys.modules, 'asmopt.reward.env' in sys.modules)\n"
+        "import gymnasium\n"
+        f"env = gymnasium.make('asmopt/AsmOpt-v0', program_ids=[{program.id!r}])\n"
+        "obs, info = env.reset(seed=0)\n"
+        "print('made:', info['program_id'], type(env.unwrapped).__name__)\n"
+    )
+    assert "gym before: False False" in out
+    assert f"made: {program.id} AsmOptEnv" in out
+
+
+def test_gymnasium_imported_first_then_asmopt_also_registers() -> None:
+    pytest.importorskip("gymnasium")
+    out = _fresh_python(
+        "import gymnasium, asmopt\n"
+        "print('registered:', 'asmopt/AsmOpt-v0' in gymnasium.registry)\n"
+    )
+    assert "registered: True" in out
+
+
+def test_probing_for_gymnasium_before_importing_it_keeps_the_registration() -> None:
+    """Libraries probe optional packages with find_spec without importing them; the
+    registration must survive that and happen at the real import."""
+    pytest.importorskip("gymnasium")
+    out = _fresh_python(
+        "import importlib.util, sys, asmopt\n"
+        "assert importlib.util.find_spec('gymnasium') is not None\n"
+        "assert 'gymnasium' not in sys.modules\n"
+        "import gymnasium\n"
+        "print('registered:', 'asmopt/AsmOpt-v0' in gymnasium.registry)\n"
+        "print('hooks left:', sum(type(h).__name__ == '_GymnasiumHook' for h in sys.meta_path))\n"
+    )
+    assert "registered: True" in out and "hooks left: 0" in out
+
+
+def test_garbage_is_an_extraction_error_even_with_the_sandbox_down_simulated(
+    program: Program, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An answer with no assembly is the model's fault whatever state our side is in; a
+    real answer with the sandbox down is ours (excluded). The down sandbox is simulated:
+    this machine's sandbox works."""
+    import asmopt.sandbox.runner
+    from asmopt.reward import service
+
+    class DownSandbox:
+        def check(self) -> None:
+            raise RuntimeError("bubblewrap is not available (simulated)")
+
+    monkeypatch.setattr(service, "_WORKER", {})
+    monkeypatch.setattr(asmopt.sandbox.runner, "default_sandbox", lambda: DownSandbox())
+    env = reward_env.AsmOptEnv(program_ids=[program.id], measure="none")
+    env._baselines[program.id] = "\t.text\n"  # so reset() needs no toolchain either
+    env.reset(seed=0)
+    _, reward, _, _, info = env.step("I cannot write assembly today.")
+    assert info["verdict"] == "extraction_error" and not info["excluded"] and reward < 0
+    env.reset(seed=0)
+    _, reward, _, _, info = env.step("```assembly\n\t.text\n```")
+    assert info["verdict"] == "infra_error" and info["excluded"] and reward == 0.0

@@ -403,3 +403,28 @@ def test_reference_config_holds_the_recipe() -> None:
     assert (cfg.gamma, cfg.gae_lambda, cfg.temperature) == (1.0, 1.0, 0.5)
     assert (cfg.max_prompt_len, cfg.max_response_len) == (2000, 2000)
     assert json.loads(json.dumps(vars(cfg)))  # plain values only: saved in checkpoints
+
+
+def test_train_json_summary_writes_null_for_undefined_metrics(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """Explained variance of a constant return is NaN; `--json` must still be JSON."""
+    import argparse
+    import json
+
+    from asmopt.cli.train import _emit
+
+    summary = {
+        "output_dir": "out",
+        "total_steps": 1,
+        "val_end": {"explained_var": float("nan"), "reward": 0.5, "inf": float("-inf")},
+        "history": [{"explained_var": float("nan")}],
+    }
+    _emit(summary, argparse.Namespace(json=True))
+
+    def reject(token: str) -> None:
+        raise AssertionError(f"{token} is not JSON")
+
+    out = json.loads(capsys.readouterr().out, parse_constant=reject)
+    assert out["val_end"] == {"explained_var": None, "reward": 0.5, "inf": None}
+    assert out["history"] == [{"explained_var": None}]

@@ -52,6 +52,34 @@ def test_verl_compute_score(toolchain: Toolchain) -> None:
     assert dry["score"] == -1.0 and not dry["excluded"]
 
 
+def test_verl_diagnostics_are_numbers_or_strings_with_the_same_keys(toolchain: Toolchain) -> None:
+    """verl stacks every key of every sample and averages it: no None (np.mean fails), no
+    bool (a tensor mean fails), the same keys for a pass, a failure and a timed answer."""
+    asm, extra = _row(toolchain)
+    outs = [
+        compute_score("s", f"```assembly\n{asm}```", asm, extra, measure="none"),
+        compute_score("s", "no code", asm, extra, measure="none"),
+        compute_score(
+            "s",
+            f"```assembly\n{asm}\tnop\n```",
+            asm,
+            extra,
+            measure="time",
+            timing_max_pairs=4,
+            timing_budget_s=2.0,
+        ),
+    ]
+    assert len({tuple(sorted(o)) for o in outs}) == 1
+    for out in outs:
+        for key, value in out.items():
+            assert type(value) in (int, float, str), (key, value)
+    copy, bad, timed = outs
+    assert copy["timed"] == 0.0 and copy["raw_speedup"] == -1.0 and copy["identical"] == 1.0
+    assert bad["verdict"] == "extraction_error" and bad["speedup"] == -1.0
+    if timed["verdict"] == "pass":  # a trailing nop is harmless; then it was timed
+        assert timed["timed"] == 1.0 and timed["raw_speedup"] > 0
+
+
 def test_trl_reward_signature_and_values(toolchain: Toolchain) -> None:
     asm = toolchain.baseline_assembly(PROGRAM)
     reward = TRLReward(ScoreConfig(reward="robust", measure="none"), backend="thread")

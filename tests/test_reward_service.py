@@ -207,20 +207,116 @@ def test_process_pool_batch_keeps_order_and_the_watchdog_recovers(
 
 
 @pytest.mark.slow  # starting and stopping a local Ray instance takes 10 s or more
-def test_ray_backend_scores_a_batch_on_a_local_instance(baseline: str) -> None:
+def test_ray_backend_scores_a_batch_and_replaces_a_stuck_worker_within_the_deadline(
+    baseline: str, toolchain: Toolchain
+) -> None:
+    """Six samples on two Ray workers, one stuck (sleeps past its deadline): the others
+    are scored, the stuck one is excluded one deadline after the last progress (a budget of
+    deadline x waves would have waited for it to finish and judged it), and the killed
+    worker is replaced for the next batch."""
     ray = pytest.importorskip("ray")
+    import time
+
+    sleeper = _c_candidate(toolchain, "#include <unistd.h>\nint main(void){sleep(8);return 0;}\n")
+    config = ScoreConfig(reward="robust", measure="none", deadline_s=3.0)
     try:
-        with RewardService(NO_TIMING, workers=2, backend="ray") as service:
-            results = service.score_batch(
-                [
-                    ScoreRequest(PROGRAM, _fence(baseline), baseline),
-                    ScoreRequest(PROGRAM, "no asm", baseline),
-                ]
+        with RewardService(config, workers=2, backend="ray") as service:
+            warm = service.score_batch([ScoreRequest(PROGRAM, "no asm", baseline)])
+            assert warm[0].verdict == "extraction_error"
+            batch = [ScoreRequest(PROGRAM, _fence(sleeper), baseline)] + [
+                ScoreRequest(PROGRAM, text, baseline)
+                for text in (_fence(baseline), "no asm") * 2 + (_fence(baseline),)
+            ]
+            start = time.monotonic()
+            results = service.score_batch(batch)
+            elapsed = time.monotonic() - start
+            assert [r.verdict for r in results[1:]] == ["pass", "extraction_error"] * 2 + ["pass"]
+            assert [r.reward for r in results[1:3]] == [0.0, -1.0]
+            assert results[0].reward is None and "deadline" in results[0].message
+            assert elapsed < 8.0, f"a stuck sample held the batch for {elapsed:.1f}s"
+            again = service.score_batch(
+                [ScoreRequest(PROGRAM, _fence(baseline), baseline) for _ in range(2)]
             )
-        assert [r.verdict for r in results] == ["pass", "extraction_error"]
-        assert results[0].reward == 0.0 and results[1].reward == -1.0
+            assert [r.verdict for r in again] == ["pass", "pass"]
     finally:
         ray.shutdown()
+
+
+def test_a_ray_address_where_nothing_listens_is_a_clear_error_not_a_hang(tmp_path: Path) -> None:
+    """Connecting to an address where no cluster answers raises at once, naming it (in a
+    fresh interpreter, so that no Ray state reaches other tests)."""
+    pytest.importorskip("ray")
+    import os
+    import subprocess
+    import sys
+
+    code = (
+        "import time\n"
+        "from asmopt.reward.service import RewardService, ScoreConfig\n"
+        "s = RewardService(ScoreConfig(measure='none'), backend='ray',"
+        " ray_address='127.0.0.1:9', ray_init_timeout_s=5)\n"
+        "t = time.monotonic()\n"
+        "try:\n"
+        "    s._ray()\n"
+        "except RuntimeError as exc:\n"
+        "    print('RAISED', round(time.monotonic() - t, 1), exc)\n"
+    )
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1] / "src")}
+    proc = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=120, env=env
+    )
+    line = next((x for x in proc.stdout.splitlines() if x.startswith("RAISED")), "")
+    assert line, proc.stdout + proc.stderr[-3000:]
+    assert float(line.split()[1]) <= 15.0 and "no Ray cluster answers at '127.0.0.1:9'" in line
+
+
+UNGUARDED = """
+from asmopt.programs.model import Program, TestCase
+from asmopt.reward.adapters import TRLReward
+from asmopt.reward.service import ScoreConfig
+
+program = Program(id="echo", source=SOURCE, tests=(TestCase("t", b"5\\n", EXPECTED),))
+reward = TRLReward(ScoreConfig(measure="none"), suite=None, workers=2)
+values = reward(["p", "p"], ["no code", FENCED], extra_info=[EXTRA, EXTRA])
+print("BACKEND", reward.service.backend, "VERDICTS", *[r.verdict for r in reward.last_results])
+reward.close()
+"""
+
+
+@pytest.mark.parametrize("guarded", [False, True])
+def test_a_training_script_without_a_main_guard_still_scores(
+    tmp_path: Path, baseline: str, guarded: bool
+) -> None:
+    """Spawned workers re-run an unguarded script and die; the process back-end notices at
+    construction, says so, and scores with threads. A guarded script keeps processes."""
+    import os
+    import subprocess
+    import sys
+
+    extra = {
+        "c_code": SOURCE,
+        "inputs": ["5\n"],
+        "outputs": [_expected(5).decode()],
+        "split": "train",
+        "index": 0,
+    }
+    body = (
+        f"SOURCE = {SOURCE!r}\nEXPECTED = {_expected(5)!r}\nFENCED = {_fence(baseline)!r}\n"
+        f"EXTRA = {extra!r}\n" + UNGUARDED
+    )
+    if guarded:
+        body = "def main():\n" + "".join(f"    {line}\n" for line in body.splitlines())
+        body += 'if __name__ == "__main__":\n    main()\n'
+    script = tmp_path / "train_script.py"
+    script.write_text(body)
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1] / "src")}
+    proc = subprocess.run(
+        [sys.executable, str(script)], capture_output=True, text=True, timeout=300, env=env
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    backend = "process" if guarded else "thread"
+    assert f"BACKEND {backend} VERDICTS extraction_error pass" in proc.stdout, proc.stderr
+    assert ("no `if __name__" in proc.stderr) is not guarded
 
 
 def test_diff_answers_are_applied_to_the_baseline(baseline: str) -> None:
@@ -245,3 +341,35 @@ def test_diff_answers_are_applied_to_the_baseline(baseline: str) -> None:
     assert full.verdict == "extraction_error" and "diff" in full.message
     with pytest.raises(ValueError, match="edit_format"):
         ScoreConfig(edit_format="patch")  # type: ignore[arg-type]
+
+
+def test_main_guard_detection_follows_what_spawn_re_runs(tmp_path: Path) -> None:
+    """spawn re-runs a script or a `-m` module, but never a package's __main__.py (so
+    `python -m asmopt.cli` keeps its worker processes)."""
+    import os
+    import subprocess
+    import sys
+
+    probe = "import asmopt.reward.service as s\nprint('UNGUARDED', s.unguarded_main_script())\n"
+    pkg = tmp_path / "pkg"
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text("")
+    (pkg / "__main__.py").write_text(probe)
+    (pkg / "mod.py").write_text(probe)
+    (tmp_path / "guarded.py").write_text(
+        f"def main():\n    exec({probe!r})\nif __name__ == '__main__':\n    main()\n"
+    )
+    src = str(Path(__file__).resolve().parents[1] / "src")
+    env = {**os.environ, "PYTHONPATH": f"{src}{os.pathsep}{tmp_path}"}
+
+    def run(*args: str) -> str:
+        proc = subprocess.run(
+            [sys.executable, *args], capture_output=True, text=True, env=env, timeout=60
+        )
+        assert proc.returncode == 0, proc.stderr
+        return proc.stdout.strip().removeprefix("UNGUARDED ")
+
+    assert run("-m", "pkg") == "None"
+    assert run("-m", "pkg.mod") == str(pkg / "mod.py")
+    assert run(str(pkg / "mod.py")) == str(pkg / "mod.py")
+    assert run(str(tmp_path / "guarded.py")) == "None"

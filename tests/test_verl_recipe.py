@@ -1,15 +1,22 @@
-"""The verl recipe (needs GPUs, so CI only validates it): reference hyper-parameters and a
-reward entry point with verl's signature that really scores."""
+"""The verl recipe. Training needs GPUs, so CI proves everything up to them with verl's own
+code (the slow test: verl installed in its own environment by scripts/verl_env.sh, driven
+by scripts/verl_check.py); the fast tests check the reference hyper-parameters and a reward
+entry point with verl's signature that really scores."""
 
 from __future__ import annotations
 
 import importlib.util
 import inspect
+import json
+import os
+import subprocess
 from pathlib import Path
 
+import pytest
 import yaml
 
-RECIPE = Path(__file__).resolve().parents[1] / "recipes" / "verl"
+ROOT = Path(__file__).resolve().parents[1]
+RECIPE = ROOT / "recipes" / "verl"
 
 
 def test_recipe_uses_reference_hyperparameters() -> None:
@@ -23,7 +30,8 @@ def test_recipe_uses_reference_hyperparameters() -> None:
     assert actor["ppo_mini_batch_size"] == 16 and actor["ppo_epochs"] == 1
     assert cfg["critic"]["optim"]["lr"] == 1e-5 and cfg["critic"]["cliprange_value"] == 0.5
     assert cfg["data"]["train_batch_size"] == 16
-    assert cfg["data"]["max_prompt_length"] == 2000 == cfg["data"]["max_response_length"]
+    # Not the reference's 2,000 tokens: built-in prompts run to ~8,000 (docs/training.md).
+    assert cfg["data"]["max_prompt_length"] >= 8000
     assert cfg["actor_rollout_ref"]["rollout"]["temperature"] == 0.5
     assert cfg["actor_rollout_ref"]["rollout"]["n"] == 1
     assert cfg["trainer"]["n_gpus_per_node"] == 4 and cfg["trainer"]["total_epochs"] == 1
@@ -49,3 +57,75 @@ def test_launch_script_dry_runs_the_reward_first() -> None:
     script = (RECIPE / "run_ppo.sh").read_text()
     assert "dry_run_verl" in script and "verl.trainer.main_ppo" in script
     assert script.index("dry_run_verl") < script.index("verl.trainer.main_ppo")
+
+
+def _verl_check(work: Path) -> dict:
+    """verl's environment (built once, cached), then scripts/verl_check.py in it."""
+    env = subprocess.run(
+        ["bash", str(ROOT / "scripts" / "verl_env.sh")],
+        capture_output=True,
+        text=True,
+        timeout=1800,
+        check=False,
+    )
+    assert env.returncode == 0, f"verl environment failed:\n{env.stderr[-4000:]}"
+    python = env.stdout.strip().splitlines()[-1]
+    proc = subprocess.run(
+        [python, str(ROOT / "scripts" / "verl_check.py"), "--work", str(work)],
+        capture_output=True,
+        text=True,
+        timeout=900,
+        check=False,
+        env={**os.environ, "PYTHONPATH": str(ROOT / "src")},
+    )
+    lines = [x for x in proc.stdout.splitlines() if x.startswith("VERL_CHECK ")]
+    assert proc.returncode == 0 and lines, (
+        f"verl check failed (rc {proc.returncode}):\n{proc.stdout[-3000:]}\n{proc.stderr[-6000:]}"
+    )
+    return json.loads(lines[-1].removeprefix("VERL_CHECK "))
+
+
+@pytest.mark.slow
+def test_recipe_trains_as_far_as_verls_own_code_goes_without_gpus(tmp_path: Path) -> None:
+    """verl's main_ppo composition and validate_config accept the recipe; verl's dataset
+    loads our export; verl's reward loop and legacy reward manager score real answers with
+    our reward; verl's process_validation_metrics averages every diagnostic."""
+    out = _verl_check(tmp_path)
+    assert out["validate_config"] == "passed"
+    cfg = out["config"]
+    assert cfg["actor_micro"] >= 1 and cfg["critic_micro"] >= 1
+    assert cfg["rollout_log_prob_micro"] >= 1
+    assert cfg["reward_kwargs"]["reward"] == "robust"
+
+    # The export dropped (and named) what is too long; verl's own filter, counting with the
+    # same tokenizer plus the chat template, then keeps every exported row.
+    kept = out["prompt_filter"]["rows"]
+    assert out["prompt_filter"]["longest_kept"] <= out["prompt_filter"]["limit"]
+    assert out["rlhf_dataset_rows"] == {"train": kept["train"], "validation": kept["validation"]}
+    assert kept["train"] + len(out["prompt_filter"]["dropped"]) >= 1
+    assert sum(kept.values()) + len(out["prompt_filter"]["dropped"]) == sum(
+        out["exported_rows"].values()
+    )
+
+    # Real answers get the verdicts and robust rewards they deserve, on both reward paths.
+    expected = {
+        "copy": ("pass", 0.0),
+        "broken": ("assemble_error", -1.0),
+        "prose": ("extraction_error", -1.0),
+    }
+    for sample in out["samples"]:
+        if sample["kind"] in expected:
+            assert (sample["verdict"], sample["score"]) == expected[sample["kind"]], sample
+        else:  # no `ret`: falls through into whatever follows; never a pass
+            assert sample["verdict"] != "pass" and sample["score"] < 0, sample
+    assert out["legacy_scores"] == [s["score"] for s in out["samples"]]
+
+    # Every diagnostic is a number or a string, never None, and verl averaged each number.
+    for key, types in out["extra_info_types"].items():
+        assert set(types) <= {"float", "int", "str"}, (key, types)
+    numeric = {k for k, t in out["extra_info_types"].items() if "str" not in t}
+    assert numeric <= set(out["metrics"]), numeric - set(out["metrics"])
+    for key in numeric:
+        (value,) = out["metrics"][key].values()
+        assert isinstance(value, float), (key, value)
+    assert out["metrics"]["reward"] == out["metrics"]["score"]

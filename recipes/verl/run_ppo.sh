@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# PPO with verl on asmopt's reward (needs GPUs, verl and vLLM; not run in CI).
-#   asmopt data export --format verl-parquet --split train -o data/train.parquet
-#   asmopt data export --format verl-parquet --split validation -o data/validation.parquet
+# PPO with verl on asmopt's reward (needs GPUs, verl and vLLM; CI checks everything up to
+# the GPUs with verl's own code: tests/test_verl_recipe.py). Run it in verl's environment,
+# with asmopt installed there without extras (docs/training.md, "verl: two environments"):
+#   asmopt data export --format verl-parquet -o data --max-prompt-tokens 8000 --tokenizer MODEL_DIR
 #   bash recipes/verl/run_ppo.sh [hydra overrides...]
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"

@@ -6,12 +6,17 @@ The main jobs, from Python (imported on first use, so `import asmopt` stays ligh
   store and summarize (what `asmopt eval` does);
 * `asmopt.check(program, assembly)`: build and run one candidate against a program's tests;
 * `asmopt.score(program, completion)`: the reward of one model answer (build, tests, timing).
+
+`import asmopt` also makes `gymnasium.make("asmopt/AsmOpt-v0")` work (with the `rl` extra),
+without importing Gymnasium itself (see `asmopt.gym_registration`).
 """
 
 from __future__ import annotations
 
 import importlib
 from typing import Any
+
+from asmopt import gym_registration as _gym_registration
 
 __version__ = "0.1.0"
 
@@ -26,6 +31,9 @@ _API = {
 }
 
 __all__ = ["__version__", *_API]
+
+
+_gym_registration.install()
 
 
 def __getattr__(name: str) -> Any:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import sys
 from collections.abc import Sequence
@@ -46,8 +47,23 @@ def print_table(rows: Sequence[Sequence[Any]], headers: Sequence[str]) -> None:
         print("  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)).rstrip())
 
 
+def json_safe(data: Any) -> Any:
+    """`data` with every NaN or infinity replaced by None (null), recursively.
+
+    Python's json writes NaN and Infinity, which are not JSON: jq, JavaScript and most
+    parsers reject the whole document. Metrics are NaN when undefined (e.g. explained
+    variance of a constant return), so every `--json` output goes through this."""
+    if isinstance(data, float):
+        return data if math.isfinite(data) else None
+    if isinstance(data, dict):
+        return {k: json_safe(v) for k, v in data.items()}
+    if isinstance(data, list | tuple):
+        return [json_safe(v) for v in data]
+    return data
+
+
 def emit_json(data: Any) -> None:
-    json.dump(data, sys.stdout, indent=2, default=str)
+    json.dump(json_safe(data), sys.stdout, indent=2, default=str, allow_nan=False)
     sys.stdout.write("\n")
 
 

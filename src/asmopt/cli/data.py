@@ -3,7 +3,8 @@
 ```
 asmopt data import codenet|supercoder|llvm-test-suite|dir PATH... -o SUITE
 asmopt data build [POOL] -o SUITE [--speedup 3 --top-n 10000 --max-tests 10 ...]
-asmopt data export [SUITE] --format verl-parquet|jsonl|hf -o OUT
+asmopt data export [SUITE] --format verl-parquet|jsonl|hf -o OUT [--max-prompt-tokens N
+                   --tokenizer MODEL_DIR]
 ```
 
 Each shows progress on stderr and ends with a summary of what was kept and dropped (with
@@ -191,6 +192,8 @@ def cmd_export(args: argparse.Namespace) -> int:
             allow_unfit=args.allow_unfit,
             baseline_fn=baseline,
             progress=not args.json,
+            max_prompt_tokens=args.max_prompt_tokens,
+            tokenizer=args.tokenizer,
         )
     except DataError:
         # Baselines are compiled in the sandbox: when none could be, a missing sandbox is
@@ -364,5 +367,18 @@ def register(subparsers: Any, common: argparse.ArgumentParser) -> None:
         action="store_true",
         help="also export programs marked unfit (their tests accept a trivial or mutated "
         "program; docs/adequacy.md)",
+    )
+    p.add_argument(
+        "--max-prompt-tokens",
+        type=_positive_int,
+        default=None,
+        help="drop (and report) rows whose prompt is longer: set it a little under the "
+        "trainer's prompt length (verl: data.max_prompt_length)",
+    )
+    p.add_argument(
+        "--tokenizer",
+        default=None,
+        help="the policy model's tokenizer (local tokenizer.json or model directory) for "
+        "--max-prompt-tokens; default: estimate from characters",
     )
     p.set_defaults(func=cmd_export)

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from asmopt import typed_config
+from asmopt.cli.common import emit_json
 
 CONFIG_DIR = Path(__file__).resolve().parents[1] / "train" / "configs"
 MISSING_DEPS = (
@@ -63,11 +64,8 @@ def load_from_args(cls: type, args: argparse.Namespace) -> Any:
 
 
 def _emit(summary: dict[str, Any], args: argparse.Namespace) -> None:
-    import json
-
     if args.json:
-        json.dump(summary, sys.stdout, indent=2, default=str)
-        sys.stdout.write("\n")
+        emit_json(summary)  # undefined metrics (NaN) become null
         return
     print(f"output: {summary['output_dir']} ({summary['total_steps']} steps)")
     for key in ("val_start", "val_end"):

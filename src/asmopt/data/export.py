@@ -25,6 +25,13 @@ schema cannot express argv, a non-zero expected exit code, numeric tolerance, no
 test data or other cflags; such programs are skipped with reason `unsupported` (or
 included anyway with `allow_lossy=True`, and named in the notes).
 
+With `max_prompt_tokens`, rows whose prompt is longer than that many tokens are dropped
+(reason `prompt_too_long`, with the count), counted with the policy model's tokenizer
+(`tokenizer`, a local path) or else the character estimate of `tokens.py`. A trainer that
+filters overlong prompts itself (verl's `filter_overlong_prompts`) would otherwise drop them
+silently at load time; set the trainer's prompt length a little above this limit, for the
+chat template's tokens.
+
 Programs whose test-adequacy mark says UNFIT (their tests accept a trivial or mutated
 program, docs/adequacy.md) are refused with an error naming them: a training row for them
 would pay a reward for wrong answers. `allow_unfit=True` exports them anyway, named in the
@@ -201,6 +208,8 @@ def build_rows(
     baseline_fn: Callable[[Program], str] | None = None,
     report: DataReport | None = None,
     progress: bool = False,
+    max_prompt_tokens: int | None = None,
+    tokenizer: str | None = None,
 ) -> tuple[dict[str, list[dict[str, Any]]], dict[str, list[str]], DataReport]:
     """Rows per split, program ids per split (row order), and the report.
 
@@ -220,6 +229,10 @@ def build_rows(
 
     from tqdm import tqdm
 
+    from .tokens import TokenCounter
+
+    counter = TokenCounter(tokenizer) if max_prompt_tokens is not None else None
+    longest = 0
     rows: dict[str, list[dict[str, Any]]] = {}
     ids: dict[str, list[str]] = {}
     chosen = [p for p in suite.select() if suite.splits[p.id] in splits]
@@ -242,12 +255,28 @@ def build_rows(
         except Exception as exc:  # the baseline could not be compiled
             report.drop(program.id, "compile_failed", str(exc))
             continue
+        if counter is not None and max_prompt_tokens is not None:
+            n = counter.count("".join(m["content"] for m in row["prompt"]))
+            if n > max_prompt_tokens:
+                report.drop(
+                    program.id,
+                    "prompt_too_long",
+                    f"{n} prompt tokens > {max_prompt_tokens} ({counter.description})",
+                )
+                continue
+            longest = max(longest, n)
         if lossy:
             report.note(f"{program.id}: exported without {'; '.join(lossy)}")
         rows.setdefault(split, []).append(row)
         ids.setdefault(split, []).append(program.id)
         report.keep(program.id)
     report.stats["rows"] = {s: len(r) for s, r in rows.items()}
+    if counter is not None:
+        report.stats["prompt_tokens"] = {
+            "limit": max_prompt_tokens,
+            "longest_kept": longest,
+            "counted_by": counter.description,
+        }
     return rows, ids, report
 
 
@@ -292,6 +321,8 @@ def export_suite(
     allow_unfit: bool = False,
     baseline_fn: Callable[[Program], str] | None = None,
     progress: bool = False,
+    max_prompt_tokens: int | None = None,
+    tokenizer: str | None = None,
 ) -> tuple[list[Path], DataReport]:
     """Write the export; returns the files written and the report.
 
@@ -311,6 +342,8 @@ def export_suite(
         baseline_fn=baseline_fn,
         progress=progress,
         report=DataReport(f"export {fmt}"),
+        max_prompt_tokens=max_prompt_tokens,
+        tokenizer=tokenizer,
     )
     if not rows:
         raise DataError(

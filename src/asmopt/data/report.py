@@ -44,6 +44,7 @@ REASONS: dict[str, str] = {
     "beyond_top_n": "not among the top N by speedup",
     "o3_fails_tests": "the -O3 build fails its own tests",
     "too_long": "prompt + answer exceed the token budget",
+    "prompt_too_long": "the prompt exceeds the trainer's prompt length (--max-prompt-tokens)",
     "verify_failed": "the -O0 or -O3 build does not pass the imported tests",
 }
 

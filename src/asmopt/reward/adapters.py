@@ -2,8 +2,10 @@
 
 * verl: `compute_score(data_source, solution_str, ground_truth, extra_info=None, **kwargs)`
   reads SuperCoder-schema rows (the verl parquet that `asmopt data export` writes) and
-  returns a dict with "score" plus diagnostics. verl has no way to drop a sample, so an
-  excluded sample scores 0.0 with `excluded: True` in its diagnostics.
+  returns a dict with "score" plus diagnostics, every one a number or a string (verl
+  averages them). verl has no way to drop a sample, so an excluded sample scores 0.0 with
+  `excluded: 1.0` in its diagnostics. It needs only plain `asmopt` (no extras), so it runs
+  inside verl's own environment (docs/training.md).
 * TRL: `TRLReward` has TRL's reward-function signature `(prompts, completions, **columns)`
   and returns one float per completion, or None to exclude a sample (TRL's convention).
 
@@ -92,14 +94,27 @@ def compute_score(
 
 
 def _verl_dict(result: ScoreResult) -> dict[str, Any]:
-    out = {
+    """The score and its diagnostics with a number (or a string) for every key, every time.
+
+    verl copies every key into `reward_extra_info`, stacks each key over the batch and
+    averages it (`process_validation_metrics`, the trainer's metrics): a None or a missing
+    key breaks that, and a bool breaks a tensor mean. So flags are 0.0/1.0, and a speedup
+    that was not measured (a failure, an untimed copy, `measure="none"`) is -1.0, a value
+    no ratio can take; `timed` (1.0/0.0) says which samples carry a measured speedup."""
+    out: dict[str, Any] = {
         "score": 0.0 if result.reward is None else float(result.reward),
-        "excluded": result.reward is None,
+        "excluded": float(result.reward is None),
+        "timed": float(result.raw_speedup is not None),
     }
     for key, value in result.to_dict().items():
         if key == "reward":
             continue
-        out[key] = -1.0 if value is None and key.startswith("speedup") else value
+        if value is None:  # every optional field of a ScoreResult is an unmeasured ratio
+            out[key] = -1.0
+        elif isinstance(value, bool):
+            out[key] = float(value)
+        else:
+            out[key] = value
     return out
 
 

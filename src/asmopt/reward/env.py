@@ -25,13 +25,13 @@ from typing import Any
 import gymnasium as gym
 from gymnasium import spaces
 
+from asmopt.gym_registration import ENV_ID, register
 from asmopt.policies.feedback import format_feedback
 from asmopt.policies.prompts import load_template
 from asmopt.programs import load_builtin_suite, load_suite
 from asmopt.programs.model import ProgramError
 from asmopt.reward.service import ScoreConfig, score_one
 
-ENV_ID = "asmopt/AsmOpt-v0"
 STATE_VERSION = 1
 MAX_TEXT = 4 << 20
 
@@ -237,9 +237,9 @@ class AsmOptEnv(gym.Env[dict[str, Any], str]):
 
 
 def register_envs() -> None:
-    """Register with Gymnasium (also the `gymnasium.envs` entry point)."""
-    if ENV_ID not in gym.registry:
-        gym.register(id=ENV_ID, entry_point="asmopt.reward.env:AsmOptEnv")
+    """Register with Gymnasium. `import asmopt` already does (asmopt.gym_registration);
+    kept for code written against earlier releases."""
+    register(gym)
 
 
 register_envs()

@@ -20,11 +20,13 @@ in-process, in a process pool and as a Ray task.
 
 from __future__ import annotations
 
+import ast
 import concurrent.futures as cf
 import contextlib
 import logging
 import math
 import multiprocessing as mp
+import sys
 import time
 import traceback
 from collections.abc import Sequence
@@ -131,23 +133,32 @@ def _coerce_text(completion: str | bytes) -> tuple[str | None, str]:
     return completion, ""
 
 
-def _answer_assembly(text: str, baseline_asm: str, config: ScoreConfig) -> tuple[str | None, str]:
-    """The candidate assembly the completion stands for, or (None, why not)."""
-    from asmopt.policies.diff_format import DiffError, apply_unified_diff
+def _extract(text: str, config: ScoreConfig) -> tuple[str | None, str]:
+    """The assembly (or, for `edit_format="diff"`, the diff) in the completion, or (None,
+    why not). Needs neither the sandbox nor the baseline, so it runs before either: an
+    answer with nothing to build is the model's `extraction_error` even when our side is
+    down, never our `infra_error`."""
     from asmopt.policies.extract import extract_assembly, extract_diff
 
     if config.edit_format == "diff":
         diff = extract_diff(text) if config.extract else text
-        if diff is None:
-            return None, "no ```diff block in the completion"
-        try:
-            return apply_unified_diff(baseline_asm, diff), ""
-        except DiffError as exc:
-            return None, f"diff does not apply: {exc}"
+        return (None, "no ```diff block in the completion") if diff is None else (diff, "")
     assembly = extract_assembly(text) if config.extract else text
-    if assembly is None:
-        return None, "no assembly block in the completion"
-    return assembly, ""
+    return (None, "no assembly block in the completion") if assembly is None else (assembly, "")
+
+
+def _answer_assembly(
+    payload: str, baseline_asm: str, config: ScoreConfig
+) -> tuple[str | None, str]:
+    """The candidate assembly the extracted payload stands for, or (None, why not)."""
+    from asmopt.policies.diff_format import DiffError, apply_unified_diff
+
+    if config.edit_format != "diff":
+        return payload, ""
+    try:
+        return apply_unified_diff(baseline_asm, payload), ""
+    except DiffError as exc:
+        return None, f"diff does not apply: {exc}"
 
 
 def _reward_input(result: ScoreResult) -> RewardInput:
@@ -239,10 +250,15 @@ def _score(
         return _finish(
             ScoreResult(None, "extraction_error", message=problem, total=total), config, start
         )
+    payload, problem = _extract(text, config)
+    if payload is None:
+        return _finish(
+            ScoreResult(None, "extraction_error", total=total, message=problem), config, start
+        )
     toolchain, sandbox = _worker_parts()
     if baseline_asm is None:
         baseline_asm = program.meta.get("baseline_asm") or toolchain.baseline_assembly(program)
-    assembly, problem = _answer_assembly(text, baseline_asm, config)
+    assembly, problem = _answer_assembly(payload, baseline_asm, config)
     if assembly is None:
         return _finish(
             ScoreResult(None, "extraction_error", total=total, message=problem), config, start
@@ -297,6 +313,86 @@ def _score(
 
 
 # ---------------------------------------------------------------------------- the service
+def unguarded_main_script() -> str | None:
+    """The running script's path if spawned workers would re-run its top-level code.
+
+    A `spawn` worker starts by importing the parent's `__main__` file. A training script
+    written without `if __name__ == "__main__":` (as TRL's quick-start snippets are) then
+    builds its trainer again inside every worker, which dies trying to start processes of
+    its own: every sample becomes an excluded infra_error and nothing is learned. Returns
+    None for guarded scripts and for `python -c`, notebooks and REPLs (nothing to re-run),
+    and when the file cannot be read or parsed (no evidence of a problem)."""
+    main = sys.modules.get("__main__")
+    path = getattr(main, "__file__", None)
+    name = getattr(getattr(main, "__spec__", None), "name", None) or ""
+    if not path or name == "__main__" or name.endswith(".__main__"):
+        return None  # multiprocessing never re-runs a package's __main__.py
+    try:
+        tree = ast.parse(open(path, encoding="utf-8").read(), filename=path)  # noqa: SIM115
+    except (OSError, SyntaxError, ValueError):
+        return None
+    for node in tree.body:
+        if isinstance(node, ast.If) and isinstance(node.test, ast.Compare):
+            names = [node.test.left, *node.test.comparators]
+            if any(isinstance(n, ast.Name) and n.id == "__name__" for n in names) and any(
+                isinstance(n, ast.Constant) and n.value == "__main__" for n in names
+            ):
+                return None
+    return str(path)
+
+
+def _ray_init(ray: Any, address: str | None, timeout_s: float) -> None:
+    """`ray.init`, but a clear error instead of a silent hang.
+
+    ray.init has no timeout of its own, and it must run on the caller's thread (Ray's
+    driver loses its GCS connection when initialised from another thread). So: an explicit
+    address is first probed with a plain TCP connection (nothing listening is an error at
+    once, naming the address); then ray.init runs under a SIGALRM timer of `timeout_s`
+    when called from the main thread (elsewhere no timer can be set, and it runs as is)."""
+    import signal
+    import socket
+    import threading
+
+    if address and address not in ("auto", "local"):
+        host, _, port = address.removeprefix("ray://").rpartition(":")
+        try:
+            socket.create_connection((host or "127.0.0.1", int(port)), min(timeout_s, 10)).close()
+        except (OSError, ValueError) as exc:
+            raise RuntimeError(
+                f"no Ray cluster answers at {address!r} ({exc}); check the address "
+                "(`ray status` on the head node) or use ray_address=None for a local instance"
+            ) from None
+    where = f"the Ray cluster at {address!r}" if address else "a local Ray instance"
+    timed = threading.current_thread() is threading.main_thread() and hasattr(
+        signal, "setitimer"
+    )
+
+    def expire(signum: int, frame: Any) -> None:
+        raise TimeoutError
+
+    previous = signal.signal(signal.SIGALRM, expire) if timed else None
+    if timed:
+        signal.setitimer(signal.ITIMER_REAL, timeout_s)
+    try:
+        ray.init(
+            address=address,
+            ignore_reinit_error=True,
+            include_dashboard=False,
+            log_to_driver=False,
+        )
+    except TimeoutError:
+        with contextlib.suppress(Exception):
+            ray.shutdown()
+        raise RuntimeError(
+            f"ray.init did not finish within {timeout_s:g}s starting or joining {where}; "
+            "check the machine's load and /tmp space, or raise ray_init_timeout_s"
+        ) from None
+    finally:
+        if timed:
+            signal.setitimer(signal.ITIMER_REAL, 0)
+            signal.signal(signal.SIGALRM, previous)
+
+
 @dataclass
 class ScoreRequest:
     program: Program
@@ -307,9 +403,16 @@ class ScoreRequest:
 class RewardService:
     """Score batches with a local process pool (default), threads, or Ray.
 
+    The process pool spawns fresh interpreters, which re-run the parent's script: from a
+    script without an `if __name__ == "__main__":` guard the service logs a warning naming
+    it and uses threads instead (`self.backend` says which is in use). Threads are a safe
+    stand-in because the heavy work (gcc, the sandboxed runs, timing) happens in child
+    processes either way; what they lose is the watchdog's ability to kill a stuck worker.
+
     `backend="ray"` connects with `ray.init(address=ray_address)` (None starts a local
-    instance); every request becomes one Ray task. Programs marked unfit are refused
-    (`UnfitProgramError`) unless `allow_unfit`."""
+    instance; an address where no cluster answers, or a start that takes longer than
+    `ray_init_timeout_s`, is a RuntimeError, not a hang); every request becomes one Ray
+    task. Programs marked unfit are refused (`UnfitProgramError`) unless `allow_unfit`."""
 
     def __init__(
         self,
@@ -318,6 +421,7 @@ class RewardService:
         workers: int = 2,
         backend: Literal["process", "thread", "ray"] = "process",
         ray_address: str | None = None,
+        ray_init_timeout_s: float = 120.0,
         allow_unfit: bool = False,
     ) -> None:
         if workers < 1:
@@ -327,7 +431,18 @@ class RewardService:
         self.config = config or ScoreConfig()
         self.workers = workers
         self.backend = backend
+        if backend == "process":
+            script = unguarded_main_script()
+            if script is not None:
+                log.warning(
+                    "%s has no `if __name__ == \"__main__\":` guard, so spawned reward "
+                    "workers would re-run it and die; scoring with threads instead. Put the "
+                    "script's training code under the guard to use worker processes.",
+                    script,
+                )
+                self.backend = "thread"
         self.ray_address = ray_address
+        self.ray_init_timeout_s = ray_init_timeout_s
         self.allow_unfit = allow_unfit
         self._pool: cf.Executor | None = None
         self._ray_fn: Any = None
@@ -370,12 +485,7 @@ class RewardService:
                     f"the ray back-end needs ray (pip install 'asmopt[rl]'): {exc}"
                 ) from None
             if not ray.is_initialized():
-                ray.init(
-                    address=self.ray_address,
-                    ignore_reinit_error=True,
-                    include_dashboard=False,
-                    log_to_driver=False,
-                )
+                _ray_init(ray, self.ray_address, self.ray_init_timeout_s)
             self._ray_fn = ray.remote(num_cpus=1)(score_one)
         return self._ray_fn
 
@@ -423,23 +533,28 @@ class RewardService:
         return results
 
     def _score_pool(self, requests: Sequence[ScoreRequest]) -> list[ScoreResult]:
+        """Wait for progress, not for a whole-batch budget.
+
+        A sample starts only when a worker frees up: at the batch's start or when another
+        sample finishes. So when no sample has finished for `deadline_s`, every sample
+        still running has run for at least `deadline_s`, past its own deadline. A batch
+        with a stuck sample therefore ends after the real work plus one deadline, whatever
+        its size; the stuck samples (and any not started) are excluded as infra_error and
+        the pool is replaced. The Ray back-end waits the same way."""
         pool = self._executor()
         futures = [
             pool.submit(score_one, r.program, r.completion, r.baseline_asm, self.config)
             for r in requests
         ]
-        # Samples start as workers free up, so the batch deadline scales with the queue.
-        waves = math.ceil(len(requests) / self.workers)
-        deadline = time.monotonic() + self.config.deadline_s * waves
+        index = {fut: i for i, fut in enumerate(futures)}
         results: list[ScoreResult | None] = [None] * len(requests)
         stuck = False
-        for i, fut in enumerate(futures):
-            remaining = max(0.0, deadline - time.monotonic())
+
+        def collect(fut: cf.Future[ScoreResult]) -> None:
+            nonlocal stuck
+            i = index[fut]
             try:
-                results[i] = fut.result(timeout=remaining)
-            except cf.TimeoutError:
-                stuck = True
-                results[i] = self._deadline_result(requests[i])
+                results[i] = fut.result()
             except Exception as exc:  # a worker died (e.g. killed): ours, excluded
                 results[i] = ScoreResult(
                     reward=None,
@@ -448,6 +563,19 @@ class RewardService:
                     message=f"worker failed: {type(exc).__name__}: {exc}",
                 )
                 stuck = stuck or isinstance(exc, cf.process.BrokenProcessPool)
+
+        pending = set(futures)
+        while pending:
+            done, pending = cf.wait(
+                pending, timeout=self.config.deadline_s, return_when=cf.FIRST_COMPLETED
+            )
+            for fut in done:
+                collect(fut)
+            if not done:  # a stall: every running sample is past its deadline
+                stuck = True
+                for fut in pending:
+                    results[index[fut]] = self._deadline_result(requests[index[fut]])
+                break
         if stuck:
             self._restart_pool()
         return [r for r in results if r is not None]
@@ -457,14 +585,15 @@ class RewardService:
 
         fn = self._ray()
         refs = [fn.remote(r.program, r.completion, r.baseline_asm, self.config) for r in requests]
-        waves = math.ceil(len(requests) / self.workers)
-        ready, pending = ray.wait(
-            refs, num_returns=len(refs), timeout=self.config.deadline_s * waves
-        )
-        done = set(ready)
+        pending = list(refs)
+        while pending:
+            ready, pending = ray.wait(pending, num_returns=1, timeout=self.config.deadline_s)
+            if not ready:  # a stall: every running task is past its deadline
+                break
+        late = set(pending)
         results = []
         for req, ref in zip(requests, refs, strict=True):
-            if ref in done:
+            if ref not in late:
                 try:
                     results.append(ray.get(ref))
                 except Exception as exc:
@@ -477,7 +606,6 @@ class RewardService:
                         )
                     )
             else:
-                ray.cancel(ref, force=True)
+                ray.cancel(ref, force=True)  # Ray kills the worker and starts a fresh one
                 results.append(self._deadline_result(req))
-        del pending
         return results
