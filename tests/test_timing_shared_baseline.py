@@ -16,7 +16,10 @@ from typing import Any
 
 import pytest
 
-from asmopt.measure.speedup import MeasureStatus, TestSpeedup
+from asmopt import evaluate
+from asmopt.evaluate import MeasureOptions, SampleOutcome
+from asmopt.judge import Verdict
+from asmopt.measure.speedup import MeasureMode, MeasureStatus, TestSpeedup
 from asmopt.measure.timing import (
     Round,
     RunFailure,
@@ -28,7 +31,9 @@ from asmopt.measure.timing import (
     time_candidates,
     time_tests,
 )
+from asmopt.policies.base import Candidate, PolicyRequest
 from asmopt.programs.model import Program, TestCase
+from asmopt.run import evaluate_programs
 from asmopt.sandbox import Sandbox
 from asmopt.sandbox.runner import Limits, RunResult
 from asmopt.toolchain import Toolchain
@@ -265,7 +270,7 @@ def test_real_candidates_share_the_baseline_runs(
     shutil.copy2(base, copy)
     run = sandbox.run_program(base, stdin=b"5000000\n")
     tests = [TestCase("t", b"5000000\n", run.stdout)]
-    cfg = TimingConfig(min_pairs=4, max_pairs=16, max_rounds=3, budget_s=10)
+    cfg = TimingConfig(min_pairs=4, max_pairs=16, max_rounds=3, budget_s=4)
     counting = CountingSandbox(sandbox)
     (slow_sp, slow_fail, _), (copy_sp, copy_fail, _) = time_candidates(
         counting,  # type: ignore[arg-type]
@@ -315,3 +320,95 @@ def test_real_failing_candidate_is_removed_and_the_other_measured(
     assert bad_result[1] is not None and bad_result[1].candidate_fault
     assert bad_result[1].verdict == "wrong_output"
     assert good_result[1] is None and good_result[0][0].status == MeasureStatus.MEASURED
+
+
+# ---------------------------------------------------------------------------- eval
+WASTE_C = r"""
+#include <stdio.h>
+int main(void) {
+    long n; if (scanf("%ld", &n) != 1) return 1;
+    volatile unsigned long waste = 0;
+    for (long i = 0; i < WORK * n; i++) waste += i;
+    unsigned long s = 0;
+    for (long i = 0; i < n; i++) s += (unsigned long)i * i % 7;
+    printf("%lu\n", s);
+    return 0;
+}
+"""
+
+
+class FivePolicy:
+    """faster, slower, faster again (the same text), a copy, a wrong answer."""
+
+    name = "five"
+
+    def __init__(self, toolchain: Toolchain) -> None:
+        self.toolchain = toolchain
+
+    def propose(self, request: PolicyRequest) -> list[Candidate]:
+        base = request.baseline_asm
+        lean = Program(id="lean", source=WASTE_C.replace("WORK", "0"), tests=())
+        faster = self.toolchain.baseline_assembly(lean)
+        slower = base.replace(
+            "main:\n", "main:\n\tmovq\t$3000000, %r11\n.Lx:\n\tdecq\t%r11\n\tjnz\t.Lx\n", 1
+        )
+        wrong = base.replace("ret", "ud2", 1)
+        return [Candidate(a) for a in (faster, slower, faster, base + "\n# copy\n", wrong)]
+
+
+def _eval_five(toolchain: Toolchain, sandbox: Sandbox) -> list[SampleOutcome]:
+    program = Program(
+        id="waste",
+        source=WASTE_C.replace("WORK", "2"),
+        tests=(TestCase("t1", b"300000\n", b"599998\n"), TestCase("t2", b"400000\n", b"800001\n")),
+    )
+    cfg = TimingConfig(min_pairs=3, max_pairs=12, max_rounds=3, budget_s=5)
+    return evaluate_programs(
+        [program],
+        FivePolicy(toolchain),
+        toolchain,
+        sandbox,
+        samples=5,
+        jobs=1,
+        progress=False,
+        measure=MeasureOptions(mode=MeasureMode.TIME, timing=cfg),
+    )
+
+
+def test_eval_times_a_programs_correct_answers_together(
+    toolchain: Toolchain, sandbox: Sandbox, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    calls: list[int] = []
+    real = evaluate.time_candidates
+
+    def spy(*args: Any, **kw: Any) -> Any:
+        calls.append(len(args[2]))
+        return real(*args, **kw)
+
+    monkeypatch.setattr(evaluate, "time_candidates", spy)
+    out = _eval_five(toolchain, sandbox)
+    assert [o.sample for o in out] == [0, 1, 2, 3, 4]
+    assert calls == [2]  # faster and slower, once each, in one measurement
+    faster, slower, again, copy, wrong = out
+    assert again.check is faster.check  # the same text: the same verdict and measurement
+    assert faster.check.speedup is not None and slower.check.speedup is not None
+    assert faster.check.speedup.status == slower.check.speedup.status == MeasureStatus.MEASURED
+    assert faster.check.speedup.ratio > 1.0 > slower.check.speedup.ratio
+    assert copy.is_copy and copy.check.speedup is not None
+    assert copy.check.speedup.status != MeasureStatus.MEASURED  # 1.0 by rule, not timed
+    assert wrong.check.verdict != Verdict.PASS and wrong.check.speedup is None
+
+
+def test_an_error_in_the_shared_measurement_is_ours(
+    toolchain: Toolchain, sandbox: Sandbox, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def broken(*args: Any, **kw: Any) -> Any:
+        raise RuntimeError("the timing broke")
+
+    monkeypatch.setattr(evaluate, "time_candidates", broken)
+    faster, slower, again, copy, _ = _eval_five(toolchain, sandbox)
+    for o in (faster, slower, again):
+        assert o.check.verdict == Verdict.PASS and o.check.speedup is not None
+        assert o.check.speedup.status == MeasureStatus.INFRA_ERROR
+        assert "the timing broke" in o.check.speedup.message
+    assert copy.check.speedup is not None and copy.check.speedup.status != MeasureStatus.INFRA_ERROR
