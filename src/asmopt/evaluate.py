@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 from asmopt.judge import TestVerdict, Verdict, classify_run
 from asmopt.measure.speedup import MeasureMode, MeasureStatus, ProgramSpeedup, TestSpeedup
-from asmopt.measure.timing import CoreLock, ReferenceRun, TimingConfig, time_tests
+from asmopt.measure.timing import CoreLock, ReferenceRun, TimingConfig, time_candidates
 from asmopt.metrics import Answer
 from asmopt.programs.model import Program, TestCase
 from asmopt.sandbox.runner import Limits, Sandbox, SandboxUnavailable
@@ -279,63 +279,85 @@ class Measurer:
 
     def measure(self, check: CheckResult, is_copy: bool) -> None:
         """Attach a ProgramSpeedup to a correct `check` (or turn it into a failure when the
-        candidate misbehaves during timing runs)."""
+        candidate misbehaves during timing runs): `measure_many` with one answer."""
+        self.measure_many([(check, is_copy)])
+
+    def measure_many(self, checks: Sequence[tuple[CheckResult, bool]]) -> None:
+        """Measure several correct answers of the program, given as (check, is copy):
+        attach a ProgramSpeedup to each, or turn it into a failure when it misbehaves during
+        timing runs. Timed answers are timed together (time_candidates): the baseline's runs
+        are shared between them, so K answers cost about (K+1)/K runs a pair instead of 2,
+        and each keeps its own interval, budget and failure as if timed alone."""
         mode = self.options.mode
         names = [t.name for t in self.program.tests]
-        if mode == MeasureMode.NONE:
-            check.speedup = ProgramSpeedup.not_measured()
-            return
-        if is_copy and not self.options.time_copies:
-            check.speedup = ProgramSpeedup.copy_of_baseline(mode, names)
-            self._attach(check)
+        timed: list[CheckResult] = []
+        for check, is_copy in checks:
+            if mode == MeasureMode.NONE:
+                check.speedup = ProgramSpeedup.not_measured()
+            elif is_copy and not self.options.time_copies:
+                check.speedup = ProgramSpeedup.copy_of_baseline(mode, names)
+                self._attach(check)
+            elif check.binary is None:
+                check.speedup = ProgramSpeedup(
+                    mode, MeasureStatus.INFRA_ERROR, reliable=False, message="no candidate binary"
+                )
+            else:
+                timed.append(check)
+        if not timed:
             return
         try:
             baseline = self.baseline_binary()
         except ToolchainError as exc:
-            check.speedup = ProgramSpeedup(
-                mode, MeasureStatus.INFRA_ERROR, reliable=False, message=str(exc)
-            )
+            for check in timed:
+                check.speedup = ProgramSpeedup(
+                    mode, MeasureStatus.INFRA_ERROR, reliable=False, message=str(exc)
+                )
             return
-        if check.binary is None:
-            check.speedup = ProgramSpeedup(
-                mode, MeasureStatus.INFRA_ERROR, reliable=False, message="no candidate binary"
-            )
-            return
-        per_test: list[TestSpeedup] = []
         if mode == MeasureMode.TIME:
-            # All tests of the program share each timing sandbox (time_tests batches them).
-            by_name = {t.test: t for t in check.tests}
-            reference = None
-            if all(t.name in by_name for t in self.program.tests):
-                reference = [
-                    ReferenceRun(
-                        cpu_s=by_name[t.name].user_time_s + by_name[t.name].sys_time_s,
-                        wall_s=by_name[t.name].wall_time_s,
-                        stdout_sha256=by_name[t.name].stdout_sha256,
-                    )
-                    for t in self.program.tests
-                ]
-            speedups, failure, failed_test = time_tests(
+            # All tests of the program, and all answers, share each timing sandbox.
+            results = time_candidates(
                 self.sandbox,
                 baseline,
-                check.binary,
+                [check.binary for check in timed if check.binary is not None],
                 self.program.tests,
                 self.options.timing,
                 limits=self.limits,
                 lock=self.options.lock,
-                reference=reference,
+                references=[self._reference(check) for check in timed],
             )
-            if failure is not None and failure.candidate_fault and failed_test is not None:
-                self._fail(check, failed_test, failure.verdict, failure.message)
-                return
-            per_test = speedups
-        else:
+            for check, (speedups, failure, failed_test) in zip(timed, results, strict=True):
+                if failure is not None and failure.candidate_fault and failed_test is not None:
+                    self._fail(check, failed_test, failure.verdict, failure.message)
+                else:
+                    self._finish(check, speedups)
+            return
+        for check in timed:
+            per_test: list[TestSpeedup] = []
             for test in self.program.tests:
                 per_test.append(self._count(test, check.binary))
                 if per_test[-1].status == MeasureStatus.INFRA_ERROR:
                     break
+            self._finish(check, per_test)
+
+    def _reference(self, check: CheckResult) -> list[ReferenceRun] | None:
+        """The answer's own correctness run of every test (None where one is missing): the
+        yardstick its timed runs must be consistent with."""
+        by_name = {t.test: t for t in check.tests}
+        if not all(t.name in by_name for t in self.program.tests):
+            return None
+        return [
+            ReferenceRun(
+                cpu_s=by_name[t.name].user_time_s + by_name[t.name].sys_time_s,
+                wall_s=by_name[t.name].wall_time_s,
+                stdout_sha256=by_name[t.name].stdout_sha256,
+            )
+            for t in self.program.tests
+        ]
+
+    def _finish(self, check: CheckResult, per_test: Sequence[TestSpeedup]) -> None:
+        mode = self.options.mode
         resolution = self.options.timing.resolution if mode == MeasureMode.TIME else 0.0
-        check.speedup = ProgramSpeedup.from_tests(mode, per_test, resolution)
+        check.speedup = ProgramSpeedup.from_tests(mode, list(per_test), resolution)
         self._attach(check)
 
     def _count(self, test: Any, binary: Any) -> TestSpeedup:

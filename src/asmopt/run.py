@@ -125,6 +125,10 @@ def _judge_program(
     measurer = Measurer(program, baseline, toolchain, sandbox, options, limits, valgrind)
     baseline_canon = canonical_statements(baseline)
     seen: dict[str, tuple[CheckResult, bool]] = {}
+    # Every sample is checked first; the correct, distinct ones are then measured together
+    # (their timing shares the baseline's runs), and the outcomes finished in sample order.
+    judged: list[SampleOutcome] = []
+    to_measure: list[SampleOutcome] = []
     for k, i in enumerate(todo):
         if stopping():  # interrupted: samples not started stay unjudged, a rerun does them
             break
@@ -135,7 +139,7 @@ def _judge_program(
                 Verdict.INFRA_ERROR,
                 f"policy returned {len(candidates)} of {len(todo)} samples",
             )
-            finish(SampleOutcome(program.id, i, check))
+            judged.append(SampleOutcome(program.id, i, check))
             continue
         cand = candidates[k]
         info = {
@@ -147,33 +151,23 @@ def _judge_program(
         if isinstance(cand.extra.get("search"), dict):  # what a search tried, kept with the run
             info["search"] = cand.extra["search"]
         is_copy = False
+        first = False
         if cand.assembly is None:
             check = CheckResult(
                 program.id, Verdict.EXTRACTION_ERROR, "the response contains no assembly"
             )
         else:
             key = content_hash(cand.assembly)
-            if key in seen:  # the same text again: same verdict, same measurement
+            if key in seen:  # the same text again: same verdict, same measurement (shared
+                # even where that measurement ends as infra_error: the store retries both)
                 check, is_copy = seen[key]
             else:
                 check = check_candidate(program, cand.assembly, toolchain, sandbox, limits)
                 is_copy = canonical_statements(cand.assembly) == baseline_canon
-                if check.correct:
-                    try:
-                        measurer.measure(check, is_copy)
-                    except Exception as exc:  # ours, not the candidate's
-                        log.error("measuring %s: %s", program.id, traceback.format_exc())
-                        check.speedup = ProgramSpeedup(
-                            options.mode,
-                            MeasureStatus.INFRA_ERROR,
-                            reliable=False,
-                            message=f"measurement error: {type(exc).__name__}: {exc}",
-                        )
-                if check.verdict != Verdict.INFRA_ERROR and (
-                    check.speedup is None or check.speedup.status != MeasureStatus.INFRA_ERROR
-                ):
+                first = check.correct
+                if check.verdict != Verdict.INFRA_ERROR:
                     seen[key] = (check, is_copy)
-        finish(
+        judged.append(
             SampleOutcome(
                 program.id,
                 i,
@@ -184,6 +178,28 @@ def _judge_program(
                 seconds=time.monotonic() - start,
             )
         )
+        if first:
+            to_measure.append(judged[-1])
+    if to_measure:
+        start = time.monotonic()
+        try:
+            measurer.measure_many([(o.check, o.is_copy) for o in to_measure])
+        except Exception as exc:  # ours, not the candidates'
+            log.error("measuring %s: %s", program.id, traceback.format_exc())
+            for o in to_measure:
+                if o.check.speedup is None:  # not measured yet (a copy's 1.0 by rule stands)
+                    o.check.speedup = ProgramSpeedup(
+                        options.mode,
+                        MeasureStatus.INFRA_ERROR,
+                        reliable=False,
+                        message=f"measurement error: {type(exc).__name__}: {exc}",
+                    )
+        # Each measured sample is charged an equal share of the measurement's time.
+        share = (time.monotonic() - start) / len(to_measure)
+        for o in to_measure:
+            o.seconds += share
+    for o in judged:
+        finish(o)
     return outcomes
 
 

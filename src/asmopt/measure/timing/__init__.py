@@ -27,9 +27,15 @@ Procedure (docs/measurement.md has the reasoning and the numbers behind the defa
    here or in another process, and nothing of normal priority preempts a timed run;
    correctness runs and builds use the other cores.
 
-The engine (`measure_tests`, `measure_pairs` for one test) only sees an executor that
-returns paired samples, so its statistics are tested with a mock executor and no real
-timing.
+Several candidates of one program measured in one run (best-of-N samples, compiler-flag
+variants) share the baseline's runs (`time_candidates`): a test's runs come in blocks, the
+baseline once and each candidate still measuring once, the direction alternating (A B1 ..
+Bk, then Bk .. B1 A); each candidate pairs its run with the block's baseline run and keeps
+its own statistics, stopping rule, budget and failure.
+
+The engine (`measure_candidates`; `measure_tests` for one candidate, `measure_pairs` for
+one test) only sees an executor that returns paired samples, so its statistics are tested
+with a mock executor and no real timing.
 """
 
 from __future__ import annotations
@@ -45,12 +51,14 @@ from asmopt.measure.timing.engine import (
     MAX_ROUND_OUTPUT,
     TOO_FAST_S,
     BatchExecutor,
+    CandidatesExecutor,
     PairExecutor,
     Round,
     RunFailure,
     RunTiming,
     TimingConfig,
     TimingOutcome,
+    measure_candidates,
     measure_pairs,
     measure_tests,
 )
@@ -59,8 +67,11 @@ from asmopt.measure.timing.executor import (
     CANDIDATE_WALL_MIN_S,
     INCONSISTENT_CPU_FACTOR,
     INCONSISTENT_CPU_FLOOR_S,
+    MAX_SHARED_CANDIDATES,
     ReferenceRun,
     SandboxExecutor,
+    SharedSandboxExecutor,
+    time_candidates,
     time_test,
     time_tests,
 )
@@ -71,8 +82,10 @@ __all__ = [
     "INCONSISTENT_CPU_FACTOR",
     "INCONSISTENT_CPU_FLOOR_S",
     "MAX_ROUND_OUTPUT",
+    "MAX_SHARED_CANDIDATES",
     "TOO_FAST_S",
     "BatchExecutor",
+    "CandidatesExecutor",
     "CoreLayout",
     "CoreLock",
     "PairExecutor",
@@ -81,13 +94,16 @@ __all__ = [
     "RunFailure",
     "RunTiming",
     "SandboxExecutor",
+    "SharedSandboxExecutor",
     "TimingConfig",
     "TimingOutcome",
     "default_core_lock",
     "default_lock_dir",
     "general_affinity",
+    "measure_candidates",
     "measure_pairs",
     "measure_tests",
+    "time_candidates",
     "time_test",
     "time_tests",
 ]

@@ -169,6 +169,9 @@ class Round:
     failure: RunFailure | None = None
     # Seconds the batch waited for the timing core before it ran (never charged to a budget).
     waited_s: float = 0.0
+    # Runs charged to this round: its candidate's own runs plus its share of baseline runs
+    # shared with other candidates (0: not known, two a pair).
+    charged_runs: float = 0.0
 
     def stall_seconds(self) -> float:
         """Seconds the baseline's runs of this round spent off the core while running."""
@@ -194,6 +197,33 @@ class BatchExecutor(Protocol):
     missing from the answer."""
 
     def run_batch(self, requests: Sequence[tuple[int, int, int]]) -> dict[int, Round]: ...
+
+
+class CandidatesExecutor(Protocol):
+    """Runs rounds for several candidates of one program against its one baseline, on
+    several tests at once: `requests` are (candidate index, test index, pairs, warm-up
+    pairs); the answer maps (candidate index, test index) to its Round. Candidates of a
+    test share the baseline's runs: each of its pairs is (a baseline run, the candidate's
+    run) and the same baseline run may stand in several candidates' pairs. A failure ends
+    that candidate's part of the batch (its Round carries it); other Rounds may then be
+    missing or empty (not run, or discarded because a neighbour misbehaved)."""
+
+    def run_candidates(
+        self, requests: Sequence[tuple[int, int, int, int]]
+    ) -> dict[tuple[int, int], Round]: ...
+
+
+class _OneCandidate:
+    """A BatchExecutor (one candidate) seen as a CandidatesExecutor of candidate 0."""
+
+    def __init__(self, executor: BatchExecutor) -> None:
+        self.executor = executor
+
+    def run_candidates(
+        self, requests: Sequence[tuple[int, int, int, int]]
+    ) -> dict[tuple[int, int], Round]:
+        rounds = self.executor.run_batch([(i, p, w) for _, i, p, w in requests])
+        return {(0, i): rnd for i, rnd in rounds.items()}
 
 
 class _OneTest:
@@ -324,6 +354,10 @@ def _summarise(
         "stalled_rounds_discarded": state.discarded,
         "stopped": state.stopped,
         "runs": 2 * sum(len(r.pairs) + len(r.warmups) for r in rounds),
+        # Fewer than `runs` where baseline runs were shared with other candidates.
+        "charged_runs": round(
+            sum(r.charged_runs or 2 * (len(r.pairs) + len(r.warmups)) for r in rounds), 3
+        ),
         "config": {
             "target_half_width": state.target or config.target_half_width,
             "resolution": config.resolution,
@@ -469,24 +503,70 @@ def measure_tests(
 
     `targets` optionally gives each test its own target half-width. Returns the speedups
     (in `names` order), and the failure that stopped the measurement with the name of its
-    test (None, None when every run behaved)."""
+    test (None, None when every run behaved). One candidate: `measure_candidates` with K=1."""
+    (result,) = measure_candidates(
+        _OneCandidate(executor), names, 1, config, warnings=warnings, clock=clock, targets=targets
+    )
+    return result
+
+
+def measure_candidates(
+    executor: CandidatesExecutor,
+    names: Sequence[str],
+    n_candidates: int,
+    config: TimingConfig | None = None,
+    *,
+    warnings: Sequence[TimingWarning] = (),
+    clock: Any = time.monotonic,
+    targets: Sequence[float] | None = None,
+) -> list[tuple[list[TestSpeedup], RunFailure | None, str | None]]:
+    """Measure several candidates of one program on several tests together.
+
+    Every batch runs, for each candidate, the tests it still needs pairs on; the executor
+    shares the baseline's runs between the candidates of a test (see CandidatesExecutor),
+    so K candidates cost about (K+1)/K runs a pair instead of 2. Each candidate keeps its
+    own statistics, stopping rule, budget and failure exactly as if it were measured alone:
+    a candidate whose tests are done asks for nothing more, and one whose run fails is
+    removed (its failure recorded) while the others go on with the next batch.
+
+    Budget: each (candidate, test) is charged the seconds its Round reports (the executor's
+    share: its own runs, its part of every shared baseline run, its part of the sandbox's
+    fixed cost); waiting for the timing core and stalled rounds are counted apart, the wait
+    split evenly over every (candidate, test) of the batch.
+
+    Returns, per candidate (in order), what `measure_tests` returns for one candidate."""
     config = config or TimingConfig()
     if targets is not None and len(targets) != len(names):
         raise ValueError("one target per test")
+    if n_candidates < 1:
+        raise ValueError(f"need at least one candidate, got {n_candidates}")
     states = [
-        _TestState(name, want=config.min_pairs, target=targets[k] if targets else None)
-        for k, name in enumerate(names)
+        [
+            _TestState(name, want=config.min_pairs, target=targets[k] if targets else None)
+            for k, name in enumerate(names)
+        ]
+        for _ in range(n_candidates)
     ]
+    failures: list[tuple[RunFailure, str] | None] = [None] * n_candidates
     while True:
-        active = [i for i, st in enumerate(states) if not st.done]
+        active = [
+            (c, i)
+            for c in range(n_candidates)
+            if failures[c] is None
+            for i, st in enumerate(states[c])
+            if not st.done
+        ]
         if not active:
             break
         start = clock()
-        rounds = executor.run_batch([(i, states[i].want, config.warmup_pairs) for i in active])
+        rounds = executor.run_candidates(
+            [(c, i, states[c][i].want, config.warmup_pairs) for c, i in active]
+        )
         elapsed = clock() - start
-        for i, rnd in rounds.items():
-            if rnd.failure is not None:
-                st = states[i]
+        failed_now = False
+        for (c, i), rnd in rounds.items():
+            if rnd.failure is not None and failures[c] is None:
+                st = states[c][i]
                 st.speedup = TestSpeedup(
                     st.name,
                     MeasureMode.TIME,
@@ -494,12 +574,18 @@ def measure_tests(
                     reliable=False,
                     message=rnd.failure.message,
                 )
-                return [_final(x) for x in states], rnd.failure, st.name
-        for i in active:
-            rnd = rounds.get(i)
-            st = states[i]
+                failures[c] = (rnd.failure, st.name)
+                failed_now = True
+        for c, i in active:
+            if failures[c] is not None:
+                continue
+            rnd = rounds.get((c, i))
+            st = states[c][i]
             if rnd is None or not rnd.pairs:  # not run: the next batch retries it
-                st.retries += 1
+                # A round lost because another candidate failed beside it is not the
+                # test's doing (and cannot recur: that candidate is gone).
+                if not failed_now:
+                    st.retries += 1
                 if st.retries > 3:
                     st.done, st.stopped = True, "not_run"
                 continue
@@ -514,10 +600,17 @@ def measure_tests(
                     continue  # repeated by the next batch, with the same request
                 st.kept_stalled += 1
             st.rounds.append(rnd)
-            st.pairs += [(b, c, len(st.rounds) - 1) for b, c in rnd.pairs]
+            st.pairs += [(b, c_run, len(st.rounds) - 1) for b, c_run in rnd.pairs]
             st.spent += seconds
             _advance(st, config, warnings)
-    return [_final(x) for x in states], None, None
+    return [
+        (
+            [_final(x) for x in states[c]],
+            failures[c][0] if failures[c] else None,
+            failures[c][1] if failures[c] else None,
+        )
+        for c in range(n_candidates)
+    ]
 
 
 def _final(state: _TestState) -> TestSpeedup:

@@ -1,5 +1,6 @@
-"""The sandbox executor: baseline and candidate alternate in one sandbox on a locked core;
-`time_tests` ties it to the engine, with blame and the consistency check."""
+"""The sandbox executor: baseline and candidates alternate in one sandbox on a locked core;
+`time_candidates` (`time_tests` for one candidate) ties it to the engine, with blame and
+the consistency check."""
 
 from __future__ import annotations
 
@@ -19,91 +20,135 @@ from asmopt.measure.timing.engine import (
     RunTiming,
     TimingConfig,
     TimingOutcome,
-    measure_tests,
+    measure_candidates,
 )
 from asmopt.programs.model import TestCase
 from asmopt.sandbox.launcher import LaunchRecord
 from asmopt.sandbox.runner import MAX_INPUTS, Limits, RunResult, Sandbox
 
-
 # ---------------------------------------------------------------------------- sandbox executor
-class SandboxExecutor:
-    """Runs baseline (A) and candidate (B) alternately in the sandbox on a locked core.
+# The launcher runs at most 4 binaries in one sandbox: the baseline and 3 candidates. More
+# candidates of a test are spread over several sandboxes of a batch, each with its own
+# baseline runs.
+MAX_SHARED_CANDIDATES = 3
+
+
+class SharedSandboxExecutor:
+    """Runs the baseline (A) and several candidates (B1..Bk) of one program in the sandbox on
+    a locked core, the baseline's runs shared between the candidates (a CandidatesExecutor).
 
     A batch puts every requested test in ONE sandbox (their inputs as descriptors, one
-    after another, each test's pairs counterbalanced AB, BA, ...), so a program's tests
-    pay for one sandbox start-up instead of one each. Tests whose argv differ go to
-    separate sandboxes, as do batches of more than the launcher's 36 inputs."""
+    after another), so a program's tests pay for one sandbox start-up instead of one each.
+    A test's runs come in blocks: the baseline once and each candidate that still wants a
+    pair once, the direction alternating (A B1 .. Bk, then Bk .. B1 A, ...) so that what
+    favours an early or late place in a block cancels out; each candidate's pair of a block
+    is (the block's baseline run, its own run). With one candidate this is the AB, BA, ...
+    of a paired measurement. Tests whose argv differ go to separate sandboxes, as do
+    batches of more than the launcher's 36 inputs or MAX_SHARED_CANDIDATES candidates."""
 
     def __init__(
         self,
         sandbox: Sandbox,
         baseline: str | os.PathLike[str],
-        candidate: str | os.PathLike[str],
+        candidates: Sequence[str | os.PathLike[str]],
         tests: Sequence[TestCase],
         limits: Limits | None = None,
         lock: CoreLock | None = None,
         check_output: bool = True,
         priority: Literal["normal", "high", "realtime"] = "realtime",
-        candidate_wall_s: float | None = None,
+        candidate_wall_s: Sequence[float | None] | None = None,
     ) -> None:
+        if not candidates:
+            raise ValueError("at least one candidate")
+        if candidate_wall_s is not None and len(candidate_wall_s) != len(candidates):
+            raise ValueError("one candidate wall time (or None) per candidate")
         self.priority = priority
         self.sandbox = sandbox
-        self.binaries = [baseline, candidate]
+        self.baseline = baseline
+        self.candidates = list(candidates)
         self.tests = list(tests)
         self.limits = limits or sandbox.limits
         self.lock = lock or default_core_lock()
         self.check_output = check_output
         # Each candidate run's own deadline (the baseline keeps the limits' wall time): a
         # candidate that idles only when timed is stopped early and charged a timeout.
-        self.candidate_wall_s = candidate_wall_s
-        # sha256 of every run's stdout, per test: (baseline digests, candidate digests).
-        self.outputs: dict[int, tuple[set[str], set[str]]] = {}
+        self.candidate_wall_s = (
+            list(candidate_wall_s) if candidate_wall_s is not None else [None] * len(candidates)
+        )
+        # sha256 of every run's stdout, per candidate and test: (digests of the baseline's
+        # runs in that candidate's blocks, digests of the candidate's runs).
+        self.digests: list[dict[int, tuple[set[str], set[str]]]] = [{} for _ in candidates]
 
-    def _max_pairs_for_output(self, test: TestCase) -> int:
+    def _max_blocks_for_output(self, test: TestCase, candidates: int) -> int:
         per_run = len(test.expected_stdout) + 64
-        return max(2, MAX_ROUND_OUTPUT // (2 * 2 * per_run))
+        return max(2, MAX_ROUND_OUTPUT // (2 * (candidates + 1) * per_run))
 
-    def run_batch(self, requests: Sequence[tuple[int, int, int]]) -> dict[int, Round]:
-        groups: list[list[tuple[int, int, int]]] = []
+    def run_candidates(
+        self, requests: Sequence[tuple[int, int, int, int]]
+    ) -> dict[tuple[int, int], Round]:
+        """Run (candidate, test, pairs, warm-up pairs) requests; a failure removes its
+        candidate from the batch's later sandboxes, the others go on."""
+        out: dict[tuple[int, int], Round] = {}
+        failed: set[int] = set()
+        for group in self._groups(requests):
+            group = [req for req in group if req[0] not in failed]
+            if not group:
+                continue
+            rounds = self._run_group(group)
+            out.update(rounds)
+            failed |= {c for (c, _), r in rounds.items() if r.failure is not None}
+        return out
+
+    def _groups(
+        self, requests: Sequence[tuple[int, int, int, int]]
+    ) -> list[list[tuple[int, int, int, int]]]:
+        """Requests by sandbox: the same argv, at most MAX_INPUTS tests and at most
+        MAX_SHARED_CANDIDATES candidates (spread evenly over as few sandboxes as fit)."""
+        by_argv: list[list[tuple[int, int, int, int]]] = []
         for req in requests:
-            argv = self.tests[req[0]].argv
-            for g in groups:
-                if self.tests[g[0][0]].argv == argv and len(g) < MAX_INPUTS:
+            argv = self.tests[req[1]].argv
+            for g in by_argv:
+                same = self.tests[g[0][1]].argv == argv
+                if same and len({r[1] for r in g} | {req[1]}) <= MAX_INPUTS:
                     g.append(req)
                     break
             else:
-                groups.append([req])
-        out: dict[int, Round] = {}
-        for group in groups:
-            rounds = self._run_group(group)
-            out.update(rounds)
-            if any(r.failure is not None for r in rounds.values()):
-                break
-        return out
+                by_argv.append([req])
+        groups = []
+        for g in by_argv:
+            cands = sorted({r[0] for r in g})
+            parts = -(-len(cands) // MAX_SHARED_CANDIDATES)
+            for k in range(parts):
+                chosen = set(cands[k::parts])
+                groups.append([r for r in g if r[0] in chosen])
+        return groups
 
-    def run_round(self, pairs: int, warmup_pairs: int) -> Round:
-        """One test (the first): a PairExecutor for single-test callers."""
-        return self.run_batch([(0, pairs, warmup_pairs)])[0]
-
-    def _run_group(self, group: Sequence[tuple[int, int, int]]) -> dict[int, Round]:
-        """One sandbox for a group of (test index, pairs, warm-up pairs) that share an argv:
-        plan the runs, run them on a locked core, judge every run, then split the timings
-        into each test's pairs. The first failing run ends the group (its test's Round
-        carries the failure; the other Rounds stay empty)."""
+    def _run_group(
+        self, group: Sequence[tuple[int, int, int, int]]
+    ) -> dict[tuple[int, int], Round]:
+        """One sandbox for a group of (candidate, test, pairs, warm-up pairs) that share an
+        argv: plan the runs, run them on a locked core, judge every run, then split the
+        timings into each candidate's pairs on each test. The first failing run ends its
+        candidate's part of the batch: its Round carries the failure, and the group's
+        other Rounds stay empty (retried by the next batch, without the failed one)."""
         batch = self._plan(group)
         marker = secrets.token_hex(16)
         limits = self.limits
-        walls = [limits.wall_seconds, self.candidate_wall_s or limits.wall_seconds]
+        walls = [limits.wall_seconds] + [
+            self.candidate_wall_s[c] or limits.wall_seconds for c in batch.cands
+        ]
+        first_test = {}
+        for c, i, _, _ in group:
+            first_test.setdefault(c, i)
         load_before = os.getloadavg()[0]
         asked = time.monotonic()
         with self.lock.hold() as cpu:
             start = time.monotonic()
             result = self.sandbox.run_binaries(
-                self.binaries,
+                [self.baseline, *(self.candidates[c] for c in batch.cands)],
                 batch.order,
-                argv=self.tests[group[0][0]].argv,
-                stdin=[self.tests[index].stdin for index, _, _ in group],
+                argv=self.tests[group[0][1]].argv,
+                stdin=[self.tests[i].stdin for i in batch.tests],
                 feed=batch.feed,
                 limits=limits,
                 marker=marker,
@@ -115,7 +160,7 @@ class SandboxExecutor:
             seconds = time.monotonic() - start
         load_after = os.getloadavg()[0]
         rounds = {
-            index: Round(
+            (c, i): Round(
                 pairs=[],
                 env_pad=result.env_pad,
                 cpus=result.cpus,
@@ -124,54 +169,77 @@ class SandboxExecutor:
                 priority=result.priority,
                 waited_s=start - asked,
             )
-            for index, _, _ in group
+            for c, i, _, _ in group
         }
         if result.infra_error:
-            rounds[group[0][0]].failure = RunFailure(
-                False, f"timing sandbox: {result.infra_error}", result
-            )
+            # Nothing of it can be told apart: every candidate of the sandbox shares it (and
+            # time_candidates decides, per candidate, whose it is).
+            for c, i in first_test.items():
+                rounds[c, i].failure = RunFailure(
+                    False, f"timing sandbox: {result.infra_error}", result
+                )
             return rounds
         failed = self._first_failure(batch, result, walls)
         if failed is not None:
-            index, failure = failed
-            rounds[index].failure = failure
+            key, failure = failed
+            rounds[key].failure = failure
             return rounds
-        # Each test's share of the batch: its own runs plus an equal part of the rest
-        # (sandbox start-up, the launcher's work between runs).
+        # Each (candidate, test)'s share of the batch: its own runs, an equal part of each
+        # baseline run it was paired with, and an equal part of the rest (sandbox start-up,
+        # the launcher's work between runs).
         records = result.records
         overhead = max(0.0, seconds - sum(r.wall_time_s for r in records)) / len(group)
-        for index, first, pairs, warmup in batch.plan:
-            _split_pairs(rounds[index], batch, records, first, pairs, warmup, overhead)
+        for key, blocks, warmup in batch.plan:
+            _split_pairs(rounds[key], records, blocks, warmup, overhead)
         return rounds
 
-    def _plan(self, group: Sequence[tuple[int, int, int]]) -> _Batch:
-        """The runs of a group: each test's pairs (and warm-ups) one after another, as
-        many as its share of the output cap allows, at least one of them timed."""
-        batch = _Batch()
-        for slot, (index, pairs, warmup) in enumerate(group):
-            test = self.tests[index]
-            total = min(pairs + warmup, self._max_pairs_for_output(test))
-            batch.plan.append(
-                (index, len(batch.order), total - min(warmup, total - 1), min(warmup, total - 1))
-            )
-            # Counterbalanced: AB, BA, AB, ... so that whatever favours the first (or
-            # second) run of a pair cancels out; a pair is always two adjacent runs.
-            for i in range(total):
-                batch.order += [0, 1] if i % 2 == 0 else [1, 0]
-            batch.feed += [slot] * (2 * total)
-            batch.owner += [index] * (2 * total)
-            batch.out_bytes += 2 * total * (len(test.expected_stdout) + 64)
+    def _plan(self, group: Sequence[tuple[int, int, int, int]]) -> _Batch:
+        """The runs of a group, test after test: each test's blocks (see the class), as
+        many as the candidate wanting most asks for (and its share of the output cap
+        allows); each candidate is in the first `pairs + warm-up` blocks of its tests, at
+        least one of them timed."""
+        batch = _Batch(cands=sorted({c for c, _, _, _ in group}))
+        binary = {c: k + 1 for k, c in enumerate(batch.cands)}
+        for _, i, _, _ in group:
+            if i not in batch.tests:
+                batch.tests.append(i)
+        for slot, i in enumerate(batch.tests):
+            test = self.tests[i]
+            members = [(c, pairs, warmup) for c, t, pairs, warmup in group if t == i]
+            cap = self._max_blocks_for_output(test, len(members))
+            totals = {c: min(pairs + warmup, cap) for c, pairs, warmup in members}
+            blocks: dict[int, list[tuple[int, int, int]]] = {c: [] for c, _, _ in members}
+            for j in range(max(totals.values())):
+                inside = [c for c, _, _ in members if totals[c] > j]
+                runs = [-1, *inside] if j % 2 == 0 else [*reversed(inside), -1]
+                first = len(batch.order)
+                base_run = first + runs.index(-1)
+                for k, c in enumerate(runs):
+                    batch.order.append(0 if c == -1 else binary[c])
+                    batch.feed.append(slot)
+                    batch.owner.append(i)
+                    batch.cand.append(c)
+                    if c == -1:
+                        batch.block.append(tuple(inside))
+                    else:
+                        batch.block.append((c,))
+                        blocks[c].append((base_run, first + k, len(inside)))
+                batch.out_bytes += len(runs) * (len(test.expected_stdout) + 64)
+            for c, _, warmup in members:
+                batch.plan.append(((c, i), blocks[c], min(warmup, totals[c] - 1)))
         return batch
 
     def _first_failure(
         self, batch: _Batch, result: RunResult, walls: list[float]
-    ) -> tuple[int, RunFailure] | None:
-        """The first run that failed, as (its test index, the failure), or None.
+    ) -> tuple[tuple[int, int], RunFailure] | None:
+        """The first run that failed, as ((candidate, test index), the failure), or None.
 
         Every run is judged like a correctness run (its output included, unless
-        `check_output` is off): a timed run that misbehaves stops the measurement. Each
-        judged run's output digest is kept in `self.outputs` for the consistency check
-        against the candidate's own correctness run (time_tests)."""
+        `check_output` is off): a timed run that misbehaves stops its candidate's
+        measurement. A baseline run's failure goes to the candidate that ran beside it in
+        its block (time_candidates then decides whose fault it is). Each judged run's
+        output digest is kept in `self.digests` for the consistency check against the
+        candidate's own correctness run (time_candidates)."""
         from asmopt.judge import Verdict, classify_run
 
         order, owner = batch.order, batch.owner
@@ -179,8 +247,8 @@ class SandboxExecutor:
         segments = list(result.segments or ())
         if result.stdout_truncated or result.stderr_truncated:
             i = min(len(segments), len(order) - 1)
-            return owner[i], RunFailure(
-                order[i] == 1,
+            return batch.key(i), RunFailure(
+                order[i] != 0,
                 f"{batch.who(i)} failed in timing run {i + 1} of {len(order)}: output_limit: "
                 "it wrote more than its share of the batch's output cap",
                 None,
@@ -195,11 +263,12 @@ class SandboxExecutor:
             run_limits = replace(self.limits, wall_seconds=walls[order[i]])
             verdict = classify_run(test, single, run_limits)
             # The verdict carries the output's digest (judge.classify_run hashes it once).
-            digests = self.outputs.setdefault(owner[i], (set(), set()))
-            digests[order[i]].add(verdict.stdout_sha256 or "")
+            for c in batch.block[i]:
+                digests = self.digests[c].setdefault(owner[i], (set(), set()))
+                digests[0 if order[i] == 0 else 1].add(verdict.stdout_sha256 or "")
             if verdict.verdict != Verdict.PASS:
-                return owner[i], RunFailure(
-                    order[i] == 1,
+                return batch.key(i), RunFailure(
+                    order[i] != 0,
                     f"{batch.who(i)} failed in timing run {i + 1} of {len(order)}: "
                     f"{verdict.verdict}: {verdict.message}",
                     single,
@@ -211,35 +280,92 @@ class SandboxExecutor:
         return None
 
 
+class SandboxExecutor(SharedSandboxExecutor):
+    """Runs baseline (A) and one candidate (B) alternately in the sandbox on a locked core
+    (AB, BA, ...): the one-candidate case of SharedSandboxExecutor, as a BatchExecutor."""
+
+    def __init__(
+        self,
+        sandbox: Sandbox,
+        baseline: str | os.PathLike[str],
+        candidate: str | os.PathLike[str],
+        tests: Sequence[TestCase],
+        limits: Limits | None = None,
+        lock: CoreLock | None = None,
+        check_output: bool = True,
+        priority: Literal["normal", "high", "realtime"] = "realtime",
+        candidate_wall_s: float | None = None,
+    ) -> None:
+        super().__init__(
+            sandbox,
+            baseline,
+            [candidate],
+            tests,
+            limits,
+            lock,
+            check_output,
+            priority,
+            [candidate_wall_s],
+        )
+
+    @property
+    def outputs(self) -> dict[int, tuple[set[str], set[str]]]:
+        """sha256 of every run's stdout, per test: (baseline digests, candidate digests)."""
+        return self.digests[0]
+
+    def run_batch(self, requests: Sequence[tuple[int, int, int]]) -> dict[int, Round]:
+        rounds = self.run_candidates([(0, i, pairs, warmup) for i, pairs, warmup in requests])
+        return {i: rnd for (_, i), rnd in rounds.items()}
+
+    def run_round(self, pairs: int, warmup_pairs: int) -> Round:
+        """One test (the first): a PairExecutor for single-test callers."""
+        return self.run_batch([(0, pairs, warmup_pairs)])[0]
+
+
 @dataclass
 class _Batch:
     """The runs of one sandbox session, by run number."""
 
-    # The binary of each run (0 baseline, 1 candidate), its input (slot in the group) and
-    # the index of the test it belongs to.
+    # The candidates of the session (binary k + 1 is candidate cands[k]; binary 0 is the
+    # baseline) and its tests (input slot k is test tests[k]).
+    cands: list[int] = field(default_factory=list)
+    tests: list[int] = field(default_factory=list)
+    # Per run: its binary, its input slot, its test, its candidate (-1: the baseline) and
+    # the candidates it serves (a baseline run: every candidate of its block).
     order: list[int] = field(default_factory=list)
     feed: list[int] = field(default_factory=list)
     owner: list[int] = field(default_factory=list)
-    # Per test: (test index, its first run, timed pairs, warm-up pairs).
-    plan: list[tuple[int, int, int, int]] = field(default_factory=list)
+    cand: list[int] = field(default_factory=list)
+    block: list[tuple[int, ...]] = field(default_factory=list)
+    # Per (candidate, test): its blocks as (baseline run, its own run, candidates in the
+    # block), and how many of the first are warm-ups.
+    plan: list[tuple[tuple[int, int], list[tuple[int, int, int]], int]] = field(
+        default_factory=list
+    )
     out_bytes: int = 0  # expected output of all runs, with a margin per run
 
     def who(self, i: int) -> str:
         return "baseline" if self.order[i] == 0 else "candidate"
 
+    def key(self, i: int) -> tuple[int, int]:
+        """(candidate, test) that run `i` is charged to: its own, or for a baseline run the
+        candidate beside it in its block (the first candidate next to it: nothing else ran
+        between the two)."""
+        return (self.block[i][0] if self.cand[i] == -1 else self.cand[i], self.owner[i])
 
-def _unfinished_run(batch: _Batch, result: RunResult, i: int) -> tuple[int, RunFailure]:
+
+def _unfinished_run(batch: _Batch, result: RunResult, i: int) -> tuple[tuple[int, int], RunFailure]:
     """Run `i` did not finish and every run before it passed: why the sandbox stopped, and
     whether that is plainly the candidate's fault (a stop we cannot explain is not; then
-    time_tests decides by running the baseline alone)."""
+    time_candidates decides by running the baseline alone)."""
     if result.timed_out:
         why, verdict_name = "exceeded the whole batch's wall-clock limit", "timeout"
     elif result.launcher_lost:
         why, verdict_name = "the program interfered with the launcher", "sandbox_violation"
     else:
         why, verdict_name = "the sandbox stopped early", "infra_error"
-    return batch.owner[i], RunFailure(
-        batch.order[i] == 1 and verdict_name != "infra_error",
+    return batch.key(i), RunFailure(
+        batch.order[i] != 0 and verdict_name != "infra_error",
         f"{batch.who(i)} failed in timing run {i + 1} of {len(batch.order)}: {verdict_name}: {why}",
         None,
         i,
@@ -249,26 +375,26 @@ def _unfinished_run(batch: _Batch, result: RunResult, i: int) -> tuple[int, RunF
 
 def _split_pairs(
     rnd: Round,
-    batch: _Batch,
     records: Sequence[LaunchRecord],
-    first: int,
-    pairs: int,
+    blocks: Sequence[tuple[int, int, int]],
     warmup: int,
     overhead: float,
 ) -> None:
-    """One test's runs (from run `first`) as (baseline, candidate) timings, whichever ran
-    first in the pair; its warm-ups are kept apart, and its time is its own runs plus
-    `overhead`, its share of the batch's fixed cost."""
-    timed = []
-    for k in range(pairs + warmup):
-        a, b = records[first + 2 * k], records[first + 2 * k + 1]
-        base, cand = (a, b) if batch.order[first + 2 * k] == 0 else (b, a)
-        timed.append((RunTiming.from_record(base), RunTiming.from_record(cand)))
+    """One candidate's runs on one test as (baseline, candidate) timings, block by block;
+    its warm-ups are kept apart. Its time is its own runs, its share of each baseline run
+    (split evenly among the candidates of that block), and `overhead`, its share of the
+    batch's fixed cost."""
+    timed = [
+        (RunTiming.from_record(records[base]), RunTiming.from_record(records[own]))
+        for base, own, _ in blocks
+    ]
     rnd.warmups = timed[:warmup]
     rnd.pairs = timed[warmup:]
     rnd.seconds = overhead + sum(
-        records[j].wall_time_s for j in range(first, first + 2 * (pairs + warmup))
+        records[own].wall_time_s + records[base].wall_time_s / shared
+        for base, own, shared in blocks
     )
+    rnd.charged_runs = sum(1.0 + 1.0 / shared for _, _, shared in blocks)
 
 
 @dataclass(frozen=True)
@@ -303,53 +429,95 @@ def time_tests(
     targets: Sequence[float] | None = None,
     reference: Sequence[ReferenceRun] | None = None,
 ) -> tuple[list[TestSpeedup], RunFailure | None, str | None]:
-    """Measure the speedup of `candidate` over `baseline` on every test (see measure_tests).
+    """Measure the speedup of `candidate` over `baseline` on every test (see measure_tests):
+    `time_candidates` with one candidate."""
+    (result,) = time_candidates(
+        sandbox,
+        baseline,
+        [candidate],
+        tests,
+        config,
+        limits=limits,
+        lock=lock,
+        targets=targets,
+        references=[reference],
+    )
+    return result
 
-    With `reference` (the candidate's correctness run of each test), each candidate run gets
-    a deadline of CANDIDATE_WALL_FACTOR times its correctness run's wall time, and the
-    timed runs must be consistent with that run: the same output wherever the baseline's
-    output is stable, and no far smaller CPU time. Inconsistency is the candidate's failure
-    (verdict sandbox_violation): it behaved differently when it could have been timed.
 
-    Blame: a failure that is not plainly the candidate's (the baseline failed, the sandbox
-    broke) is charged to the candidate unless the baseline alone, in a fresh sandbox, fails
-    the same test too; only then is it `infra_error`."""
+def time_candidates(
+    sandbox: Sandbox,
+    baseline: str | os.PathLike[str],
+    candidates: Sequence[str | os.PathLike[str]],
+    tests: Sequence[TestCase],
+    config: TimingConfig | None = None,
+    *,
+    limits: Limits | None = None,
+    lock: CoreLock | None = None,
+    targets: Sequence[float] | None = None,
+    references: Sequence[Sequence[ReferenceRun] | None] | None = None,
+) -> list[tuple[list[TestSpeedup], RunFailure | None, str | None]]:
+    """Measure the speedup of each of `candidates` over `baseline` on every test, the
+    baseline's runs shared between them (SharedSandboxExecutor, measure_candidates): K
+    candidates cost about (K+1)/K runs a pair instead of 2. Returns, per candidate, its
+    speedups, its failure and the name of the failing test (as `time_tests`).
+
+    With a reference (the candidate's correctness run of each test; `references` holds one
+    list, or None, per candidate), each of that candidate's runs gets a deadline of
+    CANDIDATE_WALL_FACTOR times its correctness run's wall time, and its timed runs must be
+    consistent with that run: the same output wherever the baseline's output is stable,
+    and no far smaller CPU time. Inconsistency is the candidate's failure (verdict
+    sandbox_violation): it behaved differently when it could have been timed.
+
+    Blame: a failure that is not plainly the candidate's (the baseline failed beside it,
+    the sandbox broke) is charged to the candidate unless the baseline alone, in a fresh
+    sandbox, fails the same test too; only then is it `infra_error`. Each candidate is
+    judged on its own: one candidate's failure does not stop the others."""
     lock = lock or default_core_lock()
     config = config or TimingConfig()
     limits = limits or sandbox.limits
-    if reference is not None and len(reference) != len(tests):
+    refs = list(references) if references is not None else [None] * len(candidates)
+    if len(refs) != len(candidates):
+        raise ValueError("one reference (or None) per candidate")
+    if any(r is not None and len(r) != len(tests) for r in refs):
         raise ValueError("one reference run per test")
-    cand_wall = None
-    if reference:
-        longest = max(r.wall_s for r in reference)
-        cand_wall = min(
-            limits.wall_seconds, max(CANDIDATE_WALL_MIN_S, CANDIDATE_WALL_FACTOR * longest)
-        )
-    executor = SandboxExecutor(
+    walls = [_candidate_wall(r, limits) for r in refs]
+    executor = SharedSandboxExecutor(
         sandbox,
         baseline,
-        candidate,
+        candidates,
         tests,
         limits,
         lock,
         priority=config.priority,
-        candidate_wall_s=cand_wall,
+        candidate_wall_s=walls,
     )
     warnings = [] if lock.layout.isolated else [TimingWarning.NOT_ISOLATED]
-    speedups, failure, failed = measure_tests(
-        executor, [t.name for t in tests], config, warnings=warnings, targets=targets
+    names = [t.name for t in tests]
+    results = measure_candidates(
+        executor, names, len(candidates), config, warnings=warnings, targets=targets
     )
-    if failure is not None and not failure.candidate_fault and failed is not None:
-        failure = _blame(
-            sandbox, baseline, tests[[t.name for t in tests].index(failed)], limits, failure
-        )
-    if failure is None and reference is not None:
-        found = _inconsistency(speedups, reference, executor.outputs)
-        if found is not None:
-            index, why = found
-            failure = RunFailure(True, why, None, 0, "sandbox_violation")
-            failed = tests[index].name
-    return speedups, failure, failed
+    out = []
+    for c, (speedups, failure, failed) in enumerate(results):
+        ref = refs[c]
+        if failure is not None and not failure.candidate_fault and failed is not None:
+            failure = _blame(sandbox, baseline, tests[names.index(failed)], limits, failure)
+        if failure is None and ref is not None:
+            found = _inconsistency(speedups, ref, executor.digests[c])
+            if found is not None:
+                index, why = found
+                failure = RunFailure(True, why, None, 0, "sandbox_violation")
+                failed = tests[index].name
+        out.append((speedups, failure, failed))
+    return out
+
+
+def _candidate_wall(reference: Sequence[ReferenceRun] | None, limits: Limits) -> float | None:
+    """A candidate run's deadline from its correctness runs (None: the limits' own)."""
+    if not reference:
+        return None
+    longest = max(r.wall_s for r in reference)
+    return min(limits.wall_seconds, max(CANDIDATE_WALL_MIN_S, CANDIDATE_WALL_FACTOR * longest))
 
 
 def _blame(
