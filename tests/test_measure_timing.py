@@ -211,3 +211,32 @@ def test_tests_share_a_sandbox_and_failures_name_their_test(
     speedups, failure, failed = time_tests(sandbox, good, bad, tests, cfg)
     assert failure is not None and failure.candidate_fault and failed == "n300"
     assert failure.verdict == "wrong_output"
+
+
+LOUD_C = r"""
+#include <stdio.h>
+int main(void) {
+    long n; if (scanf("%ld", &n) != 1) return 1;
+    for (long i = 0; i < n; i++) fputs("0123456789abcdef0123456789abcdef\n", stdout);
+    return 0;
+}
+"""
+
+
+def test_a_hash_checked_test_that_prints_a_lot_is_timed_within_its_output_caps(
+    toolchain: Toolchain, sandbox: Sandbox
+) -> None:
+    # Its expected output is a 32-byte digest (llvm-test-suite's HASH_PROGRAM_OUTPUT), but
+    # each run writes ~660 KB: the batch's output cap must follow what runs write.
+    from asmopt.compare import hashed_output
+    from asmopt.programs.model import Comparison
+
+    binary = _binary(toolchain, LOUD_C)
+    lines = 20_000
+    text = b"0123456789abcdef0123456789abcdef\n" * lines
+    digest = hashed_output(text, 0).encode()
+    test = TestCase("t1", b"%d\n" % lines, digest, compare=Comparison(mode="md5"))
+    cfg = TimingConfig(min_pairs=4, max_pairs=12, budget_s=10)
+    out = time_test(sandbox, binary, binary, test, cfg)
+    assert out.failure is None, out.failure.message
+    assert out.speedup.status == MeasureStatus.MEASURED and out.speedup.n >= 4

@@ -237,6 +237,22 @@ class SampleOutcome:
 
 
 # ---------------------------------------------------------------------------- measurement
+def reference_runs(check: CheckResult, tests: Sequence[TestCase]) -> list[ReferenceRun] | None:
+    """The answer's own correctness run of each of `tests` (None where one is missing): the
+    yardstick its timed runs must be consistent with (measure/timing/executor.py)."""
+    by_name = {t.test: t for t in check.tests}
+    if not all(t.name in by_name for t in tests):
+        return None
+    return [
+        ReferenceRun(
+            cpu_s=by_name[t.name].user_time_s + by_name[t.name].sys_time_s,
+            wall_s=by_name[t.name].wall_time_s,
+            stdout_sha256=by_name[t.name].stdout_sha256,
+        )
+        for t in tests
+    ]
+
+
 class Measurer:
     """Measures correct answers of one program against its baseline binary.
 
@@ -340,19 +356,7 @@ class Measurer:
             self._finish(check, per_test)
 
     def _reference(self, check: CheckResult) -> list[ReferenceRun] | None:
-        """The answer's own correctness run of every test (None where one is missing): the
-        yardstick its timed runs must be consistent with."""
-        by_name = {t.test: t for t in check.tests}
-        if not all(t.name in by_name for t in self.program.tests):
-            return None
-        return [
-            ReferenceRun(
-                cpu_s=by_name[t.name].user_time_s + by_name[t.name].sys_time_s,
-                wall_s=by_name[t.name].wall_time_s,
-                stdout_sha256=by_name[t.name].stdout_sha256,
-            )
-            for t in self.program.tests
-        ]
+        return reference_runs(check, self.program.tests)
 
     def _finish(self, check: CheckResult, per_test: Sequence[TestSpeedup]) -> None:
         mode = self.options.mode
