@@ -13,7 +13,14 @@ import pytest
 from asmopt.measure.speedup import MeasureMode, MeasureStatus, ProgramSpeedup, TestSpeedup
 from asmopt.measure.speedup import TimingWarning as W
 from asmopt.measure.stats import combine_arithmetic, combine_geometric, exact_ratio
-from asmopt.measure.timing import Round, RunTiming, TimingConfig, measure_pairs, measure_tests
+from asmopt.measure.timing import (
+    Round,
+    RunTiming,
+    TimingConfig,
+    measure_candidates,
+    measure_pairs,
+    measure_tests,
+)
 
 # (round index, pair index within the round) -> (baseline, candidate) run timings
 Sampler = Callable[[int, int], tuple[RunTiming, RunTiming]]
@@ -279,3 +286,51 @@ def test_the_two_statistics_differ_and_neither_interval_serves_the_other() -> No
     assert mean.ratio == pytest.approx(3.9) and geo.ratio == pytest.approx(30**0.1)
     assert not geo.low <= mean.ratio <= geo.high
     assert mean.low <= mean.ratio <= mean.high and geo.low <= geo.ratio <= geo.high
+
+
+# ---------------------------------------------------------------------------- budgets
+class SlowNoisy:
+    """A CandidatesExecutor whose pairs never settle and cost `pair_s` seconds each."""
+
+    def __init__(self, pair_s: float) -> None:
+        self.pair_s = pair_s
+        self.rng = random.Random(7)
+        self.requests: list[tuple[int, int, int, int]] = []
+
+    def run_candidates(
+        self, requests: Sequence[tuple[int, int, int, int]]
+    ) -> dict[tuple[int, int], Round]:
+        self.requests += requests
+        return {
+            (c, i): Round(
+                pairs=[_pair(self.rng.gauss(0.0, 0.3)) for _ in range(n)],  # type: ignore[misc]
+                warmups=[_pair(0.0)] * w,  # type: ignore[list-item]
+                seconds=self.pair_s * (n + w),
+            )
+            for c, i, n, w in requests
+        }
+
+
+def test_a_candidate_budget_bounds_all_of_its_tests_together() -> None:
+    cfg = TimingConfig(budget_s=1e9, candidate_budget_s=60.0)
+    ex = SlowNoisy(pair_s=1.0)
+    ((speedups, failure, _),) = measure_candidates(ex, ["a", "b", "c"], 1, cfg)
+    assert failure is None
+    spent = sum(sp.context["seconds"] for sp in speedups)
+    assert 60.0 <= spent <= 60.0 + 3 * 51  # stops after the batch that crossed it
+    assert {sp.context["stopped"] for sp in speedups} == {"candidate_budget"}
+    assert all(not sp.reliable and str(W.TARGET_NOT_MET) in sp.warnings for sp in speedups)
+
+
+def test_runs_too_slow_for_two_rounds_get_one_round_sized_to_the_budget() -> None:
+    cfg = TimingConfig(budget_s=20.0)
+    ex = SlowNoisy(pair_s=6.0)  # a 3 s program: 2 rounds of 4 + 1 pairs would take 60 s
+    ((speedups, _, _),) = measure_candidates(ex, ["t"], 1, cfg, pair_seconds=[[6.0]])
+    (sp,) = speedups
+    assert ex.requests == [(0, 0, 3, 0)]  # 3 pairs fit 20 s; no warm-up, no second round
+    assert sp.n == 3 and sp.context["pilot_pairs_left_out"] == 0
+    assert sp.context["stopped"] == "budget" and sp.context["seconds"] <= 20.0
+    # Without the estimate the same test spends 30 s on a first round it then discards.
+    blind = SlowNoisy(pair_s=6.0)
+    measure_candidates(blind, ["t"], 1, cfg)
+    assert blind.requests[0] == (0, 0, 4, 1)

@@ -54,6 +54,11 @@ class TimingConfig:
     # Seconds one test may spend timing (both binaries, warm-ups included; waiting for the
     # timing core does not count).
     budget_s: float = 20.0
+    # Seconds one candidate may spend timing over all its tests (its charged share, as
+    # above): a program with many slow tests cannot hold the timing core for an hour. When
+    # it is spent, the candidate's unfinished tests stop where they are (flagged
+    # unreliable if short of the target; `context.stopped` = "candidate_budget").
+    candidate_budget_s: float = 120.0
     # The interval is never narrower than ±1%: the size of systematic effects (layout,
     # alignment, the machine's own drift) that pairing cannot remove, and the spread of A/A
     # estimates on shared machines. A "significant" speedup must exceed it.
@@ -106,6 +111,8 @@ class TimingConfig:
             raise ValueError("warmup_pairs >= 0, max_rounds >= 1 and budget_s > 0 are required")
         if self.metric not in ("cpu", "wall"):
             raise ValueError(f"metric must be 'cpu' or 'wall', got {self.metric!r}")
+        if self.candidate_budget_s <= 0:
+            raise ValueError(f"candidate_budget_s must be positive, got {self.candidate_budget_s}")
         if self.stall_share <= 0 or self.stall_min_s < 0 or self.max_stalled_rounds < 0:
             raise ValueError("stall_share > 0, stall_min_s >= 0, max_stalled_rounds >= 0")
         if not 0 < self.early_stop_half_width < 1:
@@ -273,7 +280,9 @@ def _summarise(
     """The interval over the used pairs; returns the speedup and the raw statistic."""
     metric = config.metric
     rounds = state.rounds
-    used = _used_pairs(state.pairs, config)
+    used = _used_pairs(
+        state.pairs, replace(config, pilot_round=False) if state.single_round else config
+    )
     logs = [math.log(b.value(metric) / c.value(metric)) for b, c, _ in used]
     flags = outlier_flags(logs, config.outlier_threshold)
     by_round: dict[int, list[float]] = {}
@@ -406,6 +415,8 @@ class _TestState:
     stopped: str = ""  # why the test stopped: target, decided, pairs, rounds, budget
     retries: int = 0
     target: float | None = None  # this test's own target half-width, if it has one
+    # Its runs are so slow that the budget affords one round: that round is the estimate.
+    single_round: bool = False
 
 
 def _decided(stat: RatioInterval, config: TimingConfig) -> bool:
@@ -430,6 +441,27 @@ def _far_from_decisions(stat: RatioInterval, config: TimingConfig) -> bool:
     return all(abs(math.log(p) - stat.log_mean) > spread for p in config.decision_points)
 
 
+def _plan_slow(state: _TestState, pair_s: float | None, config: TimingConfig) -> None:
+    """Size the first round of a test whose pairs are slow (see measure_candidates)."""
+    if pair_s is None or pair_s <= 0:
+        return
+    affordable = int(config.budget_s / pair_s)
+    if affordable >= 2 * (config.min_pairs + config.warmup_pairs):
+        return
+    state.single_round = True
+    state.want = max(2, min(config.min_pairs, affordable))
+
+
+def _stop(
+    state: _TestState, config: TimingConfig, warnings: Sequence[TimingWarning], why: str
+) -> None:
+    """End a test's measurement where it stands (a budget outside the test ran out)."""
+    if state.target is not None:
+        config = replace(config, target_half_width=state.target)
+    state.done, state.stopped = True, why
+    state.speedup, _ = _summarise(state, config, warnings)
+
+
 def _advance(state: _TestState, config: TimingConfig, warnings: Sequence[TimingWarning]) -> None:
     """Recompute the test's interval; decide whether it is done or how many pairs it needs.
 
@@ -442,7 +474,7 @@ def _advance(state: _TestState, config: TimingConfig, warnings: Sequence[TimingW
     n_used = speedup.n
     clean = str(TimingWarning.MANY_OUTLIERS) not in speedup.warnings
     # The pilot round alone never settles a test (see TimingConfig.pilot_round).
-    piloting = config.pilot_round and len(state.rounds) == 1
+    piloting = config.pilot_round and len(state.rounds) == 1 and not state.single_round
     enough = n_used >= config.min_pairs and clean and not piloting
     settled = enough and half_width <= config.target_half_width
     decided = enough and not settled and _decided(stat, config)
@@ -519,8 +551,14 @@ def measure_candidates(
     warnings: Sequence[TimingWarning] = (),
     clock: Any = time.monotonic,
     targets: Sequence[float] | None = None,
+    pair_seconds: Sequence[Sequence[float | None] | None] | None = None,
 ) -> list[tuple[list[TestSpeedup], RunFailure | None, str | None]]:
     """Measure several candidates of one program on several tests together.
+
+    `pair_seconds` optionally estimates, per candidate and test, the seconds one pair
+    takes (from its correctness run): a test whose runs are so slow that its budget
+    affords no second round gets one round without warm-up, sized to the budget, and that
+    round is its estimate; its result says it stopped on the budget.
 
     Every batch runs, for each candidate, the tests it still needs pairs on; the executor
     shares the baseline's runs between the candidates of a test (see CandidatesExecutor),
@@ -547,6 +585,9 @@ def measure_candidates(
         ]
         for _ in range(n_candidates)
     ]
+    for c, hints in enumerate(pair_seconds or ()):
+        for st, hint in zip(states[c], hints or (), strict=False):
+            _plan_slow(st, hint, config)
     failures: list[tuple[RunFailure, str] | None] = [None] * n_candidates
     while True:
         active = [
@@ -560,7 +601,10 @@ def measure_candidates(
             break
         start = clock()
         rounds = executor.run_candidates(
-            [(c, i, states[c][i].want, config.warmup_pairs) for c, i in active]
+            [
+                (c, i, states[c][i].want, 0 if states[c][i].single_round else config.warmup_pairs)
+                for c, i in active
+            ]
         )
         elapsed = clock() - start
         failed_now = False
@@ -603,6 +647,11 @@ def measure_candidates(
             st.pairs += [(b, c_run, len(st.rounds) - 1) for b, c_run in rnd.pairs]
             st.spent += seconds
             _advance(st, config, warnings)
+        for c in range(n_candidates):
+            if sum(st.spent for st in states[c]) >= config.candidate_budget_s:
+                for st in states[c]:
+                    if not st.done and st.pairs:
+                        _stop(st, config, warnings, "candidate_budget")
     return [
         (
             [_final(x) for x in states[c]],

@@ -510,8 +510,16 @@ def time_candidates(
     )
     warnings = [] if lock.layout.isolated else [TimingWarning.NOT_ISOLATED]
     names = [t.name for t in tests]
+    # One pair of a test costs about two of the candidate's correctness runs.
+    hints = [[2.0 * r.wall_s for r in ref] if ref is not None else None for ref in refs]
     results = measure_candidates(
-        executor, names, len(candidates), config, warnings=warnings, targets=targets
+        executor,
+        names,
+        len(candidates),
+        config,
+        warnings=warnings,
+        targets=targets,
+        pair_seconds=hints,
     )
     out = []
     for c, (speedups, failure, failed) in enumerate(results):
