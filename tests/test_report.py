@@ -209,3 +209,34 @@ def test_results_show_verbose_lists_every_variant_and_compare_names_columns(
     )
     header = capsys.readouterr().out.splitlines()[0]
     assert "A verdict" in header and "B note" in header and "changed" in header
+
+
+def test_report_names_answers_whose_timing_stopped_on_a_budget(tmp_path: Path) -> None:
+    s = ResultStore(tmp_path / "run")
+    s.begin_run(
+        {"suite": "demo", "policy": "unit", "split": "all", "measure": "time"},
+        {"cpu_model": "Test CPU", "kernel": "6.1", "compiler": "gcc 12"},
+    )
+    for pid in ("slow", "fine"):
+        s.put_program(
+            Program(
+                id=pid,
+                source=f"int main(){{return 0;}} // {pid}",
+                tests=(TestCase("t1", b"", b""),),
+            ),
+            "test",
+            BASELINE,
+        )
+    slow = _measured("slow", 1.2, 1.0, 1.4, FASTER)
+    assert slow.check.speedup is not None
+    slow.check.speedup.tests[0].context = {"stopped": "candidate_budget"}
+    s.record(slow)
+    fine = _measured("fine", 1.5, 1.45, 1.55, FASTER + "\tnop\n")
+    assert fine.check.speedup is not None
+    fine.check.speedup.tests[0].context = {"stopped": "target"}
+    s.record(fine)
+    html_path, md_path = write_report(s, tmp_path / "out", plots=False)
+    md = md_path.read_text()
+    assert "Timing stopped on its budget" in md and "slow#0" in md and "fine#0" not in md
+    assert "slow#0" in html_path.read_text()
+    s.close()

@@ -70,6 +70,25 @@ class ReportData:
             for pid, why in sorted(self.unfit.items())
         ]
 
+    def budget_warnings(self) -> list[str]:
+        """One line naming the answers whose timing stopped on a budget rather than on its
+        target or a settled answer: their intervals may be wider than the target."""
+        hits: list[str] = []
+        for o in self.outcomes:
+            sp = o.check.speedup
+            if sp is None:
+                continue
+            stopped = {t.context.get("stopped") for t in sp.tests}
+            if stopped & {"budget", "candidate_budget"}:
+                hits.append(f"{o.program_id}#{o.sample}")
+        if not hits:
+            return []
+        return [
+            f"Timing stopped on its budget (--timing-budget, or the per-candidate budget) "
+            f"before the target for {len(hits)} answer(s): {', '.join(hits)}; their "
+            "intervals may be wider than the target."
+        ]
+
 
 def _fmt_ratio(x: float | None) -> str:
     return "–" if x is None else f"{x:.3f}x"
@@ -323,6 +342,7 @@ def render_html(data: ReportData, png: bytes | None) -> str:
         "metrics.</div>",
     ]
     parts += [f"<p class='warn'>{esc(line)}</p>" for line in data.unfit_warnings()]
+    parts += [f"<p class='warn'>{esc(line)}</p>" for line in data.budget_warnings()]
     parts.append("<div class='cards'>")
     for key, value, kind in _headline(data):
         parts.append(
@@ -455,6 +475,7 @@ def render_markdown(data: ReportData, png_name: str | None) -> str:
         "measurements excluded.",
         "",
         *[f"> **{line}**\n" for line in data.unfit_warnings()],
+        *[f"> {line}\n" for line in data.budget_warnings()],
         "| metric | value | kind |",
         "|---|---|---|",
     ]
