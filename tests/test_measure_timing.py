@@ -240,3 +240,17 @@ def test_a_hash_checked_test_that_prints_a_lot_is_timed_within_its_output_caps(
     out = time_test(sandbox, binary, binary, test, cfg)
     assert out.failure is None, out.failure.message
     assert out.speedup.status == MeasureStatus.MEASURED and out.speedup.n >= 4
+
+
+def test_one_sandbox_runs_the_baseline_and_eight_candidates(
+    toolchain: Toolchain, sandbox: Sandbox
+) -> None:
+    from asmopt.sandbox.runner import MAX_BINARIES
+
+    binaries = [_binary(toolchain, SPIN_C, ("-O2", f"-DVARIANT={k}")) for k in range(MAX_BINARIES)]
+    order = list(range(MAX_BINARIES)) + list(reversed(range(MAX_BINARIES)))
+    result = sandbox.run_binaries(binaries, order, marker="m1", stdin=b"1000\n")
+    assert result.infra_error is None and result.segments is not None
+    assert list(result.segments) == [b"1000\n"] * len(order)
+    with pytest.raises(ValueError, match="binaries"):
+        sandbox.run_binaries(binaries + binaries[:1], [0], stdin=b"1\n")

@@ -21,6 +21,7 @@ from asmopt.evaluate import MeasureOptions, SampleOutcome
 from asmopt.judge import Verdict
 from asmopt.measure.speedup import MeasureMode, MeasureStatus, TestSpeedup
 from asmopt.measure.timing import (
+    MAX_SHARED_CANDIDATES,
     Round,
     RunFailure,
     RunTiming,
@@ -217,9 +218,11 @@ def test_blocks_alternate_direction_and_shrink_as_candidates_finish() -> None:
 
 def test_more_candidates_than_a_sandbox_holds_are_spread_evenly() -> None:
     tests = [TestCase("t0", b"1\n", b"1\n")]
-    groups = _executor(5, tests)._groups([(c, 0, 4, 1) for c in range(5)])
-    assert sorted(len({c for c, *_ in g}) for g in groups) == [2, 3]
-    assert sorted(c for g in groups for c, *_ in g) == list(range(5))
+    n = MAX_SHARED_CANDIDATES + 2  # one sandbox holds MAX_SHARED_CANDIDATES
+    groups = _executor(n, tests)._groups([(c, 0, 4, 1) for c in range(n)])
+    sizes = sorted(len({c for c, *_ in g}) for g in groups)
+    assert len(sizes) == 2 and sizes[1] - sizes[0] <= 1 and max(sizes) <= MAX_SHARED_CANDIDATES
+    assert sorted(c for g in groups for c, *_ in g) == list(range(n))
 
 
 # ---------------------------------------------------------------------------- real runs

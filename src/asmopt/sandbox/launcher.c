@@ -76,7 +76,7 @@
 #include <unistd.h>
 
 #define MAX_FILTER 1024
-#define MAX_PROGS 4
+#define MAX_PROGS 9  /* --order names a program with one digit */
 #define MAX_INPUTS 36       /* --feed names inputs with one character: 0-9 then a-z */
 #define EXEC_FD 200        /* every program is executed from this descriptor number */
 #define HIGH_FD_BASE 210   /* our own descriptors live above it, out of the way */

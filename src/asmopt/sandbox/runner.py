@@ -52,6 +52,7 @@ PROGRAM_ARGV0 = "/sandbox/prog"
 ENV_PAD_NAME = "PAD"
 ENV_PAD_MAX = 4096
 MAX_INPUTS = 36  # the launcher's --feed names an input with one character: 0-9, a-z
+MAX_BINARIES = 9  # its --order names a binary with one digit (launcher.c MAX_PROGS)
 _FEED = "0123456789abcdefghijklmnopqrstuvwxyz"
 NOBODY_GID = 65534
 UNSAFE_ENV = "ASMOPT_UNSAFE_NO_SANDBOX"
@@ -225,10 +226,10 @@ def _check_run_request(
     run_wall_s: float | Sequence[float] | None,
 ) -> tuple[list[bytes], list[int], list[float]]:
     """The arguments of `Sandbox.run_binaries`, checked before anything is started (the
-    launcher's own limits: 4 binaries, 36 inputs). Returns (inputs, the input index of each
-    run, each binary's per-run deadline, or one for all)."""
-    if not n_binaries or n_binaries > 4:
-        raise ValueError(f"between 1 and 4 binaries, got {n_binaries}")
+    launcher's own limits: MAX_BINARIES binaries, MAX_INPUTS inputs). Returns (inputs, the
+    input index of each run, each binary's per-run deadline, or one for all)."""
+    if not n_binaries or n_binaries > MAX_BINARIES:
+        raise ValueError(f"between 1 and {MAX_BINARIES} binaries, got {n_binaries}")
     if not order or any(not 0 <= k < n_binaries for k in order):
         raise ValueError(f"order must be a non-empty list of indexes below {n_binaries}")
     if marker is not None and (not marker or not marker.isalnum()):

@@ -24,13 +24,13 @@ from asmopt.measure.timing.engine import (
 )
 from asmopt.programs.model import Comparison, TestCase
 from asmopt.sandbox.launcher import LaunchRecord
-from asmopt.sandbox.runner import MAX_INPUTS, Limits, RunResult, Sandbox
+from asmopt.sandbox.runner import MAX_BINARIES, MAX_INPUTS, Limits, RunResult, Sandbox
 
 # ---------------------------------------------------------------------------- sandbox executor
-# The launcher runs at most 4 binaries in one sandbox: the baseline and 3 candidates. More
-# candidates of a test are spread over several sandboxes of a batch, each with its own
-# baseline runs.
-MAX_SHARED_CANDIDATES = 3
+# The launcher runs at most MAX_BINARIES binaries in one sandbox: the baseline and 8
+# candidates. More candidates of a test are spread over several sandboxes of a batch, each
+# with its own baseline runs.
+MAX_SHARED_CANDIDATES = MAX_BINARIES - 1
 
 
 class SharedSandboxExecutor:
