@@ -282,9 +282,10 @@ def evaluate_programs(
                 f"re-evaluating {len(pids)} stored sample(s) of {shown}: {why} since they "
                 "were judged"
             )
-            log.warning(message)
             if notes is not None:
                 notes.append(message)
+            else:
+                log.warning(message)
     resumed = {
         (o.program_id, o.sample): o
         for o in (store.load_outcomes() if store is not None else [])
