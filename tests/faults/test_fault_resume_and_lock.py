@@ -104,7 +104,7 @@ def _slow_suite(root: Path, n: int) -> Path:
     spin = ECHO_C.replace(
         "int main(void) {",
         "int main(void) {\n    volatile unsigned long s = 0;\n"
-        "    for (unsigned long i = 0; i < 300000000UL; i++) s += i;",
+        "    for (unsigned long i = 0; i < 200000000UL; i++) s += i;",
     ).replace("WORK", "1")
     return write_suite(root, [f"p{i}" for i in range(n)], source=spin)
 
@@ -151,7 +151,7 @@ def _wait_for_first_sample(proc: subprocess.Popen[str], run: Path) -> None:
 
 
 def test_fault13_first_ctrl_c_stops_scheduling_and_prints_the_summary(tmp_path: Path) -> None:
-    n = 8
+    n = 5
     suite = _slow_suite(tmp_path / "s", n)
     run, tmp = tmp_path / "run", _private_tmp()
     proc = _start_eval(suite, run, tmp)
