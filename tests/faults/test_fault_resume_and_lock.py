@@ -122,7 +122,7 @@ def _stored(run: Path) -> int:
 
 def _private_tmp() -> Path:
     """A temporary directory for one child eval, so anything it leaves behind is seen; in
-    the session's temporary directory (the sandbox needs to reach it, tmp_path is private)."""
+    the test run's temporary directory (the sandbox needs to reach it, tmp_path is private)."""
     tmp = Path(tempfile.mkdtemp(prefix="fault13-"))
     tmp.chmod(0o755)
     return tmp
