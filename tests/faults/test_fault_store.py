@@ -254,3 +254,55 @@ def test_fault15_unknown_set_key_names_the_command_line() -> None:
     )
     assert line.startswith("asmopt: error: --set bogus_key: unknown key")
     assert "ppo_tiny.yaml" not in line
+
+
+SUITE_SCRIPT = """
+"$PY" -m asmopt.cli data import dir "$POOL" -o "$DISK/suite" --no-adequacy
+echo "rc=$?"
+echo "leftover=$(find "$DISK" -name '*.tmp*' | wc -l)"
+"""
+
+
+@needs_bwrap
+def test_fault9_full_disk_while_writing_a_suite_leaves_no_temporary_files(
+    tmp_path: Path,
+) -> None:
+    pool = tmp_path / "pool"
+    for i in range(3):
+        pdir = pool / f"p{i}"
+        (pdir / "tests").mkdir(parents=True)
+        (pdir / f"p{i}.c").write_text(ECHO_C.replace("WORK", "1"))
+        (pdir / "tests" / "t.in").write_text("3\n" * 20_000)  # 40 KB per test input
+        (pdir / "tests" / "t.out").write_text("3\n")
+    disk = Path(tempfile.mkdtemp(prefix="fault9-suite-"))
+    child_env = env()
+    child_env.update(PY=sys.executable, POOL=str(pool), DISK=str(disk))
+    assert BWRAP is not None
+    proc = subprocess.run(
+        [
+            BWRAP,
+            "--bind",
+            "/",
+            "/",
+            "--dev",
+            "/dev",
+            "--proc",
+            "/proc",
+            "--size",
+            "100000",
+            "--tmpfs",
+            str(disk),
+            "sh",
+            "-c",
+            SUITE_SCRIPT,
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env=child_env,
+    )
+    assert "rc=2" in proc.stdout, (proc.stdout, proc.stderr)
+    errors = [ln for ln in proc.stderr.splitlines() if ln.startswith("asmopt: error:")]
+    assert len(errors) == 1 and "Traceback" not in proc.stderr, proc.stderr
+    assert "No space left on device" in errors[0] and "free disk space" in errors[0]
+    assert "leftover=0" in proc.stdout
