@@ -187,3 +187,41 @@ def test_fault13_second_ctrl_c_exits_at_once_and_cleans_up(tmp_path: Path) -> No
     with sqlite3.connect(run / "results.db") as conn:
         verdicts = {v for (v,) in conn.execute("SELECT verdict FROM samples")}
     assert verdicts == {"pass"}
+
+
+SLEEPY_C = """#include <stdio.h>
+#include <unistd.h>
+int main(void) {
+    long x = 0;
+    if (scanf("%ld", &x) != 1) return 1;
+    sleep(15);
+    printf("%ld\\n", x);
+    return 0;
+}
+"""
+
+
+def test_fault13_running_samples_are_cancelled_after_the_grace_period(tmp_path: Path) -> None:
+    """A sample that would run long after the first Ctrl-C (a slow program, or one being
+    timed) is cancelled after the grace period and not stored; the run ends with the summary
+    of what is stored."""
+    from faultkit import write_program
+
+    suite = tmp_path / "s"
+    write_program(suite, "a_fast")
+    write_program(
+        suite, "b_slow", source=SLEEPY_C, tests={f"t{i}": ("3\n", "3\n") for i in range(3)}
+    )
+    write_suite(suite, ["a_fast", "b_slow"])
+    run, tmp = tmp_path / "run", _private_tmp()
+    proc = _start_eval(suite, run, tmp)
+    _wait_for_first_sample(proc, run)  # a_fast is stored, b_slow is running its 45 s
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=120)
+    assert proc.returncode == 130, err
+    assert "cancelled" in err and "interrupted; rerun the same command to resume" in err
+    with sqlite3.connect(run / "results.db") as conn:
+        stored = [p for (p,) in conn.execute("SELECT program_id FROM samples")]
+    assert stored == ["a_fast"]  # the cancelled sample left no verdict behind
+    assert "1 samples" in out
+    assert list(tmp.iterdir()) == []
