@@ -304,9 +304,10 @@ def evaluate_programs(
                 f"re-evaluating {len(pids)} stored sample(s) of {shown}: {why} since they "
                 "were judged"
             )
-            log.warning(message)
             if notes is not None:
                 notes.append(message)
+            else:
+                log.warning(message)
     resumed = {
         (o.program_id, o.sample): o
         for o in (store.load_outcomes() if store is not None else [])
@@ -693,32 +694,62 @@ def _kill_children() -> None:
             os.kill(pid, _signal.SIGKILL)
 
 
+# After the first Ctrl-C, running samples have this long to finish before they are cancelled
+# (a sample being timed can otherwise run for its whole timing budget).
+INTERRUPT_GRACE_S = 10.0
+
+
 @contextlib.contextmanager
-def _interrupt_handler(stop: threading.Event, abort: threading.Event) -> Iterator[None]:
-    """First Ctrl-C: start nothing new, let the running samples finish and be stored. Second
-    Ctrl-C: kill the running work, store nothing more, and raise KeyboardInterrupt."""
+def _interrupt_handler(
+    stop: threading.Event, abort: threading.Event, grace_s: float = INTERRUPT_GRACE_S
+) -> Iterator[None]:
+    """First Ctrl-C: start nothing new, let the running samples finish and be stored; those
+    still running after `grace_s` are cancelled (killed, not stored). Second Ctrl-C: kill the
+    running work at once, store nothing more, and raise KeyboardInterrupt."""
     import signal as _signal
 
     if threading.current_thread() is not threading.main_thread():
         yield
         return
 
+    finished = threading.Event()
+
+    def cancel_running() -> None:
+        """Kill the running work, and keep killing what the workers start until they see
+        `stop` (a sample's remaining tests would each start a new sandboxed run)."""
+        if abort.is_set():
+            return
+        abort.set()
+
+        def reaper() -> None:
+            while not finished.is_set():
+                _kill_children()
+                finished.wait(0.1)
+
+        threading.Thread(target=reaper, daemon=True, name="asmopt-cancel").start()
+
+    timer = threading.Timer(grace_s, cancel_running)
+    timer.daemon = True
+
     def handler(signum: int, frame: Any) -> None:
         if not stop.is_set():
             stop.set()
+            timer.start()
             print(
-                "\nasmopt: interrupted: finishing the running samples, starting no more "
+                "\nasmopt: interrupted: finishing the running samples, starting no more; "
+                f"those still running in {grace_s:.0f} s are cancelled "
                 "(Ctrl-C again to stop at once)",
                 file=sys.stderr,
                 flush=True,
             )
             return
-        abort.set()
-        _kill_children()
+        cancel_running()
         raise KeyboardInterrupt
 
     previous = _signal.signal(_signal.SIGINT, handler)
     try:
         yield
     finally:
+        finished.set()
+        timer.cancel()
         _signal.signal(_signal.SIGINT, previous)

@@ -104,7 +104,7 @@ def _slow_suite(root: Path, n: int) -> Path:
     spin = ECHO_C.replace(
         "int main(void) {",
         "int main(void) {\n    volatile unsigned long s = 0;\n"
-        "    for (unsigned long i = 0; i < 300000000UL; i++) s += i;",
+        "    for (unsigned long i = 0; i < 200000000UL; i++) s += i;",
     ).replace("WORK", "1")
     return write_suite(root, [f"p{i}" for i in range(n)], source=spin)
 
@@ -122,7 +122,7 @@ def _stored(run: Path) -> int:
 
 def _private_tmp() -> Path:
     """A temporary directory for one child eval, so anything it leaves behind is seen; in
-    the session's temporary directory (the sandbox needs to reach it, tmp_path is private)."""
+    the test run's temporary directory (the sandbox needs to reach it, tmp_path is private)."""
     tmp = Path(tempfile.mkdtemp(prefix="fault13-"))
     tmp.chmod(0o755)
     return tmp
@@ -151,7 +151,7 @@ def _wait_for_first_sample(proc: subprocess.Popen[str], run: Path) -> None:
 
 
 def test_fault13_first_ctrl_c_stops_scheduling_and_prints_the_summary(tmp_path: Path) -> None:
-    n = 8
+    n = 5
     suite = _slow_suite(tmp_path / "s", n)
     run, tmp = tmp_path / "run", _private_tmp()
     proc = _start_eval(suite, run, tmp)
@@ -187,3 +187,41 @@ def test_fault13_second_ctrl_c_exits_at_once_and_cleans_up(tmp_path: Path) -> No
     with sqlite3.connect(run / "results.db") as conn:
         verdicts = {v for (v,) in conn.execute("SELECT verdict FROM samples")}
     assert verdicts == {"pass"}
+
+
+SLEEPY_C = """#include <stdio.h>
+#include <unistd.h>
+int main(void) {
+    long x = 0;
+    if (scanf("%ld", &x) != 1) return 1;
+    sleep(15);
+    printf("%ld\\n", x);
+    return 0;
+}
+"""
+
+
+def test_fault13_running_samples_are_cancelled_after_the_grace_period(tmp_path: Path) -> None:
+    """A sample that would run long after the first Ctrl-C (a slow program, or one being
+    timed) is cancelled after the grace period and not stored; the run ends with the summary
+    of what is stored."""
+    from faultkit import write_program
+
+    suite = tmp_path / "s"
+    write_program(suite, "a_fast")
+    write_program(
+        suite, "b_slow", source=SLEEPY_C, tests={f"t{i}": ("3\n", "3\n") for i in range(3)}
+    )
+    write_suite(suite, ["a_fast", "b_slow"])
+    run, tmp = tmp_path / "run", _private_tmp()
+    proc = _start_eval(suite, run, tmp)
+    _wait_for_first_sample(proc, run)  # a_fast is stored, b_slow is running its 45 s
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=120)
+    assert proc.returncode == 130, err
+    assert "cancelled" in err and "interrupted; rerun the same command to resume" in err
+    with sqlite3.connect(run / "results.db") as conn:
+        stored = [p for (p,) in conn.execute("SELECT program_id FROM samples")]
+    assert stored == ["a_fast"]  # the cancelled sample left no verdict behind
+    assert "1 samples" in out
+    assert list(tmp.iterdir()) == []

@@ -254,3 +254,89 @@ def test_fault15_unknown_set_key_names_the_command_line() -> None:
     )
     assert line.startswith("asmopt: error: --set bogus_key: unknown key")
     assert "ppo_tiny.yaml" not in line
+
+
+SUITE_SCRIPT = """
+"$PY" -m asmopt.cli data import dir "$POOL" -o "$DISK/suite" --no-adequacy
+echo "rc=$?"
+echo "leftover=$(find "$DISK" -name '*.tmp*' | wc -l)"
+"""
+
+
+@needs_bwrap
+def test_fault9_full_disk_while_writing_a_suite_leaves_no_temporary_files(
+    tmp_path: Path,
+) -> None:
+    pool = tmp_path / "pool"
+    for i in range(3):
+        pdir = pool / f"p{i}"
+        (pdir / "tests").mkdir(parents=True)
+        (pdir / f"p{i}.c").write_text(ECHO_C.replace("WORK", "1"))
+        (pdir / "tests" / "t.in").write_text("3\n" * 20_000)  # 40 KB per test input
+        (pdir / "tests" / "t.out").write_text("3\n")
+    disk = Path(tempfile.mkdtemp(prefix="fault9-suite-"))
+    child_env = env()
+    child_env.update(PY=sys.executable, POOL=str(pool), DISK=str(disk))
+    assert BWRAP is not None
+    proc = subprocess.run(
+        [
+            BWRAP,
+            "--bind",
+            "/",
+            "/",
+            "--dev",
+            "/dev",
+            "--proc",
+            "/proc",
+            "--size",
+            "100000",
+            "--tmpfs",
+            str(disk),
+            "sh",
+            "-c",
+            SUITE_SCRIPT,
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env=child_env,
+    )
+    assert "rc=2" in proc.stdout, (proc.stdout, proc.stderr)
+    errors = [ln for ln in proc.stderr.splitlines() if ln.startswith("asmopt: error:")]
+    assert len(errors) == 1 and "Traceback" not in proc.stderr, proc.stderr
+    assert "No space left on device" in errors[0] and "free disk space" in errors[0]
+    assert "leftover=0" in proc.stdout
+
+
+KILLED_WRITER = """
+import os, sys
+from asmopt.evaluate import CheckResult, SampleOutcome
+from asmopt.judge import Verdict
+from asmopt.store import ResultStore
+store = ResultStore(sys.argv[1])
+store._conn.execute("PRAGMA wal_autocheckpoint=0")
+store.record(SampleOutcome("late", 0, CheckResult("late", Verdict.PASS, "")))
+os._exit(0)  # killed: the sample stays in the write-ahead log, never merged
+"""
+
+
+@needs_bwrap
+def test_fault8_read_only_run_never_drops_unmerged_samples(
+    finished_run: Path, tmp_path: Path
+) -> None:
+    run = _copy(finished_run, tmp_path / "run")
+    proc = subprocess.run(
+        [sys.executable, "-c", KILLED_WRITER, str(run)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=env(),
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert (run / "results.db-wal").stat().st_size > 0
+    proc = _in_read_only(run, "results", "show", str(run))
+    assert proc.returncode == 0, proc.stderr
+    assert "3 samples" in proc.stdout  # the late sample is read from the log
+    (run / "results.db-shm").unlink()  # without its index the log cannot be read in place
+    line = error_line(_in_read_only(run, "results", "show", str(run)))
+    assert "results.db-wal" in line and "copy the run directory" in line

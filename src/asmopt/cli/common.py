@@ -111,3 +111,5 @@ def print_metrics(metrics: dict[str, Any], indent: str = "  ") -> None:
         f"{indent}  measured {metrics['measured']} (unreliable {metrics['unreliable']}), "
         f"unmeasurable {metrics['unmeasurable']}"
     )
+
+
