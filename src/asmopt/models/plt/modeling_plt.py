@@ -11,6 +11,9 @@ One shared stack of L Llama-style layers runs R times ("loops"). Three modes sha
                  attends loop 1's keys/values of the same layer at positions <= i and y_local
                  attends this loop's own keys/values at positions i - w ... i.
   Logits come from N(h(R)). RoPE positions are the same in every loop.
+- loop v1 (`plt_loop_mode="loop_v1"`, IQuest-Coder-V1-Loop): loop r >= 2 takes h(r-1) as it is
+  (no shift, no embedding) and uses the same gated attention as PLT; loops run one after
+  another, also when decoding.
 - plain looped baseline (`plt_loop_mode="plain"`): h(r) = f(n(h(r-1))), h(0) = E(x), every loop
   with its own full causal attention and KV cache.
 
@@ -51,7 +54,7 @@ from transformers.modeling_utils import PreTrainedModel
 from transformers.utils import logging
 
 from .cache_plt import PLTCache, ring_sequence_indices
-from .configuration_plt import IQuestPLTCoderConfig, PLTConfig
+from .configuration_plt import IQuestLoopCoderConfig, IQuestPLTCoderConfig, PLTConfig
 
 logger = logging.get_logger(__name__)
 
@@ -713,7 +716,12 @@ class PLTModel(PLTPreTrainedModel):
 
         diagnostics = output_attentions or output_hidden_states or output_loop_states
         gated = self.config.plt_uses_gated_attention
-        if gated and past_length > 0 and past_key_values.loop_states is None:
+        if (
+            gated
+            and self.config.plt_loop_mode == "plt"
+            and past_length > 0
+            and past_key_values.loop_states is None
+        ):
             raise ValueError(
                 "The PLTCache has tokens but no per-loop states; it was not filled by PLT."
             )
@@ -786,6 +794,8 @@ class PLTModel(PLTPreTrainedModel):
         asked for. Apart from `forward` so that it reads like Llama's decoder loop, with
         the argument handling and the parallel decode step kept out of the way."""
         gated = self.config.plt_uses_gated_attention
+        # Only the shifted (PLT) mode carries h(r) of the last token into the next step.
+        shifted = gated and self.config.plt_loop_mode == "plt"
         # Loop 1's keys/values per layer, the global branch of later loops when there is no cache.
         loop1_kv: list[tuple[torch.Tensor | None, torch.Tensor | None]] = [
             (None, None)
@@ -832,7 +842,7 @@ class PLTModel(PLTPreTrainedModel):
             loop_hidden.append(hidden_states)
             loop_attentions.append(tuple(layer_probs))
             loop_gates.append(tuple(layer_gates) if layer_gates else None)
-            if gated and past_key_values is not None and loop_idx < self.config.plt_num_loops - 1:
+            if shifted and past_key_values is not None and loop_idx < self.config.plt_num_loops - 1:
                 last_states.append(hidden_states[:, -1])
         if last_states:
             past_key_values.loop_states = torch.stack(last_states, dim=1)  # [B, R - 1, hidden]
@@ -871,8 +881,8 @@ class PLTModel(PLTPreTrainedModel):
     ) -> torch.Tensor:
         """Input of loop `loop_idx + 1` over a chunk, from the previous loop's output."""
         carried = self._loop_carry(previous)
-        if self.config.plt_loop_mode == "plain":
-            return carried
+        if self.config.plt_loop_mode in ("plain", "loop_v1"):
+            return carried  # no shift: loop r reads loop r - 1's output at the same token
         batch, q_len, hidden = carried.shape
         if cache is not None and past_length > 0:
             first = self._loop_carry(cache.loop_states[:, loop_idx - 1]).unsqueeze(1)
@@ -1116,7 +1126,19 @@ class IQuestPLTCoderForCausalLM(PLTForCausalLM):
     config: IQuestPLTCoderConfig
 
 
+class IQuestLoopCoderForCausalLM(PLTForCausalLM):
+    """`PLTForCausalLM` for first-generation loop directories (`model_type: iquestloopcoder`).
+
+    The config sets `plt_loop_mode = "loop_v1"`; the gate tensors of those files
+    (`model.gate_projections.{i}`) are renamed to `model.layers.{i}.self_attn.plt_gate` on load.
+    """
+
+    config_class = IQuestLoopCoderConfig
+    config: IQuestLoopCoderConfig
+
+
 __all__ = [
+    "IQuestLoopCoderForCausalLM",
     "IQuestPLTCoderForCausalLM",
     "PLTAttentionMasks",
     "PLTCausalLMOutputWithPast",
