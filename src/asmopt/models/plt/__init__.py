@@ -32,6 +32,7 @@ from .configuration_plt import (
     IQuestPLTCoderConfig,
     PLTConfig,
 )
+from .kernels import kernel_report, set_linear_kernel
 from .modeling_plt import (
     IQuestLoopCoderForCausalLM,
     IQuestPLTCoderForCausalLM,
@@ -41,7 +42,6 @@ from .modeling_plt import (
     PLTModel,
     PLTModelOutputWithPast,
     PLTPreTrainedModel,
-    set_few_row_fp32_matmul,
 )
 
 # Supported transformers range; keep in step with the `ml` extra in pyproject.toml.
@@ -107,7 +107,8 @@ __all__ = [
     "PLTModelOutputWithPast",
     "PLTPreTrainedModel",
     "PLTWindowLayer",
+    "kernel_report",
     "load_plt_pretrained",
     "ring_sequence_indices",
-    "set_few_row_fp32_matmul",
+    "set_linear_kernel",
 ]

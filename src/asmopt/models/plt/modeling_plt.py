@@ -53,6 +53,7 @@ from transformers.modeling_rope_utils import ROPE_INIT_FUNCTIONS, dynamic_rope_u
 from transformers.modeling_utils import PreTrainedModel
 from transformers.utils import logging
 
+from . import kernels
 from .cache_plt import PLTCache, ring_sequence_indices
 from .configuration_plt import IQuestLoopCoderConfig, IQuestPLTCoderConfig, PLTConfig
 
@@ -141,33 +142,21 @@ def apply_rotary_pos_emb(
     return (q * cos) + (rotate_half(q) * sin), (k * cos) + (rotate_half(k) * sin)
 
 
-# Few-row float32 products on CPU: `x @ W.T` with 1-4 rows takes a slow GEMM path in the
-# installed BLAS (measured on a 2-core EPYC: ~2.5x slower for 2 rows than `(W @ x.T).T`, and a
-# single row runs the slow matrix-vector path). Decode steps have exactly such shapes (batch x
-# loops rows), so `PLTLinear` computes them as `(W @ x.T).T`, padding one row to two. Other
-# dtypes, devices and row counts use `F.linear`. Set to False to measure the library default.
-FEW_ROW_FP32_MATMUL = True
-_FEW_ROWS = 4
-
-
-def set_few_row_fp32_matmul(enabled: bool) -> None:
-    """Turns the few-row float32 CPU product path of `PLTLinear` on or off (process-wide)."""
-    global FEW_ROW_FP32_MATMUL
-    FEW_ROW_FP32_MATMUL = enabled
-
-
 class PLTLinear(nn.Linear):
-    """`nn.Linear` (same parameters and checkpoint names) with the few-row float32 CPU path."""
+    """`nn.Linear` (same parameters and checkpoint names) whose few-row CPU products use the
+    kernel measured fastest on this machine (`kernels.use_few_row`): `F.linear` or the
+    transposed product `(W @ x.T).T`. Decode steps are exactly such products (batch x loops
+    rows), and which kernel wins differs between CPUs; see `kernels`."""
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        if FEW_ROW_FP32_MATMUL and x.dtype == torch.float32 and x.device.type == "cpu":
+        if (
+            x.device.type == "cpu"
+            and x.dtype == self.weight.dtype
+            and not torch.is_autocast_enabled("cpu")
+        ):
             rows = x.numel() // x.shape[-1]
-            if rows <= _FEW_ROWS:
-                flat = x.reshape(rows, x.shape[-1])  # [rows, in]
-                if rows == 1:
-                    flat = torch.cat([flat, flat.new_zeros(1, flat.shape[1])])  # [2, in]
-                # [out, rows] -> contiguous [rows, out]: attention kernels need unit stride
-                out = torch.mm(self.weight, flat.t()).t()[:rows].contiguous()
+            if rows <= kernels.MAX_ROWS and kernels.use_few_row(self.weight, rows):
+                out = kernels.few_row_product(x.reshape(rows, x.shape[-1]), self.weight)
                 if self.bias is not None:
                     out = out + self.bias
                 return out.view(*x.shape[:-1], self.out_features)
@@ -331,7 +320,11 @@ class PLTGate(nn.Module):
         compute = torch.float32 if dtype in (torch.float16, torch.bfloat16) else dtype
         weight, bias = self._weights(compute)
         if self.gate_norm is not None:
-            logits = F.linear(unit_hidden.to(compute), weight, bias)  # [B, Q, H]
+            # As a 2D product: a decode step passes a strided [B, R - 1, hidden] slice, and a
+            # strided 3D input sends F.linear to a batched product that copies the weight per
+            # row (measured: ~10% of a float32 batch-8 PLT-2 step).
+            flat = unit_hidden.reshape(-1, unit_hidden.shape[-1]).to(compute)
+            logits = F.linear(flat, weight, bias).view(*unit_hidden.shape[:-1], -1)  # [B, Q, H]
         else:
             per_head = torch.matmul(query.to(compute), weight.unsqueeze(-1))  # [B, H, Q, 1]
             logits = per_head.squeeze(-1).transpose(1, 2) + bias  # [B, Q, H]
