@@ -412,6 +412,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--quick", action="store_true", help=f"modes {QUICK_MODES}, 12 rounds")
     parser.add_argument("--profile", action="store_true", help="profile R=1 and PLT-2 instead")
     parser.add_argument("--profile-steps", type=int, default=10)
+    parser.add_argument(
+        "--recalibrate",
+        action="store_true",
+        help="forget this machine's cached kernel choices and measure them again",
+    )
     parser.add_argument("--raw", type=Path, default=None, help="write raw samples (JSON) here")
     parser.add_argument("--out", type=Path, default=None, help="also write the Markdown here")
     args = parser.parse_args(argv)
@@ -431,6 +436,8 @@ def main(argv: list[str] | None = None) -> int:
     if bad:
         parser.error(f"unknown dtypes {bad}; available: {list(DTYPES)}")
     batches = [int(b) for b in args.batches.split(",")]
+    if args.recalibrate:
+        cache_path().unlink(missing_ok=True)
     load_before = os.getloadavg()
 
     if args.profile:
