@@ -40,11 +40,12 @@ MAX_ROWS = 32
 # The transposed product must beat `F.linear` by this fraction to be chosen (timer noise on
 # a busy machine is a few per cent; the library default wins ties).
 MARGIN = 0.05
-# Time spent per candidate per measurement round, and rounds. The fastest round counts: on a
-# shared machine a round is only ever slowed down (preempted threads, other jobs' cache
-# traffic), never sped up, so the minimum is the estimate of the kernel's own cost.
-_ROUND_SECONDS = 0.002
-_ROUNDS = 9
+# Calls timed per candidate: enough for about `_BUDGET_SECONDS` each, within these bounds.
+# The fastest single call counts: on a shared machine a call is only ever slowed down
+# (preempted threads, a second intra-op thread waiting for a core, other jobs' cache traffic),
+# never sped up, so the minimum estimates the kernel's own cost.
+_BUDGET_SECONDS = 0.03
+_MIN_CALLS, _MAX_CALLS = 9, 60
 
 _forced: KernelMode | None = None
 ShapeKey = tuple[torch.dtype, int, int, int]  # dtype, rows, in_features, out_features
@@ -55,7 +56,7 @@ _file_loaded = False
 
 @dataclass(frozen=True)
 class KernelChoice:
-    """One measured decision: microseconds per call of each candidate (fastest round)."""
+    """One measured decision: microseconds of one call of each candidate (fastest call)."""
 
     dtype: str
     rows: int
@@ -156,17 +157,16 @@ def few_row_product(x2d: torch.Tensor, weight: torch.Tensor) -> torch.Tensor:
     return torch.mm(weight, x2d.t()).t()[:rows].contiguous()
 
 
-def _round_us(fn: Callable[[], object], reps: int) -> float:
+def _call_us(fn: Callable[[], object]) -> float:
     start = time.perf_counter()
-    for _ in range(reps):
-        fn()
-    return (time.perf_counter() - start) / reps * 1e6
+    fn()
+    return (time.perf_counter() - start) * 1e6
 
 
 @torch.no_grad()
 def measure(weight: torch.Tensor, rows: int) -> tuple[float, float]:
-    """Microseconds per call of `F.linear` and of the few-row product on `weight` (rows of
-    random input): the fastest of `_ROUNDS` rounds each, the two alternating round by round
+    """Microseconds of one call of `F.linear` and of the few-row product on `weight` (rows
+    of random input): the fastest of many single calls each, the two alternating call by call
     so that a change of load hits both."""
     x = torch.randn(rows, weight.shape[1], dtype=weight.dtype)
 
@@ -176,16 +176,12 @@ def measure(weight: torch.Tensor, rows: int) -> tuple[float, float]:
     def few() -> torch.Tensor:
         return few_row_product(x, weight)
 
-    linear(), few()  # warm-up (first calls allocate)
-    start = time.perf_counter()
-    linear()
-    few()
-    one = max((time.perf_counter() - start) / 2, 1e-6)
-    reps = max(1, min(50, int(_ROUND_SECONDS / one)))
-    linear_us = few_us = float("inf")
-    for _ in range(_ROUNDS):
-        linear_us = min(linear_us, _round_us(linear, reps))
-        few_us = min(few_us, _round_us(few, reps))
+    linear_us = min(_call_us(linear) for _ in range(3))  # also warms up (first calls allocate)
+    few_us = min(_call_us(few) for _ in range(3))
+    calls = int(_BUDGET_SECONDS * 1e6 / max(min(linear_us, few_us), 1.0))
+    for _ in range(max(_MIN_CALLS, min(_MAX_CALLS, calls))):
+        linear_us = min(linear_us, _call_us(linear))
+        few_us = min(few_us, _call_us(few))
     return linear_us, few_us
 
 
