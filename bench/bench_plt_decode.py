@@ -18,8 +18,13 @@ Procedure (all modes share one set of weights, ~100M parameters, on CPU):
    time excludes the time other jobs held the core, so `--stat cpu` is the steadiest choice on
    a busy machine. KV bytes are what each cache holds after the run (all hold the same tokens).
 
-Dtypes: `bf16`, `fp32` (with the few-row float32 product path of `PLTLinear`), and
-`fp32-linear` (the same model with that path off, i.e. the library's `F.linear` kernels).
+4. `--repeats` times over (fresh models and caches each time), so that the table can show the
+   spread of each ratio across runs beside its median.
+
+Dtypes: `bf16` and `fp32` use the few-row product kernel that `PLTLinear` measures fastest on
+this machine (see `asmopt.models.plt.kernels`; the report lists every choice with both
+timings). `-linear` / `-few-row` suffixes (`fp32-linear`, `bf16-few-row`, ...) force one kernel
+for comparison.
 """
 
 from __future__ import annotations
@@ -36,7 +41,14 @@ from pathlib import Path
 
 import torch
 
-from asmopt.models.plt import PLTCache, PLTConfig, PLTForCausalLM, set_few_row_fp32_matmul
+from asmopt.models.plt import (
+    PLTCache,
+    PLTConfig,
+    PLTForCausalLM,
+    kernel_report,
+    set_linear_kernel,
+)
+from asmopt.models.plt.kernels import KernelMode, cache_path, machine_key
 
 # ~100M parameters, GPT-2-small-like widths with Llama parts and grouped-query attention.
 BENCH_SHAPE: dict[str, object] = {
@@ -52,11 +64,11 @@ BENCH_SHAPE: dict[str, object] = {
     "plt_window_size": [64, 0],  # the published window: the token itself plus 64 previous
 }
 
-# name -> (torch dtype, few-row float32 path on)
-DTYPES: dict[str, tuple[torch.dtype, bool]] = {
-    "bf16": (torch.bfloat16, True),
-    "fp32": (torch.float32, True),
-    "fp32-linear": (torch.float32, False),
+# name -> (torch dtype, few-row product kernel: measured choice or forced)
+DTYPES: dict[str, tuple[torch.dtype, KernelMode]] = {
+    f"{name}{suffix}": (dtype, kernel)
+    for name, dtype in (("bf16", torch.bfloat16), ("fp32", torch.float32))
+    for suffix, kernel in (("", "auto"), ("-linear", "linear"), ("-few-row", "few_row"))
 }
 LONG_CONTEXT = 4096  # KV ratios are also extrapolated to this context length
 
@@ -174,8 +186,8 @@ def prefill(
 def measure(
     modes: list[Mode], dtype_name: str, batch: int, args: argparse.Namespace
 ) -> dict[str, Result]:
-    dtype, few_row_path = DTYPES[dtype_name]
-    set_few_row_fp32_matmul(few_row_path)
+    dtype, kernel = DTYPES[dtype_name]
+    set_linear_kernel(kernel)
     try:
         models = build_models(modes, dtype, args.seed)
         results = {mode.name: Result() for mode in modes}
@@ -194,7 +206,7 @@ def measure(
             results[mode.name].kv_bytes = caches[mode.name].nbytes()
             results[mode.name].tokens = caches[mode.name].get_seq_length()
     finally:
-        set_few_row_fp32_matmul(True)
+        set_linear_kernel(None)
     return results
 
 
@@ -202,8 +214,8 @@ def profile_step(modes: list[Mode], dtype_name: str, batch: int, args: argparse.
     """Where the time of a decode step goes: operator totals per mode from torch.profiler."""
     from torch.profiler import ProfilerActivity, profile
 
-    dtype, few_row_path = DTYPES[dtype_name]
-    set_few_row_fp32_matmul(few_row_path)
+    dtype, kernel = DTYPES[dtype_name]
+    set_linear_kernel(kernel)
     groups: dict[str, Callable[[str], bool]] = {
         "matmul": lambda n: n in {"aten::mm", "aten::addmm", "aten::bmm"},
         "attention": lambda n: "scaled_dot_product" in n or n == "aten::_softmax",
@@ -259,7 +271,7 @@ def profile_step(modes: list[Mode], dtype_name: str, batch: int, args: argparse.
                 )
             )
     finally:
-        set_few_row_fp32_matmul(True)
+        set_linear_kernel(None)
     return "\n".join([*lines, "", "Top operators per step:", *top_lines, ""])
 
 
@@ -279,15 +291,34 @@ def environment(args: argparse.Namespace, load_before: tuple[float, ...]) -> lis
         f"({os.cpu_count()} logical CPUs)",
         f"- model: {params / 1e6:.1f}M parameters (tied embeddings); {shape}",
         f"- prompt {args.prompt} tokens, {args.warmup} warm-up steps per mode, then "
-        f"{args.rounds} rounds of one timed token per mode (order rotated per round)",
+        f"{args.rounds} rounds of one timed token per mode (order rotated per round); "
+        f"{args.repeats} independent runs",
         f"- load average (1/5/15 min) before {load_before[0]:.2f} {load_before[1]:.2f} "
         f"{load_before[2]:.2f}, after {load_after[0]:.2f} {load_after[1]:.2f} {load_after[2]:.2f}",
     ]
 
 
-def ratio_table(
-    results: dict[tuple[str, int], dict[str, Result]], modes: list[Mode], stat: str
-) -> list[str]:
+Runs = list[dict[str, Result]]  # one dict (mode -> result) per repeat
+
+
+def run_ratios(runs: Runs, mode: str, stat: str) -> list[float]:
+    """The mode's latency over R = 1's, one value per repeated run."""
+    return [run[mode].stat(stat) / run["R=1"].stat(stat) for run in runs]
+
+
+def pooled(runs: Runs) -> dict[str, Result]:
+    """All repeats' samples in one result per mode (KV bytes are the same in every run)."""
+    out: dict[str, Result] = {}
+    for name in runs[0]:
+        res = Result(kv_bytes=runs[0][name].kv_bytes, tokens=runs[0][name].tokens)
+        for run in runs:
+            res.samples_s += run[name].samples_s
+            res.cpu_s += run[name].cpu_s
+        out[name] = res
+    return out
+
+
+def ratio_table(results: dict[tuple[str, int], Runs], modes: list[Mode], stat: str) -> list[str]:
     keys = list(results)
     header = "| mode | " + " | ".join(f"{d} b{b} latency" for d, b in keys)
     header += " | " + " | ".join(f"b{b} KV" for d, b in keys if d == keys[0][0])
@@ -297,12 +328,14 @@ def ratio_table(
     for mode in modes:
         cells = []
         for key in keys:
-            base, res = results[key]["R=1"], results[key][mode.name]
-            cells.append(f"{res.stat(stat) / base.stat(stat):.2f}x ({res.stat(stat) * 1e3:.1f})")
+            ratios = run_ratios(results[key], mode.name, stat)
+            ms = statistics.median(run[mode.name].stat(stat) for run in results[key]) * 1e3
+            spread = f" [{min(ratios):.2f}-{max(ratios):.2f}]" if len(ratios) > 1 else ""
+            cells.append(f"{statistics.median(ratios):.2f}x{spread} ({ms:.1f})")
         for key in kv_keys:
-            base, res = results[key]["R=1"], results[key][mode.name]
+            base, res = results[key][0]["R=1"], results[key][0][mode.name]
             cells.append(f"{res.kv_bytes['total'] / base.kv_bytes['total']:.3f}x")
-        first = results[kv_keys[0]]
+        first = results[kv_keys[0]][0]
         cells.append(
             f"{first[mode.name].kv_at(LONG_CONTEXT) / first['R=1'].kv_at(LONG_CONTEXT):.3f}x"
         )
@@ -310,13 +343,35 @@ def ratio_table(
     return lines
 
 
-def details(results: dict[tuple[str, int], dict[str, Result]], modes: list[Mode]) -> list[str]:
+def kernel_table() -> list[str]:
+    """Every few-row product kernel choice used in this run, with both measured timings."""
+    choices = kernel_report()
+    if not choices:
+        return ["No few-row product was measured (kernels forced, or no CPU products).", ""]
+    lines = [
+        f"Few-row product kernels chosen on this machine (`{machine_key()}`; cached in "
+        f"`{cache_path().name}`; source: measured in this run or read from that cache):",
+        "",
+        "| dtype | rows | weight in x out | F.linear us | few-row us | few-row / linear | chosen "
+        "| source |",
+        "|---" * 8 + "|",
+    ]
+    for c in choices:
+        lines.append(
+            f"| {c.dtype} | {c.rows} | {c.in_features} x {c.out_features} | {c.linear_us:.1f} | "
+            f"{c.few_row_us:.1f} | {c.few_row_us / c.linear_us:.2f} | {c.kernel} | {c.source} |"
+        )
+    return [*lines, ""]
+
+
+def details(results: dict[tuple[str, int], Runs], modes: list[Mode]) -> list[str]:
     lines = [
         "| dtype | batch | mode | p10 ms | median ms | median ratio | CPU ms | CPU ratio | "
         "IQR/median | outliers | KV bytes | loop-1 KV | window KV | loop states | other full KV |",
         "|---" * 15 + "|",
     ]
-    for (dtype, batch), per_mode in results.items():
+    for (dtype, batch), runs in results.items():
+        per_mode = pooled(runs)
         base, base_cpu = per_mode["R=1"].stat("median"), per_mode["R=1"].stat("cpu")
         for mode in modes:
             res = per_mode[mode.name]
@@ -337,14 +392,15 @@ def main(argv: list[str] | None = None) -> int:
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     parser.add_argument("--threads", type=int, default=2, help="torch intra-op threads")
-    parser.add_argument(
-        "--dtypes", default="bf16,fp32,fp32-linear", help=f"comma list of {list(DTYPES)}"
-    )
+    parser.add_argument("--dtypes", default="bf16,fp32", help=f"comma list of {list(DTYPES)}")
     parser.add_argument("--batches", default="1,8", help="comma list of batch sizes")
     parser.add_argument("--modes", default=None, help="comma list of mode names (default: all)")
     parser.add_argument("--prompt", type=int, default=128, help="prefill length (> window 64)")
     parser.add_argument("--warmup", type=int, default=3, help="untimed decode steps per mode")
-    parser.add_argument("--rounds", type=int, default=40, help="timed tokens per mode")
+    parser.add_argument("--rounds", type=int, default=40, help="timed tokens per mode and run")
+    parser.add_argument(
+        "--repeats", type=int, default=3, help="independent runs; ratios show their spread"
+    )
     parser.add_argument(
         "--stat",
         choices=("p10", "median", "min", "cpu"),
@@ -356,6 +412,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--quick", action="store_true", help=f"modes {QUICK_MODES}, 12 rounds")
     parser.add_argument("--profile", action="store_true", help="profile R=1 and PLT-2 instead")
     parser.add_argument("--profile-steps", type=int, default=10)
+    parser.add_argument(
+        "--recalibrate",
+        action="store_true",
+        help="forget this machine's cached kernel choices and measure them again",
+    )
     parser.add_argument("--raw", type=Path, default=None, help="write raw samples (JSON) here")
     parser.add_argument("--out", type=Path, default=None, help="also write the Markdown here")
     args = parser.parse_args(argv)
@@ -375,6 +436,8 @@ def main(argv: list[str] | None = None) -> int:
     if bad:
         parser.error(f"unknown dtypes {bad}; available: {list(DTYPES)}")
     batches = [int(b) for b in args.batches.split(",")]
+    if args.recalibrate:
+        cache_path().unlink(missing_ok=True)
     load_before = os.getloadavg()
 
     if args.profile:
@@ -382,23 +445,31 @@ def main(argv: list[str] | None = None) -> int:
         report = [profile_step(profiled, d, b, args) for d in dtypes for b in batches]
         text = "\n".join(["# PLT decode profile", *environment(args, load_before), "", *report])
     else:
-        results: dict[tuple[str, int], dict[str, Result]] = {}
-        for dtype in dtypes:
-            for batch in batches:
-                print(f"measuring {dtype} batch {batch} ...", file=sys.stderr, flush=True)
-                results[(dtype, batch)] = measure(modes, dtype, batch, args)
+        results: dict[tuple[str, int], Runs] = {(d, b): [] for d in dtypes for b in batches}
+        for repeat in range(args.repeats):
+            for dtype in dtypes:
+                for batch in batches:
+                    print(
+                        f"run {repeat + 1}/{args.repeats}: {dtype} batch {batch} ...",
+                        file=sys.stderr,
+                        flush=True,
+                    )
+                    results[(dtype, batch)].append(measure(modes, dtype, batch, args))
         text = "\n".join(
             [
                 "# PLT decode benchmark",
                 *environment(args, load_before),
                 "",
-                f"Per-token decode latency as a ratio to R = 1 of the same dtype and batch "
-                f"({args.stat} ms in brackets); KV-cache bytes as a ratio to R = 1 after the run "
-                f"and extrapolated to {LONG_CONTEXT} tokens of context:",
+                f"Per-token decode latency as a ratio to R = 1 of the same dtype, batch and run "
+                f"({args.stat}): the median over {args.repeats} runs, [lowest-highest run], "
+                f"and the median run's {args.stat} ms; KV-cache bytes as a ratio to R = 1 after "
+                f"the run and extrapolated to {LONG_CONTEXT} tokens of context:",
                 "",
                 *ratio_table(results, modes, args.stat),
                 "",
-                "Details (spread = IQR / median; outliers = modified z-score > 3.5):",
+                *kernel_table(),
+                "Details, all runs' samples pooled (spread = IQR / median; outliers = modified "
+                "z-score > 3.5):",
                 "",
                 *details(results, modes),
                 "",
@@ -406,8 +477,9 @@ def main(argv: list[str] | None = None) -> int:
         )
         if args.raw is not None:
             raw = {
-                f"{d}/b{b}/{name}": {"wall_s": res.samples_s, "cpu_s": res.cpu_s}
-                for (d, b), per_mode in results.items()
+                f"{d}/b{b}/run{i}/{name}": {"wall_s": res.samples_s, "cpu_s": res.cpu_s}
+                for (d, b), runs in results.items()
+                for i, per_mode in enumerate(runs)
                 for name, res in per_mode.items()
             }
             args.raw.write_text(json.dumps(raw))

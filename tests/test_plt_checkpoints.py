@@ -151,14 +151,17 @@ def test_published_v2_directory_gives_our_logits(tmp_path: Path) -> None:
 
 
 def test_published_v1_directory_with_loop_gate_proj(tmp_path: Path) -> None:
-    """v1: `loop_num` / `loop_window_size` (window counts the token itself), query gate,
-    gate tensors named `loop_gate_proj`."""
+    """An `iquestpltcoder` file with v1 loop names: `loop_num` / `loop_window_size` (window
+    counts the token itself), gate tensors named `loop_gate_proj`; the other fields take the
+    published class defaults (query gate, per-loop norm). First-generation `iquestloopcoder`
+    directories are tested in test_plt_published.py."""
     ours = random_model(
         plt.PLTConfig(
             **SHAPE,
             plt_num_loops=3,
             plt_window_size=[3, 0],
             plt_gate_use_hidden_states=False,
+            plt_normalize_per_loop=True,
             rope_parameters={"rope_type": "default", "rope_theta": 10000.0},
         )
     )

@@ -343,27 +343,29 @@ def test_rejects_foreign_cache_and_bad_masks() -> None:
         model(ids, attention_mask=torch.ones(1, 3, dtype=torch.long))
 
 
-def test_few_row_float32_product_matches_linear() -> None:
-    """The (W @ x.T).T path for 1-4 float32 rows computes the same product as F.linear."""
-    from asmopt.models.plt import modeling_plt
+@pytest.mark.parametrize("kernel", ["few_row", "linear", "auto"])
+def test_few_row_products_match_linear_whatever_the_kernel(kernel: str) -> None:
+    """Both kernels of `PLTLinear` (forced or measured) compute F.linear's product, and float32
+    decode (rows = batch x loops) still matches the full forward."""
+    from asmopt.models.plt import modeling_plt, set_linear_kernel
 
     torch.manual_seed(0)
     layer = modeling_plt.PLTLinear(48, 20, bias=True)
-    for rows in (1, 2, 3, 4, 5):
-        x = torch.randn(rows, 1, 48)
-        expected = torch.nn.functional.linear(x, layer.weight, layer.bias)
-        assert torch.allclose(layer(x), expected, atol=1e-5)
-    # Decode in float32 (rows = batch x loops <= 4 takes that path) still matches the forward.
-    model = tiny_plt_model(plt_num_loops=2).float()
-    ids = torch.randint(2, VOCAB, (2, 9))
-    with torch.no_grad():
-        full = model(ids).logits
-    assert (decode_logits(model, ids, prefill=3) - full).abs().max().item() < 1e-5
-    modeling_plt.set_few_row_fp32_matmul(False)
+    set_linear_kernel(kernel)
     try:
+        for dtype, tol in ((torch.float32, 1e-5), (torch.bfloat16, 5e-2)):
+            layer = layer.to(dtype)
+            for rows in (1, 2, 3, 4, 5, 40):
+                x = torch.randn(rows, 1, 48, dtype=dtype)
+                expected = torch.nn.functional.linear(x, layer.weight, layer.bias)
+                assert torch.allclose(layer(x), expected, atol=tol)
+        model = tiny_plt_model(plt_num_loops=2).float()
+        ids = torch.randint(2, VOCAB, (2, 9))
+        with torch.no_grad():
+            full = model(ids).logits
         assert (decode_logits(model, ids, prefill=3) - full).abs().max().item() < 1e-5
     finally:
-        modeling_plt.set_few_row_fp32_matmul(True)
+        set_linear_kernel(None)
 
 
 def test_diagnostics_during_cached_decode_match_the_full_forward() -> None:

@@ -130,6 +130,51 @@ def test_paired_difference_and_rule_of_thumb() -> None:
     assert loops.erank_rule([1.0, 2.0, 3.0, 4.0]) == 4
 
 
+def study_result(seeds: int | None) -> dict:
+    """A study.json-shaped result for `findings`: four models, the R = 4 diagnostics given."""
+    asm = {1: 1.17, 2: 1.60, 3: 1.51, 4: 2.09}
+    eranks = {1: [64.2], 2: [43.7, 47.6], 3: [39.0, 46.7, 48.2], 4: [25.9, 28.6, 30.2, 30.6]}
+    models = {}
+    for r in (1, 2, 3, 4):
+        per_loop = {
+            "erank": eranks[r],
+            "step_size_rel": [46.0, 1.165, 0.846, 0.742][:r],
+            "offset_cost_rel": [None, 0.930, 0.873, 0.816][:r],
+        }
+        models[str(r)] = {
+            "summary": {"heldout": {"loss": asm[r] + 0.5, "asm_loss": asm[r]}},
+            "diagnostics": {"per_loop": per_loop},
+        }
+    comparisons = [
+        {"from": a, "to": a + 1, "asm_loss": {"mean": asm[a + 1] - asm[a], "significant": True}}
+        for a in (1, 2, 3)
+    ]
+    result = {"loops": [1, 2, 3, 4], "models": models, "comparisons": comparisons}
+    if seeds is not None:
+        result["seeds"] = seeds
+    return result
+
+
+def test_findings_rank_only_from_three_seeds_and_judge_trends_by_one_rule() -> None:
+    one = loops.findings(study_result(None))  # older files: one run per R
+    assert one["seeds"] == 1 and not one["can_rank"]
+    assert one["erank_orders_like_loss"] is None
+    assert "no ranking of R is claimed" in one["summary_line"]
+    assert "best R" not in one["summary_line"]
+    trade = one["tradeoff"]
+    # Gains 1.165 -> 0.742 (x0.64) shrink; costs 0.930 -> 0.816 (x0.88) are flat: same rule.
+    assert trade["gains_trend"] == "shrinking" and trade["costs_trend"] == "flat"
+    assert trade["gains_change"] == pytest.approx(0.742 / 1.165)
+    assert loops.trend([1.0, 1.3])["label"] == "growing"
+    assert loops.trend([1.0, 0.9, 1.1])["label"] == "flat"
+    assert loops.trend([None, 2.0]) is None
+
+    three = loops.findings(study_result(3))
+    assert three["can_rank"] and three["summary_line"].startswith("best R")
+    # By loss 1, 3, 2, 4; by last-loop erank 64.2, 48.2, 47.6, 30.6: the same order.
+    assert three["erank_orders_like_loss"] is True
+
+
 # --------------------------------------------------------------------------- runner
 
 

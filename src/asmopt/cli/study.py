@@ -132,9 +132,12 @@ def cmd_loops(args: argparse.Namespace) -> int:
 
 
 def cmd_report(args: argparse.Namespace) -> int:
+    from asmopt.study.loops import findings
     from asmopt.study.report import load_result, write_report
 
     result = load_result(args.study)
+    # The reading is derived from the numbers by the current rules, not taken from the file.
+    result["findings"] = findings(result)
     notes = Path(args.notes).read_text(encoding="utf-8") if args.notes else None
     path = write_report(result, Path(args.output), notes=notes)
     print(f"wrote {path}")

@@ -121,7 +121,10 @@ def plot_training(result: dict[str, Any], path: Path) -> None:
     for i, (r, m) in enumerate(sorted((int(k), v) for k, v in result["models"].items())):
         color = COLORS[i % len(COLORS)]
         train = [x for x in m["curve"] if x.get("kind") == "train"]
-        held = [x for x in m["curve"] if x.get("kind") in ("heldout", "heldout_final")]
+        # Periodic evaluations use a subset of the windows; the final one uses all of them,
+        # so it is drawn apart (not joined to the curve) rather than read as the curve's end.
+        held = [x for x in m["curve"] if x.get("kind") == "heldout"]
+        final = [x for x in m["curve"] if x.get("kind") == "heldout_final"]
         if train:
             axes[0][0].plot(
                 [x["step"] for x in train], [x["loss"] for x in train], color=color, label=f"R={r}"
@@ -134,9 +137,22 @@ def plot_training(result: dict[str, Any], path: Path) -> None:
                 color=color,
                 label=f"R={r}",
             )
+        if final:
+            axes[0][1].plot(
+                [x["step"] for x in final],
+                [x["asm_loss"] for x in final],
+                marker="x",
+                linestyle="none",
+                markersize=8,
+                color=color,
+            )
     for ax, title in zip(
         axes[0],
-        ("training loss (per logged step)", "held-out assembly loss (16 windows; 64 at the end)"),
+        (
+            "training loss (per logged step)",
+            f"held-out assembly loss: o = {_periodic_windows(result)} windows, x = all "
+            f"{result['config']['eval']['heldout_windows']}",
+        ),
         strict=True,
     ):
         ax.set_title(title, fontsize=9)
@@ -145,6 +161,13 @@ def plot_training(result: dict[str, Any], path: Path) -> None:
         ax.grid(alpha=0.3)
         ax.legend(fontsize=7)
     _save(fig, path)
+
+
+def _periodic_windows(result: dict[str, Any]) -> int:
+    """How many held-out windows the evaluations during training use (recorded by the study;
+    16 in studies written before it was recorded)."""
+    recorded = int(result.get("periodic_eval_windows", 16))
+    return min(recorded, int(result["config"]["eval"]["heldout_windows"]))
 
 
 def plot_summary(result: dict[str, Any], path: Path) -> None:
@@ -287,7 +310,12 @@ def _diag_table(r: int, m: dict[str, Any]) -> list[str]:
         cells = [_f(per[key][k], digits) for key, _, digits in TABLE_COLUMNS]
         lines.append(f"| {k + 1} | " + " | ".join(cells) + " |")
     extra = f"Embedding effective rank {d['embedding_erank']:.1f}"
-    if d["peak_share"]:
+    if len(d["peak_share"]) == 1:
+        extra += (
+            "; the output shift is defined from loop 2 on, so with two loops every token's "
+            "shift peaks at loop 2 by construction (not a finding)"
+        )
+    elif d["peak_share"]:
         shares = ", ".join(f"loop {k + 2}: {100 * s:.0f}%" for k, s in enumerate(d["peak_share"]))
         extra += f"; output shift peaks at {shares}"
     lines += ["", extra + f" ({d['windows']} windows, {d['tokens']} tokens)."]
@@ -305,7 +333,9 @@ def _trained(result: dict[str, Any]) -> str:
     return f" (finished {dates[0]} .. {dates[-1]}, started at commit {', '.join(commits)})"
 
 
-def render_markdown(result: dict[str, Any], plots: dict[str, str], notes: str | None) -> str:
+def render_markdown(
+    result: dict[str, Any], plots: dict[str, str], notes: str | None, raw_name: str = ""
+) -> str:
     cfg = result["config"]
     mc = cfg["model"]
     env = result["environment"]
@@ -360,15 +390,17 @@ def render_markdown(result: dict[str, Any], plots: dict[str, str], notes: str | 
         f"**{fnd['summary_line']}.**",
         "",
     ]
+    on_weights = "" if fnd.get("can_rank") else " for these trained weights (one run per R)"
     if fnd["paper_pattern"]:
         lines.append(
-            "The LoopCoder-v2 pattern appears: R = 2 is best and a later loop is significantly "
-            "worse."
+            "The LoopCoder-v2 pattern appears" + on_weights + ": R = 2 has the lowest loss and "
+            "a later loop is significantly worse by the paired test below."
         )
     else:
         lines.append(
-            "The LoopCoder-v2 pattern (R = 2 best, R = 3 and 4 worse) does **not** appear at "
-            "this scale by the paired test below."
+            "The LoopCoder-v2 pattern (R = 2 best, R = 3 and 4 worse) does **not** appear"
+            + on_weights
+            + " by the paired test below."
         )
     rule = fnd["erank_rule"]
     lines += [
@@ -378,20 +410,26 @@ def render_markdown(result: dict[str, Any], plots: dict[str, str], notes: str | 
     ]
     if "final_erank" in fnd:
         ranks = ", ".join(f"R={r}: {_f(v, 1)}" for r, v in fnd["final_erank"].items())
-        same = "ranks" if fnd["erank_orders_like_loss"] else "does not rank"
-        lines.append(
-            f"Read across models, the effective rank of the last loop's states ({ranks}) "
-            f"{same} the models in the same order as held-out assembly loss."
-        )
+        if fnd.get("erank_orders_like_loss") is None:
+            lines.append(
+                f"Effective rank of the last loop's states: {ranks}. With one training run per "
+                "R no order across models is claimed from these values."
+            )
+        else:
+            same = "ranks" if fnd["erank_orders_like_loss"] else "does not rank"
+            lines.append(
+                f"Read across models, the effective rank of the last loop's states ({ranks}) "
+                f"{same} the models in the same order as held-out assembly loss."
+            )
     trade = fnd["tradeoff"]
-    if trade:
+    if trade and "gains_trend" in trade:
         lines.append(
             f"Gain vs cost in the R = {trade['model']} model: relative step sizes of loops 2.. "
-            f"{', '.join(_f(g) for g in trade['gains'])} "
-            f"({'shrinking' if trade['gains_shrink'] else 'not shrinking'}); relative offset "
-            f"costs {', '.join(_f(c) for c in trade['costs'])} "
-            f"({'flat' if trade['offset_cost_flat'] else 'not flat'}, max/min "
-            f"{trade['offset_cost_spread']:.2f})."
+            f"{', '.join(_f(g) for g in trade['gains'])} (last / first "
+            f"{trade['gains_change']:.2f}: {trade['gains_trend']}); relative offset costs "
+            f"{', '.join(_f(c) for c in trade['costs'])} (last / first "
+            f"{trade['costs_change']:.2f}: {trade['costs_trend']}). One rule for both: "
+            f"{trade['rule']}."
         )
     lines += ["", "## Held-out loss and task metric", "", *_model_rows(result), ""]
     lines += [
@@ -403,15 +441,25 @@ def render_markdown(result: dict[str, Any], plots: dict[str, str], notes: str | 
         "Paired differences on the same held-out windows (later minus earlier R; negative = the "
         "later model is better; 95% interval over windows):",
         "",
-        "| from | to | loss difference | assembly loss difference | verdict |",
-        "|---|---|---|---|---|",
+        "| from | to | loss difference | assembly loss difference | token-mean difference "
+        "(assembly) | verdict |",
+        "|---|---|---|---|---|---|",
     ]
+    models = result["models"]
     for c, s in zip(result["comparisons"], fnd["steps"], strict=True):
+        a, b = models[str(c["from"])]["summary"]["heldout"], models[str(c["to"])]["summary"]
+        token_diff = b["heldout"]["asm_loss"] - a["asm_loss"]
         lines.append(
             f"| R={c['from']} | R={c['to']} | {_interval(c['loss'])} | "
-            f"{_interval(c['asm_loss'])} | {s['verdict']} |"
+            f"{_interval(c['asm_loss'])} | {token_diff:+.4f} | {s['verdict']} |"
         )
     lines += [
+        "",
+        "A paired difference is the mean over windows of each window's difference, every "
+        "window counting once (windows without assembly tokens are left out of the assembly "
+        "column). The table above averages over tokens instead, and windows hold different "
+        "numbers of assembly tokens, so the paired difference need not equal the difference "
+        "of the table's values (shown as *token-mean difference*).",
         "",
         "The interval covers window-to-window variation for these trained weights only; one "
         "training run per R cannot show seed-to-seed variation, which at this scale can be of "
@@ -450,12 +498,14 @@ def render_markdown(result: dict[str, Any], plots: dict[str, str], notes: str | 
     ]
     if notes:
         lines += ["## Discussion", "", notes.strip(), ""]
+    raw = raw_name or "study.json"
     lines += [
         "## Reproduce",
         "",
-        "Rerun the command above: corpus, tokenizer and finished models are reused from "
-        f"`{cfg['output_dir']}` when their settings match, so a rerun only redraws the report. "
-        "Every number above is in `study.json` there. Metric names: "
+        f"Every number above is in `{raw}` beside this file (a copy of `study.json` from "
+        f"`{cfg['output_dir']}`); `asmopt study report {raw} -o <this file> [--notes <notes>]` "
+        "redraws the tables and plots from it. Rerunning the command above reuses corpus, "
+        "tokenizer and finished models when their settings match. Metric names: "
         + ", ".join(f"`{k}`" for k in METRICS)
         + ".",
         "",
@@ -463,12 +513,21 @@ def render_markdown(result: dict[str, Any], plots: dict[str, str], notes: str | 
     return "\n".join(lines)
 
 
+def raw_data_path(report: Path) -> Path:
+    """Where the raw data behind a report lives: `<stem>_study.json` beside it."""
+    return report.with_name(f"{report.stem}_study.json")
+
+
 def write_report(result: dict[str, Any], path: Path, *, notes: str | None = None) -> Path:
-    """Writes the Markdown file and its PNGs (same directory, named after the file)."""
+    """Writes the Markdown file, its PNGs and the raw data it is drawn from (`study.json` as
+    `<stem>_study.json`), all in one directory, so that a committed report carries its data
+    and `asmopt study report <stem>_study.json -o <report>` redraws it."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     plots = draw_plots(result, path.parent, path.stem)
-    path.write_text(render_markdown(result, plots, notes), encoding="utf-8")
+    raw = raw_data_path(path)
+    raw.write_text(json.dumps(result, indent=1) + "\n", encoding="utf-8")
+    path.write_text(render_markdown(result, plots, notes, raw.name), encoding="utf-8")
     return path
 
 

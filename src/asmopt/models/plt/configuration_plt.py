@@ -17,7 +17,7 @@ from huggingface_hub.dataclasses import strict
 from transformers.configuration_utils import PreTrainedConfig
 from transformers.modeling_rope_utils import RopeParameters
 
-PLT_LOOP_MODES: tuple[str, ...] = ("plt", "plain")
+PLT_LOOP_MODES: tuple[str, ...] = ("plt", "plain", "loop_v1")
 
 
 @strict
@@ -35,9 +35,10 @@ class PLTConfig(PreTrainedConfig):
             LoopCoder v1's `loop_window_size = W` counts the token itself and becomes
             `[W - 1, 0]`. For comparison, transformers' own `sliding_window` equals w + 1.
         plt_normalize_per_loop (`bool`, defaults to False): pass `norm(h(r-1))` instead of
-            `h(r-1)` to the next loop, `norm` being the shared final RMSNorm.
-        plt_emb_scale (`float`, defaults to 1.0): a in `B(r) = a * E(x) + b * shift(h(r-1))`.
-        plt_hidden_scale (`float`, defaults to 1.0): b in the same formula.
+            `h(r-1)` to the next loop, `norm` being the shared final RMSNorm. None means False.
+        plt_emb_scale (`float`, *optional*): a in `B(r) = a * E(x) + b * shift(h(r-1))`;
+            None (the default) means 1.0.
+        plt_hidden_scale (`float`, *optional*): b in the same formula; None means 1.0.
         plt_gate_use_hidden_states (`bool`, *optional*): gate mode of gated sliding-window
             attention. True: hidden-state gate `sigmoid(W_g RMSNorm_g(x) + b)` on the layer
             input (LoopCoder-v2). False: query gate `sigmoid(w_h . q_h + b_h)` on the
@@ -48,7 +49,10 @@ class PLTConfig(PreTrainedConfig):
         plt_loop_mode (`str`, defaults to `"plt"`): `"plt"` is the parallel loop transformer
             (cross-loop shift, shared loop-1 KV, gated sliding-window attention). `"plain"` is
             the baseline looped transformer `h(r) = f(h(r-1))` with R full KV caches, kept for
-            comparisons.
+            comparisons. `"loop_v1"` is the first LoopCoder generation (IQuest-Coder-V1-Loop,
+            `model_type: iquestloopcoder`): `h(r) = f(h(r-1))` without shift or embedding,
+            loops >= 2 with the shared loop-1 KV and gated sliding-window attention; its
+            loops cannot run in parallel within a decode step.
 
     The remaining fields are Llama's and mean the same.
     """
@@ -81,9 +85,9 @@ class PLTConfig(PreTrainedConfig):
 
     plt_num_loops: int | None = None
     plt_window_size: list[int] | int | None = None
-    plt_normalize_per_loop: bool = False
-    plt_emb_scale: float | int = 1.0
-    plt_hidden_scale: float | int = 1.0
+    plt_normalize_per_loop: bool | None = False
+    plt_emb_scale: float | int | None = None
+    plt_hidden_scale: float | int | None = None
     plt_gate_use_hidden_states: bool | None = None
     plt_loop_mode: str = "plt"
 
@@ -114,15 +118,23 @@ class PLTConfig(PreTrainedConfig):
             64 if self.plt_window_size is None else self.plt_window_size
         )
         if self.plt_gate_use_hidden_states is None:
-            self.plt_gate_use_hidden_states = not is_v1
-        self.plt_emb_scale = float(self.plt_emb_scale)
-        self.plt_hidden_scale = float(self.plt_hidden_scale)
+            self.plt_gate_use_hidden_states = self._default_gate_use_hidden_states(is_v1)
+        self.plt_normalize_per_loop = bool(self.plt_normalize_per_loop)
+        # None is "no scaling", as in the published class; stored as the number it means.
+        self.plt_emb_scale = 1.0 if self.plt_emb_scale is None else float(self.plt_emb_scale)
+        self.plt_hidden_scale = (
+            1.0 if self.plt_hidden_scale is None else float(self.plt_hidden_scale)
+        )
         self.attention_dropout = float(self.attention_dropout)
         if self.head_dim is None:
             self.head_dim = self.hidden_size // self.num_attention_heads
         if self.num_key_value_heads is None:
             self.num_key_value_heads = self.num_attention_heads
         super().__post_init__(**kwargs)
+
+    def _default_gate_use_hidden_states(self, is_v1: bool) -> bool:
+        """Gate mode when the config leaves it unset (or null): ours picks by generation."""
+        return not is_v1
 
     def validate_architecture(self) -> None:
         """Called by `@strict` validation; every message names the conflicting values."""
@@ -152,7 +164,7 @@ class PLTConfig(PreTrainedConfig):
     @property
     def plt_uses_gated_attention(self) -> bool:
         """True when loops >= 2 exist and use the shared loop-1 KV plus a gated local window."""
-        return self.plt_loop_mode == "plt" and self.plt_num_loops > 1
+        return self.plt_loop_mode in ("plt", "loop_v1") and self.plt_num_loops > 1
 
 
 def _as_window(window: list[int] | tuple[int, ...] | int) -> list[int]:
@@ -166,13 +178,81 @@ def _as_window(window: list[int] | tuple[int, ...] | int) -> list[int]:
 
 
 class IQuestPLTCoderConfig(PLTConfig):
-    """Configuration read from published LoopCoder directories (`model_type: iquestpltcoder`).
+    """Configuration read from published LoopCoder-v2 directories (`model_type: iquestpltcoder`).
 
-    Same fields and meaning as `PLTConfig`; a separate class only so that the Auto classes can
-    map that model type to native code (no `trust_remote_code`).
+    Same fields and meaning as `PLTConfig`, but **the defaults are those of the published
+    `IQuestPLTCoderConfig`** (configuration_iquestpltcoder.py of the LoopCoder-V2 release), so
+    that a `config.json` which leaves a field out computes what the published code computes:
+    `plt_normalize_per_loop` True, `plt_gate_use_hidden_states` False (query gate),
+    `plt_emb_scale` / `plt_hidden_scale` None (= 1.0), `plt_window_size` None (= [64, 0]),
+    `plt_num_loops` 2, `vocab_size` 75904, `head_dim` 128, `eos_token_id` None
+    (= [2, 75864, 75869]), `rope_theta` 5e5, plus the 7B shape. A null in the file means what
+    it means there (a null `plt_gate_use_hidden_states` or `plt_normalize_per_loop` is False).
+    A separate class also lets the Auto classes map the type to native code.
     """
 
     model_type: ClassVar[str] = "iquestpltcoder"
+    published_eos_token_id: ClassVar[list[int]] = [2, 75864, 75869]
+
+    vocab_size: int = 75904
+    head_dim: int | None = 128
+    eos_token_id: int | list[int] | None = None
+    plt_normalize_per_loop: bool | None = True
+    plt_gate_use_hidden_states: bool | None = False
+
+    def __post_init__(self, **kwargs: Any) -> None:
+        if self.eos_token_id is None:
+            self.eos_token_id = list(self.published_eos_token_id)
+        super().__post_init__(**kwargs)
+
+    def _default_gate_use_hidden_states(self, is_v1: bool) -> bool:
+        return False
 
 
-__all__ = ["PLT_LOOP_MODES", "IQuestPLTCoderConfig", "PLTConfig"]
+class IQuestLoopCoderConfig(PLTConfig):
+    """Configuration of first-generation loop checkpoints (`model_type: iquestloopcoder`,
+    IQuest-Coder-V1-Loop).
+
+    Their `config.json` carries `loop_num` (R, default 2) and `loop_window_size` (W, default 64,
+    counting the token itself, so `plt_window_size = [W - 1, 0]`). The computation is
+    `plt_loop_mode = "loop_v1"`: loop r >= 2 takes loop r - 1's raw output (no shift, no
+    embedding, no per-loop norm) and mixes, per head, attention over loop 1's keys/values
+    with attention over its own window through the query gate `sigmoid(w_h . q_h + b_h)`.
+    Gate tensors are stored as `model.gate_projections.{i}.{weight,bias}` and renamed on load.
+    """
+
+    model_type: ClassVar[str] = "iquestloopcoder"
+
+    vocab_size: int = 75904
+    head_dim: int | None = 128
+    plt_normalize_per_loop: bool | None = False
+    plt_gate_use_hidden_states: bool | None = False
+    plt_loop_mode: str = "loop_v1"
+
+    def __post_init__(self, **kwargs: Any) -> None:
+        kwargs.setdefault("loop_num", 2 if self.plt_num_loops is None else self.plt_num_loops)
+        if self.plt_window_size is None:
+            kwargs.setdefault("loop_window_size", 64)
+        super().__post_init__(**kwargs)
+
+    def _default_gate_use_hidden_states(self, is_v1: bool) -> bool:
+        return False
+
+    def to_dict(self) -> dict[str, Any]:
+        """Also writes the first-generation names, so a re-saved directory still carries the
+        fields the published loop-1 code reads."""
+        output = super().to_dict()
+        output["loop_num"] = self.plt_num_loops
+        output["loop_window_size"] = self.plt_local_window + 1
+        return output
+
+    def validate_architecture(self) -> None:
+        super().validate_architecture()
+        if self.plt_loop_mode != "loop_v1":
+            raise ValueError(
+                f"iquestloopcoder checkpoints compute plt_loop_mode 'loop_v1', got "
+                f"{self.plt_loop_mode!r}; use PLTConfig for other modes."
+            )
+
+
+__all__ = ["PLT_LOOP_MODES", "IQuestLoopCoderConfig", "IQuestPLTCoderConfig", "PLTConfig"]

@@ -11,6 +11,9 @@ One shared stack of L Llama-style layers runs R times ("loops"). Three modes sha
                  attends loop 1's keys/values of the same layer at positions <= i and y_local
                  attends this loop's own keys/values at positions i - w ... i.
   Logits come from N(h(R)). RoPE positions are the same in every loop.
+- loop v1 (`plt_loop_mode="loop_v1"`, IQuest-Coder-V1-Loop): loop r >= 2 takes h(r-1) as it is
+  (no shift, no embedding) and uses the same gated attention as PLT; loops run one after
+  another, also when decoding.
 - plain looped baseline (`plt_loop_mode="plain"`): h(r) = f(n(h(r-1))), h(0) = E(x), every loop
   with its own full causal attention and KV cache.
 
@@ -50,8 +53,9 @@ from transformers.modeling_rope_utils import ROPE_INIT_FUNCTIONS, dynamic_rope_u
 from transformers.modeling_utils import PreTrainedModel
 from transformers.utils import logging
 
+from . import kernels
 from .cache_plt import PLTCache, ring_sequence_indices
-from .configuration_plt import IQuestPLTCoderConfig, PLTConfig
+from .configuration_plt import IQuestLoopCoderConfig, IQuestPLTCoderConfig, PLTConfig
 
 logger = logging.get_logger(__name__)
 
@@ -138,33 +142,21 @@ def apply_rotary_pos_emb(
     return (q * cos) + (rotate_half(q) * sin), (k * cos) + (rotate_half(k) * sin)
 
 
-# Few-row float32 products on CPU: `x @ W.T` with 1-4 rows takes a slow GEMM path in the
-# installed BLAS (measured on a 2-core EPYC: ~2.5x slower for 2 rows than `(W @ x.T).T`, and a
-# single row runs the slow matrix-vector path). Decode steps have exactly such shapes (batch x
-# loops rows), so `PLTLinear` computes them as `(W @ x.T).T`, padding one row to two. Other
-# dtypes, devices and row counts use `F.linear`. Set to False to measure the library default.
-FEW_ROW_FP32_MATMUL = True
-_FEW_ROWS = 4
-
-
-def set_few_row_fp32_matmul(enabled: bool) -> None:
-    """Turns the few-row float32 CPU product path of `PLTLinear` on or off (process-wide)."""
-    global FEW_ROW_FP32_MATMUL
-    FEW_ROW_FP32_MATMUL = enabled
-
-
 class PLTLinear(nn.Linear):
-    """`nn.Linear` (same parameters and checkpoint names) with the few-row float32 CPU path."""
+    """`nn.Linear` (same parameters and checkpoint names) whose few-row CPU products use the
+    kernel measured fastest on this machine (`kernels.use_few_row`): `F.linear` or the
+    transposed product `(W @ x.T).T`. Decode steps are exactly such products (batch x loops
+    rows), and which kernel wins differs between CPUs; see `kernels`."""
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        if FEW_ROW_FP32_MATMUL and x.dtype == torch.float32 and x.device.type == "cpu":
+        if (
+            x.device.type == "cpu"
+            and x.dtype == self.weight.dtype
+            and not torch.is_autocast_enabled("cpu")
+        ):
             rows = x.numel() // x.shape[-1]
-            if rows <= _FEW_ROWS:
-                flat = x.reshape(rows, x.shape[-1])  # [rows, in]
-                if rows == 1:
-                    flat = torch.cat([flat, flat.new_zeros(1, flat.shape[1])])  # [2, in]
-                # [out, rows] -> contiguous [rows, out]: attention kernels need unit stride
-                out = torch.mm(self.weight, flat.t()).t()[:rows].contiguous()
+            if rows <= kernels.MAX_ROWS and kernels.use_few_row(self.weight, rows):
+                out = kernels.few_row_product(x.reshape(rows, x.shape[-1]), self.weight)
                 if self.bias is not None:
                     out = out + self.bias
                 return out.view(*x.shape[:-1], self.out_features)
@@ -328,7 +320,11 @@ class PLTGate(nn.Module):
         compute = torch.float32 if dtype in (torch.float16, torch.bfloat16) else dtype
         weight, bias = self._weights(compute)
         if self.gate_norm is not None:
-            logits = F.linear(unit_hidden.to(compute), weight, bias)  # [B, Q, H]
+            # As a 2D product: a decode step passes a strided [B, R - 1, hidden] slice, and a
+            # strided 3D input sends F.linear to a batched product that copies the weight per
+            # row (measured: ~10% of a float32 batch-8 PLT-2 step).
+            flat = unit_hidden.reshape(-1, unit_hidden.shape[-1]).to(compute)
+            logits = F.linear(flat, weight, bias).view(*unit_hidden.shape[:-1], -1)  # [B, Q, H]
         else:
             per_head = torch.matmul(query.to(compute), weight.unsqueeze(-1))  # [B, H, Q, 1]
             logits = per_head.squeeze(-1).transpose(1, 2) + bias  # [B, Q, H]
@@ -713,7 +709,12 @@ class PLTModel(PLTPreTrainedModel):
 
         diagnostics = output_attentions or output_hidden_states or output_loop_states
         gated = self.config.plt_uses_gated_attention
-        if gated and past_length > 0 and past_key_values.loop_states is None:
+        if (
+            gated
+            and self.config.plt_loop_mode == "plt"
+            and past_length > 0
+            and past_key_values.loop_states is None
+        ):
             raise ValueError(
                 "The PLTCache has tokens but no per-loop states; it was not filled by PLT."
             )
@@ -786,6 +787,8 @@ class PLTModel(PLTPreTrainedModel):
         asked for. Apart from `forward` so that it reads like Llama's decoder loop, with
         the argument handling and the parallel decode step kept out of the way."""
         gated = self.config.plt_uses_gated_attention
+        # Only the shifted (PLT) mode carries h(r) of the last token into the next step.
+        shifted = gated and self.config.plt_loop_mode == "plt"
         # Loop 1's keys/values per layer, the global branch of later loops when there is no cache.
         loop1_kv: list[tuple[torch.Tensor | None, torch.Tensor | None]] = [
             (None, None)
@@ -832,7 +835,7 @@ class PLTModel(PLTPreTrainedModel):
             loop_hidden.append(hidden_states)
             loop_attentions.append(tuple(layer_probs))
             loop_gates.append(tuple(layer_gates) if layer_gates else None)
-            if gated and past_key_values is not None and loop_idx < self.config.plt_num_loops - 1:
+            if shifted and past_key_values is not None and loop_idx < self.config.plt_num_loops - 1:
                 last_states.append(hidden_states[:, -1])
         if last_states:
             past_key_values.loop_states = torch.stack(last_states, dim=1)  # [B, R - 1, hidden]
@@ -871,8 +874,8 @@ class PLTModel(PLTPreTrainedModel):
     ) -> torch.Tensor:
         """Input of loop `loop_idx + 1` over a chunk, from the previous loop's output."""
         carried = self._loop_carry(previous)
-        if self.config.plt_loop_mode == "plain":
-            return carried
+        if self.config.plt_loop_mode in ("plain", "loop_v1"):
+            return carried  # no shift: loop r reads loop r - 1's output at the same token
         batch, q_len, hidden = carried.shape
         if cache is not None and past_length > 0:
             first = self._loop_carry(cache.loop_states[:, loop_idx - 1]).unsqueeze(1)
@@ -1116,7 +1119,19 @@ class IQuestPLTCoderForCausalLM(PLTForCausalLM):
     config: IQuestPLTCoderConfig
 
 
+class IQuestLoopCoderForCausalLM(PLTForCausalLM):
+    """`PLTForCausalLM` for first-generation loop directories (`model_type: iquestloopcoder`).
+
+    The config sets `plt_loop_mode = "loop_v1"`; the gate tensors of those files
+    (`model.gate_projections.{i}`) are renamed to `model.layers.{i}.self_attn.plt_gate` on load.
+    """
+
+    config_class = IQuestLoopCoderConfig
+    config: IQuestLoopCoderConfig
+
+
 __all__ = [
+    "IQuestLoopCoderForCausalLM",
     "IQuestPLTCoderForCausalLM",
     "PLTAttentionMasks",
     "PLTCausalLMOutputWithPast",
