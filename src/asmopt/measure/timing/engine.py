@@ -73,11 +73,11 @@ class TimingConfig:
     # normal priority preempts the timed program, so it is not slowed by a neighbour's
     # cache footprint after every time slice. The achieved level is recorded.
     priority: Literal["normal", "high", "realtime"] = "realtime"
-    # The first round of a test is a pilot, a warm-up round: it sizes the next round and
-    # is never the estimate (unless `max_rounds` is 1). A cold first round (page cache,
+    # The first round of a test is a pilot: it sizes the next round, never ends the
+    # measurement alone (unless `max_rounds` is 1), and joins the estimate only where it
+    # agrees with the later rounds (_used_pairs). A cold first round (page cache,
     # frequency ramp, a burst of load at the start of a batch) then cannot shift the
-    # interval, nor end the measurement with a tight but displaced one. It costs each
-    # test `min_pairs` + `warmup_pairs` more pairs.
+    # interval, nor end the measurement with a tight but displaced one.
     pilot_round: bool = True
     # A round is stalled when the baseline's runs spent more than `stall_share` of their
     # CPU time (and at least `stall_min_s`) waiting on the core while running (wall - CPU):
@@ -253,13 +253,40 @@ class TimingOutcome:
 
 
 # ---------------------------------------------------------------------------- engine
+# The pilot round joins the estimate only when it agrees with the rounds after it: their
+# means may differ by at most this many standard errors of the difference.
+PILOT_AGREEMENT_Z = 3.0
+
+
+def _mean_se(xs: Sequence[float]) -> tuple[float, float]:
+    n = len(xs)
+    mean = sum(xs) / n
+    if n < 2:
+        return mean, math.inf
+    var = sum((x - mean) ** 2 for x in xs) / (n - 1)
+    return mean, math.sqrt(var / n)
+
+
 def _used_pairs(
     pairs: list[tuple[RunTiming, RunTiming, int]], config: TimingConfig
 ) -> list[tuple[RunTiming, RunTiming, int]]:
-    """The pairs the estimate rests on: all but the pilot round's once a later round exists."""
-    if config.pilot_round and any(r > 0 for _, _, r in pairs):
-        return [p for p in pairs if p[2] > 0]
-    return pairs
+    """The pairs the estimate rests on. Once a later round exists, the pilot round's pairs
+    count only if they agree with the later rounds' (means within PILOT_AGREEMENT_Z
+    standard errors of their difference): a displaced pilot is left out, a sound one saves
+    its pairs from being paid for twice."""
+    if not (config.pilot_round and any(r > 0 for _, _, r in pairs)):
+        return pairs
+    later = [p for p in pairs if p[2] > 0]
+    pilot = [p for p in pairs if p[2] == 0]
+    if not pilot:
+        return pairs
+    metric = config.metric
+    m1, se1 = _mean_se([math.log(b.value(metric) / c.value(metric)) for b, c, _ in pilot])
+    m2, se2 = _mean_se([math.log(b.value(metric) / c.value(metric)) for b, c, _ in later])
+    spread = math.hypot(se1, se2)
+    if math.isfinite(spread) and abs(m1 - m2) <= PILOT_AGREEMENT_Z * spread:
+        return pairs
+    return later
 
 
 def _contended(pairs: Sequence[tuple[RunTiming, RunTiming, int]], stalled_rounds: int) -> bool:
