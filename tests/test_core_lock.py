@@ -63,6 +63,17 @@ with lock.hold() as cpu:
 """
 
 
+def _doctor(env: dict[str, str]) -> dict[str, object]:
+    out = subprocess.run(
+        [sys.executable, "-m", "asmopt.cli", "doctor", "--json"],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+    )
+    return json.loads(out.stdout)
+
+
 def test_doctor_names_the_lock_files_and_who_holds_them(tmp_path: Path) -> None:
     # A private lock directory on purpose (ASMOPT_TIMING_LOCK_DIR), so that the real
     # timing cores of this machine stay free while the test holds one.
@@ -79,26 +90,12 @@ def test_doctor_names_the_lock_files_and_who_holds_them(tmp_path: Path) -> None:
         line = holder.stdout.readline()
         assert line.startswith("held"), line
         cpu = int(line.split()[1])
-        out = subprocess.run(
-            [sys.executable, "-m", "asmopt.cli", "doctor", "--json"],
-            capture_output=True,
-            text=True,
-            env=env,
-            timeout=120,
-        )
-        report = json.loads(out.stdout)
-        timing = report["timing"]
-        assert timing["lock_dir"] == str(tmp_path / "locks")
+        timing = _doctor(env)["timing"]
+        assert isinstance(timing, dict) and timing["lock_dir"] == str(tmp_path / "locks")
         (entry,) = [e for e in timing["locks"] if e["cpu"] == cpu]
         assert entry["held_by"] is not None and f"pid {holder.pid}" in entry["held_by"]
     finally:
         holder.kill()
         holder.wait(timeout=30)
-    free = subprocess.run(
-        [sys.executable, "-m", "asmopt.cli", "doctor", "--json"],
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=120,
-    )
-    assert all(e["held_by"] is None for e in json.loads(free.stdout)["timing"]["locks"])
+    timing = _doctor(env)["timing"]
+    assert isinstance(timing, dict) and all(e["held_by"] is None for e in timing["locks"])

@@ -68,11 +68,10 @@ def _read_json(path: Path) -> Any:
         raise SuiteFormatError(f"{path}: invalid JSON at line {exc.lineno}: {exc.msg}") from None
 
 
-def read_text_file(path: Path, what: str, max_bytes: int | None = None) -> str:
-    """Read a UTF-8 text file or raise an error that names it and says what is wrong.
-
-    With `max_bytes`, at most that much (plus one byte) is read: a device or a huge file
-    (`/dev/zero`) is refused before it fills memory."""
+def _read_file_bytes(path: Path, what: str, max_bytes: int | None = None) -> bytes:
+    """A file's bytes, or an error that names it and says what is wrong. With `max_bytes`,
+    at most that much (plus one byte) is read: a device or a huge file (`/dev/zero`) is
+    refused before it fills memory. NUL bytes mean a binary file, never a text input."""
     try:
         if max_bytes is None:
             raw = path.read_bytes()
@@ -91,6 +90,12 @@ def read_text_file(path: Path, what: str, max_bytes: int | None = None) -> str:
         raise SuiteFormatError(f"{path}: cannot read {what} ({exc.strerror})") from None
     if b"\x00" in raw:
         raise SuiteFormatError(f"{path}: {what} is a binary file (contains NUL bytes)")
+    return raw
+
+
+def read_text_file(path: Path, what: str, max_bytes: int | None = None) -> str:
+    """Read a UTF-8 text file or raise an error that names it and says what is wrong."""
+    raw = _read_file_bytes(path, what, max_bytes)
     try:
         return raw.decode("utf-8")
     except UnicodeDecodeError as exc:
@@ -102,17 +107,7 @@ def read_text_file(path: Path, what: str, max_bytes: int | None = None) -> str:
 def read_source_file(path: Path, what: str) -> str:
     """A C source or header, byte for byte: gcc compiles the odd Latin-1 byte in a comment,
     so non-UTF-8 bytes are kept (see `decode_source`) instead of refusing the program."""
-    try:
-        raw = path.read_bytes()
-    except FileNotFoundError:
-        raise SuiteFormatError(f"{path}: {what} not found") from None
-    except IsADirectoryError:
-        raise SuiteFormatError(f"{path}: {what} is a directory") from None
-    except OSError as exc:
-        raise SuiteFormatError(f"{path}: cannot read {what} ({exc.strerror})") from None
-    if b"\x00" in raw:
-        raise SuiteFormatError(f"{path}: {what} is a binary file (contains NUL bytes)")
-    return decode_source(raw)
+    return decode_source(_read_file_bytes(path, what))
 
 
 def _inside(base: Path, rel: str, what: str) -> Path:
