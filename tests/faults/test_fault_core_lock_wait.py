@@ -60,3 +60,34 @@ def test_fault14_long_wait_names_the_lock_and_its_holder(tmp_path: Path) -> None
     assert "waiting" in notices[0] and "timing core" in notices[0]
     assert str(tmp_path) in notices[0]
     assert f"pid {holder.pid}" in notices[0] and "--marker-for-the-holder" in notices[0]
+
+
+def test_waiting_on_this_process_own_measurements_is_not_announced(tmp_path: Path) -> None:
+    # eval's parallel jobs take turns on the timing core: that wait is expected, and a
+    # notice naming our own pid as the holder would only read like a hang.
+    lock = CoreLock(LAYOUT, tmp_path)
+    notices: list[str] = []
+    release = threading.Event()
+    held = threading.Event()
+
+    def holder() -> None:
+        with lock.hold():
+            held.set()
+            release.wait(timeout=60)
+
+    first = threading.Thread(target=holder)
+    first.start()
+    assert held.wait(timeout=60)
+    got: list[int] = []
+
+    def waiter() -> None:
+        with lock.hold(notice_after_s=0.1, notify=notices.append) as cpu:
+            got.append(cpu)
+
+    second = threading.Thread(target=waiter)
+    second.start()
+    threading.Event().wait(0.6)  # several notice periods
+    release.set()
+    first.join(timeout=60)
+    second.join(timeout=60)
+    assert got == [0] and notices == []
