@@ -340,3 +340,17 @@ def test_runs_too_slow_for_two_rounds_get_one_round_sized_to_the_budget() -> Non
     blind = SlowNoisy(pair_s=6.0)
     measure_candidates(blind, ["t"], 1, cfg)
     assert blind.requests[0] == (0, 0, 4, 1)
+
+
+def _short_noisy(seed: int) -> RoundExecutor:
+    rng = random.Random(seed)
+    return RoundExecutor(lambda r, k: _pair(rng.gauss(0.0, 0.1), base_s=0.001))  # type: ignore[arg-type,return-value]
+
+
+def test_a_sub_2ms_test_may_take_more_pairs_to_reach_its_target() -> None:
+    # Per-pair spread 10% at 1 ms a run: about 300 pairs for +-2%; they cost a second.
+    sp = measure_pairs(_short_noisy(8), TimingConfig(budget_s=1e9)).speedup
+    assert sp.n > 200 and sp.context["stopped"] == "target" and sp.reliable
+    capped = TimingConfig(budget_s=1e9, short_test_pair_factor=1)
+    sp1 = measure_pairs(_short_noisy(8), capped).speedup
+    assert sp1.context["stopped"] == "pairs" and not sp1.reliable

@@ -51,6 +51,11 @@ class TimingConfig:
     # most `round_pairs` pairs each, so a long measurement samples several layouts.
     max_rounds: int = 8
     round_pairs: int = 50
+    # A test whose runs are under TOO_FAST_S (2 ms) may take this many times `max_pairs`
+    # and `round_pairs`: its pairs cost a few ms, yet its per-pair spread is the widest
+    # (start-up noise), so 200 pairs often end a hair above the target; its time budget
+    # still bounds it.
+    short_test_pair_factor: int = 4
     # Seconds one test may spend timing (both binaries, warm-ups included; waiting for the
     # timing core does not count).
     budget_s: float = 20.0
@@ -107,6 +112,8 @@ class TimingConfig:
             raise ValueError(
                 f"need 2 <= min_pairs <= max_pairs, got {self.min_pairs} and {self.max_pairs}"
             )
+        if self.short_test_pair_factor < 1:
+            raise ValueError("short_test_pair_factor must be at least 1")
         if self.warmup_pairs < 0 or self.max_rounds < 1 or self.budget_s <= 0:
             raise ValueError("warmup_pairs >= 0, max_rounds >= 1 and budget_s > 0 are required")
         if self.metric not in ("cpu", "wall"):
@@ -506,6 +513,11 @@ def _advance(state: _TestState, config: TimingConfig, warnings: Sequence[TimingW
     settled = enough and half_width <= config.target_half_width
     decided = enough and not settled and _decided(stat, config)
     n = len(state.pairs)
+    if speedup.base_mean is not None and speedup.base_mean < TOO_FAST_S:
+        factor = config.short_test_pair_factor
+        config = replace(
+            config, max_pairs=factor * config.max_pairs, round_pairs=factor * config.round_pairs
+        )
     reasons = [
         (settled, "target"),
         (decided, "decided"),
