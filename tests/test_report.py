@@ -31,14 +31,14 @@ def _measured(pid: str, ratio: float, low: float, high: float, asm: str) -> Samp
     return SampleOutcome(pid, 0, check, assembly=asm)
 
 
-@pytest.fixture()
-def store(tmp_path: Path) -> ResultStore:
-    s = ResultStore(tmp_path / "run")
+def _new_store(path: Path, pids: tuple[str, ...]) -> ResultStore:
+    """A run of one-test programs `pids`, each with the BASELINE assembly."""
+    s = ResultStore(path)
     s.begin_run(
         {"suite": "demo", "policy": "unit", "split": "all", "measure": "time"},
         {"cpu_model": "Test CPU", "kernel": "6.1", "compiler": "gcc 12"},
     )
-    for pid in ("alpha", "beta", "gamma", "delta"):
+    for pid in pids:
         s.put_program(
             Program(
                 id=pid,
@@ -48,6 +48,12 @@ def store(tmp_path: Path) -> ResultStore:
             "test",
             BASELINE,
         )
+    return s
+
+
+@pytest.fixture()
+def store(tmp_path: Path) -> ResultStore:
+    s = _new_store(tmp_path / "run", ("alpha", "beta", "gamma", "delta"))
     s.record(_measured("alpha", 1.5, 1.4, 1.6, FASTER))
     s.record(_measured("beta", 0.99, 0.97, 1.01, BASELINE + "\tnop\n"))
     copy = CheckResult(
@@ -212,21 +218,7 @@ def test_results_show_verbose_lists_every_variant_and_compare_names_columns(
 
 
 def test_report_names_answers_whose_timing_stopped_on_a_budget(tmp_path: Path) -> None:
-    s = ResultStore(tmp_path / "run")
-    s.begin_run(
-        {"suite": "demo", "policy": "unit", "split": "all", "measure": "time"},
-        {"cpu_model": "Test CPU", "kernel": "6.1", "compiler": "gcc 12"},
-    )
-    for pid in ("slow", "fine"):
-        s.put_program(
-            Program(
-                id=pid,
-                source=f"int main(){{return 0;}} // {pid}",
-                tests=(TestCase("t1", b"", b""),),
-            ),
-            "test",
-            BASELINE,
-        )
+    s = _new_store(tmp_path / "run", ("slow", "fine"))
     slow = _measured("slow", 1.2, 1.0, 1.4, FASTER)
     assert slow.check.speedup is not None
     slow.check.speedup.tests[0].context = {"stopped": "candidate_budget"}

@@ -51,14 +51,14 @@ def test_fault1_edited_expected_output_is_judged_again(tmp_path: Path) -> None:
 
 
 def test_fault1_reimported_workload_is_not_reused(tmp_path: Path) -> None:
-    suite = write_suite(tmp_path / "s", ["work"], source=ECHO_C.replace("WORK", "1"))
+    suite = write_suite(tmp_path / "s", ["heavy"], source=ECHO_C.replace("WORK", "1"))
     run = tmp_path / "run"
     _verdicts(_eval(suite, run))
     # Same output, another workload (what a re-import with other sizes does).
-    (suite / "programs/work/main.c").write_text(ECHO_C.replace("WORK", "(1 + 0 * 100000000L)"))
+    (suite / "programs/heavy/main.c").write_text(ECHO_C.replace("WORK", "(1 + 0 * 100000000L)"))
     proc = _eval(suite, run)
-    assert _verdicts(proc) == [("work", "pass", False)]
-    assert "re-evaluating 1 stored sample(s) of work" in proc.stderr
+    assert _verdicts(proc) == [("heavy", "pass", False)]
+    assert "re-evaluating 1 stored sample(s) of heavy" in proc.stderr
 
 
 def test_fault5_second_eval_names_the_holder_and_exits_2(tmp_path: Path) -> None:

@@ -875,7 +875,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--run-dir",
         default=None,
-        help="where results are stored (default: runs/SUITE-POLICY-SPLIT-MEASURE)",
+        help="where results are stored (default: runs/SUITE-HASH-POLICY-SPLIT-MEASURE, HASH from "
+        "the suite's program ids)",
     )
     p.add_argument("--fresh", action="store_true", help="discard results already in --run-dir")
     p.add_argument(

@@ -222,9 +222,7 @@ class ProgramSpeedup:
                 )
         if all(t.status == MeasureStatus.COPY for t in tests):
             return cls(mode, MeasureStatus.COPY, message=tests[0].message, tests=tests)
-        parts = [exact_ratio(1.0) if t.status == MeasureStatus.COPY else t.interval for t in tests]
-        combined = with_resolution(combine_geometric(parts), resolution)
-        mean = with_resolution(combine_arithmetic(parts), resolution)
+        combined = with_resolution(combine_geometric(_parts(tests)), resolution)
         unreliable = [t.test for t in tests if not t.reliable]
         return cls(
             mode,
@@ -232,13 +230,10 @@ class ProgramSpeedup:
             ratio=combined.ratio,
             low=combined.low,
             high=combined.high,
-            mean_ratio=mean.ratio,
-            mean_low=mean.low,
-            mean_high=mean.high,
             reliable=not unreliable,
             message=f"unreliable on {', '.join(unreliable)}" if unreliable else "",
             tests=tests,
-        )
+        )._set_means(resolution)
 
     def fill_means(self) -> ProgramSpeedup:
         """Recompute the arithmetic-mean statistic from the per-test results (a stored
@@ -250,10 +245,11 @@ class ProgramSpeedup:
         resolution = max(
             float(t.context.get("config", {}).get("resolution", 0.0)) for t in self.tests
         )
-        parts = [
-            exact_ratio(1.0) if t.status == MeasureStatus.COPY else t.interval for t in self.tests
-        ]
-        mean = with_resolution(combine_arithmetic(parts), resolution)
+        return self._set_means(resolution)
+
+    def _set_means(self, resolution: float) -> ProgramSpeedup:
+        """The arithmetic mean of the per-test speedups with its own interval; returns self."""
+        mean = with_resolution(combine_arithmetic(_parts(self.tests)), resolution)
         self.mean_ratio, self.mean_low, self.mean_high = mean.ratio, mean.low, mean.high
         return self
 
@@ -267,3 +263,8 @@ class ProgramSpeedup:
     @classmethod
     def not_measured(cls) -> ProgramSpeedup:
         return cls(MeasureMode.NONE, MeasureStatus.NOT_MEASURED, message="--measure none")
+
+
+def _parts(tests: list[TestSpeedup]) -> list[RatioInterval]:
+    """Each test's interval; a copied test is exactly 1.0."""
+    return [exact_ratio(1.0) if t.status == MeasureStatus.COPY else t.interval for t in tests]
