@@ -15,13 +15,14 @@ demo: setup
 	$(VENV)/bin/asmopt eval --policy compiler-search --split test --run-dir runs/demo-compiler-search
 	$(VENV)/bin/asmopt report runs/demo-compiler-search
 
-# Everything but the tests marked slow (see [tool.pytest.ini_options] in pyproject.toml).
+# Everything but the tests marked slow (see [tool.pytest.ini_options] in pyproject.toml);
+# -rs prints the reason of every skipped test, so none is skipped silently.
 test: setup
-	$(PY) -m pytest -q
+	$(PY) -m pytest -q -rs
 
 # Only the slow tests: full sweeps over the built-in suite, multi-process training runs.
 test-slow: setup
-	$(PY) -m pytest -q -m slow
+	$(PY) -m pytest -q -rs -m slow
 
 lint: setup
 	$(VENV)/bin/ruff check src tests bench scripts
