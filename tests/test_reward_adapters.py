@@ -1,8 +1,14 @@
-"""verl and TRL adapters: real rows, real scoring, and TRL's GRPOTrainer for two CPU steps."""
+"""verl and TRL adapters: real rows, real scoring, and TRL's GRPOTrainer for two CPU steps,
+once from hand-written code and once from the documented script (docs/training.md)."""
 
 from __future__ import annotations
 
+import json
 import math
+import os
+import re
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -11,8 +17,10 @@ from asmopt.programs import load_builtin_suite
 from asmopt.reward.adapters import TRLReward, compute_score, dry_run_verl
 from asmopt.reward.service import ScoreConfig
 from asmopt.toolchain import Toolchain
+from asmopt.train.data import trl_columns
 
 PROGRAM = load_builtin_suite().select(split="train")[0]
+ROOT = Path(__file__).resolve().parents[1]
 
 
 def _row(toolchain: Toolchain) -> tuple[str, dict]:
@@ -150,3 +158,98 @@ def test_trl_grpo_trainer_runs_two_steps_with_our_reward(
     assert logged and all(math.isfinite(h["reward"]) for h in logged)
     # A random model writes no assembly: every sample is an extraction error (-1).
     assert all(h["reward"] == pytest.approx(-1.0) for h in logged)
+
+
+def test_trl_columns_are_suite_prompts_and_drop_long_ones_loudly() -> None:
+    """TRL keeps every prompt however long, so the helper drops them and says which."""
+    suite = load_builtin_suite()
+    all_rows = trl_columns("train")
+    assert len(all_rows["prompt"]) == len(suite.select(split="train"))
+    with pytest.warns(UserWarning, match=r"dropped \d+ of \d+ train prompt\(s\) longer than 7000"):
+        short = trl_columns("train", max_prompt_chars=7000)
+    assert sorted(short) == ["program_id", "prompt"]
+    assert 0 < len(short["prompt"]) < len(all_rows["prompt"])
+    for prompt, program_id in zip(short["prompt"], short["program_id"], strict=True):
+        [message] = prompt
+        assert message["role"] == "user" and len(message["content"]) <= 7000
+        assert suite.get(program_id).source.strip() in message["content"]
+    with pytest.raises(ValueError, match="tokenizer"):
+        trl_columns("train", max_prompt_tokens=100)
+    with pytest.raises(ValueError, match="no prompt"), pytest.warns(UserWarning):
+        trl_columns("train", max_prompt_chars=100)
+
+
+def trl_snippet() -> str:
+    """The one python block of the TRL section of docs/training.md, verbatim."""
+    text = (ROOT / "docs" / "training.md").read_text(encoding="utf-8")
+    section = text.split("\n### TRL\n", 1)[1].split("\n### ", 1)[0]
+    blocks = re.findall(r"^```python\n(.*?)^```", section, re.S | re.M)
+    assert len(blocks) == 1, f"expected one python block in the TRL section, got {len(blocks)}"
+    return blocks[0]
+
+
+def replace_line(text: str, starts: str, new: str) -> str:
+    """Replace the one line that starts with `starts`: a doc edit that renames or
+    duplicates it fails here instead of running the snippet unchanged."""
+    lines = text.splitlines(keepends=True)
+    hits = [i for i, line in enumerate(lines) if line.startswith(starts)]
+    assert len(hits) == 1, f"{starts!r} begins {len(hits)} lines of the snippet, not 1"
+    lines[hits[0]] = new + "\n"
+    return "".join(lines)
+
+
+@pytest.mark.ml
+def test_trl_readme_snippet_runs(tmp_path: Path, tiny_model_dir: Path) -> None:
+    """The documented GRPOTrainer script runs as a user would run it: a plain script with no
+    main guard, in its own interpreter. Only the model (a tiny local one) and the size of
+    the run change; TRL must train two steps on rewards we computed, none excluded."""
+    pytest.importorskip("datasets")
+    pytest.importorskip("trl")
+    script = replace_line(trl_snippet(), "MODEL = ", f"MODEL = {str(tiny_model_dir)!r}")
+    script = replace_line(
+        script,
+        "args = GRPOConfig(",
+        'args = GRPOConfig(output_dir="out", per_device_train_batch_size=2, num_generations=2, '
+        "max_completion_length=8, max_steps=2, learning_rate=1e-4, logging_steps=1, "
+        'report_to="none", save_strategy="steps", save_steps=2, use_cpu=True, seed=0, '
+        "beta=0.0)",
+    )
+    path = tmp_path / "grpo_asmopt.py"
+    path.write_text(script, encoding="utf-8")
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(
+        [str(ROOT / "src"), *filter(None, [env.get("PYTHONPATH")])]
+    )
+    # Offline (nothing may be downloaded), a private HF cache, and one torch thread: tiny
+    # matrices on a shared machine are slower with two threads waiting for each other.
+    env.update(
+        HF_HUB_OFFLINE="1",
+        HF_HOME=str(tmp_path / "hf"),
+        OMP_NUM_THREADS="1",
+        TOKENIZERS_PARALLELISM="false",
+    )
+    proc = subprocess.run(
+        [sys.executable, str(path)],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert proc.returncode == 0, proc.stderr[-4000:]
+    # Our reward saw the unguarded script and scored on threads instead of dying workers.
+    assert f"{path} has no `if __name__" in proc.stderr, proc.stderr[-4000:]
+    # The tiny tokenizer spends about a token a character, so the 8,000-token limit drops
+    # most prompts, and says so.
+    assert re.search(r"dropped \d+ of \d+ train prompt", proc.stderr), proc.stderr[-4000:]
+    state = json.loads((tmp_path / "out" / "checkpoint-2" / "trainer_state.json").read_text())
+    assert state["global_step"] == 2
+    logged = [h for h in state["log_history"] if "reward" in h]
+    assert len(logged) == 2, state["log_history"]
+    for entry in logged:
+        # Every sample was scored by us, as an extraction error (a random model writes no
+        # assembly): an excluded sample would be NaN in TRL's mean, or show as infra_error.
+        assert math.isfinite(entry["reward"]) and entry["reward"] == pytest.approx(-1.0)
+        assert entry["rewards/asmopt_robust/mean"] == pytest.approx(-1.0), entry
+        assert entry["asmopt/extraction_error"] == pytest.approx(1.0), entry
+        assert not any(key.startswith("asmopt/infra") for key in entry), entry

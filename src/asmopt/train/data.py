@@ -13,6 +13,9 @@ does (`reward_fn(prompts, completions, program_id=[...], ...)`). Three sources:
 * `text-task:SPLIT` — the built-in toy task used by tests and the tiny configs.
 * a path to a JSONL file, one JSON object per line with at least `prompt`.
 
+`trl_columns` gives a suite split as the columns of a TRL dataset (`prompt`, `program_id`),
+dropping prompts over a length limit with a warning (docs/training.md, TRL).
+
 `RowSampler` walks the rows in a seeded random order, epoch after epoch, and its position
 is two integers, so a checkpoint can resume the data stream exactly.
 """
@@ -235,6 +238,69 @@ def render_prompt(tokenizer: Any, prompt: str | list[dict[str, str]]) -> str:
     if getattr(tokenizer, "chat_template", None):
         return tokenizer.apply_chat_template(prompt, tokenize=False, add_generation_prompt=True)
     return "\n\n".join(m["content"] for m in prompt)
+
+
+def trl_columns(
+    split: str = "train",
+    *,
+    suite: str | None = None,
+    template: str = "reference",
+    max_prompt_chars: int | None = None,
+    max_prompt_tokens: int | None = None,
+    tokenizer: Any = None,
+    allow_unfit: bool = False,
+) -> dict[str, list[Any]]:
+    """A suite split as TRL dataset columns: `prompt` (chat messages from the prompt
+    template, as `asmopt eval` prompts the model) and `program_id` (how `TRLReward` finds
+    the program to score), for `datasets.Dataset.from_dict`.
+
+    TRL 1.x does not truncate or drop long prompts, so a prompt longer than the model's
+    context or memory fails the run mid-training. Rows whose prompt is over
+    `max_prompt_chars` characters (the message texts) or `max_prompt_tokens` tokens (the
+    prompt as the model sees it: chat template and generation prompt included, counted
+    with `tokenizer`, a tokenizer object or a name/path for AutoTokenizer) are dropped
+    here instead, with a warning that says how many and which, so the data a run trained
+    on is never a silent surprise. An error if nothing is left."""
+    from asmopt.programs import load_builtin_suite, load_suite
+
+    if max_prompt_tokens is not None and tokenizer is None:
+        raise ValueError("max_prompt_tokens needs the policy's tokenizer (tokenizer=...)")
+    loaded = load_suite(suite) if suite else load_builtin_suite()
+    rows = rows_from_suite(loaded, split, template=template, allow_unfit=allow_unfit)
+    if isinstance(tokenizer, (str, Path)):
+        from transformers import AutoTokenizer
+
+        tokenizer = AutoTokenizer.from_pretrained(str(tokenizer))
+    kept: list[Row] = []
+    dropped: list[str] = []
+    for row in rows:
+        chars = sum(len(m["content"]) for m in row["prompt"])
+        too_long = max_prompt_chars is not None and chars > max_prompt_chars
+        if not too_long and max_prompt_tokens is not None:
+            text = render_prompt(tokenizer, row["prompt"])
+            tokens = len(tokenizer(text, add_special_tokens=False)["input_ids"])
+            too_long = tokens > max_prompt_tokens
+        if too_long:
+            dropped.append(row["program_id"])
+        else:
+            kept.append(row)
+    limits = " and ".join(
+        f"{value} {unit}"
+        for value, unit in ((max_prompt_chars, "characters"), (max_prompt_tokens, "tokens"))
+        if value is not None
+    )
+    if dropped:
+        warnings.warn(
+            f"dropped {len(dropped)} of {len(rows)} {split} prompt(s) longer than {limits}: "
+            f"{', '.join(dropped)}",
+            stacklevel=2,
+        )
+    if not kept:
+        raise ValueError(f"no prompt of split {split!r} fits {limits}")
+    return {
+        "prompt": [row["prompt"] for row in kept],
+        "program_id": [row["program_id"] for row in kept],
+    }
 
 
 class RowSampler:
