@@ -199,7 +199,7 @@ def replace_line(text: str, starts: str, new: str) -> str:
 
 
 @pytest.mark.ml
-def test_trl_readme_snippet_runs(tmp_path: Path, tiny_model_dir: Path) -> None:
+def test_trl_documented_grpo_script_runs(tmp_path: Path, tiny_model_dir: Path) -> None:
     """The documented GRPOTrainer script runs as a user would run it: a plain script with no
     main guard, in its own interpreter. Only the model (a tiny local one) and the size of
     the run change; TRL must train two steps on rewards we computed, none excluded."""
