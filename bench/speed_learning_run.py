@@ -1,0 +1,567 @@
+"""Speed-learning run: does PPO on the timed reward make held-out answers faster?
+
+A task family where a faster correct answer exists and differs from the baseline (the
+popcount family, `bench/speed_learning/family.py`: gcc -O3 calls libgcc's `__popcountdi2`
+where one `popcnt` instruction does the same), a CPU-size looped policy (PLT, R = 2), an SFT
+warm start that writes three edits in equal shares (fast and correct, correct and no faster,
+fast and wrong), then PPO on the sandboxed execution reward, timed. A control arm runs the
+same PPO with the untimed reward, which pays the fast edit and the alignment edit the same.
+
+    .venv/bin/python bench/speed_learning_run.py                  # the run and its report
+    .venv/bin/python bench/speed_learning_run.py --quick          # plumbing: a few steps
+
+Phases (each resumes from its directory under --out-dir; a finished phase is not repeated):
+1. Suite: the family written as a suite (56 programs, train/validation/test 4:1:2 per
+   kernel), reference outputs from the -O3 build.
+2. Tokenizer: byte-level BPE learnt on the training split only.
+3. SFT rows (JSONL): per training program its three edits as unified diffs, checked to apply.
+4. SFT (`bench/speed_learning/sft.yaml`), one warm start shared by every PPO run.
+5. PPO (`bench/speed_learning/ppo.yaml`) per seed: timed arm (`measure: time`) and
+   control arm (`measure: none`). Validation uses the validation split only.
+6. Final evaluation on the test split, untouched until then: `--samples` answers per program
+   from the SFT model and every PPO model (the rollout temperature, seeded), each applied,
+   built, run on every test and timed against the baseline (interleaved CPU time, +-2% or
+   10 s).
+7. Report: headline = mean speedup of held-out answers (an answer that fails counts 1.0, as
+   the baseline is kept) with a 95% bootstrap interval over test programs, per seed; the raw
+   answers and metrics are written beside it (`speed_learning_run/`).
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import os
+import platform
+import random
+import shutil
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+
+from speed_learning.family import (  # noqa: E402
+    FAST_LINE,
+    POPCOUNT_CALL,
+    WRONG_LINE,
+    rewrite,
+    write_suite,
+)
+
+CONFIG_DIR = HERE / "speed_learning"
+TOKENIZER_VOCAB = 2048
+EDITS = ("fast", "align", "wrong")
+ARMS = {"timed": "time", "control": "none"}
+BOOTSTRAP = 2000
+
+
+# --------------------------------------------------------------------------- preparation
+def build_suite(root: Path) -> Path:
+    dest = root / "suite"
+    if (dest / "suite.json").is_file():
+        return dest
+    if dest.exists():
+        shutil.rmtree(dest)
+    return write_suite(dest, per_kernel=7, seed=0)
+
+
+def build_tokenizer(out: Path, suite_dir: Path) -> Path:
+    from asmopt.programs import load_suite
+    from asmopt.study.tokenizer import TOKENIZER_FILE, train_tokenizer, trained_with
+    from asmopt.toolchain import default_toolchain
+
+    settings = {"vocab_size": TOKENIZER_VOCAB, "min_frequency": 2}
+    if (out / TOKENIZER_FILE).is_file() and trained_with(out) == settings:
+        return out
+    toolchain = default_toolchain()
+    texts: list[str] = []
+    for program in load_suite(suite_dir).select(split="train"):
+        texts.append(program.source)
+        for flags in (("-O3",), ("-O2",), ("-O1",), ("-O0",)):
+            texts.append(toolchain.baseline_assembly(program, flags))
+        baseline = toolchain.baseline_assembly(program, ("-O3",))
+        texts += [rewrite(baseline, edit) for edit in EDITS]
+    train_tokenizer(texts, TOKENIZER_VOCAB, out)
+    return out
+
+
+def sft_rows(suite_dir: Path, split: str, dest: Path) -> Path:
+    """Every program of `split` three times, once per edit, as unified diffs (context 0)."""
+    from asmopt.programs import load_suite
+    from asmopt.toolchain import DEFAULT_O3_FLAGS, default_toolchain
+    from asmopt.train.data import fenced_diff, rows_from_suite
+
+    if dest.is_file():
+        return dest
+    suite = load_suite(suite_dir)
+    toolchain = default_toolchain()
+    rows = rows_from_suite(suite, split, template="diff", toolchain=toolchain)
+    out: list[dict[str, Any]] = []
+    for row in rows:
+        baseline = toolchain.baseline_assembly(suite.get(row["program_id"]), DEFAULT_O3_FLAGS)
+        for edit in EDITS:
+            completion = fenced_diff(baseline, rewrite(baseline, edit), 0)
+            if completion is None:
+                raise AssertionError(f"{row['program_id']}: edit {edit} changes nothing")
+            out.append({**row, "completion": completion, "edit": edit})
+    random.Random(0).shuffle(out)
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    tmp = dest.with_suffix(".tmp")
+    tmp.write_text("".join(json.dumps(r) + "\n" for r in out), encoding="utf-8")
+    tmp.replace(dest)
+    return dest
+
+
+# --------------------------------------------------------------------------- training
+def run_sft(root: Path, tokenizer: Path, quick: bool) -> Path:
+    from asmopt.train.config import SFTConfig, load_config
+    from asmopt.train.sft import train_sft
+
+    cfg = load_config(SFTConfig, CONFIG_DIR / "sft.yaml")
+    cfg.output_dir = str(root / "sft")
+    cfg.tokenizer = str(tokenizer)
+    cfg.train_data = str(root / "data" / "sft_train.jsonl")
+    cfg.val_data = str(root / "data" / "sft_validation.jsonl")
+    if quick:
+        cfg.total_steps, cfg.eval_every, cfg.save_every, cfg.val_max_rows = 4, 2, 2, 2
+    final = root / "sft" / "final"
+    if (final / "config.json").is_file():
+        return final
+    result = train_sft(cfg, progress=sys.stderr.isatty())
+    return Path(result.get("final_model") or final)
+
+
+def ppo_dir(root: Path, arm: str, seed: int) -> Path:
+    return root / f"ppo-{arm}-s{seed}"
+
+
+def run_ppo(root: Path, suite_dir: Path, model: Path, arm: str, seed: int, quick: bool) -> Path:
+    from asmopt.train.config import PPOConfig, load_config
+    from asmopt.train.ppo import train_ppo
+
+    out = ppo_dir(root, arm, seed)
+    final = out / "final"
+    if (final / "config.json").is_file():
+        return final
+    cfg = load_config(PPOConfig, CONFIG_DIR / "ppo.yaml")
+    cfg.output_dir = str(out)
+    cfg.model = str(model)
+    cfg.seed = seed
+    cfg.suite = str(suite_dir)
+    cfg.reward_options = {**cfg.reward_options, "suite": str(suite_dir), "measure": ARMS[arm]}
+    if quick:
+        cfg.total_steps, cfg.save_every = 2, 1
+        cfg.val_max_rows, cfg.val_samples_per_prompt = 2, 1
+        cfg.prompts_per_step, cfg.rollout_batch_size, cfg.mini_batch_size = 2, 4, 4
+    result = train_ppo(cfg, progress=sys.stderr.isatty())
+    return Path(result.get("final_model") or final)
+
+
+# --------------------------------------------------------------------------- evaluation
+def classify(baseline: str, answer_asm: str | None) -> str:
+    """Which edit an applied answer is: one of EDITS, `partial` (some call sites fast, the
+    rest untouched), `other`, or `none` (the diff did not apply)."""
+    if answer_asm is None:
+        return "none"
+    lines = [line.rstrip() for line in answer_asm.splitlines()]
+    for edit in EDITS:
+        if lines == [line.rstrip() for line in rewrite(baseline, edit).splitlines()]:
+            return edit
+    base = [line.rstrip() for line in baseline.splitlines()]
+    if len(lines) == len(base):
+        changed = [(b, a) for b, a in zip(base, lines, strict=True) if a != b]
+        if changed and all(b == POPCOUNT_CALL and a == FAST_LINE for b, a in changed):
+            return "partial"
+        if changed and all(b == POPCOUNT_CALL and a == WRONG_LINE for b, a in changed):
+            return "wrong_partial"
+    return "other"
+
+
+def evaluate(
+    model_dir: Path, suite_dir: Path, samples: int, seed: int, dest: Path
+) -> list[dict[str, Any]]:
+    """`samples` answers per test program, judged and timed; identical applied answers of a
+    program are timed once (the same binary) and share that measurement."""
+    if dest.is_file():
+        return [json.loads(line) for line in dest.read_text(encoding="utf-8").splitlines()]
+    import torch
+
+    from asmopt.policies.diff_format import DiffError, apply_unified_diff
+    from asmopt.policies.extract import extract_diff
+    from asmopt.programs import load_suite
+    from asmopt.reward.service import ScoreConfig, score_one
+    from asmopt.toolchain import DEFAULT_O3_FLAGS, default_toolchain
+    from asmopt.train.config import PPOConfig, load_config
+    from asmopt.train.data import load_rows
+    from asmopt.train.modeling import decode_response, generate, load_causal_lm, load_tokenizer
+    from asmopt.train.ppo import prepare_rows
+
+    cfg = load_config(PPOConfig, CONFIG_DIR / "ppo.yaml")
+    torch.manual_seed(seed)
+    tokenizer = load_tokenizer(model_dir)
+    model = load_causal_lm(model_dir, "float32", torch.device("cpu")).eval()
+    rows, texts = prepare_rows(
+        load_rows("suite:test", suite=str(suite_dir), template="diff"),
+        tokenizer,
+        cfg,
+        "val_data",
+        lambda text: None,
+    )
+    rows = [r for r in rows for _ in range(samples)]
+    texts = [t for t in texts for _ in range(samples)]
+    gens = generate(
+        model,
+        tokenizer,
+        texts,
+        max_new_tokens=cfg.max_response_len,
+        temperature=cfg.temperature,
+        top_p=1.0,
+        batch_size=16,
+        device=torch.device("cpu"),
+    )
+    suite = load_suite(suite_dir)
+    toolchain = default_toolchain()
+    score = ScoreConfig(reward="robust", measure="time", edit_format="diff", timing_budget_s=10.0)
+    measured: dict[tuple[str, str], dict[str, Any]] = {}
+    out: list[dict[str, Any]] = []
+    for row, gen in zip(rows, gens, strict=True):
+        program = suite.get(row["program_id"])
+        baseline = toolchain.baseline_assembly(program, DEFAULT_O3_FLAGS)
+        answer = decode_response(tokenizer, gen)
+        try:
+            applied: str | None = apply_unified_diff(baseline, extract_diff(answer) or "")
+        except (DiffError, ValueError):
+            applied = None
+        key = (program.id, hashlib.sha256((applied or answer).encode()).hexdigest())
+        if key not in measured:
+            result = score_one(program, answer, None, score)
+            measured[key] = {
+                "verdict": result.verdict,
+                "reward": result.reward,
+                "speedup": result.speedup,
+                "low": result.speedup_low,
+                "high": result.speedup_high,
+                "is_copy": result.is_copy,
+            }
+        out.append(
+            {
+                "program": program.id,
+                "kernel": program.meta.get("kernel"),
+                "edit": classify(baseline, applied),
+                "answer_tokens": len(gen.response),
+                **measured[key],
+                "answer": answer,
+            }
+        )
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    tmp = dest.with_suffix(".tmp")
+    tmp.write_text("".join(json.dumps(r) + "\n" for r in out), encoding="utf-8")
+    tmp.replace(dest)
+    return out
+
+
+# --------------------------------------------------------------------------- statistics
+def held_out_speedup(answer: dict[str, Any]) -> float:
+    """An answer's contribution: its measured speedup when it passes, else 1.0 (the -O3
+    baseline is kept, as in the reference evaluation)."""
+    if answer["verdict"] == "pass" and answer["speedup"] is not None:
+        return float(answer["speedup"])
+    return 1.0
+
+
+def summarize(answers: list[dict[str, Any]]) -> dict[str, Any]:
+    """Mean held-out speedup with a 95% bootstrap interval that resamples test programs
+    (answers of one program are not independent), plus edit shares and rates."""
+    by_program: dict[str, list[float]] = {}
+    for a in answers:
+        by_program.setdefault(a["program"], []).append(held_out_speedup(a))
+    means = [sum(v) / len(v) for v in by_program.values()]
+    point = sum(means) / len(means) if means else float("nan")
+    rng = random.Random(12345)
+    boots = sorted(sum(rng.choice(means) for _ in means) / len(means) for _ in range(BOOTSTRAP))
+    n = len(answers)
+    passed = [a for a in answers if a["verdict"] == "pass"]
+    faster = [a for a in passed if a["low"] is not None and a["low"] > 1.0]
+    slower = [a for a in passed if a["high"] is not None and a["high"] < 1.0]
+    shares = {
+        e: sum(a["edit"] == e for a in answers) / n for e in sorted({a["edit"] for a in answers})
+    }
+    return {
+        "programs": len(means),
+        "answers": n,
+        "mean_speedup": point,
+        "low": boots[int(0.025 * BOOTSTRAP)] if boots else None,
+        "high": boots[int(0.975 * BOOTSTRAP) - 1] if boots else None,
+        "pass_rate": len(passed) / n if n else 0.0,
+        "faster_rate": len(faster) / n if n else 0.0,
+        "slower_rate": len(slower) / n if n else 0.0,
+        "fast_share": shares.get("fast", 0.0) + shares.get("partial", 0.0),
+        "edits": shares,
+    }
+
+
+def paired_gain(after: list[dict[str, Any]], before: list[dict[str, Any]]) -> dict[str, float]:
+    """Mean over test programs of (after - before) program-mean speedup, with a bootstrap
+    interval over programs: the gain of PPO on the same programs."""
+
+    def per_program(answers: list[dict[str, Any]]) -> dict[str, float]:
+        acc: dict[str, list[float]] = {}
+        for a in answers:
+            acc.setdefault(a["program"], []).append(held_out_speedup(a))
+        return {k: sum(v) / len(v) for k, v in acc.items()}
+
+    b, a = per_program(before), per_program(after)
+    diffs = [a[k] - b[k] for k in sorted(set(a) & set(b))]
+    rng = random.Random(54321)
+    boots = sorted(sum(rng.choice(diffs) for _ in diffs) / len(diffs) for _ in range(BOOTSTRAP))
+    return {
+        "gain": sum(diffs) / len(diffs),
+        "low": boots[int(0.025 * BOOTSTRAP)],
+        "high": boots[int(0.975 * BOOTSTRAP) - 1],
+    }
+
+
+# --------------------------------------------------------------------------- report
+def _f(x: Any, digits: int = 3) -> str:
+    if x is None:
+        return "-"
+    if isinstance(x, float):
+        return f"{x:.{digits}f}"
+    return str(x)
+
+
+def _interval(s: dict[str, Any]) -> str:
+    return f"{s['mean_speedup']:.3f} [{s['low']:.3f}, {s['high']:.3f}]"
+
+
+def headline(results: dict[str, list[dict[str, Any]]], seeds: list[int]) -> str:
+    sft = summarize(results["sft"])
+    timed = [summarize(results[f"timed-s{s}"]) for s in seeds if f"timed-s{s}" in results]
+    gains = [
+        paired_gain(results[f"timed-s{s}"], results["sft"])
+        for s in seeds
+        if f"timed-s{s}" in results
+    ]
+    learnt = [g for g in gains if g["low"] > 0]
+    verdict = "yes" if gains and len(learnt) == len(gains) else "no" if not learnt else "partly"
+    return (
+        f"**Headline: held-out speed, learnt: {verdict}.** Mean speedup of sampled answers on "
+        f"the {sft['programs']} test programs (failing answers count 1.0; 95% bootstrap "
+        f"interval over programs): SFT model {_interval(sft)}; after PPO on the timed reward, "
+        + "; ".join(f"seed {s} {_interval(t)}" for s, t in zip(seeds, timed, strict=False))
+        + f". The paired gain over the SFT model excludes 0 in {len(learnt)} of {len(gains)} "
+        "seeds. What PPO learnt is to choose, among edits the SFT model already writes, the "
+        "one the timed reward pays; it did not discover a rewrite."
+    )
+
+
+def report(
+    root: Path,
+    argv: list[str],
+    seeds: list[int],
+    control_seeds: list[int],
+    results: dict[str, list[dict[str, Any]]],
+    seconds: dict[str, float],
+    load: tuple[float, ...],
+) -> str:
+    import torch
+
+    from asmopt.provenance import git_commit
+    from asmopt.train.metrics_log import read_metrics
+
+    lines = [
+        "# Speed-learning run: PPO on the timed reward, popcount task family",
+        "",
+        headline(results, seeds),
+        "",
+        f"- {time.strftime('%Y-%m-%d %H:%M')}, commit {git_commit()}; command: "
+        f"`{' '.join(['.venv/bin/python bench/speed_learning_run.py', *argv])}`",
+        f"- torch {torch.__version__}, {platform.machine()}, {os.cpu_count()} logical CPUs; "
+        f"load average before {load[0]:.2f}, after {os.getloadavg()[0]:.2f}",
+        "- wall time of this invocation: "
+        + ", ".join(f"{k} {v / 60:.1f} min" for k, v in seconds.items()),
+        "- task: `bench/speed_learning/family.py` (8 kernels x 7 programs; train/validation/"
+        "test 32/8/16); configs `bench/speed_learning/sft.yaml`, `ppo.yaml`; policy: a fresh "
+        "PLT (R = 2) model, d = 128, 2 shared layers, BPE vocabulary 2,048 learnt on the "
+        "training split",
+        "",
+        "## Held-out answers (test split, evaluated once at the end)",
+        "",
+        "Answers per program sampled at the rollout temperature (0.6, seeded). Speedup = "
+        "the reward service's mean over tests of baseline/candidate CPU time, interleaved, to +-2% or "
+        "10 s per test; a failing answer counts 1.0. Interval: 95% bootstrap over test "
+        "programs. faster/slower = the answer's own 95% interval excludes 1. fast share = "
+        "answers that put `popcnt` at one or more call sites and change nothing else.",
+        "",
+        "| model | answers | mean speedup [95%] | paired gain vs SFT [95%] | pass | "
+        "significantly faster | significantly slower | fast share | edits |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
+    order = ["sft"] + [f"timed-s{s}" for s in seeds] + [f"control-s{s}" for s in control_seeds]
+    for key in order:
+        if key not in results:
+            continue
+        s = summarize(results[key])
+        gain = (
+            "-"
+            if key == "sft"
+            else (lambda g: f"{g['gain']:+.3f} [{g['low']:+.3f}, {g['high']:+.3f}]")(
+                paired_gain(results[key], results["sft"])
+            )
+        )
+        name = {"sft": "SFT (before PPO)"}.get(
+            key,
+            key.replace("timed-s", "PPO timed, seed ").replace(
+                "control-s", "PPO untimed (control), seed "
+            ),
+        )
+        edits = ", ".join(
+            f"{e} {v:.0%}" for e, v in sorted(s["edits"].items(), key=lambda x: -x[1])
+        )
+        lines.append(
+            f"| {name} | {s['answers']} | {_interval(s)} | {gain} | {s['pass_rate']:.0%} | "
+            f"{s['faster_rate']:.0%} | {s['slower_rate']:.0%} | {s['fast_share']:.0%} | {edits} |"
+        )
+    lines += [
+        "",
+        "## PPO training curves (training programs)",
+        "",
+        "Reward mean per step (robust reward; timed arm: log speedup when significant).",
+        "",
+    ]
+    runs = [(a, s) for a, ss in (("timed", seeds), ("control", control_seeds)) for s in ss]
+    header = "| step | " + " | ".join(f"{a} s{s}" for a, s in runs) + " |"
+    lines += [header, "|" + "---|" * (len(runs) + 1)]
+    curves = {
+        (a, s): {r["step"]: r for r in read_metrics(ppo_dir(root, a, s)) if r["kind"] == "train"}
+        for a, s in runs
+        if ppo_dir(root, a, s).exists()
+    }
+    steps = sorted({k for c in curves.values() for k in c})
+    for step in steps:
+        cells = [_f(curves.get(run, {}).get(step, {}).get("reward/mean")) for run in runs]
+        lines.append(f"| {step} | " + " | ".join(cells) + " |")
+    lines += [
+        "",
+        "## Validation split at the end of PPO",
+        "",
+        "| run | answers | reward mean | pass rate |",
+        "|---|---|---|---|",
+    ]
+    for a, s in runs:
+        if not ppo_dir(root, a, s).exists():
+            continue
+        vals = [r for r in read_metrics(ppo_dir(root, a, s)) if r["kind"] == "val"]
+        if vals:
+            v = vals[-1]
+            lines.append(
+                f"| {a} s{s} | {v.get('rows')} | {_f(v.get('reward/mean'))} | "
+                f"{_f(v.get('pass_rate'))} |"
+            )
+    lines += [
+        "",
+        "## Per kernel (test split)",
+        "",
+        "| kernel | " + " | ".join(k for k in order if k in results) + " |",
+        "|" + "---|" * (1 + sum(k in results for k in order)),
+    ]
+    kernels = sorted({a["kernel"] for a in results["sft"]})
+    for kernel in kernels:
+        cells = []
+        for key in order:
+            if key not in results:
+                continue
+            sub = [a for a in results[key] if a["kernel"] == kernel]
+            cells.append(f"{summarize(sub)['mean_speedup']:.2f}" if sub else "-")
+        lines.append(f"| {kernel} | " + " | ".join(cells) + " |")
+    lines += [
+        "",
+        "## Reading",
+        "",
+        "- The SFT model writes the three edits in roughly equal shares; only the timed reward "
+        "can prefer the fast one (it pays log speedup), while the untimed control pays the "
+        "fast and the alignment edit the same (0) and only punishes the wrong one.",
+        "- The family has one learnable rewrite, and the SFT data contains it: this run shows "
+        "that policy, sandbox, timing, reward and PPO together move a policy toward faster "
+        "correct answers on programs it never trained on. It does not show that a small "
+        "model can find optimizations it was never shown.",
+        "- Raw data: every held-out answer with its verdict, edit class and measured speedup "
+        "interval, and each PPO run's metrics.jsonl, are in `speed_learning_run/`.",
+    ]
+    return "\n".join(lines) + "\n"
+
+
+def save_raw(root: Path, results: dict[str, list[dict[str, Any]]], dest: Path) -> None:
+    from asmopt.train.metrics_log import METRICS_FILE
+
+    dest.mkdir(parents=True, exist_ok=True)
+    for path in sorted(root.glob("ppo-*")):
+        if (path / METRICS_FILE).is_file():
+            shutil.copyfile(path / METRICS_FILE, dest / f"{path.name}_metrics.jsonl")
+    if (root / "sft" / METRICS_FILE).is_file():
+        shutil.copyfile(root / "sft" / METRICS_FILE, dest / "sft_metrics.jsonl")
+    with (dest / "test_answers.jsonl").open("w", encoding="utf-8") as fh:
+        for model, rows in results.items():
+            for row in rows:
+                fh.write(json.dumps({"model": model, **row}) + "\n")
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--out-dir", type=Path, default=Path("runs/speed-learning-run"))
+    parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
+    parser.add_argument("--control-seeds", type=int, nargs="*", default=[0])
+    parser.add_argument("--samples", type=int, default=4, help="answers per test program")
+    parser.add_argument("--quick", action="store_true", help="a few steps of each phase")
+    parser.add_argument("--report", type=Path, default=HERE / "results" / "speed_learning_run.md")
+    args = parser.parse_args(argv)
+    if not args.seeds or args.samples < 1:
+        parser.error("--seeds needs at least one seed and --samples must be >= 1")
+    raw_argv = sys.argv[1:] if argv is None else argv
+    root: Path = args.out_dir / ("quick" if args.quick else "full")
+    load = os.getloadavg()
+    seconds: dict[str, float] = {}
+
+    start = time.monotonic()
+    suite_dir = build_suite(root)
+    tokenizer = build_tokenizer(root / "tokenizer", suite_dir)
+    sft_rows(suite_dir, "train", root / "data" / "sft_train.jsonl")
+    sft_rows(suite_dir, "validation", root / "data" / "sft_validation.jsonl")
+    seconds["preparation"] = time.monotonic() - start
+
+    start = time.monotonic()
+    sft_model = run_sft(root, tokenizer, args.quick)
+    seconds["SFT"] = time.monotonic() - start
+    models: dict[str, Path] = {"sft": sft_model}
+    for arm, seeds in (("timed", args.seeds), ("control", args.control_seeds)):
+        for seed in seeds:
+            start = time.monotonic()
+            models[f"{arm}-s{seed}"] = run_ppo(root, suite_dir, sft_model, arm, seed, args.quick)
+            seconds[f"PPO {arm} s{seed}"] = time.monotonic() - start
+
+    start = time.monotonic()
+    samples = 1 if args.quick else args.samples
+    results = {
+        key: evaluate(model, suite_dir, samples, 1000, root / "eval" / f"{key}.jsonl")
+        for key, model in models.items()
+    }
+    seconds["held-out evaluation"] = time.monotonic() - start
+
+    text = report(root, raw_argv, args.seeds, args.control_seeds, results, seconds, load)
+    target = root / "report.md" if args.quick else args.report
+    target.parent.mkdir(parents=True, exist_ok=True)
+    target.write_text(text, encoding="utf-8")
+    save_raw(root, results, target.with_suffix(""))
+    print(text)
+    print(f"report written to {target}", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
