@@ -392,8 +392,8 @@ def report(
         "## Held-out answers (test split, evaluated once at the end)",
         "",
         "Answers per program sampled at the rollout temperature (0.6, seeded). Speedup = "
-        "the reward service's mean over tests of baseline/candidate CPU time, interleaved, to +-2% or "
-        "10 s per test; a failing answer counts 1.0. Interval: 95% bootstrap over test "
+        "the reward service's mean over tests of baseline/candidate CPU time, interleaved, "
+        "to +-2% or 10 s per test; a failing answer counts 1.0. Interval: 95% bootstrap over test "
         "programs. faster/slower = the answer's own 95% interval excludes 1. fast share = "
         "answers that put `popcnt` at one or more call sites and change nothing else.",
         "",
