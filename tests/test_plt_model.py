@@ -140,6 +140,109 @@ def test_one_pass_parallel_decode_equals_loop_by_loop(loops: int) -> None:
     assert sequential_rows == [2] * loops + [1] * (loops * steps)
 
 
+def left_padded_batch() -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """Three rows of 12 slots, two of them left-padded (by 5 and 2): ids, mask, positions as
+    `generate()` makes them (real tokens start at position 0)."""
+    lengths = (12, 7, 10)
+    ids = torch.randint(2, VOCAB, (len(lengths), 12))
+    mask = torch.zeros_like(ids)
+    for row, length in enumerate(lengths):
+        mask[row, 12 - length :] = 1
+        ids[row, : 12 - length] = 0
+    positions = (mask.cumsum(-1) - 1).clamp(min=0)
+    return ids, mask, positions
+
+
+def padded_decode_logits(
+    model: plt.PLTForCausalLM,
+    ids: torch.Tensor,
+    mask: torch.Tensor,
+    positions: torch.Tensor,
+    prefill: int,
+    parallel: bool,
+) -> torch.Tensor:
+    """`decode_logits` with a padding mask and positions, as `generate()` feeds them."""
+    model.model.parallel_decode = parallel
+    try:
+        cache = plt.PLTCache(model.config)
+        with torch.no_grad():
+            out = model(
+                ids[:, :prefill],
+                attention_mask=mask[:, :prefill],
+                position_ids=positions[:, :prefill],
+                past_key_values=cache,
+                use_cache=True,
+            )
+            logits = [out.logits]
+            for t in range(prefill, ids.shape[1]):
+                out = model(
+                    ids[:, t : t + 1],
+                    attention_mask=mask[:, : t + 1],
+                    position_ids=positions[:, t : t + 1],
+                    past_key_values=cache,
+                    use_cache=True,
+                )
+                logits.append(out.logits)
+    finally:
+        model.model.parallel_decode = True
+    return torch.cat(logits, dim=1)
+
+
+# Largest |logit difference| allowed between decode paths per dtype. float64 runs the same
+# arithmetic in another order. float32 and bfloat16 may round differently (products over
+# another number of rows, softmaxes blocked differently): float32 paths differed by <= 1e-7
+# and bfloat16 paths not at all on an Intel Xeon; the bounds are 10x / ~5 bfloat16 ulps of
+# these logits (their spread is ~0.1), so a wrong key, row or gate still fails.
+DECODE_TOLERANCE = {"float64": TIGHT, "float32": 1e-6, "bfloat16": 1e-2}
+
+
+@pytest.mark.parametrize("dtype", sorted(DECODE_TOLERANCE))
+@pytest.mark.parametrize("loops", [2, 3])
+def test_fast_decode_step_equals_reference_paths_with_left_padding(dtype: str, loops: int) -> None:
+    """The one-pass decode step (all loops' rows stacked per key/value head over the shared
+    loop-1 cache, the gate mixed in place) gives the logits of the full forward and of the
+    loop-by-loop decode, on a left-padded batch whose ring buffers wrap."""
+    model = tiny_plt_model(plt_num_loops=loops).to(getattr(torch, dtype))
+    ids, mask, positions = left_padded_batch()
+    real = mask.bool()
+    with torch.no_grad():
+        full = model(ids, attention_mask=mask, position_ids=positions).logits
+    tolerance = DECODE_TOLERANCE[dtype]
+    for prefill in (2, 6):  # before and after every row's first real token
+        fast = padded_decode_logits(model, ids, mask, positions, prefill, parallel=True)
+        slow = padded_decode_logits(model, ids, mask, positions, prefill, parallel=False)
+        fast_vs_slow = (fast - slow)[real].abs().max().item()
+        fast_vs_full = (fast - full)[real].abs().max().item()
+        assert fast_vs_slow <= tolerance, f"prefill {prefill}: {fast_vs_slow}"
+        assert fast_vs_full <= tolerance, f"prefill {prefill}: {fast_vs_full}"
+
+
+@pytest.mark.parametrize("dtype", ["float64", "float32", "bfloat16"])
+def test_stacked_query_rows_equal_grouped_query_attention(dtype: str) -> None:
+    """Rows that share one mask row are stacked per key/value head instead of SDPA's
+    `enable_gqa`: the same result (float64 to 1e-12, the others to their rounding)."""
+    from asmopt.models.plt.modeling_plt import attention_forward
+
+    model = tiny_plt_model(plt_num_loops=2)
+    attention = model.model.layers[0].self_attn
+    torch.manual_seed(1)
+    dt = getattr(torch, dtype)
+    batch, heads, kv_heads, rows, keys, dim = 3, 4, 2, 3, 9, 8
+    query = torch.randn(batch, rows, heads, dim, dtype=dt).transpose(1, 2)  # as the model
+    key = torch.randn(batch, kv_heads, keys, dim, dtype=dt)
+    value = torch.randn(batch, kv_heads, keys, dim, dtype=dt)
+    mask = torch.rand(batch, 1, 1, keys) > 0.3
+    mask[..., -1] = True
+    for m in (None, mask):
+        stacked, _ = attention_forward(attention, query, key, value, m, False)  # [B, Q, H, d]
+        reference = torch.nn.functional.scaled_dot_product_attention(
+            query, key, value, attn_mask=m, scale=attention.scaling, enable_gqa=True
+        ).transpose(1, 2)
+        bound = {"float64": 1e-12, "float32": 1e-5, "bfloat16": 2e-2}[dtype]
+        assert stacked.shape == reference.shape
+        assert (stacked - reference).abs().max().item() <= bound
+
+
 def test_window_boundary_in_attention_maps() -> None:
     """With the gate pushed to the local branch, loop 2 of token i attends exactly i-w..i."""
     window = 3
