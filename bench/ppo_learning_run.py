@@ -37,27 +37,22 @@ from pathlib import Path
 from typing import Any
 
 HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+
+import learning_common  # noqa: E402
+from learning_common import fmt  # noqa: E402
+
 CONFIG_DIR = HERE / "learning_run"
 TOKENIZER_VOCAB = 2048
-TOKENIZER_LEVELS = (("-O3",), ("-O2",), ("-O1",), ("-O0",))
 
 
 def build_tokenizer(out: Path) -> Path:
     """The BPE tokenizer of the run, learnt once from the training split."""
     from asmopt.programs import load_builtin_suite
-    from asmopt.study.tokenizer import TOKENIZER_FILE, train_tokenizer, trained_with
-    from asmopt.toolchain import default_toolchain
 
-    settings = {"vocab_size": TOKENIZER_VOCAB, "min_frequency": 2}
-    if (out / TOKENIZER_FILE).is_file() and trained_with(out) == settings:
-        return out
-    toolchain = default_toolchain()
-    texts: list[str] = []
-    for program in load_builtin_suite().select(split="train"):
-        texts.append(program.source)
-        texts += [toolchain.baseline_assembly(program, flags) for flags in TOKENIZER_LEVELS]
-    train_tokenizer(texts, TOKENIZER_VOCAB, out)
-    return out
+    return learning_common.build_tokenizer(
+        out, load_builtin_suite().select(split="train"), TOKENIZER_VOCAB
+    )
 
 
 def run_sft(out: Path, tokenizer: Path, quick: bool) -> dict[str, Any]:
@@ -90,43 +85,18 @@ def time_answers(
     model_dir: Path, ppo_config: Path, split: str = "test", seed: int = 0
 ) -> list[dict[str, Any]]:
     """One sampled answer per program of `split`, judged and timed (interleaved CPU time)."""
-    import torch
-
     from asmopt.programs import load_builtin_suite
     from asmopt.reward.service import ScoreConfig, score_one
-    from asmopt.train.config import PPOConfig, load_config
-    from asmopt.train.data import load_rows
-    from asmopt.train.modeling import decode_response, generate, load_causal_lm, load_tokenizer
-    from asmopt.train.ppo import prepare_rows
 
-    cfg = load_config(PPOConfig, ppo_config)
-    torch.manual_seed(seed)
-    tokenizer = load_tokenizer(model_dir)
-    model = load_causal_lm(model_dir, "float32", torch.device("cpu")).eval()
-    rows, texts = prepare_rows(
-        load_rows(f"suite:{split}", template=cfg.prompt_template),
-        tokenizer,
-        cfg,
-        "val_data",
-        lambda text: None,
-    )
-    gens = generate(
-        model,
-        tokenizer,
-        texts,
-        max_new_tokens=cfg.max_response_len,
-        temperature=cfg.temperature,
-        top_p=1.0,
-        batch_size=len(texts),
-        device=torch.device("cpu"),
+    answers = learning_common.sample_answers(
+        model_dir, ppo_config, f"suite:{split}", seed=seed, batch_size=64
     )
     suite = load_builtin_suite()
     score = ScoreConfig(
         reward="supercoder-design1", measure="time", edit_format="diff", timing_budget_s=20.0
     )
     out = []
-    for row, gen in zip(rows, gens, strict=True):
-        answer = decode_response(tokenizer, gen)
+    for row, answer, _ in answers:
         result = score_one(suite.get(row["program_id"]), answer, None, score)
         removed = sum(
             line.startswith("-") and not line.startswith("---") for line in answer.splitlines()
@@ -172,8 +142,8 @@ def headline(ppo_val: list[dict[str, Any]], timed: dict[str, list[dict[str, Any]
     slower = [t for t in passed if t["high"] is not None and t["high"] < 1.0]
     return (
         f"**Headline: format validity, not speed.** Validation pass rate (answers that are "
-        f"valid diffs that build and pass) {_fmt(first.get('pass_rate'))} before PPO -> "
-        f"{_fmt(last.get('pass_rate'))} after; on the test split after PPO, {len(passed)} of "
+        f"valid diffs that build and pass) {fmt(first.get('pass_rate'))} before PPO -> "
+        f"{fmt(last.get('pass_rate'))} after; on the test split after PPO, {len(passed)} of "
         f"{len(after)} timed answers pass, {len(faster)} significantly faster than -O3, "
         f"{len(slower)} significantly slower. The SFT targets only remove alignment "
         "directives, so a valid answer is essentially the baseline: this run shows the loop "
@@ -196,16 +166,6 @@ def save_raw(root: Path, timed: dict[str, list[dict[str, Any]]], dest: Path) -> 
         for model, rows in timed.items():
             for row in rows:
                 fh.write(json.dumps({"model": model, **row}) + "\n")
-
-
-
-
-def _fmt(value: Any, digits: int = 3) -> str:
-    if value is None:
-        return "-"
-    if isinstance(value, float):
-        return f"{value:.{digits}f}"
-    return str(value)
 
 
 def _outcomes(record: dict[str, Any]) -> str:
@@ -238,8 +198,7 @@ def report(
     commit = git_commit()
 
     lines = [
-        "# Format-validity learning run: SFT warm start, then PPO on the untimed execution "
-        "reward",
+        "# Format-validity learning run: SFT warm start, then PPO on the untimed execution reward",
         "",
         headline(ppo_val, timed),
         "",
@@ -265,9 +224,9 @@ def report(
     ]
     for r in ppo_val:
         lines.append(
-            f"| {r['step']} | {r.get('rows')} | {_fmt(r.get('reward/mean'))} | "
-            f"{_fmt(r.get('build_rate'))} | {_fmt(r.get('pass_rate'))} | {_outcomes(r)} | "
-            f"{_fmt(r.get('response/length_mean'), 0)} |"
+            f"| {r['step']} | {r.get('rows')} | {fmt(r.get('reward/mean'))} | "
+            f"{fmt(r.get('build_rate'))} | {fmt(r.get('pass_rate'))} | {_outcomes(r)} | "
+            f"{fmt(r.get('response/length_mean'), 0)} |"
         )
     lines += [
         "",
@@ -279,10 +238,10 @@ def report(
     ]
     for r in ppo_train:
         lines.append(
-            f"| {r['step']} | {_fmt(r.get('reward/mean'))} | {_fmt(r.get('build_rate'))} | "
-            f"{_fmt(r.get('pass_rate'))} | {_fmt(r.get('response/length_mean'), 0)} | "
-            f"{_fmt(r.get('response/truncated_frac'), 2)} | {_fmt(r.get('policy/approx_kl'), 4)} | "
-            f"{_fmt(r.get('policy/clipfrac'), 3)} |"
+            f"| {r['step']} | {fmt(r.get('reward/mean'))} | {fmt(r.get('build_rate'))} | "
+            f"{fmt(r.get('pass_rate'))} | {fmt(r.get('response/length_mean'), 0)} | "
+            f"{fmt(r.get('response/truncated_frac'), 2)} | {fmt(r.get('policy/approx_kl'), 4)} | "
+            f"{fmt(r.get('policy/clipfrac'), 3)} |"
         )
     lines += [
         "",
@@ -315,14 +274,14 @@ def report(
     if 0 in val_by_step:
         v = val_by_step[0]
         lines.append(
-            f"| 0 (untrained) | - | {_fmt(v.get('loss'))} | {_fmt(v.get('token_accuracy'))} |"
+            f"| 0 (untrained) | - | {fmt(v.get('loss'))} | {fmt(v.get('token_accuracy'))} |"
         )
     for r in sft_train:
         v = val_by_step.get(r["step"], {})
         if r["step"] in val_by_step or r["step"] in (1, sft_train[-1]["step"]):
             lines.append(
-                f"| {r['step']} | {_fmt(r.get('loss'))} | {_fmt(v.get('loss'))} | "
-                f"{_fmt(v.get('token_accuracy'))} |"
+                f"| {r['step']} | {fmt(r.get('loss'))} | {fmt(v.get('loss'))} | "
+                f"{fmt(v.get('token_accuracy'))} |"
             )
     return "\n".join(lines) + "\n"
 
@@ -365,11 +324,7 @@ def main(argv: list[str] | None = None) -> int:
 
     text = report(root, args, seconds, load, timed)
     target = root / "report.md" if args.quick else args.report
-    target.parent.mkdir(parents=True, exist_ok=True)
-    target.write_text(text, encoding="utf-8")
-    save_raw(root, timed, target.with_suffix(""))
-    print(text)
-    print(f"report written to {target}", file=sys.stderr)
+    learning_common.publish(text, target, lambda dest: save_raw(root, timed, dest))
     return 0
 
 

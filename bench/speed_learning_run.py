@@ -44,6 +44,8 @@ from typing import Any
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
+import learning_common  # noqa: E402
+from learning_common import fmt  # noqa: E402
 from speed_learning.family import (  # noqa: E402
     FAST_LINE,
     POPCOUNT_CALL,
@@ -70,23 +72,16 @@ def build_suite(root: Path) -> Path:
 
 
 def build_tokenizer(out: Path, suite_dir: Path) -> Path:
+    """BPE learnt on the training split, its edits included (held-out programs never shape
+    the vocabulary)."""
     from asmopt.programs import load_suite
-    from asmopt.study.tokenizer import TOKENIZER_FILE, train_tokenizer, trained_with
-    from asmopt.toolchain import default_toolchain
 
-    settings = {"vocab_size": TOKENIZER_VOCAB, "min_frequency": 2}
-    if (out / TOKENIZER_FILE).is_file() and trained_with(out) == settings:
-        return out
-    toolchain = default_toolchain()
-    texts: list[str] = []
-    for program in load_suite(suite_dir).select(split="train"):
-        texts.append(program.source)
-        for flags in (("-O3",), ("-O2",), ("-O1",), ("-O0",)):
-            texts.append(toolchain.baseline_assembly(program, flags))
-        baseline = toolchain.baseline_assembly(program, ("-O3",))
-        texts += [rewrite(baseline, edit) for edit in EDITS]
-    train_tokenizer(texts, TOKENIZER_VOCAB, out)
-    return out
+    return learning_common.build_tokenizer(
+        out,
+        load_suite(suite_dir).select(split="train"),
+        TOKENIZER_VOCAB,
+        extra=lambda program, o3: [rewrite(o3, edit) for edit in EDITS],
+    )
 
 
 def sft_rows(suite_dir: Path, split: str, dest: Path) -> Path:
@@ -188,50 +183,28 @@ def evaluate(
     program are timed once (the same binary) and share that measurement."""
     if dest.is_file():
         return [json.loads(line) for line in dest.read_text(encoding="utf-8").splitlines()]
-    import torch
-
     from asmopt.policies.diff_format import DiffError, apply_unified_diff
     from asmopt.policies.extract import extract_diff
     from asmopt.programs import load_suite
     from asmopt.reward.service import ScoreConfig, score_one
     from asmopt.toolchain import DEFAULT_O3_FLAGS, default_toolchain
-    from asmopt.train.config import PPOConfig, load_config
-    from asmopt.train.data import load_rows
-    from asmopt.train.modeling import decode_response, generate, load_causal_lm, load_tokenizer
-    from asmopt.train.ppo import prepare_rows
 
-    cfg = load_config(PPOConfig, CONFIG_DIR / "ppo.yaml")
-    torch.manual_seed(seed)
-    tokenizer = load_tokenizer(model_dir)
-    model = load_causal_lm(model_dir, "float32", torch.device("cpu")).eval()
-    rows, texts = prepare_rows(
-        load_rows("suite:test", suite=str(suite_dir), template="diff"),
-        tokenizer,
-        cfg,
-        "val_data",
-        lambda text: None,
-    )
-    rows = [r for r in rows for _ in range(samples)]
-    texts = [t for t in texts for _ in range(samples)]
-    gens = generate(
-        model,
-        tokenizer,
-        texts,
-        max_new_tokens=cfg.max_response_len,
-        temperature=cfg.temperature,
-        top_p=1.0,
-        batch_size=16,
-        device=torch.device("cpu"),
+    answers = learning_common.sample_answers(
+        model_dir,
+        CONFIG_DIR / "ppo.yaml",
+        "suite:test",
+        suite=str(suite_dir),
+        samples=samples,
+        seed=seed,
     )
     suite = load_suite(suite_dir)
     toolchain = default_toolchain()
     score = ScoreConfig(reward="robust", measure="time", edit_format="diff", timing_budget_s=10.0)
     measured: dict[tuple[str, str], dict[str, Any]] = {}
     out: list[dict[str, Any]] = []
-    for row, gen in zip(rows, gens, strict=True):
+    for row, answer, tokens in answers:
         program = suite.get(row["program_id"])
         baseline = toolchain.baseline_assembly(program, DEFAULT_O3_FLAGS)
-        answer = decode_response(tokenizer, gen)
         try:
             applied: str | None = apply_unified_diff(baseline, extract_diff(answer) or "")
         except (DiffError, ValueError):
@@ -252,7 +225,7 @@ def evaluate(
                 "program": program.id,
                 "kernel": program.meta.get("kernel"),
                 "edit": classify(baseline, applied),
-                "answer_tokens": len(gen.response),
+                "answer_tokens": tokens,
                 **measured[key],
                 "answer": answer,
             }
@@ -326,14 +299,6 @@ def paired_gain(after: list[dict[str, Any]], before: list[dict[str, Any]]) -> di
 
 
 # --------------------------------------------------------------------------- report
-def _f(x: Any, digits: int = 3) -> str:
-    if x is None:
-        return "-"
-    if isinstance(x, float):
-        return f"{x:.{digits}f}"
-    return str(x)
-
-
 def _interval(s: dict[str, Any]) -> str:
     return f"{s['mean_speedup']:.3f} [{s['low']:.3f}, {s['high']:.3f}]"
 
@@ -443,7 +408,7 @@ def report(
     }
     steps = sorted({k for c in curves.values() for k in c})
     for step in steps:
-        cells = [_f(curves.get(run, {}).get(step, {}).get("reward/mean")) for run in runs]
+        cells = [fmt(curves.get(run, {}).get(step, {}).get("reward/mean")) for run in runs]
         lines.append(f"| {step} | " + " | ".join(cells) + " |")
     lines += [
         "",
@@ -459,8 +424,8 @@ def report(
         if vals:
             v = vals[-1]
             lines.append(
-                f"| {a} s{s} | {v.get('rows')} | {_f(v.get('reward/mean'))} | "
-                f"{_f(v.get('pass_rate'))} |"
+                f"| {a} s{s} | {v.get('rows')} | {fmt(v.get('reward/mean'))} | "
+                f"{fmt(v.get('pass_rate'))} |"
             )
     lines += [
         "",
@@ -555,11 +520,7 @@ def main(argv: list[str] | None = None) -> int:
 
     text = report(root, raw_argv, args.seeds, args.control_seeds, results, seconds, load)
     target = root / "report.md" if args.quick else args.report
-    target.parent.mkdir(parents=True, exist_ok=True)
-    target.write_text(text, encoding="utf-8")
-    save_raw(root, results, target.with_suffix(""))
-    print(text)
-    print(f"report written to {target}", file=sys.stderr)
+    learning_common.publish(text, target, lambda dest: save_raw(root, results, dest))
     return 0
 
 

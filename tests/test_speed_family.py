@@ -20,21 +20,26 @@ BENCH = Path(__file__).resolve().parents[1] / "bench"
 
 
 @pytest.fixture(scope="module")
-def family():  # type: ignore[no-untyped-def]
+def modules():  # type: ignore[no-untyped-def]
+    """The family generator and the run script, imported from bench/."""
     sys.path.insert(0, str(BENCH))
     try:
-        yield importlib.import_module("speed_learning.family")
+        yield (
+            importlib.import_module("speed_learning.family"),
+            importlib.import_module("speed_learning_run"),
+        )
     finally:
         sys.path.remove(str(BENCH))
 
 
 @pytest.fixture(scope="module")
-def run_script():  # type: ignore[no-untyped-def]
-    sys.path.insert(0, str(BENCH))
-    try:
-        yield importlib.import_module("speed_learning_run")
-    finally:
-        sys.path.remove(str(BENCH))
+def family(modules):  # type: ignore[no-untyped-def]
+    return modules[0]
+
+
+@pytest.fixture(scope="module")
+def run_script(modules):  # type: ignore[no-untyped-def]
+    return modules[1]
 
 
 def test_generation_is_deterministic_and_splits_are_disjoint(family) -> None:  # type: ignore[no-untyped-def]
