@@ -219,6 +219,7 @@ def evaluate(
                 "low": result.speedup_low,
                 "high": result.speedup_high,
                 "is_copy": result.is_copy,
+                "message": result.message[:200],
             }
         out.append(
             {
@@ -303,29 +304,69 @@ def _interval(s: dict[str, Any]) -> str:
     return f"{s['mean_speedup']:.3f} [{s['low']:.3f}, {s['high']:.3f}]"
 
 
-def headline(results: dict[str, list[dict[str, Any]]], seeds: list[int]) -> str:
-    sft = summarize(results["sft"])
-    timed = [summarize(results[f"timed-s{s}"]) for s in seeds if f"timed-s{s}" in results]
-    gains = [
-        paired_gain(results[f"timed-s{s}"], results["sft"])
+def _arm(
+    results: dict[str, list[dict[str, Any]]], arm: str, seeds: list[int]
+) -> list[tuple[int, dict[str, Any], dict[str, float]]]:
+    """(seed, held-out summary, paired gain over SFT) of every finished run of an arm."""
+    return [
+        (s, summarize(results[key]), paired_gain(results[key], results["sft"]))
         for s in seeds
-        if f"timed-s{s}" in results
+        if (key := f"{arm}-s{s}") in results
     ]
-    learnt = [g for g in gains if g["low"] > 0]
-    verdict = "yes" if gains and len(learnt) == len(gains) else "no" if not learnt else "partly"
-    return (
+
+
+def headline(
+    results: dict[str, list[dict[str, Any]]], seeds: list[int], control_seeds: list[int]
+) -> str:
+    sft = summarize(results["sft"])
+    timed = _arm(results, "timed", seeds)
+    control = _arm(results, "control", control_seeds)
+    learnt = [g for _, _, g in timed if g["low"] > 0]
+    verdict = "yes" if timed and len(learnt) == len(timed) else "no" if not learnt else "partly"
+    text = (
         f"**Headline: held-out speed, learnt: {verdict}.** Mean speedup of sampled answers on "
         f"the {sft['programs']} test programs (failing answers count 1.0; 95% bootstrap "
         f"interval over programs): SFT model {_interval(sft)}; after PPO on the timed reward, "
-        + "; ".join(f"seed {s} {_interval(t)}" for s, t in zip(seeds, timed, strict=False))
-        + f". The paired gain over the SFT model excludes 0 in {len(learnt)} of {len(gains)} "
-        "seeds. What PPO learnt is to choose, among edits the SFT model already writes, the "
-        "one the timed reward pays; it did not discover a rewrite."
+        + "; ".join(f"seed {s} {_interval(t)}" for s, t, _ in timed)
+        + f". The paired gain over the SFT model excludes 0 in {len(learnt)} of {len(timed)} "
+        "seeds."
     )
+    if control:
+        moved = sum(g["low"] > 0 for _, _, g in control)
+        text += (
+            " The untimed control (same PPO, reward without timing): "
+            + "; ".join(f"seed {s} {_interval(t)}" for s, t, _ in control)
+            + f", gain excluding 0 in {moved} of {len(control)} seeds."
+        )
+    return text + (
+        " What PPO learnt is to choose, among edits the SFT model already writes, the one the "
+        "timed reward pays; it did not discover a rewrite."
+    )
+
+
+def reading(results: dict[str, list[dict[str, Any]]], seeds: list[int]) -> list[str]:
+    """The reading's computed lines: edit shares before and after."""
+    sft = summarize(results["sft"])["edits"]
+    timed = [t["fast_share"] for _, t, _ in _arm(results, "timed", seeds)]
+    control = [t["fast_share"] for _, t, _ in _arm(results, "control", seeds)]
+
+    def span(xs: list[float]) -> str:
+        return f"{min(xs):.0%}-{max(xs):.0%}" if xs else "-"
+
+    return [
+        f"- Before PPO the SFT model writes the fast edit in {sft.get('fast', 0):.0%} of "
+        f"held-out answers, the alignment edit in {sft.get('align', 0):.0%}, the wrong edit in "
+        f"{sft.get('wrong', 0):.0%}, and {sft.get('none', 0):.0%} do not apply (it was trained "
+        "on equal shares). PPO on the timed reward raises the fast share to "
+        f"{span(timed)}; the untimed control to {span(control)}. Only the timed reward "
+        "separates the fast edit from the alignment edit (it pays log speedup; the untimed "
+        "one pays both 0); both punish the wrong edit.",
+    ]
 
 
 def report(
     root: Path,
+    suite_dir: Path,
     argv: list[str],
     seeds: list[int],
     control_seeds: list[int],
@@ -341,14 +382,16 @@ def report(
     lines = [
         "# Speed-learning run: PPO on the timed reward, popcount task family",
         "",
-        headline(results, seeds),
+        headline(results, seeds, control_seeds),
         "",
         f"- {time.strftime('%Y-%m-%d %H:%M')}, commit {git_commit()}; command: "
         f"`{' '.join(['.venv/bin/python bench/speed_learning_run.py', *argv])}`",
         f"- torch {torch.__version__}, {platform.machine()}, {os.cpu_count()} logical CPUs; "
         f"load average before {load[0]:.2f}, after {os.getloadavg()[0]:.2f}",
-        "- wall time of this invocation: "
+        "- wall time of this invocation (a resumed phase counts only its remainder): "
         + ", ".join(f"{k} {v / 60:.1f} min" for k, v in seconds.items()),
+        "- summed step times of the runs: "
+        + ", ".join(f"{name} {minutes:.1f} min" for name, minutes in step_minutes(root)),
         "- task: `bench/speed_learning/family.py` (8 kernels x 7 programs; train/validation/"
         "test 32/8/16); configs `bench/speed_learning/sft.yaml`, `ppo.yaml`; policy: a fresh "
         "PLT (R = 2) model, d = 128, 2 shared layers, BPE vocabulary 2,048 learnt on the "
@@ -447,9 +490,8 @@ def report(
         "",
         "## Reading",
         "",
-        "- The SFT model writes the three edits in roughly equal shares; only the timed reward "
-        "can prefer the fast one (it pays log speedup), while the untimed control pays the "
-        "fast and the alignment edit the same (0) and only punishes the wrong one.",
+        *reading(results, sorted({*seeds, *control_seeds})),
+        f"- Answers whose diff did not apply: {hunk_overshoot(results, suite_dir)}.",
         "- The family has one learnable rewrite, and the SFT data contains it: this run shows "
         "that policy, sandbox, timing, reward and PPO together move a policy toward faster "
         "correct answers on programs it never trained on. It does not show that a small "
@@ -458,6 +500,47 @@ def report(
         "interval, and each PPO run's metrics.jsonl, are in `speed_learning_run/`.",
     ]
     return "\n".join(lines) + "\n"
+
+
+def step_minutes(root: Path) -> list[tuple[str, float]]:
+    """Training time of every run from its own metrics (independent of resumption)."""
+    from asmopt.train.metrics_log import read_metrics
+
+    out = []
+    for path in [root / "sft", *sorted(root.glob("ppo-*"))]:
+        if path.is_dir():
+            rows = [r for r in read_metrics(path) if r["kind"] == "train"]
+            out.append((path.name, sum(r.get("time/step_s", 0.0) for r in rows) / 60))
+    return out
+
+
+def hunk_overshoot(results: dict[str, list[dict[str, Any]]], suite_dir: Path) -> str:
+    """How many unapplied answers write more hunks than the program has call sites: the
+    model does not count the call sites of a program it has not seen."""
+    from asmopt.programs import load_suite
+    from asmopt.toolchain import DEFAULT_O3_FLAGS, default_toolchain
+
+    suite, toolchain = load_suite(suite_dir), default_toolchain()
+    sites: dict[str, int] = {}
+    failed = over = 0
+    for rows in results.values():
+        for a in rows:
+            if a["edit"] != "none":
+                continue
+            if a["program"] not in sites:
+                asm = toolchain.baseline_assembly(suite.get(a["program"]), DEFAULT_O3_FLAGS)
+                sites[a["program"]] = sum(
+                    line.rstrip() == POPCOUNT_CALL for line in asm.splitlines()
+                )
+            failed += 1
+            hunks = sum(line.startswith("@@") for line in a["answer"].splitlines())
+            over += hunks > sites[a["program"]]
+    return (
+        f"{failed} of {sum(len(r) for r in results.values())} over all models; {over} of them "
+        "write more hunks than the program has `__popcountdi2` call sites (the model does "
+        "not count the call sites of a program it has not seen); the others have a hunk that "
+        "does not parse or does not match the baseline"
+    )
 
 
 def save_raw(root: Path, results: dict[str, list[dict[str, Any]]], dest: Path) -> None:
@@ -518,7 +601,7 @@ def main(argv: list[str] | None = None) -> int:
     }
     seconds["held-out evaluation"] = time.monotonic() - start
 
-    text = report(root, raw_argv, args.seeds, args.control_seeds, results, seconds, load)
+    text = report(root, suite_dir, raw_argv, args.seeds, args.control_seeds, results, seconds, load)
     target = root / "report.md" if args.quick else args.report
     learning_common.publish(text, target, lambda dest: save_raw(root, results, dest))
     return 0
