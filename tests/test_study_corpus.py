@@ -145,5 +145,5 @@ def test_study_config_is_strict() -> None:
         load_study_config("toy", ["eval.task_level=-O3"])
     with pytest.raises(FileNotFoundError, match="built-in study config"):
         load_study_config("no_such_config")
-    for name in ("cpu_small", "gpu", "toy"):
+    for name in ("cpu_seeds", "cpu_small", "gpu", "toy"):
         load_study_config(name)

@@ -130,35 +130,74 @@ def test_paired_difference_and_rule_of_thumb() -> None:
     assert loops.erank_rule([1.0, 2.0, 3.0, 4.0]) == 4
 
 
-def study_result(seeds: int | None) -> dict:
-    """A study.json-shaped result for `findings`: four models, the R = 4 diagnostics given."""
-    asm = {1: 1.17, 2: 1.60, 3: 1.51, 4: 2.09}
+ASM = {1: 1.17, 2: 1.60, 3: 1.51, 4: 2.09}
+
+
+def study_result(
+    seeds: int | None, noise: dict[tuple[int, int], float] | None = None, claimed: int | None = None
+) -> dict:
+    """A study.json-shaped result for `findings`: four models per seed, the R = 4
+    diagnostics given. Seed k's assembly loss of R is ASM[R] + noise[(R, k)]; `seeds=None`
+    writes the older one-run file without `seed_list`; `claimed` overrides `seeds` in the
+    file (a file claiming more runs than it holds)."""
     eranks = {1: [64.2], 2: [43.7, 47.6], 3: [39.0, 46.7, 48.2], 4: [25.9, 28.6, 30.2, 30.6]}
-    models = {}
-    for r in (1, 2, 3, 4):
+    noise = noise or {}
+
+    def model(r: int, seed: int) -> dict:
         per_loop = {
             "erank": eranks[r],
             "step_size_rel": [46.0, 1.165, 0.846, 0.742][:r],
             "offset_cost_rel": [None, 0.930, 0.873, 0.816][:r],
         }
-        models[str(r)] = {
-            "summary": {"heldout": {"loss": asm[r] + 0.5, "asm_loss": asm[r]}},
+        asm = ASM[r] + noise.get((r, seed), 0.0)
+        return {
+            "summary": {"heldout": {"loss": asm + 0.5, "asm_loss": asm}},
             "diagnostics": {"per_loop": per_loop},
         }
+
+    listed = list(range(seeds or 1))
     comparisons = [
-        {"from": a, "to": a + 1, "asm_loss": {"mean": asm[a + 1] - asm[a], "significant": True}}
+        {"from": a, "to": a + 1, "asm_loss": {"mean": ASM[a + 1] - ASM[a], "significant": True}}
         for a in (1, 2, 3)
     ]
-    result = {"loops": [1, 2, 3, 4], "models": models, "comparisons": comparisons}
+    result = {
+        "loops": [1, 2, 3, 4],
+        "models": {str(r): model(r, 0) for r in (1, 2, 3, 4)},
+        "other_seeds": {str(r): {str(k): model(r, k) for k in listed[1:]} for r in (1, 2, 3, 4)},
+        "comparisons": comparisons,
+    }
     if seeds is not None:
         result["seeds"] = seeds
+        result["seed_list"] = listed
+    if claimed is not None:
+        result["seeds"] = claimed
     return result
+
+
+# Seed-to-seed noise that keeps every pair apart except R = 2 vs R = 3 (0.09 apart, but
+# seed 1 reverses them).
+NOISE = {(1, 1): 0.01, (1, 2): -0.01, (2, 1): -0.12, (2, 2): 0.02, (3, 1): 0.05, (4, 2): 0.02}
+
+
+def test_t_interval_uses_students_t() -> None:
+    d = loops.t_interval([1.0, 2.0, 3.0])
+    half = 4.3027 / 3**0.5  # sd 1, 2 degrees of freedom
+    assert d["mean"] == pytest.approx(2.0) and d["min"] == 1.0 and d["max"] == 3.0
+    assert d["low"] == pytest.approx(2.0 - half) and d["high"] == pytest.approx(2.0 + half)
+    assert not d["significant"]  # [-0.48, 4.48] holds 0
+    assert loops.t_interval([1.0, 1.1, 1.2])["significant"]
+    assert loops.t_interval([-1.0, -1.1, -1.2])["significant"]
+    one = loops.t_interval([0.3])
+    assert one["mean"] == 0.3 and one["low"] is None and not one["significant"]
+    assert loops.t_interval([])["mean"] is None
+    assert loops.t_quantile(1) == pytest.approx(12.7062)
+    assert loops.t_quantile(100) == pytest.approx(loops.Z95)
 
 
 def test_findings_rank_only_from_three_seeds_and_judge_trends_by_one_rule() -> None:
     one = loops.findings(study_result(None))  # older files: one run per R
     assert one["seeds"] == 1 and not one["can_rank"]
-    assert one["erank_orders_like_loss"] is None
+    assert one["erank_orders_like_loss"] is None and one["ranking"] == []
     assert "no ranking of R is claimed" in one["summary_line"]
     assert "best R" not in one["summary_line"]
     trade = one["tradeoff"]
@@ -169,10 +208,43 @@ def test_findings_rank_only_from_three_seeds_and_judge_trends_by_one_rule() -> N
     assert loops.trend([1.0, 0.9, 1.1])["label"] == "flat"
     assert loops.trend([None, 2.0]) is None
 
-    three = loops.findings(study_result(3))
-    assert three["can_rank"] and three["summary_line"].startswith("best R")
-    # By loss 1, 3, 2, 4; by last-loop erank 64.2, 48.2, 47.6, 30.6: the same order.
+    # A file that claims three runs but holds one is read as one run.
+    assert not loops.findings(study_result(None, claimed=3))["can_rank"]
+
+    # Two seeds, however clear the differences: no ranking.
+    two = loops.findings(study_result(2, NOISE))
+    assert two["seeds"] == 2 and not two["can_rank"] and two["ranking"] == []
+    assert "2 training runs per R, so no ranking of R is claimed" in two["summary_line"]
+    assert {p["verdict"] for p in two["seed_pairs"]} == {"no ranking"}
+
+
+def test_findings_rank_pairs_whose_seed_interval_excludes_zero() -> None:
+    three = loops.findings(study_result(3, NOISE))
+    assert three["can_rank"] and three["seed_list"] == [0, 1, 2]
+    assert three["summary_line"].startswith("best R by held-out assembly loss: 1")
+    verdicts = {(p["from"], p["to"]): p["verdict"] for p in three["seed_pairs"]}
+    assert verdicts[(2, 3)] == "not distinguishable with 3 seeds"
+    assert verdicts[(1, 2)] == "worse" and verdicts[(3, 4)] == "worse"
+    assert "not distinguishable with 3 seeds: R=2 vs R=3" in three["summary_line"]
+    pairs = {(x["lower"], x["higher"]) for x in three["ranking"]}
+    assert pairs == {(1, 2), (1, 3), (1, 4), (2, 4), (3, 4)}
+    # Per-seed differences are paired: R = 2 minus R = 1, seed by seed.
+    d12 = next(p for p in three["seed_pairs"] if (p["from"], p["to"]) == (1, 2))["asm_loss"]
+    assert d12["values"] == pytest.approx([0.43, 0.43 - 0.13, 0.43 + 0.03])
+    per_r = three["across_seeds"]["per_r"]["2"]["asm_loss"]
+    assert per_r["mean"] == pytest.approx(1.60 + (-0.12 + 0.02) / 3)
+    assert per_r["min"] == pytest.approx(1.48) and per_r["max"] == pytest.approx(1.62)
+    # Shape from the seed-level steps: worse, undecided, worse.
+    assert three["shape"].startswith("loops hurt")
+    # By mean loss 1, 3, 2, 4 (R = 2 and 3 are tied by the test, not by the means); by
+    # last-loop erank 64.2, 48.2, 47.6, 30.6: the same order of means.
     assert three["erank_orders_like_loss"] is True
+
+    # No R beats every other one: no best R, the pairs that are apart still ordered.
+    close = {**NOISE, (1, 1): 0.50, (1, 2): -0.45}  # R = 1 swings across R = 2 and 3
+    tied = loops.findings(study_result(3, close))
+    assert tied["summary_line"].startswith("no single best R") and not tied["best_asm_significant"]
+    assert "R=3 < R=4" in tied["summary_line"]
 
 
 # --------------------------------------------------------------------------- runner

@@ -3,12 +3,13 @@
     asmopt study corpus   --config cpu_small               build corpus, tokenizer, token arrays
     asmopt train lm       --config cpu_small --loops 2     train one model (resumable)
     asmopt study loops    --config cpu_small --loops 1 2 3 4 --report docs/study/loops_cpu.md
+    asmopt study loops    --config cpu_seeds --seeds 0 1 2 --report docs/study/loops_cpu_seeds.md
     asmopt study diagnose runs/study/cpu_small/models/R2/final --config cpu_small
-    asmopt study report   runs/study/cpu_small/study.json -o docs/study/loops_cpu.md
+    asmopt study report   docs/study/loops_cpu_seeds_study.json -o docs/study/loops_cpu_seeds.md
 
-`--config` takes a YAML file or a built-in config (`cpu_small`, `gpu`, `toy`); `--set
-section.key=value` overrides one field (`--set train.max_steps=10`). Heavy imports (torch,
-transformers) happen only when a command runs.
+`--config` takes a YAML file or a built-in config (`cpu_seeds`, `cpu_small`, `gpu`, `toy`);
+`--set section.key=value` overrides one field (`--set train.max_steps=10`). Heavy imports
+(torch, transformers) happen only when a command runs.
 """
 
 from __future__ import annotations
@@ -105,6 +106,7 @@ def cmd_loops(args: argparse.Namespace) -> int:
     result = run_study(
         cfg,
         args.loops,
+        seeds=args.seeds,
         report=report,
         notes=args.notes,
         command=command_line(),
@@ -235,6 +237,14 @@ def register(subparsers: Any, common: argparse.ArgumentParser) -> None:
     )
     _config_options(p)
     p.add_argument("--loops", type=int, nargs="+", default=[1, 2, 3, 4], help="loop counts R")
+    p.add_argument(
+        "--seeds",
+        type=int,
+        nargs="+",
+        default=None,
+        help="train every R once per seed (initial weights and data order); a ranking of R "
+        "is stated only from 3 seeds (default: the config's train.seed only)",
+    )
     p.add_argument("--report", default=None, help="Markdown file (default: OUTPUT_DIR/report.md)")
     p.add_argument("--notes", default=None, help="Markdown to include as the discussion")
     p.add_argument(

@@ -173,7 +173,7 @@ def builtin_configs() -> list[str]:
 
 
 def config_path(name: str) -> Path:
-    """A YAML file, or a built-in config by name (`cpu_small`, `gpu`, `toy`)."""
+    """A YAML file, or a built-in config by name (`cpu_seeds`, `cpu_small`, `gpu`, `toy`)."""
     return typed_config.config_path(name, CONFIG_DIR, "study config")
 
 

@@ -21,6 +21,7 @@ A finished model (final/summary.json with the same config) is not trained again.
 
 from __future__ import annotations
 
+import copy
 import json
 import math
 import sys
@@ -47,9 +48,29 @@ RESUMABLE = {"log_every", "eval_every", "save_every", "device", "num_threads"}
 PERIODIC_EVAL_WINDOWS = 16
 
 
-def model_dir(cfg: StudyConfig, loops: int) -> Path:
+def model_dir(cfg: StudyConfig, loops: int, seed: int | None = None) -> Path:
+    """`<output_dir>/models/R<loops>[-sft][-seed<seed>]`.
+
+    `seed` is None for the config's own run (the directory every single-seed study has
+    used, so those models are reused by a multi-seed study of the same config) and the
+    seed for the extra runs of a multi-seed study, so that each (R, seed) resumes and is
+    reused on its own."""
     suffix = "-sft" if cfg.train.objective == "sft" else ""
-    return Path(cfg.output_dir) / "models" / f"R{loops}{suffix}"
+    tag = "" if seed is None else f"-seed{seed}"
+    return Path(cfg.output_dir) / "models" / f"R{loops}{suffix}{tag}"
+
+
+def seed_config(cfg: StudyConfig, seed: int) -> StudyConfig:
+    """The config of training run `seed`: its own initial weights and its own token order.
+
+    `train.seed` becomes `seed` and `train.data_seed` moves by the same offset from the
+    config's, so the config's own seed gives the config unchanged (and its finished models),
+    while another seed changes both sources of run-to-run variation. Within one seed,
+    every R still shares weights and token order: only R differs."""
+    seeded = copy.deepcopy(cfg)
+    seeded.train.seed = seed
+    seeded.train.data_seed = cfg.train.data_seed + (seed - cfg.train.seed)
+    return seeded
 
 
 # --------------------------------------------------------------------------- model
@@ -278,9 +299,11 @@ def same_settings(saved: dict[str, Any], current: StudyConfig, skip: set[str]) -
     return changed
 
 
-def finished_summary(cfg: StudyConfig, loops: int) -> dict[str, Any] | None:
+def finished_summary(
+    cfg: StudyConfig, loops: int, seed: int | None = None
+) -> dict[str, Any] | None:
     """The summary of a finished model trained with this config, else None."""
-    path = model_dir(cfg, loops) / "final" / SUMMARY_FILE
+    path = model_dir(cfg, loops, seed) / "final" / SUMMARY_FILE
     if not path.is_file():
         return None
     summary = json.loads(path.read_text(encoding="utf-8"))
@@ -322,20 +345,27 @@ def train_lm(
     prepared: Prepared | None = None,
     progress: bool = True,
     toolchain: Any = None,
+    seed: int | None = None,
 ) -> dict[str, Any]:
     """Trains (or resumes, or reuses) the R = `loops` model of a study; returns its summary.
 
-    The run starts as the trainers' runs do (`asmopt.train.run.start_run`: threads, device,
-    the checkpoint to resume and its recipe check), and before the corpus is prepared, so
-    an unusable device or a mismatched checkpoint is refused before any data work."""
+    `seed` names the run directory of one seed of a multi-seed study (`model_dir`); `cfg`
+    must then be that seed's config (`seed_config`), so a directory never holds a model of
+    another seed. The run starts as the trainers' runs do (`asmopt.train.run.start_run`:
+    threads, device, the checkpoint to resume and its recipe check), and before the corpus
+    is prepared, so an unusable device or a mismatched checkpoint is refused before any
+    data work."""
     if loops < 1:
         raise ValueError(f"loops must be at least 1, got {loops}")
-    done = finished_summary(cfg, loops)
+    if seed is not None and cfg.train.seed != seed:
+        raise ValueError(f"seed {seed} given with a config of train.seed {cfg.train.seed}")
+    done = finished_summary(cfg, loops, seed)
     if done is not None:
         if progress:
-            _log(f"R={loops}: finished model found in {model_dir(cfg, loops)}; not retraining")
+            where = model_dir(cfg, loops, seed)
+            _log(f"R={loops}: finished model found in {where}; not retraining")
         return done
-    run = _start_training(cfg, loops, prepared, toolchain, progress)
+    run = _start_training(cfg, loops, prepared, toolchain, progress, seed)
     spec = cfg.train
     starts = heldout_windows(run.prepared.heldout, spec.seq_len, cfg.eval.heldout_windows)
     periodic = starts[np.linspace(0, len(starts) - 1, PERIODIC_EVAL_WINDOWS).astype(int)]
@@ -356,7 +386,12 @@ def train_lm(
 
 
 def _start_training(
-    cfg: StudyConfig, loops: int, prepared: Prepared | None, toolchain: Any, progress: bool
+    cfg: StudyConfig,
+    loops: int,
+    prepared: Prepared | None,
+    toolchain: Any,
+    progress: bool,
+    seed: int | None = None,
 ) -> _Training:
     """Process settings and the checkpoint first (shared with PPO and SFT), then the data,
     the model and the optimiser, restored from the checkpoint when there is one."""
@@ -365,7 +400,7 @@ def _start_training(
     from asmopt.train.run import start_run
 
     spec = cfg.train
-    out = model_dir(cfg, loops)
+    out = model_dir(cfg, loops, seed)
     start = start_run(
         device=spec.device,
         num_threads=spec.num_threads,

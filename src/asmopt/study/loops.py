@@ -11,10 +11,13 @@ Steps, each reused when its inputs have not changed:
    (asmopt.study.report): Markdown, PNG plots, one table per R, and `study.json` with every
    number.
 
-The comparison is paired: every model is evaluated on the same windows, so the difference of
-two models' losses is averaged window by window and given a 95% interval over windows. That
-interval says how sure we are *for these trained weights*; it does not cover seed-to-seed
-variation of training, which one run per R cannot measure (the report says so).
+The comparison is paired at two levels. Every model is evaluated on the same windows, so the
+difference of two models' losses is averaged window by window and given a 95% interval over
+windows: how sure we are *for these trained weights* (of the first seed). With `seeds`, every R
+is trained once per seed (for a given seed, the same initial weights and token order for every
+R), so the difference of two R's held-out losses is also taken seed by seed and given a
+t-interval over seeds: that one covers seed-to-seed variation of training, and only it backs a
+ranking of R (`findings`, from `MIN_SEEDS_FOR_RANKING` seeds).
 """
 
 from __future__ import annotations
@@ -32,12 +35,53 @@ from asmopt.provenance import environment
 from asmopt.study.config import StudyConfig, to_dict
 from asmopt.study.data import Prepared, prepare
 from asmopt.study.diagnostics import run_diagnostics
-from asmopt.study.lm import PERIODIC_EVAL_WINDOWS, heldout_windows, model_dir, train_lm
+from asmopt.study.lm import (
+    PERIODIC_EVAL_WINDOWS,
+    heldout_windows,
+    model_dir,
+    seed_config,
+    train_lm,
+)
 from asmopt.study.task import evaluate_task, task_programs
 from asmopt.train.run import quiet_transformers, resolve_device
 
 STUDY_FILE = "study.json"
 Z95 = 1.959964
+# Two-sided 95% quantiles of Student's t for 1..30 degrees of freedom (no scipy here); from
+# 31 on the normal quantile is used, which is at most 2% narrower.
+T95 = (
+    12.7062, 4.3027, 3.1824, 2.7764, 2.5706, 2.4469, 2.3646, 2.3060, 2.2622, 2.2281,
+    2.2010, 2.1788, 2.1604, 2.1448, 2.1314, 2.1199, 2.1098, 2.1009, 2.0930, 2.0860,
+    2.0796, 2.0739, 2.0687, 2.0639, 2.0595, 2.0555, 2.0518, 2.0484, 2.0452, 2.0423,
+)  # fmt: skip
+
+
+def t_quantile(df: int) -> float:
+    """The two-sided 95% quantile of Student's t with `df` degrees of freedom."""
+    if df < 1:
+        raise ValueError(f"degrees of freedom must be >= 1, got {df}")
+    return T95[df - 1] if df <= len(T95) else Z95
+
+
+def t_interval(values: list[float]) -> dict[str, Any]:
+    """Mean of a few values (one per seed) with its 95% t-interval and min / max.
+
+    Seeds are few, so the normal interval used over windows would be far too narrow: with
+    3 seeds the t quantile is 4.30, not 1.96. n < 2 gives no interval; `significant` is True
+    when the interval excludes 0 (used for differences)."""
+    n = len(values)
+    out: dict[str, Any] = {"values": list(values), "n": n, "mean": None, "min": None}
+    out.update(max=None, low=None, high=None, significant=False)
+    if n == 0:
+        return out
+    mean = sum(values) / n
+    out.update(mean=mean, min=min(values), max=max(values))
+    if n >= 2:
+        sd = math.sqrt(sum((v - mean) ** 2 for v in values) / (n - 1))
+        half = t_quantile(n - 1) * sd / math.sqrt(n)
+        out.update(low=mean - half, high=mean + half)
+        out["significant"] = out["low"] > 0 or out["high"] < 0
+    return out
 
 
 def paired_difference(a: list[float | None], b: list[float | None]) -> dict[str, Any]:
@@ -96,9 +140,11 @@ def evaluate_model(
     task_set: list[Any],
     reevaluate: bool = False,
     progress: bool = True,
+    seed: int | None = None,
 ) -> dict[str, Any]:
-    """Diagnostics and the task metric of a trained model (cached in its final/ directory)."""
-    final = model_dir(cfg, loops) / "final"
+    """Diagnostics and the task metric of a trained model (cached in its final/ directory;
+    `seed` names the run directory as in `asmopt.study.lm.model_dir`)."""
+    final = model_dir(cfg, loops, seed) / "final"
     device = resolve_device(cfg.train.device)
     key = {"eval": to_dict(cfg.eval), "seq_len": cfg.train.seq_len}
     diag_path, task_path = final / "diagnostics.json", final / "task.json"
@@ -109,16 +155,24 @@ def evaluate_model(
     model = _load_model(final, device)
     if diag is None:
         if progress:
-            print(f"R={loops}: diagnostics", file=sys.stderr, flush=True)
+            print(f"R={loops}{_seed_label(seed)}: diagnostics", file=sys.stderr, flush=True)
         windows = diagnostics_windows(prepared, cfg)
         diag = run_diagnostics(model, windows, batch=cfg.eval.diag_batch, device=device).to_dict()
         _store(diag_path, key, diag)
     if task is None:
         if progress:
-            print(f"R={loops}: task ({len(task_set)} programs)", file=sys.stderr, flush=True)
+            print(
+                f"R={loops}{_seed_label(seed)}: task ({len(task_set)} programs)",
+                file=sys.stderr,
+                flush=True,
+            )
         task = evaluate_task(model, prepared.tokenizer, task_set, cfg, toolchain)
         _store(task_path, key, task)
     return {"diagnostics": diag, "task": task}
+
+
+def _seed_label(seed: int | None) -> str:
+    return "" if seed is None else f" seed {seed}"
 
 
 def read_curve(path: Path) -> list[dict[str, Any]]:
@@ -127,10 +181,60 @@ def read_curve(path: Path) -> list[dict[str, Any]]:
     return read_metrics(path)
 
 
+def check_seeds(cfg: StudyConfig, seeds: list[int] | None) -> list[int]:
+    """The seeds of a study: the config's own when none are given; distinct and >= 0."""
+    if not seeds:
+        return [cfg.train.seed]
+    if len(set(seeds)) != len(seeds) or min(seeds) < 0:
+        raise ValueError(f"--seeds must be distinct seeds >= 0, got {seeds}")
+    return list(seeds)
+
+
+def seed_dir(cfg: StudyConfig, seed: int) -> int | None:
+    """The run-directory tag of `seed` (`model_dir`): none for the config's own seed."""
+    return None if seed == cfg.train.seed else seed
+
+
+def run_model(
+    cfg: StudyConfig,
+    loops: int,
+    seed: int,
+    prepared: Prepared,
+    *,
+    toolchain: Any,
+    task_set: list[Any],
+    reevaluate: bool,
+    progress: bool,
+) -> dict[str, Any]:
+    """Train (or resume, or reuse) and evaluate one (R, seed): what study.json holds for it.
+
+    Each (R, seed) is finished, evaluated and cached before the next starts, so an
+    interrupted multi-seed study loses at most the model in progress (its checkpoint
+    resumes it)."""
+    seeded, tag = seed_config(cfg, seed), seed_dir(cfg, seed)
+    summary = train_lm(seeded, loops, prepared=prepared, progress=progress, seed=tag)
+    evaluated = evaluate_model(
+        seeded,
+        loops,
+        prepared,
+        toolchain=toolchain,
+        task_set=task_set,
+        reevaluate=reevaluate,
+        progress=progress,
+        seed=tag,
+    )
+    return {
+        "summary": {k: v for k, v in summary.items() if k != "config"},
+        **evaluated,
+        "curve": read_curve(model_dir(seeded, loops, tag)),
+    }
+
+
 def run_study(
     cfg: StudyConfig,
     loops: list[int],
     *,
+    seeds: list[int] | None = None,
     report: str | Path | None = None,
     notes: str | Path | None = None,
     command: str = "",
@@ -138,33 +242,37 @@ def run_study(
     reevaluate: bool = False,
     progress: bool = True,
 ) -> dict[str, Any]:
-    """The whole study; returns what `study.json` holds and writes the report."""
+    """The whole study; returns what `study.json` holds and writes the report.
+
+    `seeds` (default: the config's `train.seed` only) are the independent training runs per
+    R. Seeds are the outer loop, so an interrupted study has whole seeds done. study.json
+    keeps the first seed's models under `models` (the diagnostics tables and plots show
+    them, and single-seed files look as they always did) and the other seeds' under
+    `other_seeds` (R -> seed -> model); `seed_list` names them all in order."""
     from asmopt.study.report import write_report
     from asmopt.toolchain import default_toolchain
 
     if not loops or len(set(loops)) != len(loops) or min(loops) < 1:
         raise ValueError(f"--loops must be distinct counts >= 1, got {loops}")
     loops = sorted(loops)
+    seeds = check_seeds(cfg, seeds)
     toolchain = toolchain or default_toolchain()
     prepared = prepare(cfg, toolchain=toolchain, progress=progress)
-    summaries = {r: train_lm(cfg, r, prepared=prepared, progress=progress) for r in loops}
     task_set = task_programs(cfg, prepared.tokenizer, toolchain)
-    models = {}
-    for r in loops:
-        evaluated = evaluate_model(
-            cfg,
-            r,
-            prepared,
-            toolchain=toolchain,
-            task_set=task_set,
-            reevaluate=reevaluate,
-            progress=progress,
-        )
-        models[r] = {
-            "summary": {k: v for k, v in summaries[r].items() if k != "config"},
-            **evaluated,
-            "curve": read_curve(model_dir(cfg, r)),
-        }
+    runs: dict[int, dict[int, dict[str, Any]]] = {seed: {} for seed in seeds}
+    for seed in seeds:
+        for r in loops:
+            runs[seed][r] = run_model(
+                cfg,
+                r,
+                seed,
+                prepared,
+                toolchain=toolchain,
+                task_set=task_set,
+                reevaluate=reevaluate,
+                progress=progress,
+            )
+    models = runs[seeds[0]]
     comparisons = []
     for a, b in itertools.pairwise(loops):
         ha, hb = models[a]["summary"]["heldout"], models[b]["summary"]["heldout"]
@@ -190,9 +298,13 @@ def run_study(
         },
         "task_programs": [p.id for p in task_set],
         "periodic_eval_windows": PERIODIC_EVAL_WINDOWS,
-        # Independent training runs per R behind these numbers (one: the config's seed).
-        "seeds": 1,
+        # Independent training runs per R behind these numbers, and which seeds they are
+        # (seed s: train.seed = s, train.data_seed shifted by s - config seed).
+        "seeds": len(seeds),
+        "seed_list": seeds,
         "models": {str(r): m for r, m in models.items()},
+        "other_seeds": {str(r): {str(seed): runs[seed][r] for seed in seeds[1:]} for r in loops},
+        # Window-level paired tests of the first seed's models (see the module docstring).
         "comparisons": comparisons,
     }
     result["findings"] = findings(result)
@@ -248,46 +360,133 @@ def trend(values: list[float | None]) -> dict[str, Any] | None:
     return {"values": known, "change": change, "label": label}
 
 
+def seed_runs(result: dict[str, Any]) -> dict[int, dict[int, dict[str, Any]]]:
+    """R -> seed -> model of a study.json, the first seed from `models`, the others from
+    `other_seeds`. Files written before seeds were recorded hold one run, of the config's
+    seed."""
+    seeds = result.get("seed_list") or [result.get("config", {}).get("train", {}).get("seed", 0)]
+    others = result.get("other_seeds", {})
+    runs: dict[int, dict[int, dict[str, Any]]] = {}
+    for r in result["loops"]:
+        runs[r] = {int(seeds[0]): result["models"][str(r)]}
+        for seed, model in others.get(str(r), {}).items():
+            runs[r][int(seed)] = model
+    return runs
+
+
+def across_seeds(result: dict[str, Any]) -> dict[str, Any]:
+    """Held-out losses over the seeds every R was trained with: per R the mean, min / max
+    and t-interval; per pair of R the seed-by-seed differences (later minus earlier R, same
+    seed, so the same initial weights and token order) with their mean and t-interval."""
+    runs = seed_runs(result)
+    loops = result["loops"]
+    common = sorted(set.intersection(*(set(runs[r]) for r in loops)))
+
+    def heldout(r: int, seed: int, key: str) -> float:
+        return float(runs[r][seed]["summary"]["heldout"][key])
+
+    keys = ("loss", "asm_loss")
+    per_r = {
+        str(r): {k: t_interval([heldout(r, s, k) for s in common]) for k in keys} for r in loops
+    }
+    pairs = [
+        {
+            "from": a,
+            "to": b,
+            **{k: t_interval([heldout(b, s, k) - heldout(a, s, k) for s in common]) for k in keys},
+        }
+        for a, b in itertools.combinations(loops, 2)
+    ]
+    return {"seeds": common, "per_r": per_r, "pairs": pairs}
+
+
+def _verdict(d: dict[str, Any], neutral: str) -> str:
+    """ "better" / "worse" for the later R when the interval excludes 0, else `neutral`."""
+    if d["mean"] is None:
+        return "unknown"
+    if d["significant"]:
+        return "better" if d["mean"] < 0 else "worse"
+    return neutral
+
+
+def _shape(verdicts: list[str]) -> str:
+    """The curve of loss over R from the verdicts of consecutive steps (neutral: neither
+    "better" nor "worse" nor "unknown")."""
+    neutral = [v not in ("better", "worse", "unknown") for v in verdicts]
+    if verdicts and all(v == "better" for v in verdicts):
+        return "monotone: every added loop lowered held-out assembly loss"
+    if verdicts and all(v == "better" or n for v, n in zip(verdicts, neutral, strict=True)):
+        return "saturating: added loops helped or made no clear difference, none hurt"
+    if "worse" in verdicts and "better" in verdicts[: verdicts.index("worse")]:
+        return "non-monotonic: loss fell, then rose again with more loops"
+    if "worse" in verdicts:
+        return "loops hurt: loss rose without an earlier significant fall"
+    return "inconclusive"
+
+
 def findings(result: dict[str, Any]) -> dict[str, Any]:
     """Computed statements for the report, limited to what the data can carry.
 
-    With fewer than `MIN_SEEDS_FOR_RANKING` training runs per R, no ranking of R is stated:
-    the lowest loss is reported as measured, and the paired verdicts say "for these weights".
+    A ranking of R rests on the seed-level test only: from `MIN_SEEDS_FOR_RANKING` seeds
+    per R, an order between two R is stated when the t-interval over seeds of their paired
+    difference excludes 0, and a best R only when it beats every other R that way; other
+    pairs are "not distinguishable with N seeds". With fewer seeds no ranking is stated:
+    the losses are reported as measured and the window-level verdicts say "for these
+    weights". `seeds` counts the runs the file holds for every R, not what it claims.
     """
     loops = result["loops"]
-    seeds = int(result.get("seeds", 1))
+    agg = across_seeds(result)
+    seeds = len(agg["seeds"])
     can_rank = seeds >= MIN_SEEDS_FOR_RANKING
     models = {int(r): m for r, m in result["models"].items()}
-    loss = {r: models[r]["summary"]["heldout"]["loss"] for r in loops}
-    asm = {r: models[r]["summary"]["heldout"]["asm_loss"] for r in loops}
+    runs = seed_runs(result)
+    loss = {r: agg["per_r"][str(r)]["loss"]["mean"] for r in loops}
+    asm = {r: agg["per_r"][str(r)]["asm_loss"]["mean"] for r in loops}
     best_loss = min(loops, key=lambda r: loss[r])
     best_asm = min(loops, key=lambda r: asm[r])
     steps = []
     for c in result["comparisons"]:
         d = c["asm_loss"]
-        if d["mean"] is None:
-            word = "unknown"
-        elif d["significant"]:
-            word = "better" if d["mean"] < 0 else "worse"
-        else:
-            word = "no clear difference"
+        word = _verdict(d, "no clear difference")
         steps.append({"from": c["from"], "to": c["to"], "asm_loss": d, "verdict": word})
-    verdicts = [s["verdict"] for s in steps]
-    if verdicts and all(v == "better" for v in verdicts):
-        shape = "monotone: every added loop lowered held-out assembly loss"
-    elif verdicts and all(v in ("better", "no clear difference") for v in verdicts):
-        shape = "saturating: added loops helped or made no clear difference, none hurt"
-    elif "worse" in verdicts and "better" in verdicts[: verdicts.index("worse")]:
-        shape = "non-monotonic: loss fell, then rose again with more loops"
-    elif "worse" in verdicts:
-        shape = "loops hurt: loss rose without an earlier significant fall"
+    undecided = f"not distinguishable with {seeds} seeds"
+    seed_pairs = [
+        {
+            "from": p["from"],
+            "to": p["to"],
+            "asm_loss": p["asm_loss"],
+            "verdict": _verdict(p["asm_loss"], undecided) if can_rank else "no ranking",
+        }
+        for p in agg["pairs"]
+    ]
+    consecutive = {(a, b) for a, b in itertools.pairwise(loops)}
+    seed_steps = [p for p in seed_pairs if (p["from"], p["to"]) in consecutive]
+    # The shape and the paper's pattern come from the seed-level test when it may rank,
+    # else from the window-level test of the first seed's weights.
+    verdicts = [s["verdict"] for s in (seed_steps if can_rank else steps)]
+    shape = _shape(verdicts)
+    # Significant pairs as (lower loss, higher loss); "better" means the later R is lower.
+    ranking = [
+        {
+            "lower": p["to"] if p["verdict"] == "better" else p["from"],
+            "higher": p["from"] if p["verdict"] == "better" else p["to"],
+            "asm_loss": p["asm_loss"],
+        }
+        for p in seed_pairs
+        if p["verdict"] in ("better", "worse")
+    ]
+    beaten = {x["higher"] for x in ranking if x["lower"] == best_asm}
+    best_significant = can_rank and beaten == set(loops) - {best_asm}
+    if can_rank:
+        later_worse = any(s["verdict"] == "worse" for s in seed_steps if s["from"] >= 2)
+        paper_like = all(r in asm for r in (1, 2, 3, 4)) and best_significant and best_asm == 2
+        paper_like = paper_like and later_worse
     else:
-        shape = "inconclusive"
-    paper_like = (
-        all(r in loss for r in (1, 2, 3, 4))
-        and best_asm == 2
-        and any(s["verdict"] == "worse" for s in steps if s["from"] >= 2)
-    )
+        paper_like = (
+            all(r in asm for r in (1, 2, 3, 4))
+            and best_asm == 2
+            and any(s["verdict"] == "worse" for s in steps if s["from"] >= 2)
+        )
     largest = max(loops)
     diag = models[largest]["diagnostics"]["per_loop"]
     rule = erank_rule(diag["erank"])
@@ -306,29 +505,67 @@ def findings(result: dict[str, Any]) -> dict[str, Any]:
             "rule": f"last / first below 1/{TREND_FACTOR} shrinking, above {TREND_FACTOR} "
             "growing, else flat",
         }
-    final_erank = {r: models[r]["diagnostics"]["per_loop"]["erank"][-1] for r in loops}
+    final_erank = {r: _mean_last_erank(runs[r], agg["seeds"]) for r in loops}
     by_loss = sorted(loops, key=lambda r: asm[r])
     by_erank = sorted(loops, key=lambda r: -(final_erank[r] or 0.0))
-    asm_text = ", ".join(f"R={r}: {_fmt(asm[r])}" for r in loops)
-    runs = "one training run" if seeds == 1 else f"{seeds} training runs"
+    runs_text = "one training run" if seeds == 1 else f"{seeds} training runs"
     if can_rank:
-        summary = f"best R by held-out assembly loss: {best_asm} ({asm_text}); shape: {shape}"
-    else:
+        asm_text = ", ".join(
+            f"R={r}: {_mean_interval(agg['per_r'][str(r)]['asm_loss'])}" for r in loops
+        )
+        orders = ", ".join(f"R={x['lower']} < R={x['higher']}" for x in ranking) or "none"
+        ties = ", ".join(
+            f"R={p['from']} vs R={p['to']}" for p in seed_pairs if p["verdict"] == undecided
+        )
+        head = (
+            f"best R by held-out assembly loss: {best_asm}, lower than every other R"
+            if best_significant
+            else "no single best R"
+        )
         summary = (
-            f"{runs} per R, so no ranking of R is claimed; held-out assembly loss {asm_text} "
-            f"(lowest: R={best_asm}); paired test on these weights: {shape}"
+            f"{head} ({seeds} seeds per R; mean [95% t-interval over seeds] {asm_text}); "
+            f"significantly lower: {orders}"
+            + (f"; {undecided}: {ties}" if ties else "")
+            + f"; shape: {shape}"
+        )
+    else:
+        asm_text = ", ".join(f"R={r}: {_fmt(asm[r])}" for r in loops)
+        mean = "mean " if seeds > 1 else ""
+        summary = (
+            f"{runs_text} per R, so no ranking of R is claimed; {mean}held-out assembly loss "
+            f"{asm_text} (lowest: R={best_asm}); paired test on the weights of seed "
+            f"{agg['seeds'][0] if agg['seeds'] else '?'}: {shape}"
         )
     return {
         "seeds": seeds,
+        "seed_list": agg["seeds"],
         "can_rank": can_rank,
         "best_loss": best_loss,
         "final_erank": {str(r): v for r, v in final_erank.items()},
         "erank_orders_like_loss": (by_loss == by_erank) if can_rank else None,
         "best_asm_loss": best_asm,
+        "best_asm_significant": best_significant,
+        "across_seeds": agg,
         "steps": steps,
+        "seed_steps": seed_steps,
+        "seed_pairs": seed_pairs,
+        "ranking": ranking if can_rank else [],
         "shape": shape,
         "paper_pattern": paper_like,
         "erank_rule": {"model": largest, "recommended_loops": rule},
         "tradeoff": trade,
         "summary_line": summary,
     }
+
+
+def _mean_interval(d: dict[str, Any]) -> str:
+    if d["low"] is None:
+        return _fmt(d["mean"])
+    return f"{_fmt(d['mean'])} [{_fmt(d['low'])}, {_fmt(d['high'])}]"
+
+
+def _mean_last_erank(per_seed: dict[int, dict[str, Any]], seeds: list[int]) -> float | None:
+    """Mean over seeds of the effective rank of a model's last loop (None if undefined)."""
+    values = [per_seed[s]["diagnostics"]["per_loop"]["erank"][-1] for s in seeds]
+    known = [v for v in values if v is not None]
+    return sum(known) / len(known) if known and len(known) == len(values) else None

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from asmopt.study.diagnostics import METRICS
+from asmopt.study.loops import MIN_SEEDS_FOR_RANKING, seed_runs
 
 # Columns of the per-R diagnostics table: (key in per_loop, header, digits).
 TABLE_COLUMNS: tuple[tuple[str, str, int], ...] = (
@@ -171,15 +172,26 @@ def _periodic_windows(result: dict[str, Any]) -> int:
 
 
 def plot_summary(result: dict[str, Any], path: Path) -> None:
+    """Held-out loss by R (with several seeds: the mean, each seed as a faint point) and the
+    task metric of the first seed's models."""
     models = sorted((int(k), v) for k, v in result["models"].items())
     rs = [r for r, _ in models]
+    runs = seed_runs(result)
     fig, axes = _figure(1, 2)
     ax = axes[0][0]
-    ax.plot(rs, [m["summary"]["heldout"]["loss"] for _, m in models], marker="o", label="all")
-    ax.plot(
-        rs, [m["summary"]["heldout"]["asm_loss"] for _, m in models], marker="s", label="assembly"
+    for key, label, marker in (("loss", "all", "o"), ("asm_loss", "assembly", "s")):
+        per_r = [[m["summary"]["heldout"][key] for m in runs[r].values()] for r in rs]
+        (line,) = ax.plot(rs, [sum(v) / len(v) for v in per_r], marker=marker, label=label)
+        if any(len(v) > 1 for v in per_r):
+            xs = [r for r, v in zip(rs, per_r, strict=True) for _ in v]
+            ys = [y for v in per_r for y in v]
+            ax.scatter(xs, ys, s=12, alpha=0.4, color=line.get_color())
+    seeds = max(len(runs[r]) for r in rs)
+    ax.set_title(
+        "held-out loss (nats/token) by loop count"
+        + (f": mean of {seeds} seeds, dots = seeds" if seeds > 1 else ""),
+        fontsize=9,
     )
-    ax.set_title("held-out loss (nats/token) by loop count", fontsize=9)
     ax = axes[0][1]
     for key, label, marker in (
         ("build_rate", "builds", "o"),
@@ -191,7 +203,10 @@ def plot_summary(result: dict[str, Any], path: Path) -> None:
         if all(y is not None for y in ys):
             ax.plot(rs, ys, marker=marker, label=label)
     ax.set_ylim(-0.05, 1.05)
-    ax.set_title("task: assembly generated from C", fontsize=9)
+    ax.set_title(
+        "task: assembly generated from C" + (f" (seed {_first_seed(result)})" if seeds > 1 else ""),
+        fontsize=9,
+    )
     for ax in axes[0]:
         ax.set_xlabel("R (loops)", fontsize=8)
         ax.set_xticks(rs)
@@ -200,6 +215,12 @@ def plot_summary(result: dict[str, Any], path: Path) -> None:
         if ax.get_legend_handles_labels()[0]:
             ax.legend(fontsize=7)
     _save(fig, path)
+
+
+def _first_seed(result: dict[str, Any]) -> int:
+    """The seed of the models under `models` (diagnostics, plots, window-level tests)."""
+    listed = result.get("seed_list")
+    return int(listed[0]) if listed else int(result["config"]["train"]["seed"])
 
 
 def plot_group(models: dict[int, Any], keys: list[tuple[str, str]], path: Path) -> None:
@@ -284,15 +305,23 @@ def draw_plots(result: dict[str, Any], directory: Path, stem: str) -> dict[str, 
 
 
 def _model_rows(result: dict[str, Any]) -> list[str]:
+    """One row per model: per R, or with several seeds per (R, seed)."""
+    runs = seed_runs(result)
+    several = any(len(v) > 1 for v in runs.values())
     lines = [
-        "| R | parameters | tokens seen | train time | tok/s | held-out loss | assembly loss "
+        "| R |"
+        + (" seed |" if several else "")
+        + " parameters | tokens seen | train time | tok/s | held-out loss | assembly loss "
         "| assembly acc. | builds | assembles | ends | line sim. |",
-        "|---|---|---|---|---|---|---|---|---|---|---|---|",
+        "|---|" + ("---|" if several else "") + "---|---|---|---|---|---|---|---|---|---|---|",
     ]
-    for r, m in sorted((int(k), v) for k, v in result["models"].items()):
+    rows = [(r, seed, m) for r in sorted(runs) for seed, m in sorted(runs[r].items())]
+    for r, seed, m in rows:
         s, h, t = m["summary"], m["summary"]["heldout"], m["task"]
         lines.append(
-            f"| {r} | {s['parameters']['total'] / 1e6:.2f}M | {s['tokens_seen'] / 1e6:.3f}M | "
+            f"| {r} | "
+            + (f"{seed} | " if several else "")
+            + f"{s['parameters']['total'] / 1e6:.2f}M | {s['tokens_seen'] / 1e6:.3f}M | "
             f"{s['train_seconds'] / 60:.1f} min | {s['tokens_per_second']:.0f} | "
             f"{h['loss']:.4f} | {h['asm_loss']:.4f} | {h['asm_accuracy']:.3f} | "
             f"{_pct(t['build_rate'])} | {_pct(t['assemble_rate'])} | {_pct(t['ended_rate'])} | "
@@ -324,13 +353,91 @@ def _diag_table(r: int, m: dict[str, Any]) -> list[str]:
     return lines
 
 
+def _all_models(result: dict[str, Any]) -> list[dict[str, Any]]:
+    """Every trained model of the study, all seeds."""
+    return [m for per in seed_runs(result).values() for m in per.values()]
+
+
 def _trained(result: dict[str, Any]) -> str:
-    stamps = [m["summary"].get("trained") for m in result["models"].values()]
+    stamps = [m["summary"].get("trained") for m in _all_models(result)]
     if not all(stamps):
         return ""
     commits = sorted({s["started_commit"] for s in stamps})
     dates = sorted(s["date"] for s in stamps)
     return f" (finished {dates[0]} .. {dates[-1]}, started at commit {', '.join(commits)})"
+
+
+def _seeds_text(train: dict[str, Any], seeds: list[int]) -> str:
+    """How the training runs differ (seeds) and what every R shares within one."""
+    if len(seeds) == 1:
+        return (
+            f"seed {train['seed']}, data seed {train['data_seed']}: identical initial weights "
+            "and token order for every R."
+        )
+    shift = ", ".join(f"{train['data_seed'] + s - train['seed']}" for s in seeds)
+    return (
+        f"{len(seeds)} training runs per R with seeds {', '.join(str(s) for s in seeds)} "
+        f"(initial weights) and data seeds {shift} (token order); within one seed, identical "
+        "initial weights and token order for every R."
+    )
+
+
+def _mean_cell(d: dict[str, Any], digits: int = 4) -> str:
+    """`mean [low, high] (min .. max)` of a t-interval dict."""
+    if d["mean"] is None:
+        return "–"
+    text = f"{d['mean']:.{digits}f}"
+    if d["low"] is not None:
+        text += f" [{d['low']:.{digits}f}, {d['high']:.{digits}f}]"
+    return text + f" ({d['min']:.{digits}f} .. {d['max']:.{digits}f})"
+
+
+def _diff_cell(d: dict[str, Any]) -> str:
+    if d["mean"] is None:
+        return "–"
+    if d["low"] is None:
+        return f"{d['mean']:+.4f}"
+    return f"{d['mean']:+.4f} [{d['low']:+.4f}, {d['high']:+.4f}]"
+
+
+def _across_seeds_section(fnd: dict[str, Any], n: int) -> list[str]:
+    """The seed-level tables: per R the loss over seeds, per pair of R the seed-by-seed
+    differences; the verdicts here are the only ones a ranking may rest on."""
+    agg = fnd["across_seeds"]
+    lines = [
+        f"Across seeds ({n} training runs per R; 95% t-interval over seeds with {n - 1} "
+        "degrees of freedom, min .. max in parentheses):",
+        "",
+        "| R | held-out loss | assembly loss | assembly loss per seed |",
+        "|---|---|---|---|",
+    ]
+    for r, d in agg["per_r"].items():
+        per = ", ".join(f"{v:.4f}" for v in d["asm_loss"]["values"])
+        lines.append(f"| {r} | {_mean_cell(d['loss'])} | {_mean_cell(d['asm_loss'])} | {per} |")
+    pairs = {(p["from"], p["to"]): p for p in agg["pairs"]}
+    lines += [
+        "",
+        "Seed-by-seed differences of held-out loss (later minus earlier R, the same seed: the "
+        "same initial weights and token order; negative = the later R is lower), mean with "
+        "its 95% t-interval over seeds:",
+        "",
+        "| from | to | assembly loss difference per seed | assembly loss difference "
+        "| loss difference (all tokens) | verdict |",
+        "|---|---|---|---|---|---|",
+    ]
+    for p in fnd["seed_pairs"]:
+        full = pairs[(p["from"], p["to"])]
+        per = ", ".join(f"{v:+.4f}" for v in p["asm_loss"]["values"])
+        lines.append(
+            f"| R={p['from']} | R={p['to']} | {per} | {_diff_cell(p['asm_loss'])} | "
+            f"{_diff_cell(full['loss'])} | {p['verdict']} |"
+        )
+    rule = (
+        f"A pair is ordered only when its interval excludes 0, and only from "
+        f"{MIN_SEEDS_FOR_RANKING} seeds per R; the {len(fnd['seed_pairs'])} pairs are tested "
+        "at 95% each, with no correction for multiple comparisons."
+    )
+    return [*lines, "", rule, ""]
 
 
 def render_markdown(
@@ -343,7 +450,10 @@ def render_markdown(
     m0 = next(iter(result["models"].values()))["summary"]
     corpus = result["corpus"]
     tok = corpus["tokens"]
-    total_min = sum(m["summary"]["train_seconds"] for m in result["models"].values()) / 60
+    total_min = sum(m["summary"]["train_seconds"] for m in _all_models(result)) / 60
+    seeds = fnd.get("seed_list") or [_first_seed(result)]
+    first = _first_seed(result)
+    several = len(seeds) > 1
     lines = [
         f"# Loop-count study: R = {', '.join(str(r) for r in result['loops'])}",
         "",
@@ -371,8 +481,7 @@ def render_markdown(
         f"{cfg['train']['batch_size'] * cfg['train']['grad_accum']} x {cfg['train']['seq_len']}"
         f" tokens ({m0['tokens_seen'] / 1e6:.2f}M tokens per model), AdamW lr "
         f"{cfg['train']['lr']} (warm-up {cfg['train']['warmup_steps']}, cosine to "
-        f"{cfg['train']['min_lr_ratio']} x), seed {cfg['train']['seed']}, data seed "
-        f"{cfg['train']['data_seed']}: identical initial weights and token order for every R. "
+        f"{cfg['train']['min_lr_ratio']} x), " + _seeds_text(cfg["train"], seeds) + " "
         "A model with R loops spends R times the layer compute per token.",
         f"- Corpus: {_counts(corpus['stats']['documents'])} documents "
         f"({_counts(corpus['stats']['by_origin'])}), C compiled at "
@@ -390,41 +499,52 @@ def render_markdown(
         f"**{fnd['summary_line']}.**",
         "",
     ]
-    on_weights = "" if fnd.get("can_rank") else " for these trained weights (one run per R)"
+    runs_text = "one run" if len(seeds) == 1 else f"{len(seeds)} runs"
+    on_weights = (
+        " by the seed-level test below"
+        if fnd.get("can_rank")
+        else f" for these trained weights ({runs_text} per R) by the paired test below"
+    )
     if fnd["paper_pattern"]:
         lines.append(
             "The LoopCoder-v2 pattern appears" + on_weights + ": R = 2 has the lowest loss and "
-            "a later loop is significantly worse by the paired test below."
+            "a later loop is significantly worse."
         )
     else:
         lines.append(
             "The LoopCoder-v2 pattern (R = 2 best, R = 3 and 4 worse) does **not** appear"
             + on_weights
-            + " by the paired test below."
+            + "."
         )
     rule = fnd["erank_rule"]
     lines += [
         "",
         f"Rule of thumb (add a loop only while effective rank still rises), read within the "
-        f"R = {rule['model']} model: {rule['recommended_loops']} loop(s).",
+        f"R = {rule['model']} model" + (f" of seed {first}" if several else "") + ": "
+        f"{rule['recommended_loops']} loop(s).",
     ]
     if "final_erank" in fnd:
         ranks = ", ".join(f"R={r}: {_f(v, 1)}" for r, v in fnd["final_erank"].items())
         if fnd.get("erank_orders_like_loss") is None:
             lines.append(
-                f"Effective rank of the last loop's states: {ranks}. With one training run per "
-                "R no order across models is claimed from these values."
+                "Effective rank of the last loop's states"
+                + (f" (mean over {len(seeds)} seeds)" if several else "")
+                + f": {ranks}. With {runs_text.replace('run', 'training run')} per R no order "
+                "across models is claimed from these values."
             )
         else:
             same = "ranks" if fnd["erank_orders_like_loss"] else "does not rank"
             lines.append(
-                f"Read across models, the effective rank of the last loop's states ({ranks}) "
-                f"{same} the models in the same order as held-out assembly loss."
+                f"Read across models, the effective rank of the last loop's states (mean over "
+                f"{len(seeds)} seeds: {ranks}) {same} the models in the same order as mean "
+                "held-out assembly loss (an order of means, not a test)."
             )
     trade = fnd["tradeoff"]
     if trade and "gains_trend" in trade:
         lines.append(
-            f"Gain vs cost in the R = {trade['model']} model: relative step sizes of loops 2.. "
+            f"Gain vs cost in the R = {trade['model']} model"
+            + (f" of seed {first}" if several else "")
+            + ": relative step sizes of loops 2.. "
             f"{', '.join(_f(g) for g in trade['gains'])} (last / first "
             f"{trade['gains_change']:.2f}: {trade['gains_trend']}); relative offset costs "
             f"{', '.join(_f(c) for c in trade['costs'])} (last / first "
@@ -432,14 +552,20 @@ def render_markdown(
             f"{trade['rule']}."
         )
     lines += ["", "## Held-out loss and task metric", "", *_model_rows(result), ""]
+    if several:
+        across = _across_seeds_section(fnd, len(seeds))
+    else:
+        across = []
     lines += [
         "Loss in nats per token. *Assembly* = predicting the tokens of gcc's assembly (the "
         "completion), the rest of the text being the C prompt. Task columns: share of outputs "
         "that build (assemble and link), assemble, end with the end-of-text token, and the "
         "line similarity to gcc's output.",
         "",
+        *across,
         "Paired differences on the same held-out windows (later minus earlier R; negative = the "
-        "later model is better; 95% interval over windows):",
+        "later model is better; 95% interval over windows)"
+        + (f", for the models of seed {first}:" if several else ":"),
         "",
         "| from | to | loss difference | assembly loss difference | token-mean difference "
         "(assembly) | verdict |",
@@ -457,13 +583,19 @@ def render_markdown(
         "",
         "A paired difference is the mean over windows of each window's difference, every "
         "window counting once (windows without assembly tokens are left out of the assembly "
-        "column). The table above averages over tokens instead, and windows hold different "
+        "column). The per-model table averages over tokens instead, and windows hold different "
         "numbers of assembly tokens, so the paired difference need not equal the difference "
         "of the table's values (shown as *token-mean difference*).",
         "",
-        "The interval covers window-to-window variation for these trained weights only; one "
-        "training run per R cannot show seed-to-seed variation, which at this scale can be of "
-        "the same order as the differences.",
+        (
+            "The interval covers window-to-window variation for these trained weights only; "
+            "seed-to-seed variation is what the across-seeds tables above measure, and only "
+            "they back a ranking."
+            if several
+            else "The interval covers window-to-window variation for these trained weights "
+            "only; one training run per R cannot show seed-to-seed variation, which at this "
+            "scale can be of the same order as the differences."
+        ),
         "",
         f"![held-out loss and task]({plots['summary']})",
         "",
@@ -471,6 +603,15 @@ def render_markdown(
         "",
         "## Diagnostics per model",
         "",
+        *(
+            [
+                f"Tables and plots below are of the models of seed {first} (the other seeds' "
+                "diagnostics are in the raw data).",
+                "",
+            ]
+            if several
+            else []
+        ),
         "Columns (definitions in docs/study.md): delta = step size ‖h(r) − h(r−1)‖ (raw and "
         "relative to ‖h(r−1)‖; at loop 1 relative to the embedding, whose norm is small); "
         "cos = update alignment (negative: oscillation); erank = "
