@@ -392,14 +392,6 @@ def _mean_cell(d: dict[str, Any], digits: int = 4) -> str:
     return text + f" ({d['min']:.{digits}f} .. {d['max']:.{digits}f})"
 
 
-def _diff_cell(d: dict[str, Any]) -> str:
-    if d["mean"] is None:
-        return "–"
-    if d["low"] is None:
-        return f"{d['mean']:+.4f}"
-    return f"{d['mean']:+.4f} [{d['low']:+.4f}, {d['high']:+.4f}]"
-
-
 def _across_seeds_section(fnd: dict[str, Any], n: int) -> list[str]:
     """The seed-level tables: per R the loss over seeds, per pair of R the seed-by-seed
     differences; the verdicts here are the only ones a ranking may rest on."""
@@ -429,8 +421,8 @@ def _across_seeds_section(fnd: dict[str, Any], n: int) -> list[str]:
         full = pairs[(p["from"], p["to"])]
         per = ", ".join(f"{v:+.4f}" for v in p["asm_loss"]["values"])
         lines.append(
-            f"| R={p['from']} | R={p['to']} | {per} | {_diff_cell(p['asm_loss'])} | "
-            f"{_diff_cell(full['loss'])} | {p['verdict']} |"
+            f"| R={p['from']} | R={p['to']} | {per} | {_interval(p['asm_loss'])} | "
+            f"{_interval(full['loss'])} | {p['verdict']} |"
         )
     rule = (
         f"A pair is ordered only when its interval excludes 0, and only from "
