@@ -155,10 +155,9 @@ def _search_record(chosen: str, budget_hit: bool) -> dict[str, object]:
     }
 
 
-def test_report_shows_every_compiler_search_variant(tmp_path: Path) -> None:
-    """A compiler-search run's stored record becomes a per-program table in the report,
-    naming the chosen variant, the selection input and the programs that hit their budget."""
-    s = ResultStore(tmp_path / "run")
+def _search_store(path: Path, budget_hit: bool) -> ResultStore:
+    """A compiler-search run with one measured program whose record lists its variants."""
+    s = ResultStore(path)
     s.begin_run({"suite": "demo", "policy": "compiler-search", "measure": "time"}, {})
     s.put_program(
         Program(id="alpha", source="int main(){}", tests=(TestCase("t1", b"", b""),)),
@@ -166,8 +165,15 @@ def test_report_shows_every_compiler_search_variant(tmp_path: Path) -> None:
         BASELINE,
     )
     out = _measured("alpha", 1.5, 1.4, 1.6, FASTER)
-    out.policy_info = {"policy_s": 31.2, "search": _search_record("gcc -O3 PGO", True)}
+    out.policy_info = {"policy_s": 31.2, "search": _search_record("gcc -O3 PGO", budget_hit)}
     s.record(out)
+    return s
+
+
+def test_report_shows_every_compiler_search_variant(tmp_path: Path) -> None:
+    """A compiler-search run's stored record becomes a per-program table in the report,
+    naming the chosen variant, the selection input and the programs that hit their budget."""
+    s = _search_store(tmp_path / "run", budget_hit=True)
     _, md_path = write_report(s, tmp_path / "out", plots=False)
     s.close()
     md = md_path.read_text()
@@ -193,16 +199,7 @@ def test_results_show_verbose_lists_every_variant_and_compare_names_columns(
 ) -> None:
     import asmopt.cli
 
-    s = ResultStore(tmp_path / "run")
-    s.begin_run({"suite": "demo", "policy": "compiler-search", "measure": "time"}, {})
-    s.put_program(
-        Program(id="alpha", source="int main(){}", tests=(TestCase("t1", b"", b""),)),
-        "test",
-        BASELINE,
-    )
-    out = _measured("alpha", 1.5, 1.4, 1.6, FASTER)
-    out.policy_info = {"policy_s": 31.2, "search": _search_record("gcc -O3 PGO", False)}
-    s.record(out)
+    s = _search_store(tmp_path / "run", budget_hit=False)
     s.close()
     assert asmopt.cli.main(["results", "show", str(tmp_path / "run"), "-v"]) == 0
     text = capsys.readouterr().out
