@@ -218,17 +218,21 @@ def test_fast_decode_step_equals_reference_paths_with_left_padding(dtype: str, l
 
 
 @pytest.mark.parametrize("dtype", ["float64", "float32", "bfloat16"])
-def test_stacked_query_rows_equal_grouped_query_attention(dtype: str) -> None:
-    """Rows that share one mask row are stacked per key/value head instead of SDPA's
-    `enable_gqa`: the same result (float64 to 1e-12, the others to their rounding)."""
+@pytest.mark.parametrize("rows", [1, 3])
+def test_stacked_query_rows_equal_grouped_query_attention(dtype: str, rows: int) -> None:
+    """Rows that share one mask row (one decode token: R = 1's global call, the window call
+    of a later loop, all R rows over loop 1's cache) are stacked per key/value head instead
+    of SDPA's `enable_gqa`: the same result (float64 to 1e-12, the others to their
+    rounding). The query is a strided slice, as the window call receives it."""
     from asmopt.models.plt.modeling_plt import attention_forward
 
     model = tiny_plt_model(plt_num_loops=2)
     attention = model.model.layers[0].self_attn
     torch.manual_seed(1)
     dt = getattr(torch, dtype)
-    batch, heads, kv_heads, rows, keys, dim = 3, 4, 2, 3, 9, 8
-    query = torch.randn(batch, rows, heads, dim, dtype=dt).transpose(1, 2)  # as the model
+    batch, heads, kv_heads, keys, dim = 3, 4, 2, 9, 8
+    # As the model lays it out ([B, Q, H, d] transposed), then the last `rows` rows.
+    query = torch.randn(batch, rows + 1, heads, dim, dtype=dt).transpose(1, 2)[:, :, 1:]
     key = torch.randn(batch, kv_heads, keys, dim, dtype=dt)
     value = torch.randn(batch, kv_heads, keys, dim, dtype=dt)
     mask = torch.rand(batch, 1, 1, keys) > 0.3
@@ -467,6 +471,44 @@ def test_few_row_products_match_linear_whatever_the_kernel(kernel: str) -> None:
         with torch.no_grad():
             full = model(ids).logits
         assert (decode_logits(model, ids, prefill=3) - full).abs().max().item() < 1e-5
+    finally:
+        set_linear_kernel(None)
+
+
+@pytest.mark.parametrize("kernel", ["few_row", "linear"])
+def test_mlp_reads_the_transposed_gate_and_up_products_without_copies(kernel: str) -> None:
+    """The MLP's gate and up products may return the transposed product's view (no copy);
+    the SwiGLU output is still F.linear's, with and without biases, for decode-sized and
+    prefill-sized row counts, in float32 and bfloat16."""
+    from asmopt.models.plt import kernels, modeling_plt, set_linear_kernel
+
+    x2d = torch.randn(5, 16)
+    weight = torch.randn(24, 16)
+    view = kernels.few_row_product(x2d, weight, contiguous=False)
+    assert not view.is_contiguous() and view.t().is_contiguous()
+    assert torch.allclose(view, x2d @ weight.t(), atol=1e-5)
+    assert kernels.few_row_product(x2d, weight).is_contiguous()
+
+    set_linear_kernel(kernel)
+    try:
+        for bias in (False, True):
+            torch.manual_seed(0)
+            config = tiny_plt_model().config
+            config.mlp_bias = bias
+            mlp = modeling_plt.PLTMLP(config)
+            assert not mlp.gate_proj.contiguous_output and mlp.down_proj.contiguous_output
+            for dtype, tol in ((torch.float32, 1e-5), (torch.bfloat16, 5e-2)):
+                mlp = mlp.to(dtype)
+                for batch, rows in ((1, 1), (8, 2), (3, 40)):
+                    x = torch.randn(batch, rows, config.hidden_size, dtype=dtype)
+                    lin = torch.nn.functional.linear
+                    gate = lin(x, mlp.gate_proj.weight, mlp.gate_proj.bias)
+                    up = lin(x, mlp.up_proj.weight, mlp.up_proj.bias)
+                    expected = lin(mlp.act_fn(gate) * up, mlp.down_proj.weight, mlp.down_proj.bias)
+                    with torch.no_grad():
+                        got = mlp(x)
+                    assert got.shape == expected.shape and got.is_contiguous()
+                    assert torch.allclose(got, expected, atol=tol, rtol=tol)
     finally:
         set_linear_kernel(None)
 

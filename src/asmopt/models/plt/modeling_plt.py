@@ -146,7 +146,12 @@ class PLTLinear(nn.Linear):
     """`nn.Linear` (same parameters and checkpoint names) whose few-row CPU products use the
     kernel measured fastest on this machine (`kernels.use_few_row`): `F.linear` or the
     transposed product `(W @ x.T).T`. Decode steps are exactly such products (batch x loops
-    rows), and which kernel wins differs between CPUs; see `kernels`."""
+    rows), and which kernel wins differs between CPUs; see `kernels`.
+
+    `contiguous_output=False` (set where only element-wise ops read the output) lets the
+    transposed product return its transposed view instead of copying it."""
+
+    contiguous_output: bool = True
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         if (
@@ -156,7 +161,9 @@ class PLTLinear(nn.Linear):
         ):
             rows = x.numel() // x.shape[-1]
             if rows <= kernels.MAX_ROWS and kernels.use_few_row(self.weight, rows):
-                out = kernels.few_row_product(x.reshape(rows, x.shape[-1]), self.weight)
+                out = kernels.few_row_product(
+                    x.reshape(rows, x.shape[-1]), self.weight, self.contiguous_output
+                )
                 if self.bias is not None:
                     out = out + self.bias
                 return out.view(*x.shape[:-1], self.out_features)
@@ -173,6 +180,7 @@ class PLTMLP(nn.Module):
         self.gate_proj = PLTLinear(self.hidden_size, self.intermediate_size, bias=config.mlp_bias)
         self.up_proj = PLTLinear(self.hidden_size, self.intermediate_size, bias=config.mlp_bias)
         self.down_proj = PLTLinear(self.intermediate_size, self.hidden_size, bias=config.mlp_bias)
+        self.gate_proj.contiguous_output = self.up_proj.contiguous_output = False
         self.act_fn = ACT2FN[config.hidden_act]
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
@@ -216,14 +224,15 @@ def attention_forward(
         return output.transpose(1, 2), probs
     groups = module.num_key_value_groups
     batch, heads, q_len, head_dim = query.shape
-    if groups > 1 and q_len > 1 and (mask is None or mask.shape[-2] == 1):
-        # Every query row sees the same keys (a decode step's R loop rows over the shared
-        # loop-1 cache), so the `groups` query heads of one key/value head can be stacked as
-        # `groups * Q` rows of that head: the same dot products and softmaxes, without
-        # `enable_gqa`. On CPU, SDPA with `enable_gqa` costs ~2.5x per extra query row
-        # (bf16, batch 8: 0.38 vs 0.15 ms for two rows over ~160 keys); stacked rows cost
-        # almost nothing. Measured on an Intel Xeon: bit-identical in bf16; float32 differs
-        # in the last bits (the kernel blocks the rows differently).
+    if groups > 1 and (mask is None or mask.shape[-2] == 1):
+        # Every query row sees the same keys (one decode token; with R loops, the R rows over
+        # the shared loop-1 cache), so the `groups` query heads of one key/value head can be
+        # stacked as `groups * Q` rows of that head: the same dot products and softmaxes,
+        # without `enable_gqa`. On CPU, SDPA with `enable_gqa` costs ~2x even for one row
+        # (bf16, batch 8, 12 over 4 heads: 180 vs 82 us over 140 keys, 117 vs 61 us over a
+        # 65-key window) and ~2.5x per extra query row; stacked rows cost almost nothing.
+        # Measured on an Intel Xeon: bit-identical in bf16; float32 differs in the last bits
+        # (the kernel blocks the rows differently).
         stacked = query.reshape(batch, heads // groups, groups * q_len, head_dim)
         output = F.scaled_dot_product_attention(
             stacked, key, value, attn_mask=mask, dropout_p=dropout, scale=module.scaling
