@@ -175,7 +175,10 @@ def few_row_product(
     rows = x2d.shape[0]
     if rows == 1:
         x2d = torch.cat([x2d, x2d.new_zeros(1, x2d.shape[1])])
-    product = torch.mm(weight, x2d.t()).t()[:rows]
+    # F.linear(weight, x2d) is `weight @ x2d.T` as one call (the same `mm` inside).
+    product = F.linear(weight, x2d).t()
+    if rows == 1:
+        product = product[:1]
     return product.contiguous() if contiguous else product
 
 
