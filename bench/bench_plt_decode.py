@@ -3,6 +3,7 @@
     .venv/bin/python bench/bench_plt_decode.py            # full table: bf16 + fp32, batch 1 + 8
     .venv/bin/python bench/bench_plt_decode.py --quick    # a smaller, faster run
     .venv/bin/python bench/bench_plt_decode.py --profile  # where the time of one step goes
+    .venv/bin/python bench/bench_plt_decode.py --ablate   # what PLT-2's extra parts cost
 
 Procedure (all modes share one set of weights, ~100M parameters, on CPU):
 1. For every (dtype, batch): build every mode, prefill the same random prompt (longer than the
@@ -20,6 +21,17 @@ Procedure (all modes share one set of weights, ~100M parameters, on CPU):
 
 4. `--repeats` times over (fresh models and caches each time), so that the table can show the
    spread of each ratio across runs beside its median.
+
+`--ablate` answers where PLT-2's extra time goes without the profiler's per-operator overhead:
+the same interleaved timing for R = 1, PLT-2, PLT-2 with its window attention call skipped,
+with its gate replaced by a constant, with both, and R = 1 at twice the batch (the same number
+of rows through every product as PLT-2, with neither window nor gate). The skipped variants
+compute wrong tokens; they exist only to be timed.
+
+Every latency table ends with a goal check (`--goal`, default 1.15x of R = 1 per PLT mode with
+one-pass decode) that says whether the median run and every run meet it, and warns when the
+runs disagree by more than `--max-run-range`: then the machine's noise is as large as the
+margin and one run decides nothing.
 
 Dtypes: `bf16` and `fp32` use the few-row product kernel that `PLTLinear` measures fastest on
 this machine (see `asmopt.models.plt.kernels`; the report lists every choice with both
@@ -46,6 +58,7 @@ from asmopt.models.plt import (
     PLTConfig,
     PLTForCausalLM,
     kernel_report,
+    modeling_plt,
     set_linear_kernel,
 )
 from asmopt.models.plt.kernels import KernelMode, cache_path, machine_key
@@ -275,6 +288,136 @@ def profile_step(modes: list[Mode], dtype_name: str, batch: int, args: argparse.
     return "\n".join([*lines, "", "Top operators per step:", *top_lines, ""])
 
 
+def goal_check(
+    results: dict[tuple[str, int], Runs], modes: list[Mode], args: argparse.Namespace
+) -> list[str]:
+    """Per PLT mode with one-pass decode and (dtype, batch): does the median run meet the
+    goal, do all runs, and do the runs agree closely enough for either answer to mean much."""
+    lines = [f"Goal check: {args.stat} latency at most {args.goal:.2f}x of R = 1:", ""]
+    for mode in modes:
+        if mode.loops == 1 or mode.loop_mode != "plt" or not mode.parallel_decode:
+            continue
+        for (dtype, batch), runs in results.items():
+            ratios = run_ratios(runs, mode.name, args.stat)
+            median = statistics.median(ratios)
+            verdict = "meets" if median <= args.goal else "misses"
+            above = sum(r > args.goal for r in ratios)
+            line = (
+                f"- {mode.name} {dtype} b{batch}: median run {median:.2f}x, {verdict} the goal "
+                f"({above} of {len(ratios)} runs above it)"
+            )
+            spread = max(ratios) - min(ratios)
+            if len(ratios) > 1 and spread > args.max_run_range:
+                line += (
+                    f"; WARNING: runs range {min(ratios):.2f}-{max(ratios):.2f}, wider than "
+                    f"{args.max_run_range:.2f}: the machine's noise is as large as the margin"
+                )
+            lines.append(line)
+    return [*lines, ""]
+
+
+@dataclass(frozen=True)
+class Ablation:
+    """One timed variant: a model, a batch multiplier and which PLT parts are skipped."""
+
+    name: str
+    model: str
+    batch_factor: int = 1
+    skip_window: bool = False
+    skip_gate: bool = False
+
+
+ABLATIONS: tuple[Ablation, ...] = (
+    Ablation("R=1", "R=1"),
+    Ablation("PLT-2", "PLT-2"),
+    Ablation("PLT-2, window call skipped", "PLT-2", skip_window=True),
+    Ablation("PLT-2, gate constant", "PLT-2", skip_gate=True),
+    Ablation("PLT-2, both", "PLT-2", skip_window=True, skip_gate=True),
+    Ablation("R=1 at 2x batch", "R=1", batch_factor=2),
+)
+
+
+class _Skipper:
+    """Patches `attention_forward` and `PLTGate.forward` of the model module for the duration
+    of an ablation; `current` says what the next decode step skips. In PLT-2's one-pass step
+    the window call is the only attention call with one query row per head (the global call
+    has R rows), so that is how it is recognised."""
+
+    def __init__(self) -> None:
+        self.current: Ablation = ABLATIONS[0]
+        self._attention = modeling_plt.attention_forward
+        self._gate = modeling_plt.PLTGate.forward
+
+    def __enter__(self) -> _Skipper:
+        attention, gate = self._attention, self._gate
+
+        def attention_forward(module, query, key, value, mask, need_probs):  # type: ignore[no-untyped-def]
+            if self.current.skip_window and query.shape[2] == 1:
+                return query.transpose(1, 2), None  # right shape, wrong values
+            return attention(module, query, key, value, mask, need_probs)
+
+        def gate_forward(module, unit_hidden, query):  # type: ignore[no-untyped-def]
+            if self.current.skip_gate:
+                heads = module.weight.shape[0]
+                return unit_hidden.new_full((*unit_hidden.shape[:-1], heads), 0.5)
+            return gate(module, unit_hidden, query)
+
+        modeling_plt.attention_forward = attention_forward
+        modeling_plt.PLTGate.forward = gate_forward  # type: ignore[method-assign]
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        modeling_plt.attention_forward = self._attention
+        modeling_plt.PLTGate.forward = self._gate  # type: ignore[method-assign]
+
+
+def ablate(dtype_name: str, batch: int, args: argparse.Namespace) -> dict[str, Result]:
+    """Interleaved per-token timing of every `ABLATIONS` variant (fresh caches each call)."""
+    dtype, kernel = DTYPES[dtype_name]
+    set_linear_kernel(kernel)
+    try:
+        models = build_models(
+            [m for m in ALL_MODES if m.name in ("R=1", "PLT-2")], dtype, args.seed
+        )
+        results = {a.name: Result() for a in ABLATIONS}
+        with torch.inference_mode(), _Skipper() as skipper:
+            state: dict[str, tuple[PLTCache, torch.Tensor]] = {}
+            for a in ABLATIONS:
+                skipper.current = a
+                caches, tokens = prefill({a.model: models[a.model]}, batch * a.batch_factor, args)
+                state[a.name] = (caches[a.model], tokens[a.model])
+            for round_idx in range(args.rounds):
+                start = round_idx % len(ABLATIONS)
+                for a in ABLATIONS[start:] + ABLATIONS[:start]:
+                    skipper.current = a
+                    cache, token = state[a.name]
+                    begin, begin_cpu = time.perf_counter(), time.process_time()
+                    token = decode_step(models[a.model], cache, token)
+                    results[a.name].samples_s.append(time.perf_counter() - begin)
+                    results[a.name].cpu_s.append(time.process_time() - begin_cpu)
+                    state[a.name] = (cache, token)
+    finally:
+        set_linear_kernel(None)
+    return results
+
+
+def ablation_table(results: dict[tuple[str, int], list[dict[str, Result]]], stat: str) -> list[str]:
+    keys = list(results)
+    lines = [
+        "| variant | " + " | ".join(f"{d} b{b}" for d, b in keys) + " |",
+        "|---" * (1 + len(keys)) + "|",
+    ]
+    for a in ABLATIONS:
+        cells = []
+        for key in keys:
+            ratios = [run[a.name].stat(stat) / run["R=1"].stat(stat) for run in results[key]]
+            ms = statistics.median(run[a.name].stat(stat) for run in results[key]) * 1e3
+            spread = f" [{min(ratios):.2f}-{max(ratios):.2f}]" if len(ratios) > 1 else ""
+            cells.append(f"{statistics.median(ratios):.2f}x{spread} ({ms:.1f})")
+        lines.append(f"| {a.name} | " + " | ".join(cells) + " |")
+    return lines
+
+
 def environment(args: argparse.Namespace, load_before: tuple[float, ...]) -> list[str]:
     from asmopt.provenance import cpu_model, git_commit
 
@@ -413,6 +556,16 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--profile", action="store_true", help="profile R=1 and PLT-2 instead")
     parser.add_argument("--profile-steps", type=int, default=10)
     parser.add_argument(
+        "--ablate", action="store_true", help="time PLT-2 with its window call / gate skipped"
+    )
+    parser.add_argument("--goal", type=float, default=1.15, help="latency goal vs R = 1")
+    parser.add_argument(
+        "--max-run-range",
+        type=float,
+        default=0.05,
+        help="warn when a ratio's lowest and highest run differ by more than this",
+    )
+    parser.add_argument(
         "--recalibrate",
         action="store_true",
         help="forget this machine's cached kernel choices and measure them again",
@@ -444,6 +597,36 @@ def main(argv: list[str] | None = None) -> int:
         profiled = [m for m in modes if m.name in ("R=1", "PLT-2")]
         report = [profile_step(profiled, d, b, args) for d in dtypes for b in batches]
         text = "\n".join(["# PLT decode profile", *environment(args, load_before), "", *report])
+    elif args.ablate:
+        ablations: dict[tuple[str, int], list[dict[str, Result]]] = {
+            (d, b): [] for d in dtypes for b in batches
+        }
+        for repeat in range(args.repeats):
+            for dtype in dtypes:
+                for batch in batches:
+                    print(f"ablation run {repeat + 1}: {dtype} batch {batch} ...", file=sys.stderr)
+                    ablations[(dtype, batch)].append(ablate(dtype, batch, args))
+        text = "\n".join(
+            [
+                "# PLT decode ablation",
+                *environment(args, load_before),
+                "",
+                f"Per-token latency ({args.stat}) as a ratio to R = 1 of the same run: the "
+                f"median over {args.repeats} runs, [lowest-highest run], (the median run's "
+                "ms). Skipped parts give wrong tokens; only their time means anything.",
+                "",
+                *ablation_table(ablations, args.stat),
+                "",
+            ]
+        )
+        if args.raw is not None:
+            raw = {
+                f"{d}/b{b}/run{i}/{name}": {"wall_s": res.samples_s, "cpu_s": res.cpu_s}
+                for (d, b), runs in ablations.items()
+                for i, per_variant in enumerate(runs)
+                for name, res in per_variant.items()
+            }
+            args.raw.write_text(json.dumps(raw))
     else:
         results: dict[tuple[str, int], Runs] = {(d, b): [] for d in dtypes for b in batches}
         for repeat in range(args.repeats):
@@ -467,6 +650,7 @@ def main(argv: list[str] | None = None) -> int:
                 "",
                 *ratio_table(results, modes, args.stat),
                 "",
+                *goal_check(results, modes, args),
                 *kernel_table(),
                 "Details, all runs' samples pooled (spread = IQR / median; outliers = modified "
                 "z-score > 3.5):",

@@ -1,0 +1,85 @@
+"""The PLT decode benchmark's verdicts: the goal check and the ablation's skipped parts.
+
+Timings are not asserted (they belong to bench/results); what is checked is that the goal
+check reads the runs it is given correctly and warns on disagreeing runs, and that the
+ablation's patches skip exactly the window call and the gate of PLT-2 and are undone.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+from pathlib import Path
+from types import ModuleType
+
+import pytest
+from tiny_model import tiny_plt_model
+
+pytestmark = pytest.mark.ml
+BENCH = Path(__file__).resolve().parents[1] / "bench"
+
+
+@pytest.fixture(scope="module")
+def bench() -> ModuleType:
+    sys.path.insert(0, str(BENCH))
+    try:
+        return importlib.import_module("bench_plt_decode")
+    finally:
+        sys.path.remove(str(BENCH))
+
+
+def _runs(bench: ModuleType, ratios: list[float]) -> list[dict[str, object]]:
+    """One run per ratio: R = 1 at 10 ms per token, PLT-2 at ratio x 10 ms."""
+    return [
+        {
+            "R=1": bench.Result(samples_s=[0.010] * 10),
+            "PLT-2": bench.Result(samples_s=[0.010 * r] * 10),
+        }
+        for r in ratios
+    ]
+
+
+def test_goal_check_reads_every_run_and_warns_on_disagreement(bench: ModuleType) -> None:
+    modes = [m for m in bench.ALL_MODES if m.name in ("R=1", "PLT-2", "PLT-2 loop-by-loop")]
+    args = argparse.Namespace(stat="p10", goal=1.15, max_run_range=0.05)
+    results = {
+        ("bf16", 8): _runs(bench, [1.20, 1.21, 1.22]),
+        ("fp32", 1): _runs(bench, [1.10, 1.12, 1.25]),
+    }
+    lines = bench.goal_check(results, modes, args)
+    bf16 = next(line for line in lines if "bf16 b8" in line)
+    fp32 = next(line for line in lines if "fp32 b1" in line)
+    assert "median run 1.21x, misses" in bf16 and "3 of 3 runs above" in bf16
+    assert "WARNING" not in bf16
+    assert "median run 1.12x, meets" in fp32 and "1 of 3 runs above" in fp32
+    assert "WARNING" in fp32 and "1.10-1.25" in fp32
+    # Only one-pass PLT modes are judged (not R = 1, not the loop-by-loop schedule).
+    assert not any("loop-by-loop" in line or "R=1 " in line for line in lines)
+
+
+def test_ablation_skips_only_the_window_call_and_the_gate(bench: ModuleType) -> None:
+    import torch
+
+    from asmopt.models.plt import PLTCache, modeling_plt
+
+    model = tiny_plt_model(plt_num_loops=2).eval()
+    ids = torch.randint(2, model.config.vocab_size, (2, 12))
+    by_variant = {}
+    original = (modeling_plt.attention_forward, modeling_plt.PLTGate.forward)
+    with torch.no_grad(), bench._Skipper() as skipper:
+        for variant in bench.ABLATIONS:
+            if variant.model != "PLT-2":
+                continue
+            skipper.current = variant
+            cache = PLTCache(model.config)
+            model(ids[:, :-1], past_key_values=cache)
+            step = model(ids[:, -1:], past_key_values=cache).logits
+            by_variant[(variant.skip_window, variant.skip_gate)] = step
+    assert (modeling_plt.attention_forward, modeling_plt.PLTGate.forward) == original
+    full = by_variant[(False, False)]
+    with torch.no_grad():
+        reference = model(ids).logits[:, -1:]
+    assert torch.allclose(full, reference, atol=1e-5)  # nothing skipped: the real model
+    for skipped in ((True, False), (False, True), (True, True)):
+        assert not torch.allclose(by_variant[skipped], full, atol=1e-5), skipped
