@@ -7,7 +7,9 @@
 
 Procedure (all modes share one set of weights, ~100M parameters, on CPU):
 1. For every (dtype, batch): build every mode, prefill the same random prompt (longer than the
-   PLT window, so ring buffers are full) and take `--warmup` untimed decode steps per mode.
+   PLT window, so ring buffers are full) and take `--warmup` untimed decode steps per mode,
+   then more untimed steps while `PLTLinear` is still timing kernels for a shape (see
+   `asmopt.models.plt.kernels`; only until every shape has its choice).
 2. `--rounds` rounds; in each round every mode decodes ONE token (one timed forward + greedy
    choice), in an order that rotates every round. Interleaving step by step gives every mode
    the same exposure to other jobs on the machine, so they cannot bias one mode.
@@ -61,7 +63,7 @@ from asmopt.models.plt import (
     modeling_plt,
     set_linear_kernel,
 )
-from asmopt.models.plt.kernels import KernelMode, cache_path, machine_key
+from asmopt.models.plt.kernels import KernelMode, cache_path, calibrating, machine_key
 
 # ~100M parameters, GPT-2-small-like widths with Llama parts and grouped-query attention.
 BENCH_SHAPE: dict[str, object] = {
@@ -83,6 +85,7 @@ DTYPES: dict[str, tuple[torch.dtype, KernelMode]] = {
     for name, dtype in (("bf16", torch.bfloat16), ("fp32", torch.float32))
     for suffix, kernel in (("", "auto"), ("-linear", "linear"), ("-few-row", "few_row"))
 }
+MAX_CALIBRATION_STEPS = 200  # untimed decode steps at most while kernels are being chosen
 LONG_CONTEXT = 4096  # KV ratios are also extrapolated to this context length
 
 
@@ -187,11 +190,22 @@ def prefill(
     prompt = torch.randint(2, vocab, (batch, args.prompt), generator=generator)
     caches: dict[str, PLTCache] = {}
     tokens: dict[str, torch.Tensor] = {}
+    steps: dict[str, int] = {}
     for name, model in models.items():
         caches[name] = PLTCache(model.config)
         logits = model(prompt, past_key_values=caches[name], logits_to_keep=1).logits
         tokens[name] = logits[:, -1].argmax(-1, keepdim=True)
-        for _ in range(args.warmup):
+        steps[name] = 0
+        # Shapes whose kernel is still being chosen alternate kernels call by call: keep
+        # decoding untimed until every shape this model uses is decided.
+        while steps[name] < args.warmup + MAX_CALIBRATION_STEPS and (
+            steps[name] < args.warmup or calibrating()
+        ):
+            tokens[name] = decode_step(model, caches[name], tokens[name])
+            steps[name] += 1
+    # Every mode starts timing at the same context length.
+    for name, model in models.items():
+        for _ in range(max(steps.values()) - steps[name]):
             tokens[name] = decode_step(model, caches[name], tokens[name])
     return caches, tokens
 

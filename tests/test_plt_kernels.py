@@ -1,8 +1,10 @@
-"""Kernel choice of `PLTLinear` for few-row CPU products: measured, cached per machine, forceable.
+"""Kernel choice of `PLTLinear` for few-row CPU products: timed in use, cached per machine,
+forceable.
 
-Timings themselves are not asserted (they belong to bench/); what is checked is that a choice
-follows from the two measured timings by the documented rule, that it is stored and read back
-under this machine's key, and that forcing overrides measuring.
+Timings themselves are not asserted (they belong to bench/); what is checked is that the
+first calls of a shape alternate the two kernels and compute the same product, that a choice
+follows from the two kernels' timings by the documented rule (near ties get more rounds), that
+it is stored and read back under this machine's key, and that forcing overrides timing.
 """
 
 from __future__ import annotations
@@ -39,10 +41,23 @@ def fresh(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
     kernels.set_linear_kernel(None)
 
 
-def test_first_product_measures_both_kernels_and_caches_the_choice(fresh: Path) -> None:
+def _calls_until_decided(layer: torch.nn.Module, x: torch.Tensor, limit: int = 200) -> int:
+    """Calls the layer until its shape has a choice; checks every call's product on the way."""
+    expected = torch.nn.functional.linear(x, layer.weight, layer.bias)
+    for calls in range(1, limit + 1):
+        with torch.no_grad():
+            assert torch.allclose(layer(x), expected, atol=1e-5)
+        if not kernels.calibrating():
+            return calls
+    raise AssertionError(f"no choice after {limit} calls")
+
+
+def test_first_products_time_both_kernels_in_use_and_cache_the_choice(fresh: Path) -> None:
     layer = modeling_plt.PLTLinear(64, 96, bias=False)
-    with torch.no_grad():
-        layer(torch.randn(3, 64))
+    x = torch.randn(3, 64)
+    calls = _calls_until_decided(layer, x)
+    # One untimed call per kernel, then SAMPLES timed calls per kernel and round (1-3 rounds).
+    assert calls in {2 + 2 * kernels.SAMPLES * rounds for rounds in (1, 2, 3)}
     (choice,) = kernels.kernel_report()
     assert (choice.dtype, choice.rows, choice.in_features, choice.out_features) == (
         "float32",
@@ -52,16 +67,17 @@ def test_first_product_measures_both_kernels_and_caches_the_choice(fresh: Path) 
     )
     assert choice.source == "measured" and choice.linear_us > 0 and choice.few_row_us > 0
     assert choice.use_few_row == (choice.few_row_us < (1 - kernels.MARGIN) * choice.linear_us)
+    assert kernels.use_few_row(layer.weight, 3) == choice.use_few_row
 
     stored = json.loads(kernels.cache_path().read_text())
     assert kernels.cache_path().parent == fresh
     entry = stored[kernels.machine_key()]["float32 rows=3 64x96"]
     assert entry["use_few_row"] == choice.use_few_row
 
-    # A new process (simulated by forgetting) reads the file instead of measuring again.
+    # A new process (simulated by forgetting) reads the file instead of timing again.
     kernels.forget_choices()
-    with torch.no_grad():
-        layer(torch.randn(3, 64))
+    assert kernels.use_few_row(layer.weight, 3) == choice.use_few_row
+    assert _calls_until_decided(layer, x) == 1
     (again,) = kernels.kernel_report()
     assert again.source == "cache" and again.use_few_row == choice.use_few_row
 
@@ -89,11 +105,11 @@ def test_cached_choice_is_used_as_stored(fresh: Path) -> None:
         assert torch.allclose(layer(x), expected, atol=1e-5)
     (choice,) = kernels.kernel_report()
     assert choice.source == "cache" and choice.use_few_row
-    # Another machine's entries are not used.
+    # Another machine's entries are not used: the shape is timed here.
     kernels.forget_choices()
     kernels.cache_path().write_text(json.dumps({"other cpu": {"float32 rows=2 16x8": entry}}))
-    with torch.no_grad():
-        layer(x)
+    assert kernels.use_few_row(layer.weight, 2) is None
+    _calls_until_decided(layer, x)
     assert kernels.kernel_report()[0].source == "measured"
 
 
@@ -119,48 +135,38 @@ def test_forcing_by_code_or_environment_skips_measuring(
         kernels.set_linear_kernel("fast")  # type: ignore[arg-type]
 
 
-def test_large_weights_are_timed_cold_small_ones_warm(monkeypatch: pytest.MonkeyPatch) -> None:
-    """A weight of at least `COLD_MIN_BYTES` is timed over copies spanning more than twice
-    the last-level cache (each call reads one not touched for that long, as a decode step
-    streams its weights); a small one, or one larger than that span, is timed as it is."""
-    monkeypatch.setattr("asmopt.models.plt.kernels.last_level_cache_bytes", lambda: 4 << 20)
-    large = torch.randn(512, 1024)  # 2 MiB of float32
-    copies = kernels.timing_weights(large)
-    assert len(copies) == 4  # 4 x 2 MiB >= 2 x 4 MiB
-    assert all(torch.equal(c, large) and c.data_ptr() != large.data_ptr() for c in copies)
-    small = torch.randn(64, 64)
-    assert kernels.timing_weights(small)[0] is small
-    huge = torch.randn(2048, 1024)  # 8 MiB: already more than the span
-    assert kernels.timing_weights(huge)[0] is huge
-    linear_us, few_us = kernels.measure(large, 4)
-    assert linear_us > 0 and few_us > 0
+def test_trial_alternates_skips_first_calls_and_decides_by_median() -> None:
+    trial = kernels.Trial()
+    kernels_used = []
+    for _ in range(2 + 2 * kernels.SAMPLES):
+        few = trial.next_is_few_row()
+        kernels_used.append(few)
+        # Untimed first calls are slow (allocation); the transposed product is clearly faster.
+        trial.record(few, 1000.0 if trial.calls < 2 else (50.0 if few else 100.0))
+    assert kernels_used[:4] == [False, True, False, True]
+    assert len(trial.linear_us) == len(trial.few_row_us) == kernels.SAMPLES
+    assert 1000.0 not in trial.linear_us + trial.few_row_us
+    assert trial.decision() == (100.0, 50.0, True)
 
 
-def test_last_level_cache_size_is_read_or_defaulted() -> None:
-    size = kernels.last_level_cache_bytes()
-    assert size >= 1 << 16
-
-
-def test_near_tie_is_measured_again_and_pooled(
-    fresh: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """Timings that land within a few per cent of the margin's threshold are measured once
-    more and decided on the pooled minima; clear decisions are measured once."""
+def test_near_tie_gets_more_rounds_then_decides_on_all_samples() -> None:
+    """A median ratio within a few per cent of the threshold asks for another round of
+    samples (at most three rounds); clear ratios decide after one."""
     threshold = 1.0 - kernels.MARGIN
-    answers = iter([(100.0, 100.0 * threshold + 0.5), (90.0, 80.0)])
-    calls: list[int] = []
-
-    def fake_measure(weight: torch.Tensor, rows: int) -> tuple[float, float]:
-        calls.append(rows)
-        return next(answers)
-
-    monkeypatch.setattr("asmopt.models.plt.kernels.measure", fake_measure)
-    weight = torch.randn(8, 16)
-    assert kernels.use_few_row(weight, 3)  # pooled: min(100, 90) vs min(95.5, 80)
-    (choice,) = kernels.kernel_report()
-    assert len(calls) == 2 and (choice.linear_us, choice.few_row_us) == (90.0, 80.0)
-
-    answers = iter([(100.0, 50.0)])
-    calls.clear()
-    assert kernels.use_few_row(weight, 4)
-    assert len(calls) == 1
+    trial = kernels.Trial()
+    trial.calls = 2  # past the untimed calls
+    trial.linear_us = [100.0] * kernels.SAMPLES
+    trial.few_row_us = [100.0 * threshold + 0.5] * kernels.SAMPLES
+    assert trial.decision() is None and trial.rounds == 2
+    trial.linear_us += [100.0] * kernels.SAMPLES
+    trial.few_row_us += [80.0] * kernels.SAMPLES
+    linear, few, use_few = trial.decision() or (0.0, 0.0, False)
+    assert (linear, use_few) == (100.0, True) and few < 95.0  # median of both rounds
+    stuck = kernels.Trial(
+        linear_us=[100.0] * (3 * kernels.SAMPLES),
+        few_row_us=[100.0 * threshold] * (3 * kernels.SAMPLES),
+        rounds=3,
+    )
+    assert stuck.decision() is not None  # the last round decides, tie or not
+    clear = kernels.Trial(linear_us=[100.0] * kernels.SAMPLES, few_row_us=[60.0] * kernels.SAMPLES)
+    assert clear.decision() == (100.0, 60.0, True) and clear.rounds == 1

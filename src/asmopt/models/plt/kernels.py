@@ -1,20 +1,36 @@
-"""Which product `PLTLinear` uses for few-row CPU inputs, chosen by measurement on this machine.
+"""Which product `PLTLinear` uses for few-row CPU inputs, chosen by timing the model's own calls.
 
 A decode step multiplies every weight by batch x loops rows (1 to a few dozen). For such
 shapes the BLAS behind `F.linear` (`x @ W.T`) and the transposed product `(W @ x.T).T` can
 differ by 2-5x, and which one wins depends on the CPU, the BLAS build, the dtype, the row count
 and the weight shape: on one AMD EPYC the transposed product was ~2.5x faster for 1-4 float32
 rows, on an Intel Xeon it is ~2.5x slower there but faster for bfloat16 rows. So nothing is
-assumed: the first time a (dtype, rows, in, out) product is met on the CPU, both are timed on
-that layer's own weight and the faster is kept (the library's `F.linear` unless the other is at
-least `MARGIN` faster). Choices are cached in memory and in a JSON file per CPU model, torch
-version and thread count (`plt_kernels.json` under `$ASMOPT_CACHE_DIR`, else
-`$XDG_CACHE_HOME/asmopt`, else `~/.cache/asmopt`), so a later process does not measure again.
+assumed: the first products of each (dtype, rows, in, out) on the CPU alternate between the two
+kernels and are timed as they run inside the model, and after `SAMPLES` timed calls of each the
+faster by median is kept (the library's `F.linear` unless the other is at least `MARGIN`
+faster; a near tie gets more rounds of samples).
+
+Why in use and not in a separate calibration: a decode step streams every weight once, so
+each product meets a cold weight, beside whatever the step's other work left in the caches
+and on the memory bus. Timing one weight over and over measures it cached; timing copies
+cycled to keep it cold still misses the rest of the step. Both were tried on an Intel Xeon
+(bf16, 16 rows): the isolated timings called the kernels even or picked `F.linear`, while the
+model's decode step was ~15% slower with `F.linear` than with the transposed product. The
+alternating calls of one step share its conditions, so the comparison is fair under load too.
+
+The calls of a shape that is still being timed alternate kernels, whose sums differ in the
+last bits: the first decode steps of the first process on a machine can differ from later
+ones at rounding level. Later processes read the cached choice and do not alternate; force a
+kernel for bit-stable runs from the first token.
+
+Choices are cached in memory and in a JSON file per CPU model, torch version, thread count
+and timing method (`plt_kernels.json` under `$ASMOPT_CACHE_DIR`, else
+`$XDG_CACHE_HOME/asmopt`, else `~/.cache/asmopt`), so a later process does not time again.
 
 Forcing: `set_linear_kernel("linear" | "few_row" | "auto")`, or the environment variable
 `ASMOPT_PLT_LINEAR_KERNEL` with the same values (read when nothing was set in code).
 `kernel_report()` lists every choice made in this process with both timings (the benchmark
-prints it).
+prints it); `calibrating()` says whether some shape is still being timed.
 """
 
 from __future__ import annotations
@@ -23,9 +39,9 @@ import contextlib
 import json
 import os
 import platform
+import statistics
 import time
-from collections.abc import Callable
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Literal
 
@@ -40,35 +56,27 @@ MAX_ROWS = 32
 # The transposed product must beat `F.linear` by this fraction to be chosen (timer noise on
 # a busy machine is a few per cent; the library default wins ties).
 MARGIN = 0.05
-# Calls timed per candidate: enough for about `_BUDGET_SECONDS` each, within these bounds.
-# The fastest single call counts: on a shared machine a call is only ever slowed down
-# (preempted threads, a second intra-op thread waiting for a core, other jobs' cache traffic),
-# never sped up, so the minimum estimates the kernel's own cost.
-_BUDGET_SECONDS = 0.03
-_MIN_CALLS, _MAX_CALLS = 9, 60
-# A decode step streams every weight of the model once, so a weight is cold (not in any cache)
-# when its product runs; timing one weight over and over measures it warm instead, and the two
-# regimes can pick different kernels (bf16, 16 rows, 768 x 768 on an Intel Xeon: warm 64 vs
-# 67 us, cold 105 vs 127 us). Weights of at least this size are timed cold: each call reads
-# a copy last touched more than twice the last-level cache ago. Smaller ones (tiny models,
-# whose weights all stay cached) are timed warm.
-COLD_MIN_BYTES = 1 << 20
-_COLD_FALLBACK_CACHE_BYTES = 64 << 20
-TIMING_VERSION = 2  # part of the cache key: bump when the way choices are timed changes
-# A choice whose two timings are within this fraction of the margin's threshold is measured
-# again and decided on both measurements pooled (a near-tie is otherwise decided by noise).
+# Timed calls per kernel and round, after one untimed call of each (first calls allocate and
+# build the BLAS's kernels). A decode step makes (layers x products of that shape) calls, so
+# most shapes are decided within the first step; the LM head (one call a step) takes ~20.
+SAMPLES = 8
+# A median ratio within this distance of the threshold is a near tie: another round of
+# samples, up to `_MAX_ROUNDS`, decides on all of them pooled.
 _NEAR_TIE = 0.04
+_MAX_ROUNDS = 3
+TIMING_VERSION = 3  # part of the cache key: bump when the way choices are timed changes
 
 _forced: KernelMode | None = None
 ShapeKey = tuple[torch.dtype, int, int, int]  # dtype, rows, in_features, out_features
 _choices: dict[ShapeKey, KernelChoice] = {}
+_trials: dict[ShapeKey, Trial] = {}
 _cached: dict[str, KernelChoice] = {}  # from the JSON file, by `_shape_key`
 _file_loaded = False
 
 
 @dataclass(frozen=True)
 class KernelChoice:
-    """One measured decision: microseconds of one call of each candidate (fastest call)."""
+    """One decision: median microseconds of one call of each candidate, timed in use."""
 
     dtype: str
     rows: int
@@ -182,67 +190,113 @@ def few_row_product(
     return product.contiguous() if contiguous else product
 
 
-def _call_us(fn: Callable[[torch.Tensor], object], weight: torch.Tensor) -> float:
+@dataclass
+class Trial:
+    """The timed calls of one shape while its kernel is being chosen.
+
+    Calls alternate `F.linear` / transposed product; the first call of each is not timed.
+    `decision()` is None until both kernels have `SAMPLES` timed calls per round, then the
+    choice by median (with another round for a near tie, at most `_MAX_ROUNDS`)."""
+
+    linear_us: list[float] = field(default_factory=list)
+    few_row_us: list[float] = field(default_factory=list)
+    calls: int = 0
+    rounds: int = 1
+
+    def next_is_few_row(self) -> bool:
+        return self.calls % 2 == 1
+
+    def record(self, few_row: bool, microseconds: float) -> None:
+        self.calls += 1
+        if self.calls > 2:  # calls 1 and 2 are each kernel's untimed first call
+            (self.few_row_us if few_row else self.linear_us).append(microseconds)
+
+    def decision(self) -> tuple[float, float, bool] | None:
+        """(linear median us, few-row median us, use few-row), or None: keep timing."""
+        wanted = SAMPLES * self.rounds
+        if len(self.linear_us) < wanted or len(self.few_row_us) < wanted:
+            return None
+        linear = statistics.median(self.linear_us)
+        few = statistics.median(self.few_row_us)
+        threshold = 1.0 - MARGIN
+        if abs(few / linear - threshold) < _NEAR_TIE and self.rounds < _MAX_ROUNDS:
+            self.rounds += 1
+            return None
+        return linear, few, few < threshold * linear
+
+
+def _linear(x2d: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None) -> torch.Tensor:
+    return F.linear(x2d, weight, bias)
+
+
+def _few_row(
+    x2d: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None, contiguous: bool
+) -> torch.Tensor:
+    out = few_row_product(x2d, weight, contiguous)
+    return out if bias is None else out + bias
+
+
+def product(
+    x2d: torch.Tensor,
+    weight: torch.Tensor,
+    bias: torch.Tensor | None = None,
+    contiguous: bool = True,
+) -> torch.Tensor:
+    """`x2d @ weight.T + bias` (`[rows, out]`) with the kernel chosen for this shape on this
+    machine, timing this call if the shape is still being chosen. `contiguous=False` allows
+    the transposed product's view (see `few_row_product`)."""
+    rows = x2d.shape[0]
+    if rows > MAX_ROWS or weight.device.type != "cpu" or weight.dtype == torch.float64:
+        return _linear(x2d, weight, bias)
+    mode = kernel_mode()
+    if mode != "auto":
+        if mode == "few_row":
+            return _few_row(x2d, weight, bias, contiguous)
+        return _linear(x2d, weight, bias)
+    out_features, in_features = weight.shape
+    key = (weight.dtype, rows, in_features, out_features)
+    choice = _choices.get(key) or _from_file(key)
+    if choice is not None:
+        if choice.use_few_row:
+            return _few_row(x2d, weight, bias, contiguous)
+        return _linear(x2d, weight, bias)
+    trial = _trials.setdefault(key, Trial())
+    few_row = trial.next_is_few_row()
     start = time.perf_counter()
-    fn(weight)
-    return (time.perf_counter() - start) * 1e6
+    out = _few_row(x2d, weight, bias, contiguous) if few_row else _linear(x2d, weight, bias)
+    trial.record(few_row, (time.perf_counter() - start) * 1e6)
+    decided = trial.decision()
+    if decided is not None:
+        linear_us, few_us, use_few_row = decided
+        choice = KernelChoice(
+            dtype=str(weight.dtype).removeprefix("torch."),
+            rows=rows,
+            in_features=in_features,
+            out_features=out_features,
+            linear_us=round(linear_us, 2),
+            few_row_us=round(few_us, 2),
+            use_few_row=use_few_row,
+            source="measured",
+        )
+        _choices[key] = choice
+        del _trials[key]
+        _save(_shape_key(*key), choice)
+    return out
 
 
-def last_level_cache_bytes() -> int:
-    """Size of the largest CPU cache (Linux sysfs), or 64 MiB where it cannot be read."""
-    sizes = []
-    for entry in Path("/sys/devices/system/cpu/cpu0/cache").glob("index*/size"):
-        with contextlib.suppress(OSError, ValueError):
-            text = entry.read_text().strip().upper()
-            scale = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30}.get(text[-1:], 1)
-            sizes.append(int(text.rstrip("KMG")) * scale)
-    return max(sizes, default=_COLD_FALLBACK_CACHE_BYTES)
+def _from_file(key: ShapeKey) -> KernelChoice | None:
+    """This machine's cached choice for the shape (kept in memory once read), or None."""
+    if not _file_loaded:
+        _load_file()
+    cached = _cached.get(_shape_key(*key))
+    if cached is not None:
+        _choices[key] = cached
+    return cached
 
 
-def timing_weights(weight: torch.Tensor) -> list[torch.Tensor]:
-    """The weights the timed calls cycle through: `weight` alone (warm), or for a weight of at
-    least `COLD_MIN_BYTES` enough copies that each is read again only after more than twice
-    the last-level cache has been touched (created in order, so the first copies are cold
-    first)."""
-    size = weight.numel() * weight.element_size()
-    reuse_bytes = 2 * last_level_cache_bytes()
-    if size < COLD_MIN_BYTES or size >= reuse_bytes:
-        return [weight]
-    return [weight.clone() for _ in range(-(-reuse_bytes // size))]
-
-
-@torch.no_grad()
-def measure(weight: torch.Tensor, rows: int) -> tuple[float, float]:
-    """Microseconds of one call of `F.linear` and of the few-row product on `weight` (rows
-    of random input): the fastest of many single calls each, the two alternating call by call
-    so that a change of load hits both, each call on a cold copy of the weight when the
-    weight is large enough to be streamed from memory in a decode step (`COLD_MIN_BYTES`)."""
-    x = torch.randn(rows, weight.shape[1], dtype=weight.dtype)
-
-    def linear(w: torch.Tensor) -> torch.Tensor:
-        return F.linear(x, w)
-
-    def few(w: torch.Tensor) -> torch.Tensor:
-        return few_row_product(x, w)
-
-    linear(weight), few(weight)  # first calls allocate
-    copies = timing_weights(weight)
-    turn = iter(range(1 << 62))
-
-    def next_copy() -> torch.Tensor:
-        return copies[next(turn) % len(copies)]
-
-    linear_us = min(_call_us(linear, next_copy()) for _ in range(2))
-    few_us = min(_call_us(few, next_copy()) for _ in range(2))
-    calls = int(_BUDGET_SECONDS * 1e6 / max(min(linear_us, few_us), 1.0))
-    for _ in range(max(_MIN_CALLS, min(_MAX_CALLS, calls))):
-        linear_us = min(linear_us, _call_us(linear, next_copy()))
-        few_us = min(few_us, _call_us(few, next_copy()))
-    return linear_us, few_us
-
-
-def use_few_row(weight: torch.Tensor, rows: int) -> bool:
-    """Whether `PLTLinear` should compute `rows` rows against this CPU weight transposed."""
+def use_few_row(weight: torch.Tensor, rows: int) -> bool | None:
+    """The kernel decided for `rows` rows of this weight: True (transposed product), False
+    (`F.linear`), or None while it is still being timed (or nothing has run yet)."""
     if rows > MAX_ROWS or weight.device.type != "cpu" or weight.dtype == torch.float64:
         return False
     mode = kernel_mode()
@@ -250,37 +304,13 @@ def use_few_row(weight: torch.Tensor, rows: int) -> bool:
         return mode == "few_row"
     out_features, in_features = weight.shape
     key = (weight.dtype, rows, in_features, out_features)
-    choice = _choices.get(key)
-    if choice is None:
-        choice = _choose(weight, rows)
-        _choices[key] = choice
-    return choice.use_few_row
+    choice = _choices.get(key) or _from_file(key)
+    return None if choice is None else choice.use_few_row
 
 
-def _choose(weight: torch.Tensor, rows: int) -> KernelChoice:
-    """The cached choice of this machine for the shape, else a new measurement (saved)."""
-    out_features, in_features = weight.shape
-    name = _shape_key(weight.dtype, rows, in_features, out_features)
-    if not _file_loaded:
-        _load_file()
-    if name in _cached:
-        return _cached[name]
-    linear_us, few_us = measure(weight.detach(), rows)
-    if abs(few_us / linear_us - (1.0 - MARGIN)) < _NEAR_TIE:
-        again_linear, again_few = measure(weight.detach(), rows)
-        linear_us, few_us = min(linear_us, again_linear), min(few_us, again_few)
-    choice = KernelChoice(
-        dtype=str(weight.dtype).removeprefix("torch."),
-        rows=rows,
-        in_features=in_features,
-        out_features=out_features,
-        linear_us=round(linear_us, 2),
-        few_row_us=round(few_us, 2),
-        use_few_row=few_us < (1.0 - MARGIN) * linear_us,
-        source="measured",
-    )
-    _save(name, choice)
-    return choice
+def calibrating() -> bool:
+    """Whether some shape met in this process is still being timed."""
+    return bool(_trials)
 
 
 def kernel_report() -> list[KernelChoice]:
@@ -290,9 +320,11 @@ def kernel_report() -> list[KernelChoice]:
 
 
 def forget_choices() -> None:
-    """Drops the in-memory choices (the file stays); the next product reloads or measures."""
+    """Drops the in-memory choices and trials (the file stays); the next product reloads or
+    times again."""
     global _file_loaded
     _choices.clear()
+    _trials.clear()
     _cached.clear()
     _file_loaded = False
 
@@ -301,14 +333,16 @@ __all__ = [
     "ENV_VAR",
     "KERNEL_MODES",
     "KernelChoice",
+    "Trial",
     "cache_path",
+    "calibrating",
     "cpu_model",
     "few_row_product",
     "forget_choices",
     "kernel_mode",
     "kernel_report",
     "machine_key",
-    "measure",
+    "product",
     "set_linear_kernel",
     "use_few_row",
 ]

@@ -144,9 +144,9 @@ def apply_rotary_pos_emb(
 
 class PLTLinear(nn.Linear):
     """`nn.Linear` (same parameters and checkpoint names) whose few-row CPU products use the
-    kernel measured fastest on this machine (`kernels.use_few_row`): `F.linear` or the
-    transposed product `(W @ x.T).T`. Decode steps are exactly such products (batch x loops
-    rows), and which kernel wins differs between CPUs; see `kernels`.
+    kernel timed fastest on this machine (`kernels.product`): `F.linear` or the transposed
+    product `(W @ x.T).T`. Decode steps are exactly such products (batch x loops rows), and
+    which kernel wins differs between CPUs; see `kernels`.
 
     `contiguous_output=False` (set where only element-wise ops read the output) lets the
     transposed product return its transposed view instead of copying it."""
@@ -160,12 +160,10 @@ class PLTLinear(nn.Linear):
             and not torch.is_autocast_enabled("cpu")
         ):
             rows = x.numel() // x.shape[-1]
-            if rows <= kernels.MAX_ROWS and kernels.use_few_row(self.weight, rows):
-                out = kernels.few_row_product(
-                    x.reshape(rows, x.shape[-1]), self.weight, self.contiguous_output
+            if rows <= kernels.MAX_ROWS:
+                out = kernels.product(
+                    x.reshape(rows, x.shape[-1]), self.weight, self.bias, self.contiguous_output
                 )
-                if self.bias is not None:
-                    out = out + self.bias
                 return out.view(*x.shape[:-1], self.out_features)
         return F.linear(x, self.weight, self.bias)
 
