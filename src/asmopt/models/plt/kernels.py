@@ -122,7 +122,7 @@ def cpu_model() -> str:
 
 def machine_key() -> str:
     """What a cached choice is valid for: CPU model, torch version, intra-op threads and the
-    timing method (choices timed before weights were timed cold are not reused)."""
+    timing method (choices timed another way are not reused)."""
     return (
         f"{cpu_model()} | torch {torch.__version__} | {torch.get_num_threads()} threads"
         f" | timing v{TIMING_VERSION}"
