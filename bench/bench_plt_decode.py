@@ -415,7 +415,7 @@ def ablate(dtype_name: str, batch: int, args: argparse.Namespace) -> dict[str, R
     return results
 
 
-def ablation_table(results: dict[tuple[str, int], list[dict[str, Result]]], stat: str) -> list[str]:
+def ablation_table(results: dict[tuple[str, int], Runs], stat: str) -> list[str]:
     keys = list(results)
     lines = [
         "| variant | " + " | ".join(f"{d} b{b}" for d, b in keys) + " |",
@@ -544,6 +544,41 @@ def details(results: dict[tuple[str, int], Runs], modes: list[Mode]) -> list[str
     return lines
 
 
+def run_grid(
+    dtypes: list[str],
+    batches: list[int],
+    args: argparse.Namespace,
+    what: str,
+    one_run: Callable[[str, int], dict[str, Result]],
+) -> dict[tuple[str, int], Runs]:
+    """`--repeats` runs of every (dtype, batch), repeats outermost (a slow drift of the
+    machine then touches every configuration alike)."""
+    grid: dict[tuple[str, int], Runs] = {(d, b): [] for d in dtypes for b in batches}
+    for repeat in range(args.repeats):
+        for dtype in dtypes:
+            for batch in batches:
+                print(
+                    f"{what} {repeat + 1}/{args.repeats}: {dtype} batch {batch} ...",
+                    file=sys.stderr,
+                    flush=True,
+                )
+                grid[(dtype, batch)].append(one_run(dtype, batch))
+    return grid
+
+
+def write_raw(path: Path | None, grid: dict[tuple[str, int], Runs]) -> None:
+    """Every sample (seconds per token, wall and process CPU), keyed dtype/batch/run/mode."""
+    if path is None:
+        return
+    raw = {
+        f"{d}/b{b}/run{i}/{name}": {"wall_s": res.samples_s, "cpu_s": res.cpu_s}
+        for (d, b), runs in grid.items()
+        for i, per_mode in enumerate(runs)
+        for name, res in per_mode.items()
+    }
+    path.write_text(json.dumps(raw))
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -612,14 +647,7 @@ def main(argv: list[str] | None = None) -> int:
         report = [profile_step(profiled, d, b, args) for d in dtypes for b in batches]
         text = "\n".join(["# PLT decode profile", *environment(args, load_before), "", *report])
     elif args.ablate:
-        ablations: dict[tuple[str, int], list[dict[str, Result]]] = {
-            (d, b): [] for d in dtypes for b in batches
-        }
-        for repeat in range(args.repeats):
-            for dtype in dtypes:
-                for batch in batches:
-                    print(f"ablation run {repeat + 1}: {dtype} batch {batch} ...", file=sys.stderr)
-                    ablations[(dtype, batch)].append(ablate(dtype, batch, args))
+        ablations = run_grid(dtypes, batches, args, "ablation", lambda d, b: ablate(d, b, args))
         text = "\n".join(
             [
                 "# PLT decode ablation",
@@ -633,25 +661,9 @@ def main(argv: list[str] | None = None) -> int:
                 "",
             ]
         )
-        if args.raw is not None:
-            raw = {
-                f"{d}/b{b}/run{i}/{name}": {"wall_s": res.samples_s, "cpu_s": res.cpu_s}
-                for (d, b), runs in ablations.items()
-                for i, per_variant in enumerate(runs)
-                for name, res in per_variant.items()
-            }
-            args.raw.write_text(json.dumps(raw))
+        write_raw(args.raw, ablations)
     else:
-        results: dict[tuple[str, int], Runs] = {(d, b): [] for d in dtypes for b in batches}
-        for repeat in range(args.repeats):
-            for dtype in dtypes:
-                for batch in batches:
-                    print(
-                        f"run {repeat + 1}/{args.repeats}: {dtype} batch {batch} ...",
-                        file=sys.stderr,
-                        flush=True,
-                    )
-                    results[(dtype, batch)].append(measure(modes, dtype, batch, args))
+        results = run_grid(dtypes, batches, args, "run", lambda d, b: measure(modes, d, b, args))
         text = "\n".join(
             [
                 "# PLT decode benchmark",
@@ -673,14 +685,7 @@ def main(argv: list[str] | None = None) -> int:
                 "",
             ]
         )
-        if args.raw is not None:
-            raw = {
-                f"{d}/b{b}/run{i}/{name}": {"wall_s": res.samples_s, "cpu_s": res.cpu_s}
-                for (d, b), runs in results.items()
-                for i, per_mode in enumerate(runs)
-                for name, res in per_mode.items()
-            }
-            args.raw.write_text(json.dumps(raw))
+        write_raw(args.raw, results)
     print(text)
     if args.out is not None:
         args.out.parent.mkdir(parents=True, exist_ok=True)
