@@ -279,7 +279,7 @@ def product(
             source="measured",
         )
         _choices[key] = choice
-        del _trials[key]
+        _trials.pop(key, None)  # another thread may have decided the same shape
         _save(_shape_key(*key), choice)
     return out
 
