@@ -317,7 +317,7 @@ def goal_check(
             verdict = "meets" if median <= args.goal else "misses"
             above = sum(r > args.goal for r in ratios)
             line = (
-                f"- {mode.name} {dtype} b{batch}: median run {median:.2f}x, {verdict} the goal "
+                f"- {mode.name} {dtype} b{batch}: median run {median:.3f}x, {verdict} the goal "
                 f"({above} of {len(ratios)} runs above it)"
             )
             spread = max(ratios) - min(ratios)

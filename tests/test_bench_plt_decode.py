@@ -50,9 +50,9 @@ def test_goal_check_reads_every_run_and_warns_on_disagreement(bench: ModuleType)
     lines = bench.goal_check(results, modes, args)
     bf16 = next(line for line in lines if "bf16 b8" in line)
     fp32 = next(line for line in lines if "fp32 b1" in line)
-    assert "median run 1.21x, misses" in bf16 and "3 of 3 runs above" in bf16
+    assert "median run 1.210x, misses" in bf16 and "3 of 3 runs above" in bf16
     assert "WARNING" not in bf16
-    assert "median run 1.12x, meets" in fp32 and "1 of 3 runs above" in fp32
+    assert "median run 1.120x, meets" in fp32 and "1 of 3 runs above" in fp32
     assert "WARNING" in fp32 and "1.10-1.25" in fp32
     # Only one-pass PLT modes are judged (not R = 1, not the loop-by-loop schedule).
     assert not any("loop-by-loop" in line or "R=1 " in line for line in lines)
