@@ -222,22 +222,42 @@ def main() -> int:
     }
 
     # 2. The prompt-length-aware export, then verl's dataset with the recipe's filter.
+    # The export counts with the model's chat template as verl's filter does, so both get the
+    # same limit (no margin for the template).
     limit = args.max_prompt_tokens or int(config.data.max_prompt_length)
-    margin = 32  # the chat template's tokens around the prompt
     data = asmopt_cli(
         "data", "export", "--format", "verl-parquet", "-o", str(work / "data"),
-        "--max-prompt-tokens", str(limit - margin), "--tokenizer", str(model),
+        "--max-prompt-tokens", str(limit), "--tokenizer", str(model),
     )  # fmt: skip
     report["prompt_filter"] = {
-        "limit": limit - margin,
+        "limit": limit,
         "rows": data["report"]["stats"]["rows"],
         "longest_kept": data["report"]["stats"]["prompt_tokens"]["longest_kept"],
+        "counted_by": data["report"]["stats"]["prompt_tokens"]["counted_by"],
         "dropped": [d["item"] for d in data["report"]["drops"] if d["reason"] == "prompt_too_long"],
     }
     from verl.trainer.ppo.utils import create_rl_dataset
     from verl.utils import hf_tokenizer
+    from verl.utils.tokenizer import normalize_token_ids
 
     tokenizer = hf_tokenizer(str(model))
+
+    # verl's own count of every prompt, as its overlong filter makes it: over the unfiltered
+    # export (how many exceed the limit) and over the filtered one (the longest kept).
+    def verl_counts(directory: Path) -> list[int]:
+        counts = []
+        for split_file in sorted(directory.glob("*.parquet")):
+            for prompt in pd.read_parquet(split_file)["prompt"]:
+                ids = tokenizer.apply_chat_template(
+                    [dict(m) for m in prompt], add_generation_prompt=True, tokenize=True
+                )
+                counts.append(len(normalize_token_ids(ids)))
+        return counts
+
+    report["verl_prompt_tokens"] = {
+        "all": verl_counts(work / "full"),
+        "exported": verl_counts(work / "data"),
+    }
     data_cfg = OmegaConf.merge(config.data, {"max_prompt_length": limit})
     loaded = {}
     items: dict[str, list[dict[str, Any]]] = {}

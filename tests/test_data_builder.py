@@ -196,3 +196,20 @@ def test_token_counter_estimate_and_local_tokenizer(tmp_path: Path) -> None:
         assert counter.count("int main ( )") == 4
     with pytest.raises(DataError, match="not found"):
         TokenCounter(str(tmp_path / "missing"))
+
+
+def test_token_counter_counts_chat_prompts_with_the_template_when_there_is_one(
+    tmp_path: Path,
+) -> None:
+    pytest.importorskip("transformers")
+    from tiny_model import build_tiny_model
+
+    messages = [{"role": "user", "content": "int main(void) { return 0; }"}]
+    with_template = TokenCounter(str(build_tiny_model(tmp_path / "chat")))
+    without = TokenCounter(str(build_tiny_model(tmp_path / "bare", chat_template=False)))
+    assert "with its chat template" in with_template.description
+    assert "no chat template" in without.description
+    text = messages[0]["content"]
+    assert without.count_prompt(messages) == without.count(text)
+    assert with_template.count(text) == without.count(text)  # same vocabulary
+    assert with_template.count_prompt(messages) > with_template.count(text)

@@ -212,6 +212,61 @@ def test_max_prompt_tokens_drops_and_names_long_prompts(tmp_path: Path) -> None:
     assert report.stats["prompt_tokens"]["longest_kept"] == short_len
 
 
+def test_max_prompt_tokens_counts_the_chat_template_as_the_trainer_does(tmp_path: Path) -> None:
+    """With a tokenizer that has a chat template, the limit applies to the rendered template
+    with the generation prompt (what verl's overlong filter and TRL see), not to the bare
+    message text: a row between the two counts is dropped, and `trl_columns`' count is the
+    same number."""
+    import pyarrow.parquet as pq
+
+    pytest.importorskip("transformers")
+    from tiny_model import build_tiny_model
+    from transformers import AutoTokenizer
+
+    from asmopt.policies.prompts import prompt_token_count
+
+    tok_dir = build_tiny_model(tmp_path / "tok")
+    hf = AutoTokenizer.from_pretrained(str(tok_dir))
+    long_asm = GIVEN_ASM + "".join(f"\tnop # padding line {i}\n" for i in range(200))
+    suite = Suite(
+        "template",
+        {
+            "p": Program("p", ECHO, (t("a", b"1\n", b"2\n"),)),
+            "long": Program("long", ECHO, (t("a", b"1\n", b"2\n"),)),
+        },
+        {"p": "train", "long": "train"},
+    )
+    asm = {"p": GIVEN_ASM, "long": long_asm}
+    (full,), _ = export_suite(
+        suite, tmp_path / "all.parquet", "verl-parquet", baseline_fn=lambda p: asm[p.id]
+    )
+    by_id = {r["reward_model"]["ground_truth"]: r for r in pq.read_table(full).to_pylist()}
+    messages = [{"role": m["role"], "content": m["content"]} for m in by_id[GIVEN_ASM]["prompt"]]
+    text = hf.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
+    templated = len(hf(text, add_special_tokens=False)["input_ids"])
+    bare = len(
+        hf("\n\n".join(m["content"] for m in messages), add_special_tokens=False)["input_ids"]
+    )
+    assert templated > bare
+    assert prompt_token_count(hf, messages) == templated  # trl_columns' count
+
+    def export_at(limit: int) -> list[str]:
+        _, report = export_suite(
+            suite,
+            tmp_path / f"cut{limit}.parquet",
+            "verl-parquet",
+            baseline_fn=lambda p: asm[p.id],
+            max_prompt_tokens=limit,
+            tokenizer=str(tok_dir),
+        )
+        assert "with its chat template" in report.stats["prompt_tokens"]["counted_by"]
+        return sorted(d.item for d in report.dropped if d.reason == "prompt_too_long")
+
+    assert export_at(templated) == ["long"]
+    with pytest.raises(DataError):  # nothing left to export: said, not an empty file
+        export_at(templated - 1)
+
+
 def test_non_utf8_source_is_kept_in_the_suite_but_not_exported_as_text() -> None:
     """Rows and prompts are text: a byte-exact Latin-1 source is refused by the row builder
     (named) and shown with U+FFFD in a prompt, never sent as broken text."""

@@ -97,10 +97,18 @@ def test_recipe_trains_as_far_as_verls_own_code_goes_without_gpus(tmp_path: Path
     assert cfg["rollout_log_prob_micro"] >= 1
     assert cfg["reward_kwargs"]["reward"] == "robust"
 
-    # The export dropped (and named) what is too long; verl's own filter, counting with the
-    # same tokenizer plus the chat template, then keeps every exported row.
+    # The export dropped (and named) what is too long, counting with the model's chat template
+    # as verl does, at verl's own limit: verl's filter then keeps every exported row, verl's
+    # count of the longest kept prompt is the export's, and verl counts exactly the dropped
+    # rows over the limit.
     kept = out["prompt_filter"]["rows"]
-    assert out["prompt_filter"]["longest_kept"] <= out["prompt_filter"]["limit"]
+    limit = out["prompt_filter"]["limit"]
+    assert limit == cfg["max_prompt_length"]
+    assert "with its chat template" in out["prompt_filter"]["counted_by"]
+    verl_counts = out["verl_prompt_tokens"]
+    assert max(verl_counts["exported"]) == out["prompt_filter"]["longest_kept"] <= limit
+    over = sum(n > limit for n in verl_counts["all"])
+    assert over == len(out["prompt_filter"]["dropped"])
     assert out["rlhf_dataset_rows"] == {"train": kept["train"], "validation": kept["validation"]}
     assert kept["train"] + len(out["prompt_filter"]["dropped"]) >= 1
     assert sum(kept.values()) + len(out["prompt_filter"]["dropped"]) == sum(

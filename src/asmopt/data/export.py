@@ -29,8 +29,10 @@ With `max_prompt_tokens`, rows whose prompt is longer than that many tokens are 
 (reason `prompt_too_long`, with the count), counted with the policy model's tokenizer
 (`tokenizer`, a local path) or else the character estimate of `tokens.py`. A trainer that
 filters overlong prompts itself (verl's `filter_overlong_prompts`) would otherwise drop them
-silently at load time; set the trainer's prompt length a little above this limit, for the
-chat template's tokens.
+silently at load time. With a tokenizer that has a chat template the count is the rendered
+template with the generation prompt, as verl's filter counts it, so the same limit can be
+given to both; without one (a bare tokenizer.json, or the estimate) the template's tokens
+are not counted, and the trainer's limit needs room for them.
 
 Programs whose test-adequacy mark says UNFIT (their tests accept a trivial or mutated
 program, docs/adequacy.md) are refused with an error naming them: a training row for them
@@ -256,7 +258,7 @@ def build_rows(
             report.drop(program.id, "compile_failed", str(exc))
             continue
         if counter is not None and max_prompt_tokens is not None:
-            n = counter.count("".join(m["content"] for m in row["prompt"]))
+            n = counter.count_prompt(row["prompt"])
             if n > max_prompt_tokens:
                 report.drop(
                     program.id,

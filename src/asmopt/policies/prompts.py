@@ -10,6 +10,7 @@ from __future__ import annotations
 import string
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from asmopt.programs.model import ProgramError
 
@@ -77,3 +78,14 @@ def load_template(name_or_path: str) -> PromptTemplate:
     if "c_code" not in names and "assembly" not in names:
         raise TemplateError(f"{path}: the template uses neither $c_code nor $assembly")
     return PromptTemplate(name=path.stem, text=text)
+
+
+def prompt_token_count(tokenizer: Any, messages: list[dict[str, str]]) -> int:
+    """Tokens of a chat prompt as the policy sees it: the chat template with the generation
+    prompt when `tokenizer` (a transformers tokenizer) has one, else the message texts joined
+    by blank lines; tokenized without added special tokens (a template writes its own)."""
+    if getattr(tokenizer, "chat_template", None):
+        text = tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
+    else:
+        text = "\n\n".join(m["content"] for m in messages)
+    return len(tokenizer(text, add_special_tokens=False)["input_ids"])

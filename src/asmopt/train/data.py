@@ -261,6 +261,7 @@ def trl_columns(
     with `tokenizer`, a tokenizer object or a name/path for AutoTokenizer) are dropped
     here instead, with a warning that says how many and which, so the data a run trained
     on is never a silent surprise. An error if nothing is left."""
+    from asmopt.policies.prompts import prompt_token_count
     from asmopt.programs import load_builtin_suite, load_suite
 
     if max_prompt_tokens is not None and tokenizer is None:
@@ -277,9 +278,7 @@ def trl_columns(
         chars = sum(len(m["content"]) for m in row["prompt"])
         too_long = max_prompt_chars is not None and chars > max_prompt_chars
         if not too_long and max_prompt_tokens is not None:
-            text = render_prompt(tokenizer, row["prompt"])
-            tokens = len(tokenizer(text, add_special_tokens=False)["input_ids"])
-            too_long = tokens > max_prompt_tokens
+            too_long = prompt_token_count(tokenizer, row["prompt"]) > max_prompt_tokens
         if too_long:
             dropped.append(row["program_id"])
         else:
