@@ -90,12 +90,7 @@ def _load(path: Path) -> tuple[Callable[[str], int], Any]:
         except ImportError:
             pass  # counted without the template (said in the description)
         else:
-            try:
-                hf = AutoTokenizer.from_pretrained(str(path), local_files_only=True)
-            except Exception as exc:
-                raise DataError(f"{path}: cannot load tokenizer ({exc})") from None
-            chat = hf if getattr(hf, "chat_template", None) else None
-            return (lambda text: len(hf.encode(text, add_special_tokens=False))), chat
+            return _auto_tokenizer(AutoTokenizer, path)
     if json_file.is_file():
         try:
             from tokenizers import Tokenizer
@@ -115,8 +110,13 @@ def _load(path: Path) -> tuple[Callable[[str], int], Any]:
             f"{path}: no tokenizer.json here, and transformers is not installed to read "
             "other tokenizer formats (pip install transformers)"
         ) from None
+    return _auto_tokenizer(AutoTokenizer, path)
+
+
+def _auto_tokenizer(auto: Any, path: Path) -> tuple[Callable[[str], int], Any]:
+    """A local directory read by transformers' AutoTokenizer (no downloads)."""
     try:
-        hf = AutoTokenizer.from_pretrained(str(path), local_files_only=True)
+        hf = auto.from_pretrained(str(path), local_files_only=True)
     except Exception as exc:
         raise DataError(f"{path}: cannot load tokenizer ({exc})") from None
     chat = hf if getattr(hf, "chat_template", None) else None
