@@ -80,12 +80,19 @@ def load_template(name_or_path: str) -> PromptTemplate:
     return PromptTemplate(name=path.stem, text=text)
 
 
-def prompt_token_count(tokenizer: Any, messages: list[dict[str, str]]) -> int:
-    """Tokens of a chat prompt as the policy sees it: the chat template with the generation
-    prompt when `tokenizer` (a transformers tokenizer) has one, else the message texts joined
-    by blank lines; tokenized without added special tokens (a template writes its own)."""
+def render_prompt(tokenizer: Any, prompt: str | list[dict[str, str]]) -> str:
+    """The text the model sees, as the local back-end renders it: the chat template with the
+    generation prompt when `tokenizer` (a transformers tokenizer) has one, else the message
+    texts joined by blank lines (a plain string prompt as it is)."""
+    if isinstance(prompt, str):
+        return prompt
     if getattr(tokenizer, "chat_template", None):
-        text = tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
-    else:
-        text = "\n\n".join(m["content"] for m in messages)
-    return len(tokenizer(text, add_special_tokens=False)["input_ids"])
+        return tokenizer.apply_chat_template(prompt, tokenize=False, add_generation_prompt=True)
+    return "\n\n".join(m["content"] for m in prompt)
+
+
+def prompt_token_count(tokenizer: Any, messages: list[dict[str, str]]) -> int:
+    """Tokens of a chat prompt as the policy sees it (`render_prompt`), tokenized without
+    added special tokens (a template writes its own): what verl's overlong-prompt filter and
+    TRL count."""
+    return len(tokenizer(render_prompt(tokenizer, messages), add_special_tokens=False)["input_ids"])

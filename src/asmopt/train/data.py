@@ -231,15 +231,6 @@ def load_rows(
     return rows_from_jsonl(path, need_completion=need_completion)
 
 
-def render_prompt(tokenizer: Any, prompt: str | list[dict[str, str]]) -> str:
-    """The text the model sees, as the local back-end renders it (chat template if any)."""
-    if isinstance(prompt, str):
-        return prompt
-    if getattr(tokenizer, "chat_template", None):
-        return tokenizer.apply_chat_template(prompt, tokenize=False, add_generation_prompt=True)
-    return "\n\n".join(m["content"] for m in prompt)
-
-
 def trl_columns(
     split: str = "train",
     *,

@@ -18,13 +18,14 @@ from typing import Any
 
 import torch
 
+from asmopt.policies.prompts import render_prompt
 from asmopt.train import ppo_core as core
 from asmopt.train.checkpoint import (
     load_trainable_state,
     trainable_state,
 )
 from asmopt.train.config import SFTConfig, config_to_yaml
-from asmopt.train.data import Row, RowSampler, load_rows, render_prompt
+from asmopt.train.data import Row, RowSampler, load_rows
 from asmopt.train.modeling import (
     autocast,
     base_model,
