@@ -246,28 +246,19 @@ def product(
     machine, timing this call if the shape is still being chosen. `contiguous=False` allows
     the transposed product's view (see `few_row_product`)."""
     rows = x2d.shape[0]
-    if rows > MAX_ROWS or weight.device.type != "cpu" or weight.dtype == torch.float64:
-        return _linear(x2d, weight, bias)
-    mode = kernel_mode()
-    if mode != "auto":
-        if mode == "few_row":
-            return _few_row(x2d, weight, bias, contiguous)
-        return _linear(x2d, weight, bias)
+    decided = use_few_row(weight, rows)
+    if decided is not None:
+        return _few_row(x2d, weight, bias, contiguous) if decided else _linear(x2d, weight, bias)
     out_features, in_features = weight.shape
     key = (weight.dtype, rows, in_features, out_features)
-    choice = _choices.get(key) or _from_file(key)
-    if choice is not None:
-        if choice.use_few_row:
-            return _few_row(x2d, weight, bias, contiguous)
-        return _linear(x2d, weight, bias)
     trial = _trials.setdefault(key, Trial())
     few_row = trial.next_is_few_row()
     start = time.perf_counter()
     out = _few_row(x2d, weight, bias, contiguous) if few_row else _linear(x2d, weight, bias)
     trial.record(few_row, (time.perf_counter() - start) * 1e6)
-    decided = trial.decision()
-    if decided is not None:
-        linear_us, few_us, use_few_row = decided
+    timed = trial.decision()
+    if timed is not None:
+        linear_us, few_us, faster_few_row = timed
         choice = KernelChoice(
             dtype=str(weight.dtype).removeprefix("torch."),
             rows=rows,
@@ -275,7 +266,7 @@ def product(
             out_features=out_features,
             linear_us=round(linear_us, 2),
             few_row_us=round(few_us, 2),
-            use_few_row=use_few_row,
+            use_few_row=faster_few_row,
             source="measured",
         )
         _choices[key] = choice
