@@ -360,15 +360,24 @@ def trend(values: list[float | None]) -> dict[str, Any] | None:
     return {"values": known, "change": change, "label": label}
 
 
+def first_seed(result: dict[str, Any]) -> int:
+    """The seed of the models under `models` of a study.json (diagnostics, plots and the
+    window-level tests show them). Files written before seeds were recorded hold one run,
+    of the config's seed."""
+    listed = result.get("seed_list")
+    if listed:
+        return int(listed[0])
+    return int(result.get("config", {}).get("train", {}).get("seed", 0))
+
+
 def seed_runs(result: dict[str, Any]) -> dict[int, dict[int, dict[str, Any]]]:
     """R -> seed -> model of a study.json, the first seed from `models`, the others from
-    `other_seeds`. Files written before seeds were recorded hold one run, of the config's
-    seed."""
-    seeds = result.get("seed_list") or [result.get("config", {}).get("train", {}).get("seed", 0)]
+    `other_seeds`."""
+    first = first_seed(result)
     others = result.get("other_seeds", {})
     runs: dict[int, dict[int, dict[str, Any]]] = {}
     for r in result["loops"]:
-        runs[r] = {int(seeds[0]): result["models"][str(r)]}
+        runs[r] = {first: result["models"][str(r)]}
         for seed, model in others.get(str(r), {}).items():
             runs[r][int(seed)] = model
     return runs

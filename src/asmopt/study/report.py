@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from asmopt.study.diagnostics import METRICS
-from asmopt.study.loops import MIN_SEEDS_FOR_RANKING, seed_runs
+from asmopt.study.loops import MIN_SEEDS_FOR_RANKING, first_seed, seed_runs
 
 # Columns of the per-R diagnostics table: (key in per_loop, header, digits).
 TABLE_COLUMNS: tuple[tuple[str, str, int], ...] = (
@@ -204,7 +204,7 @@ def plot_summary(result: dict[str, Any], path: Path) -> None:
             ax.plot(rs, ys, marker=marker, label=label)
     ax.set_ylim(-0.05, 1.05)
     ax.set_title(
-        "task: assembly generated from C" + (f" (seed {_first_seed(result)})" if seeds > 1 else ""),
+        "task: assembly generated from C" + (f" (seed {first_seed(result)})" if seeds > 1 else ""),
         fontsize=9,
     )
     for ax in axes[0]:
@@ -215,12 +215,6 @@ def plot_summary(result: dict[str, Any], path: Path) -> None:
         if ax.get_legend_handles_labels()[0]:
             ax.legend(fontsize=7)
     _save(fig, path)
-
-
-def _first_seed(result: dict[str, Any]) -> int:
-    """The seed of the models under `models` (diagnostics, plots, window-level tests)."""
-    listed = result.get("seed_list")
-    return int(listed[0]) if listed else int(result["config"]["train"]["seed"])
 
 
 def plot_group(models: dict[int, Any], keys: list[tuple[str, str]], path: Path) -> None:
@@ -443,8 +437,8 @@ def render_markdown(
     corpus = result["corpus"]
     tok = corpus["tokens"]
     total_min = sum(m["summary"]["train_seconds"] for m in _all_models(result)) / 60
-    seeds = fnd.get("seed_list") or [_first_seed(result)]
-    first = _first_seed(result)
+    seeds = fnd.get("seed_list") or [first_seed(result)]
+    first = first_seed(result)
     several = len(seeds) > 1
     lines = [
         f"# Loop-count study: R = {', '.join(str(r) for r in result['loops'])}",
