@@ -422,12 +422,7 @@ def ablation_table(results: dict[tuple[str, int], Runs], stat: str) -> list[str]
         "|---" * (1 + len(keys)) + "|",
     ]
     for a in ABLATIONS:
-        cells = []
-        for key in keys:
-            ratios = [run[a.name].stat(stat) / run["R=1"].stat(stat) for run in results[key]]
-            ms = statistics.median(run[a.name].stat(stat) for run in results[key]) * 1e3
-            spread = f" [{min(ratios):.2f}-{max(ratios):.2f}]" if len(ratios) > 1 else ""
-            cells.append(f"{statistics.median(ratios):.2f}x{spread} ({ms:.1f})")
+        cells = [ratio_cell(results[key], a.name, stat) for key in keys]
         lines.append(f"| {a.name} | " + " | ".join(cells) + " |")
     return lines
 
@@ -475,6 +470,14 @@ def pooled(runs: Runs) -> dict[str, Result]:
     return out
 
 
+def ratio_cell(runs: Runs, name: str, stat: str) -> str:
+    """`median ratio x [lowest-highest run] (median run's ms)` of one mode or variant."""
+    ratios = run_ratios(runs, name, stat)
+    ms = statistics.median(run[name].stat(stat) for run in runs) * 1e3
+    spread = f" [{min(ratios):.2f}-{max(ratios):.2f}]" if len(ratios) > 1 else ""
+    return f"{statistics.median(ratios):.2f}x{spread} ({ms:.1f})"
+
+
 def ratio_table(results: dict[tuple[str, int], Runs], modes: list[Mode], stat: str) -> list[str]:
     keys = list(results)
     header = "| mode | " + " | ".join(f"{d} b{b} latency" for d, b in keys)
@@ -483,12 +486,7 @@ def ratio_table(results: dict[tuple[str, int], Runs], modes: list[Mode], stat: s
     kv_keys = [k for k in keys if k[0] == keys[0][0]]
     lines = [header, "|---" * (2 + len(keys) + len(kv_keys)) + "|"]
     for mode in modes:
-        cells = []
-        for key in keys:
-            ratios = run_ratios(results[key], mode.name, stat)
-            ms = statistics.median(run[mode.name].stat(stat) for run in results[key]) * 1e3
-            spread = f" [{min(ratios):.2f}-{max(ratios):.2f}]" if len(ratios) > 1 else ""
-            cells.append(f"{statistics.median(ratios):.2f}x{spread} ({ms:.1f})")
+        cells = [ratio_cell(results[key], mode.name, stat) for key in keys]
         for key in kv_keys:
             base, res = results[key][0]["R=1"], results[key][0][mode.name]
             cells.append(f"{res.kv_bytes['total'] / base.kv_bytes['total']:.3f}x")
