@@ -247,16 +247,29 @@ def held_out_speedup(answer: dict[str, Any]) -> float:
     return 1.0
 
 
-def summarize(answers: list[dict[str, Any]]) -> dict[str, Any]:
-    """Mean held-out speedup with a 95% bootstrap interval that resamples test programs
-    (answers of one program are not independent), plus edit shares and rates."""
+def program_means(answers: list[dict[str, Any]]) -> dict[str, float]:
+    """Mean held-out speedup of each test program's answers (in first-seen order)."""
     by_program: dict[str, list[float]] = {}
     for a in answers:
         by_program.setdefault(a["program"], []).append(held_out_speedup(a))
-    means = [sum(v) / len(v) for v in by_program.values()]
+    return {k: sum(v) / len(v) for k, v in by_program.items()}
+
+
+def bootstrap_interval(values: list[float], seed: int) -> tuple[float, float] | None:
+    """95% percentile-bootstrap interval of the mean of `values` (None for no values)."""
+    if not values:
+        return None
+    rng = random.Random(seed)
+    boots = sorted(sum(rng.choice(values) for _ in values) / len(values) for _ in range(BOOTSTRAP))
+    return boots[int(0.025 * BOOTSTRAP)], boots[int(0.975 * BOOTSTRAP) - 1]
+
+
+def summarize(answers: list[dict[str, Any]]) -> dict[str, Any]:
+    """Mean held-out speedup with a 95% bootstrap interval that resamples test programs
+    (answers of one program are not independent), plus edit shares and rates."""
+    means = list(program_means(answers).values())
     point = sum(means) / len(means) if means else float("nan")
-    rng = random.Random(12345)
-    boots = sorted(sum(rng.choice(means) for _ in means) / len(means) for _ in range(BOOTSTRAP))
+    low, high = bootstrap_interval(means, 12345) or (None, None)
     n = len(answers)
     passed = [a for a in answers if a["verdict"] == "pass"]
     faster = [a for a in passed if a["low"] is not None and a["low"] > 1.0]
@@ -268,8 +281,8 @@ def summarize(answers: list[dict[str, Any]]) -> dict[str, Any]:
         "programs": len(means),
         "answers": n,
         "mean_speedup": point,
-        "low": boots[int(0.025 * BOOTSTRAP)] if boots else None,
-        "high": boots[int(0.975 * BOOTSTRAP) - 1] if boots else None,
+        "low": low,
+        "high": high,
         "pass_rate": len(passed) / n if n else 0.0,
         "faster_rate": len(faster) / n if n else 0.0,
         "slower_rate": len(slower) / n if n else 0.0,
@@ -281,22 +294,10 @@ def summarize(answers: list[dict[str, Any]]) -> dict[str, Any]:
 def paired_gain(after: list[dict[str, Any]], before: list[dict[str, Any]]) -> dict[str, float]:
     """Mean over test programs of (after - before) program-mean speedup, with a bootstrap
     interval over programs: the gain of PPO on the same programs."""
-
-    def per_program(answers: list[dict[str, Any]]) -> dict[str, float]:
-        acc: dict[str, list[float]] = {}
-        for a in answers:
-            acc.setdefault(a["program"], []).append(held_out_speedup(a))
-        return {k: sum(v) / len(v) for k, v in acc.items()}
-
-    b, a = per_program(before), per_program(after)
+    b, a = program_means(before), program_means(after)
     diffs = [a[k] - b[k] for k in sorted(set(a) & set(b))]
-    rng = random.Random(54321)
-    boots = sorted(sum(rng.choice(diffs) for _ in diffs) / len(diffs) for _ in range(BOOTSTRAP))
-    return {
-        "gain": sum(diffs) / len(diffs),
-        "low": boots[int(0.025 * BOOTSTRAP)],
-        "high": boots[int(0.975 * BOOTSTRAP) - 1],
-    }
+    low, high = bootstrap_interval(diffs, 54321) or (float("nan"), float("nan"))
+    return {"gain": sum(diffs) / len(diffs), "low": low, "high": high}
 
 
 # --------------------------------------------------------------------------- report
