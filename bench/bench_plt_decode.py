@@ -4,8 +4,16 @@
     .venv/bin/python bench/bench_plt_decode.py --quick    # a smaller, faster run
     .venv/bin/python bench/bench_plt_decode.py --profile  # where the time of one step goes
     .venv/bin/python bench/bench_plt_decode.py --ablate   # what PLT-2's extra parts cost
+    .venv/bin/python bench/bench_plt_decode.py --shape 7b-layers  # the published 7B's widths
 
-Procedure (all modes share one set of weights, ~100M parameters, on CPU):
+Shapes (`--shape`): `100m` (default), ~100M parameters at GPT-2-small widths, where a CPU
+decode step is dominated by per-operator and per-row costs; `7b-layers`, 4 layers (`--layers`)
+at the published 7B's widths, where a step streams the weights: the regime in which
+LoopCoder claims that R loops cost about one pass. PLT's extra work (a second row through
+every product, a window attention call, a gate) is small next to streaming the weights and
+large next to a small model's per-operator costs, so the two shapes bracket what a user sees.
+
+Procedure (all modes share one set of weights, on CPU):
 1. For every (dtype, batch): build every mode, prefill the same random prompt (longer than the
    PLT window, so ring buffers are full) and take `--warmup` untimed decode steps per mode,
    then more untimed steps while `PLTLinear` is still timing kernels for a shape (see
@@ -79,6 +87,53 @@ BENCH_SHAPE: dict[str, object] = {
     "plt_window_size": [64, 0],  # the published window: the token itself plus 64 previous
 }
 
+# The published 7B's widths (docs/plt.md: d 5120, FFN 27648, 40 query / 8 key-value heads of
+# 128, vocab 76,800, window 64) with 4 of its 14 layers, so that two dtypes fit in memory.
+# The output head is tied to the embedding to save memory; it costs the same per step as an
+# untied one, but it weighs more against 4 layers than against 14 (see `Shape.about`).
+PUBLISHED_7B_LAYERS: dict[str, object] = {
+    "vocab_size": 76800,
+    "hidden_size": 5120,
+    "intermediate_size": 27648,
+    "num_hidden_layers": 4,
+    "num_attention_heads": 40,
+    "num_key_value_heads": 8,
+    "head_dim": 128,
+    "tie_word_embeddings": True,
+    "max_position_embeddings": 8192,
+    "plt_window_size": [64, 0],
+}
+
+
+@dataclass(frozen=True)
+class Shape:
+    """A model shape to benchmark (random weights).
+
+    share_weights: every mode (and every repeated run) reads one set of weight tensors. For
+    shapes whose weights are many times the last-level cache this changes no timing, and it
+    is what lets a few published layers fit in memory and build once instead of per run.
+    """
+
+    config: dict[str, object]
+    share_weights: bool
+    about: str
+
+
+SHAPES: dict[str, Shape] = {
+    "100m": Shape(
+        BENCH_SHAPE,
+        share_weights=False,
+        about="small widths: a CPU decode step is far from streaming-bound, so per-operator "
+        "and per-row costs (which PLT's extra rows and calls add to) weigh heavily",
+    ),
+    "7b-layers": Shape(
+        PUBLISHED_7B_LAYERS,
+        share_weights=True,
+        about="the published 7B's layer widths: a decode step streams the weights, the regime "
+        "of LoopCoder's latency claim; the tied output head is a larger share of the step "
+        "with 4 layers than with the real 14, which moves every ratio towards 1",
+    ),
+}
 # name -> (torch dtype, few-row product kernel: measured choice or forced)
 DTYPES: dict[str, tuple[torch.dtype, KernelMode]] = {
     f"{name}{suffix}": (dtype, kernel)
@@ -158,19 +213,66 @@ class Result:
         return per_token * context + fixed
 
 
-def build_models(modes: list[Mode], dtype: torch.dtype, seed: int) -> dict[str, PLTForCausalLM]:
+def model_config(args: argparse.Namespace) -> dict[str, object]:
+    """The benchmarked shape's config, with `--layers` applied."""
+    config = dict(SHAPES[args.shape].config)
+    if args.layers is not None:
+        config["num_hidden_layers"] = args.layers
+    return config
+
+
+# One set of weights per (shape config, dtype, seed) for shapes that share weights.
+_SHARED_STATES: dict[tuple[str, torch.dtype, int], dict[str, torch.Tensor]] = {}
+
+
+def build_models(
+    modes: list[Mode], dtype: torch.dtype, args: argparse.Namespace
+) -> dict[str, PLTForCausalLM]:
     """All modes with the same shared-stack weights (the gates keep their zero init)."""
+    config_fields = model_config(args)
+    if SHAPES[args.shape].share_weights:
+        return _models_on_shared_weights(modes, dtype, config_fields, args.seed)
     models: dict[str, PLTForCausalLM] = {}
     base_state: dict[str, torch.Tensor] | None = None
     for mode in modes:
-        torch.manual_seed(seed)
-        config = PLTConfig(**BENCH_SHAPE, plt_num_loops=mode.loops, plt_loop_mode=mode.loop_mode)
+        torch.manual_seed(args.seed)
+        config = PLTConfig(**config_fields, plt_num_loops=mode.loops, plt_loop_mode=mode.loop_mode)
         model = PLTForCausalLM(config).to(dtype).eval()
         if base_state is None:
             base_state = model.state_dict()
         else:
             missing, unexpected = model.load_state_dict(base_state, strict=False)
             assert not unexpected and all("plt_gate" in key for key in missing)
+        model.model.parallel_decode = mode.parallel_decode
+        models[mode.name] = model
+    return models
+
+
+def _models_on_shared_weights(
+    modes: list[Mode], dtype: torch.dtype, config_fields: dict[str, object], seed: int
+) -> dict[str, PLTForCausalLM]:
+    """Every mode as a module tree over one set of tensors: built once (from a PLT model, so
+    the gates exist), then each mode is built on the meta device and takes those tensors."""
+    key = (json.dumps(config_fields, sort_keys=True), dtype, seed)
+    if key not in _SHARED_STATES:
+        torch.manual_seed(seed)
+        base = PLTForCausalLM(PLTConfig(**config_fields, plt_num_loops=2)).to(dtype)
+        _SHARED_STATES[key] = base.state_dict()
+    state = _SHARED_STATES[key]
+    models: dict[str, PLTForCausalLM] = {}
+    for mode in modes:
+        config = PLTConfig(**config_fields, plt_num_loops=mode.loops, plt_loop_mode=mode.loop_mode)
+        with torch.device("meta"):
+            model = PLTForCausalLM(config)
+        missing, unexpected = model.load_state_dict(state, strict=False, assign=True)
+        assert not missing and all("plt_gate" in name for name in unexpected)
+        # Non-persistent buffers (the rotary frequencies) are not in a state dict.
+        model.model.rotary_emb = modeling_plt.PLTRotaryEmbedding(config)
+        leftover = [
+            name for name, t in [*model.named_parameters(), *model.named_buffers()] if t.is_meta
+        ]
+        assert not leftover, f"tensors left on the meta device: {leftover}"
+        model = model.to(dtype).eval()
         model.model.parallel_decode = mode.parallel_decode
         models[mode.name] = model
     return models
@@ -186,7 +288,7 @@ def prefill(
     models: dict[str, PLTForCausalLM], batch: int, args: argparse.Namespace
 ) -> tuple[dict[str, PLTCache], dict[str, torch.Tensor]]:
     generator = torch.Generator().manual_seed(args.seed)
-    vocab = int(BENCH_SHAPE["vocab_size"])
+    vocab = next(iter(models.values())).config.vocab_size
     prompt = torch.randint(2, vocab, (batch, args.prompt), generator=generator)
     caches: dict[str, PLTCache] = {}
     tokens: dict[str, torch.Tensor] = {}
@@ -216,7 +318,7 @@ def measure(
     dtype, kernel = DTYPES[dtype_name]
     set_linear_kernel(kernel)
     try:
-        models = build_models(modes, dtype, args.seed)
+        models = build_models(modes, dtype, args)
         results = {mode.name: Result() for mode in modes}
         with torch.inference_mode():
             caches, tokens = prefill(models, batch, args)
@@ -259,7 +361,7 @@ def profile_step(modes: list[Mode], dtype_name: str, batch: int, args: argparse.
     ]
     top_lines: list[str] = []
     try:
-        models = build_models(modes, dtype, args.seed)
+        models = build_models(modes, dtype, args)
         # Steps alternate between modes (one profiled token each) so that interference from
         # other jobs is spread evenly, as in `measure`; operator totals are summed per mode.
         totals: dict[str, dict[str, list[float]]] = {mode.name: {} for mode in modes}
@@ -390,9 +492,7 @@ def ablate(dtype_name: str, batch: int, args: argparse.Namespace) -> dict[str, R
     dtype, kernel = DTYPES[dtype_name]
     set_linear_kernel(kernel)
     try:
-        models = build_models(
-            [m for m in ALL_MODES if m.name in ("R=1", "PLT-2")], dtype, args.seed
-        )
+        models = build_models([m for m in ALL_MODES if m.name in ("R=1", "PLT-2")], dtype, args)
         results = {a.name: Result() for a in ABLATIONS}
         with torch.inference_mode(), _Skipper() as skipper:
             state: dict[str, tuple[PLTCache, torch.Tensor]] = {}
@@ -431,20 +531,28 @@ def environment(args: argparse.Namespace, load_before: tuple[float, ...]) -> lis
     from asmopt.provenance import cpu_model, git_commit
 
     commit, cpu = git_commit(), cpu_model()
-    params = sum(
-        p.numel() for p in PLTForCausalLM(PLTConfig(**BENCH_SHAPE, plt_num_loops=1)).parameters()
-    )
+    config = model_config(args)
+    with torch.device("meta"):  # counted without allocating
+        params = sum(
+            p.numel() for p in PLTForCausalLM(PLTConfig(**config, plt_num_loops=1)).parameters()
+        )
     load_after = os.getloadavg()
-    shape = ", ".join(f"{k}={v}" for k, v in BENCH_SHAPE.items() if k != "max_position_embeddings")
+    shape = ", ".join(f"{k}={v}" for k, v in config.items() if k != "max_position_embeddings")
     return [
         f"- {time.strftime('%Y-%m-%d %H:%M')}, commit {commit}; command: "
         f"`bench/bench_plt_decode.py {' '.join(args.argv)}`".rstrip(),
         f"- torch {torch.__version__}, {torch.get_num_threads()} threads, CPU: {cpu} "
         f"({os.cpu_count()} logical CPUs)",
-        f"- model: {params / 1e6:.1f}M parameters (tied embeddings); {shape}",
+        f"- model `{args.shape}`: {params / 1e6:.1f}M parameters (tied embeddings); {shape}",
+        f"- shape: {SHAPES[args.shape].about}"
+        + ("; weights shared by all modes" if SHAPES[args.shape].share_weights else ""),
         f"- prompt {args.prompt} tokens, {args.warmup} warm-up steps per mode, then "
-        f"{args.rounds} rounds of one timed token per mode (order rotated per round); "
-        f"{args.repeats} independent runs",
+        + (
+            f"{args.profile_steps} profiled decode steps per mode (modes alternate step by step)"
+            if args.profile
+            else f"{args.rounds} rounds of one timed token per mode (order rotated per round); "
+            f"{args.repeats} independent runs"
+        ),
         f"- load average (1/5/15 min) before {load_before[0]:.2f} {load_before[1]:.2f} "
         f"{load_before[2]:.2f}, after {load_after[0]:.2f} {load_after[1]:.2f} {load_after[2]:.2f}",
     ]
@@ -582,6 +690,15 @@ def main(argv: list[str] | None = None) -> int:
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     parser.add_argument("--threads", type=int, default=2, help="torch intra-op threads")
+    parser.add_argument(
+        "--shape",
+        choices=sorted(SHAPES),
+        default="100m",
+        help="model widths: 100m (small) or 7b-layers (the published 7B's layers)",
+    )
+    parser.add_argument(
+        "--layers", type=int, default=None, help="decoder layers (default: the shape's own)"
+    )
     parser.add_argument("--dtypes", default="bf16,fp32", help=f"comma list of {list(DTYPES)}")
     parser.add_argument("--batches", default="1,8", help="comma list of batch sizes")
     parser.add_argument("--modes", default=None, help="comma list of mode names (default: all)")
@@ -636,6 +753,8 @@ def main(argv: list[str] | None = None) -> int:
     if bad:
         parser.error(f"unknown dtypes {bad}; available: {list(DTYPES)}")
     batches = [int(b) for b in args.batches.split(",")]
+    if args.layers is not None and args.layers < 1:
+        parser.error(f"--layers must be at least 1, got {args.layers}")
     if args.recalibrate:
         cache_path().unlink(missing_ok=True)
     load_before = os.getloadavg()

@@ -83,3 +83,69 @@ def test_ablation_skips_only_the_window_call_and_the_gate(bench: ModuleType) -> 
     assert torch.allclose(full, reference, atol=1e-5)  # nothing skipped: the real model
     for skipped in ((True, False), (False, True), (True, True)):
         assert not torch.allclose(by_variant[skipped], full, atol=1e-5), skipped
+
+
+TINY_SHAPE: dict[str, object] = {
+    "vocab_size": 97,
+    "hidden_size": 32,
+    "intermediate_size": 48,
+    "num_hidden_layers": 2,
+    "num_attention_heads": 4,
+    "num_key_value_heads": 2,
+    "head_dim": 8,
+    "tie_word_embeddings": True,
+    "max_position_embeddings": 256,
+    "plt_window_size": [4, 0],
+}
+
+
+def _bench_args(bench: ModuleType, shape: str, layers: int | None = None) -> argparse.Namespace:
+    return argparse.Namespace(shape=shape, layers=layers, seed=0, prompt=8, warmup=1)
+
+
+def test_shared_weight_shapes_give_every_mode_the_same_tensors_and_the_same_model(
+    bench: ModuleType, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The shared-weight build (meta device, tensors assigned) must compute exactly what the
+    copying build computes, with its rotary frequencies rebuilt, and build the weights once."""
+    import torch
+
+    monkeypatch.setitem(bench.SHAPES, "tiny-shared", bench.Shape(TINY_SHAPE, True, "test"))
+    monkeypatch.setitem(bench.SHAPES, "tiny-copied", bench.Shape(TINY_SHAPE, False, "test"))
+    modes = [m for m in bench.ALL_MODES if m.name in ("R=1", "PLT-2", "plain-2")]
+    shared = bench.build_models(modes, torch.float32, _bench_args(bench, "tiny-shared"))
+    copied = bench.build_models(modes, torch.float32, _bench_args(bench, "tiny-copied"))
+    again = bench.build_models(modes, torch.float32, _bench_args(bench, "tiny-shared"))
+
+    def pointers(model: torch.nn.Module) -> dict[str, int]:
+        return {name: t.data_ptr() for name, t in model.state_dict().items()}
+
+    first = pointers(shared["R=1"])
+    for name in ("PLT-2", "plain-2"):
+        other = pointers(shared[name])
+        assert all(other[key] == ptr for key, ptr in first.items()), name
+    assert pointers(again["PLT-2"]) == pointers(shared["PLT-2"])  # built once, reused
+    assert again["PLT-2"] is not shared["PLT-2"]  # fresh modules (and caches) per run
+    assert pointers(copied["PLT-2"])["model.norm.weight"] != first["model.norm.weight"]
+
+    ids = torch.randint(2, TINY_SHAPE["vocab_size"], (2, 10))
+    with torch.no_grad():
+        for name in ("R=1", "PLT-2", "plain-2"):
+            model = shared[name]
+            assert not any(t.is_meta for t in [*model.parameters(), *model.buffers()])
+            # Same seed, same shape: the copying build holds the same weights.
+            copied[name].load_state_dict(model.state_dict())
+            assert torch.equal(model(ids).logits, copied[name](ids).logits), name
+            caches, tokens = bench.prefill({name: model}, 2, _bench_args(bench, "tiny-shared"))
+            assert caches[name].get_seq_length() >= 9 and tokens[name].shape == (2, 1)
+
+
+def test_layers_option_sets_the_depth_and_rejects_nonsense(bench: ModuleType) -> None:
+    config = bench.model_config(_bench_args(bench, "7b-layers", layers=2))
+    assert config["num_hidden_layers"] == 2
+    assert config["hidden_size"] == bench.SHAPES["7b-layers"].config["hidden_size"]
+    assert bench.model_config(_bench_args(bench, "100m"))["num_hidden_layers"] == 12
+    for argv in (["--layers", "0"], ["--shape", "1b"]):
+        with pytest.raises(SystemExit) as exit_info:
+            bench.main(argv)
+        assert exit_info.value.code == 2

@@ -181,7 +181,7 @@ NOISE = {(1, 1): 0.01, (1, 2): -0.01, (2, 1): -0.12, (2, 2): 0.02, (3, 1): 0.05,
 
 def test_t_interval_uses_students_t() -> None:
     d = loops.t_interval([1.0, 2.0, 3.0])
-    half = 4.3027 / 3**0.5  # sd 1, 2 degrees of freedom
+    half = 4.302653 / 3**0.5  # sd 1, 2 degrees of freedom
     assert d["mean"] == pytest.approx(2.0) and d["min"] == 1.0 and d["max"] == 3.0
     assert d["low"] == pytest.approx(2.0 - half) and d["high"] == pytest.approx(2.0 + half)
     assert not d["significant"]  # [-0.48, 4.48] holds 0
@@ -190,8 +190,12 @@ def test_t_interval_uses_students_t() -> None:
     one = loops.t_interval([0.3])
     assert one["mean"] == 0.3 and one["low"] is None and not one["significant"]
     assert loops.t_interval([])["mean"] is None
-    assert loops.t_quantile(1) == pytest.approx(12.7062)
-    assert loops.t_quantile(100) == pytest.approx(loops.Z95)
+    assert loops.t_quantile(1) == pytest.approx(12.706205)
+    assert loops.t_quantile(30) == pytest.approx(2.042272)
+    # Exact for any degrees of freedom: still wider than the normal quantile at 100.
+    assert loops.t_quantile(100) == pytest.approx(1.983972) and loops.t_quantile(100) > loops.Z95
+    with pytest.raises(ValueError, match="degrees of freedom"):
+        loops.t_quantile(0)
 
 
 def test_findings_rank_only_from_three_seeds_and_judge_trends_by_one_rule() -> None:

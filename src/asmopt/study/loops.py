@@ -31,6 +31,7 @@ from typing import Any
 
 import torch
 
+from asmopt.measure import stats
 from asmopt.provenance import environment
 from asmopt.study.config import StudyConfig, to_dict
 from asmopt.study.data import Prepared, prepare
@@ -47,20 +48,13 @@ from asmopt.train.run import quiet_transformers, resolve_device
 
 STUDY_FILE = "study.json"
 Z95 = 1.959964
-# Two-sided 95% quantiles of Student's t for 1..30 degrees of freedom (no scipy here); from
-# 31 on the normal quantile is used, which is at most 2% narrower.
-T95 = (
-    12.7062, 4.3027, 3.1824, 2.7764, 2.5706, 2.4469, 2.3646, 2.3060, 2.2622, 2.2281,
-    2.2010, 2.1788, 2.1604, 2.1448, 2.1314, 2.1199, 2.1098, 2.1009, 2.0930, 2.0860,
-    2.0796, 2.0739, 2.0687, 2.0639, 2.0595, 2.0555, 2.0518, 2.0484, 2.0452, 2.0423,
-)  # fmt: skip
 
 
 def t_quantile(df: int) -> float:
     """The two-sided 95% quantile of Student's t with `df` degrees of freedom."""
     if df < 1:
         raise ValueError(f"degrees of freedom must be >= 1, got {df}")
-    return T95[df - 1] if df <= len(T95) else Z95
+    return stats.t_quantile(0.975, df)
 
 
 def t_interval(values: list[float]) -> dict[str, Any]:
