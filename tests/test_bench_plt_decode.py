@@ -99,7 +99,7 @@ TINY_SHAPE: dict[str, object] = {
 }
 
 
-def _bench_args(bench: ModuleType, shape: str, layers: int | None = None) -> argparse.Namespace:
+def _bench_args(shape: str, layers: int | None = None) -> argparse.Namespace:
     return argparse.Namespace(shape=shape, layers=layers, seed=0, prompt=8, warmup=1)
 
 
@@ -113,9 +113,9 @@ def test_shared_weight_shapes_give_every_mode_the_same_tensors_and_the_same_mode
     monkeypatch.setitem(bench.SHAPES, "tiny-shared", bench.Shape(TINY_SHAPE, True, "test"))
     monkeypatch.setitem(bench.SHAPES, "tiny-copied", bench.Shape(TINY_SHAPE, False, "test"))
     modes = [m for m in bench.ALL_MODES if m.name in ("R=1", "PLT-2", "plain-2")]
-    shared = bench.build_models(modes, torch.float32, _bench_args(bench, "tiny-shared"))
-    copied = bench.build_models(modes, torch.float32, _bench_args(bench, "tiny-copied"))
-    again = bench.build_models(modes, torch.float32, _bench_args(bench, "tiny-shared"))
+    shared = bench.build_models(modes, torch.float32, _bench_args("tiny-shared"))
+    copied = bench.build_models(modes, torch.float32, _bench_args("tiny-copied"))
+    again = bench.build_models(modes, torch.float32, _bench_args("tiny-shared"))
 
     def pointers(model: torch.nn.Module) -> dict[str, int]:
         return {name: t.data_ptr() for name, t in model.state_dict().items()}
@@ -136,15 +136,15 @@ def test_shared_weight_shapes_give_every_mode_the_same_tensors_and_the_same_mode
             # Same seed, same shape: the copying build holds the same weights.
             copied[name].load_state_dict(model.state_dict())
             assert torch.equal(model(ids).logits, copied[name](ids).logits), name
-            caches, tokens = bench.prefill({name: model}, 2, _bench_args(bench, "tiny-shared"))
+            caches, tokens = bench.prefill({name: model}, 2, _bench_args("tiny-shared"))
             assert caches[name].get_seq_length() >= 9 and tokens[name].shape == (2, 1)
 
 
 def test_layers_option_sets_the_depth_and_rejects_nonsense(bench: ModuleType) -> None:
-    config = bench.model_config(_bench_args(bench, "7b-layers", layers=2))
+    config = bench.model_config(_bench_args("7b-layers", layers=2))
     assert config["num_hidden_layers"] == 2
     assert config["hidden_size"] == bench.SHAPES["7b-layers"].config["hidden_size"]
-    assert bench.model_config(_bench_args(bench, "100m"))["num_hidden_layers"] == 12
+    assert bench.model_config(_bench_args("100m"))["num_hidden_layers"] == 12
     for argv in (["--layers", "0"], ["--shape", "1b"]):
         with pytest.raises(SystemExit) as exit_info:
             bench.main(argv)
