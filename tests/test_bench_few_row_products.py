@@ -5,24 +5,18 @@ Timings are not asserted (they belong to bench/results)."""
 
 from __future__ import annotations
 
-import importlib
-import sys
 from pathlib import Path
 from types import ModuleType
 
 import pytest
+from bench_module import import_bench
 
 pytestmark = pytest.mark.ml
-BENCH = Path(__file__).resolve().parents[1] / "bench"
 
 
 @pytest.fixture(scope="module")
 def bench() -> ModuleType:
-    sys.path.insert(0, str(BENCH))
-    try:
-        return importlib.import_module("bench_few_row_products")
-    finally:
-        sys.path.remove(str(BENCH))
+    return import_bench("bench_few_row_products")
 
 
 def test_bad_options_are_usage_errors(bench: ModuleType) -> None:

@@ -8,25 +8,18 @@ ablation's patches skip exactly the window call and the gate of PLT-2 and are un
 from __future__ import annotations
 
 import argparse
-import importlib
-import sys
-from pathlib import Path
 from types import ModuleType
 
 import pytest
+from bench_module import import_bench
 from tiny_model import tiny_plt_model
 
 pytestmark = pytest.mark.ml
-BENCH = Path(__file__).resolve().parents[1] / "bench"
 
 
 @pytest.fixture(scope="module")
 def bench() -> ModuleType:
-    sys.path.insert(0, str(BENCH))
-    try:
-        return importlib.import_module("bench_plt_decode")
-    finally:
-        sys.path.remove(str(BENCH))
+    return import_bench("bench_plt_decode")
 
 
 def _runs(bench: ModuleType, ratios: list[float]) -> list[dict[str, object]]:
