@@ -38,7 +38,6 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import platform
 import statistics
 import time
 from dataclasses import asdict, dataclass, field
@@ -47,6 +46,9 @@ from typing import Literal
 
 import torch
 import torch.nn.functional as F
+
+from asmopt.cache import cache_root
+from asmopt.provenance import cpu_model
 
 KernelMode = Literal["auto", "linear", "few_row"]
 KERNEL_MODES: tuple[str, ...] = ("auto", "linear", "few_row")
@@ -111,15 +113,6 @@ def kernel_mode() -> KernelMode:
     return value  # type: ignore[return-value]
 
 
-def cpu_model() -> str:
-    """The CPU's model name (from /proc/cpuinfo on Linux), for keying cached choices."""
-    with contextlib.suppress(OSError):
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.lower().startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    return platform.processor() or platform.machine() or "unknown"
-
-
 def machine_key() -> str:
     """What a cached choice is valid for: CPU model, torch version, intra-op threads and the
     timing method (choices timed another way are not reused)."""
@@ -130,11 +123,8 @@ def machine_key() -> str:
 
 
 def cache_path() -> Path:
-    explicit = os.environ.get("ASMOPT_CACHE_DIR")
-    if explicit:
-        return Path(explicit) / "plt_kernels.json"
-    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(base) / "asmopt" / "plt_kernels.json"
+    """`plt_kernels.json` under the asmopt cache root (`asmopt.cache.cache_root`)."""
+    return cache_root() / "plt_kernels.json"
 
 
 def _shape_key(dtype: torch.dtype, rows: int, in_features: int, out_features: int) -> str:
@@ -156,9 +146,8 @@ def _load_file() -> None:
 def _save(key: str, choice: KernelChoice) -> None:
     """Adds one choice to the JSON file (read-modify-write; losing a race only costs a
     re-measurement in some later process)."""
-    path = cache_path()
     with contextlib.suppress(OSError, ValueError):
-        path.parent.mkdir(parents=True, exist_ok=True)
+        path = cache_path()  # creates the cache root; an unwritable one only skips the save
         try:
             data = json.loads(path.read_text())
         except (OSError, ValueError):
@@ -327,7 +316,6 @@ __all__ = [
     "Trial",
     "cache_path",
     "calibrating",
-    "cpu_model",
     "few_row_product",
     "forget_choices",
     "kernel_mode",
