@@ -44,9 +44,10 @@ runs disagree by more than `--max-run-range`: then the machine's noise is as lar
 margin and one run decides nothing.
 
 Dtypes: `bf16` and `fp32` use the few-row product kernel that `PLTLinear` measures fastest on
-this machine (see `asmopt.models.plt.kernels`; the report lists every choice with both
-timings). `-linear` / `-few-row` suffixes (`fp32-linear`, `bf16-few-row`, ...) force one kernel
-for comparison.
+this machine (see `asmopt.models.plt.kernels`; the report lists every choice with every
+candidate's timing). `-linear` / `-few-row` / `-mv` suffixes (`fp32-linear`, `bf16-few-row`,
+...) force one kernel for comparison (`mv` applies to one-row products only; the others then
+use `F.linear`).
 """
 
 from __future__ import annotations
@@ -138,7 +139,12 @@ SHAPES: dict[str, Shape] = {
 DTYPES: dict[str, tuple[torch.dtype, KernelMode]] = {
     f"{name}{suffix}": (dtype, kernel)
     for name, dtype in (("bf16", torch.bfloat16), ("fp32", torch.float32))
-    for suffix, kernel in (("", "auto"), ("-linear", "linear"), ("-few-row", "few_row"))
+    for suffix, kernel in (
+        ("", "auto"),
+        ("-linear", "linear"),
+        ("-few-row", "few_row"),
+        ("-mv", "mv"),
+    )
 }
 MAX_CALIBRATION_STEPS = 200  # untimed decode steps at most while kernels are being chosen
 LONG_CONTEXT = 4096  # KV ratios are also extrapolated to this context length
@@ -607,22 +613,27 @@ def ratio_table(results: dict[tuple[str, int], Runs], modes: list[Mode], stat: s
 
 
 def kernel_table() -> list[str]:
-    """Every few-row product kernel choice used in this run, with both measured timings."""
+    """Every few-row product kernel choice used in this run, with every candidate's timing."""
     choices = kernel_report()
     if not choices:
         return ["No few-row product was measured (kernels forced, or no CPU products).", ""]
     lines = [
         f"Few-row product kernels chosen on this machine (`{machine_key()}`; cached in "
-        f"`{cache_path().name}`; source: measured in this run or read from that cache):",
+        f"`{cache_path().name}`; source: measured in this run or read from that cache). Median "
+        "us of one call of each candidate, timed in use; `mv` is a candidate for one row only:",
         "",
-        "| dtype | rows | weight in x out | F.linear us | few-row us | few-row / linear | chosen "
-        "| source |",
-        "|---" * 8 + "|",
+        "| dtype | rows | weight in x out | F.linear us | few-row us | mv us | best other / "
+        "F.linear | chosen | source |",
+        "|---" * 9 + "|",
     ]
     for c in choices:
+        t = c.timings_us
+        mv = f"{t['mv']:.1f}" if "mv" in t else "-"
+        best = c.best_alternative
         lines.append(
-            f"| {c.dtype} | {c.rows} | {c.in_features} x {c.out_features} | {c.linear_us:.1f} | "
-            f"{c.few_row_us:.1f} | {c.few_row_us / c.linear_us:.2f} | {c.kernel} | {c.source} |"
+            f"| {c.dtype} | {c.rows} | {c.in_features} x {c.out_features} | {t['linear']:.1f} | "
+            f"{t['few_row']:.1f} | {mv} | {t[best] / t['linear']:.2f} ({best}) | {c.kernel} | "
+            f"{c.source} |"
         )
     return [*lines, ""]
 

@@ -1,13 +1,15 @@
 """The PLT decode benchmark's verdicts: the goal check and the ablation's skipped parts.
 
 Timings are not asserted (they belong to bench/results); what is checked is that the goal
-check reads the runs it is given correctly and warns on disagreeing runs, and that the
-ablation's patches skip exactly the window call and the gate of PLT-2 and are undone.
+check reads the runs it is given correctly and warns on disagreeing runs, that the
+ablation's patches skip exactly the window call and the gate of PLT-2 and are undone, and
+that the kernel table shows what was timed and chosen.
 """
 
 from __future__ import annotations
 
 import argparse
+from pathlib import Path
 from types import ModuleType
 
 import pytest
@@ -142,3 +144,39 @@ def test_layers_option_sets_the_depth_and_rejects_nonsense(bench: ModuleType) ->
         with pytest.raises(SystemExit) as exit_info:
             bench.main(argv)
         assert exit_info.value.code == 2
+
+
+def test_kernel_table_lists_every_candidate_and_the_choice(
+    bench: ModuleType, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A one-row choice shows all three candidates' timings; a two-row one shows `-` for mv."""
+    import torch
+
+    from asmopt.models.plt import kernels, modeling_plt
+
+    monkeypatch.setenv("ASMOPT_CACHE_DIR", str(tmp_path))
+    monkeypatch.delenv(kernels.ENV_VAR, raising=False)
+    kernels.forget_choices()
+    kernels.set_linear_kernel(None)
+    try:
+        assert bench.kernel_table()[0].startswith("No few-row product was measured")
+        layer = modeling_plt.PLTLinear(32, 24, bias=False)
+        for rows in (1, 2):
+            x = torch.randn(rows, 32)
+            with torch.no_grad():
+                for _ in range(200):
+                    layer(x)
+                    if not kernels.calibrating():
+                        break
+        table = bench.kernel_table()
+        one, two = kernels.kernel_report()
+        row1 = next(line for line in table if line.startswith("| float32 | 1 | 32 x 24 |"))
+        row2 = next(line for line in table if line.startswith("| float32 | 2 | 32 x 24 |"))
+        cells1 = [c.strip() for c in row1.strip("|").split("|")]
+        cells2 = [c.strip() for c in row2.strip("|").split("|")]
+        assert cells1[3:6] == [f"{one.timings_us[k]:.1f}" for k in ("linear", "few_row", "mv")]
+        assert cells2[5] == "-" and cells2[7] == two.kernel and cells1[7] == one.kernel
+        assert cells1[6].endswith(f"({one.best_alternative})") and cells1[8] == "measured"
+    finally:
+        kernels.forget_choices()
+        kernels.set_linear_kernel(None)

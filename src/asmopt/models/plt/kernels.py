@@ -1,36 +1,40 @@
 """Which product `PLTLinear` uses for few-row CPU inputs, chosen by timing the model's own calls.
 
 A decode step multiplies every weight by batch x loops rows (1 to a few dozen). For such
-shapes the BLAS behind `F.linear` (`x @ W.T`) and the transposed product `(W @ x.T).T` can
-differ by 2-5x, and which one wins depends on the CPU, the BLAS build, the dtype, the row count
-and the weight shape: on one AMD EPYC the transposed product was ~2.5x faster for 1-4 float32
-rows, on an Intel Xeon it is ~2.5x slower there but faster for bfloat16 rows. So nothing is
-assumed: the first products of each (dtype, rows, in, out) on the CPU alternate between the two
-kernels and are timed as they run inside the model, and after `SAMPLES` timed calls of each the
-faster by median is kept (the library's `F.linear` unless the other is at least `MARGIN`
-faster; a near tie gets more rounds of samples).
+shapes the BLAS behind `F.linear` (`x @ W.T`), the transposed product `(W @ x.T).T` and, for
+one row, the matrix-vector product `W @ x` can differ by 2-5x, and which one wins depends on
+the CPU, the BLAS build, the dtype, the row count and the weight shape: on one AMD EPYC the
+transposed product was ~2.5x faster for 1-4 float32 rows, on an Intel Xeon it is ~2.5x slower
+there but faster for bfloat16 rows, and for one bfloat16 row `torch.mv` beat it by 5-10% on
+three of four 7B weight shapes. So nothing is assumed: the first products of each (dtype,
+rows, in, out) on the CPU take the candidate kernels in turn and are timed as they run inside
+the model, and after `SAMPLES` timed calls of each the fastest by median is kept (the
+library's `F.linear` unless another is at least `MARGIN` faster; a near tie gets more rounds
+of samples).
 
 Why in use and not in a separate calibration: a decode step streams every weight once, so
 each product meets a cold weight, beside whatever the step's other work left in the caches
 and on the memory bus. Timing one weight over and over measures it cached; timing copies
 cycled to keep it cold still misses the rest of the step. Both were tried on an Intel Xeon:
 for the bf16 16-row 768 x 768 product the isolated ratio was 0.93 in one run and 1.07-1.11
-in the next two, so the cached choice depended on the run. The alternating calls of one step
+in the next two, so the cached choice depended on the run. The interleaved calls of one step
 share its conditions, so the comparison is fair under load too.
 
-The calls of a shape that is still being timed alternate kernels, whose sums differ in the
+The calls of a shape that is still being timed change kernels, whose sums differ in the
 last bits: the first decode steps of the first process on a machine can differ from later
-ones at rounding level. Later processes read the cached choice and do not alternate; force a
-kernel for bit-stable runs from the first token.
+ones at rounding level. Later processes read the cached choice and do not change kernels;
+force a kernel for bit-stable runs from the first token.
 
 Choices are cached in memory and in a JSON file per CPU model, torch version, thread count
 and timing method (`plt_kernels.json` under `$ASMOPT_CACHE_DIR`, else
 `$XDG_CACHE_HOME/asmopt`, else `~/.cache/asmopt`), so a later process does not time again.
 
-Forcing: `set_linear_kernel("linear" | "few_row" | "auto")`, or the environment variable
-`ASMOPT_PLT_LINEAR_KERNEL` with the same values (read when nothing was set in code).
-`kernel_report()` lists every choice made in this process with both timings (the benchmark
-prints it); `calibrating()` says whether some shape is still being timed.
+Forcing: `set_linear_kernel("linear" | "few_row" | "mv" | "auto")`, or the environment
+variable `ASMOPT_PLT_LINEAR_KERNEL` with the same values (read when nothing was set in code).
+A forced kernel that does not apply to a shape (`mv` for more than one row) leaves that shape
+to `F.linear`. `kernel_report()` lists every choice made in this process with every
+candidate's timing (the benchmark prints it); `calibrating()` says whether some shape is
+still being timed.
 """
 
 from __future__ import annotations
@@ -50,23 +54,25 @@ import torch.nn.functional as F
 from asmopt.cache import cache_root
 from asmopt.provenance import cpu_model
 
-KernelMode = Literal["auto", "linear", "few_row"]
-KERNEL_MODES: tuple[str, ...] = ("auto", "linear", "few_row")
+KernelMode = Literal["auto", "linear", "few_row", "mv"]
+KERNEL_MODES: tuple[str, ...] = ("auto", "linear", "few_row", "mv")
+# The library default first: it is what a choice falls back to.
+KERNELS: tuple[str, ...] = ("linear", "few_row", "mv")
 ENV_VAR = "ASMOPT_PLT_LINEAR_KERNEL"
 # Products with more rows than this are prefill-sized; `F.linear` is used without measuring.
 MAX_ROWS = 32
-# The transposed product must beat `F.linear` by this fraction to be chosen (timer noise on
-# a busy machine is a few per cent; the library default wins ties).
+# Another kernel must beat `F.linear` by this fraction to be chosen (timer noise on a busy
+# machine is a few per cent; the library default wins ties).
 MARGIN = 0.05
 # Timed calls per kernel and round, after one untimed call of each (first calls allocate and
 # build the BLAS's kernels). A decode step makes (layers x products of that shape) calls, so
-# most shapes are decided within the first step; the LM head (one call a step) takes ~20.
+# most shapes are decided within the first step; the LM head (one call a step) takes ~20-30.
 SAMPLES = 8
 # A median ratio within this distance of the threshold is a near tie: another round of
 # samples, up to `_MAX_ROUNDS`, decides on all of them pooled.
 _NEAR_TIE = 0.04
 _MAX_ROUNDS = 3
-TIMING_VERSION = 3  # part of the cache key: bump when the way choices are timed changes
+TIMING_VERSION = 4  # part of the cache key: bump when the way choices are timed changes
 
 _forced: KernelMode | None = None
 ShapeKey = tuple[torch.dtype, int, int, int]  # dtype, rows, in_features, out_features
@@ -74,6 +80,12 @@ _choices: dict[ShapeKey, KernelChoice] = {}
 _trials: dict[ShapeKey, Trial] = {}
 _cached: dict[str, KernelChoice] = {}  # from the JSON file, by `_shape_key`
 _file_loaded = False
+
+
+def candidates(rows: int) -> tuple[str, ...]:
+    """The kernels that can compute a `rows`-row product: the matrix-vector product only for
+    one row."""
+    return KERNELS if rows == 1 else tuple(k for k in KERNELS if k != "mv")
 
 
 @dataclass(frozen=True)
@@ -84,19 +96,28 @@ class KernelChoice:
     rows: int
     in_features: int
     out_features: int
-    linear_us: float
-    few_row_us: float
-    use_few_row: bool
+    timings_us: dict[str, float]
+    kernel: str
     source: str  # "measured" (this process) or "cache" (the JSON file)
 
+    def __post_init__(self) -> None:
+        allowed = candidates(self.rows)
+        if self.kernel not in allowed or set(self.timings_us) != set(allowed):
+            raise ValueError(
+                f"kernel choice for {self.rows} rows must time {allowed} and pick one of them; "
+                f"got {self.kernel!r} with timings of {sorted(self.timings_us)}"
+            )
+
     @property
-    def kernel(self) -> str:
-        return "few_row" if self.use_few_row else "linear"
+    def best_alternative(self) -> str:
+        """The fastest kernel other than `F.linear` (what `F.linear` was weighed against)."""
+        others = [k for k in self.timings_us if k != "linear"]
+        return min(others, key=self.timings_us.__getitem__)
 
 
 def set_linear_kernel(mode: KernelMode | None) -> None:
-    """Forces `"linear"` or `"few_row"` for few-row CPU products, or `"auto"` to measure;
-    None goes back to the environment variable (default auto). Process-wide."""
+    """Forces `"linear"`, `"few_row"` or `"mv"` for few-row CPU products, or `"auto"` to
+    measure; None goes back to the environment variable (default auto). Process-wide."""
     global _forced
     if mode is not None and mode not in KERNEL_MODES:
         raise ValueError(f"linear kernel must be one of {KERNEL_MODES}, got {mode!r}.")
@@ -132,6 +153,8 @@ def _shape_key(dtype: torch.dtype, rows: int, in_features: int, out_features: in
 
 
 def _load_file() -> None:
+    """Reads this machine's entries; a malformed entry (hand-edited, or written by another
+    version under the same key) is skipped, so its shape is timed again."""
     global _file_loaded
     _file_loaded = True
     try:
@@ -139,7 +162,7 @@ def _load_file() -> None:
     except (OSError, ValueError, AttributeError):
         return
     for key, entry in stored.items():
-        with contextlib.suppress(TypeError, KeyError):
+        with contextlib.suppress(TypeError, KeyError, ValueError, AttributeError):
             _cached[key] = KernelChoice(**{**entry, "source": "cache"})
 
 
@@ -163,12 +186,12 @@ def _save(key: str, choice: KernelChoice) -> None:
 def few_row_product(
     x2d: torch.Tensor, weight: torch.Tensor, contiguous: bool = True
 ) -> torch.Tensor:
-    """`x2d @ weight.T` computed as `(weight @ x2d.T).T`, a single row padded to two (the
-    one-row case would otherwise take the matrix-vector path). Returns `[rows, out]`,
-    contiguous unless `contiguous=False`: then the transposed view of the product, which
-    element-wise consumers take as it is and whose transpose is the contiguous right operand
-    the next few-row product wants (the MLP's gate and up products feed its down product so,
-    skipping two copies per layer)."""
+    """`x2d @ weight.T` computed as `(weight @ x2d.T).T`, a single row padded to two (so that
+    this candidate stays a matrix-matrix product; the matrix-vector path is its own
+    candidate, `mv`). Returns `[rows, out]`, contiguous unless `contiguous=False`: then the
+    transposed view of the product, which element-wise consumers take as it is and whose
+    transpose is the contiguous right operand the next few-row product wants (the MLP's gate
+    and up products feed its down product so, skipping two copies per layer)."""
     rows = x2d.shape[0]
     if rows == 1:
         x2d = torch.cat([x2d, x2d.new_zeros(1, x2d.shape[1])])
@@ -183,45 +206,60 @@ def few_row_product(
 class Trial:
     """The timed calls of one shape while its kernel is being chosen.
 
-    Calls alternate `F.linear` / transposed product; the first call of each is not timed.
-    `decision()` is None until both kernels have `SAMPLES` timed calls per round, then the
-    choice by median (with another round for a near tie, at most `_MAX_ROUNDS`)."""
+    Calls take the candidates in turn (`F.linear` first); the first call of each is not
+    timed. `decision()` is None until every candidate has `SAMPLES` timed calls per round,
+    then the choice by median (with another round for a near tie, at most `_MAX_ROUNDS`)."""
 
-    linear_us: list[float] = field(default_factory=list)
-    few_row_us: list[float] = field(default_factory=list)
+    candidates: tuple[str, ...] = ("linear", "few_row")
+    samples_us: dict[str, list[float]] = field(default_factory=dict)
     calls: int = 0
     rounds: int = 1
 
-    def next_is_few_row(self) -> bool:
-        return self.calls % 2 == 1
+    def __post_init__(self) -> None:
+        if not self.candidates or self.candidates[0] != "linear":
+            raise ValueError(f"a trial weighs kernels against 'linear' first: {self.candidates}")
+        for kernel in self.candidates:
+            self.samples_us.setdefault(kernel, [])
 
-    def record(self, few_row: bool, microseconds: float) -> None:
+    def next_kernel(self) -> str:
+        return self.candidates[self.calls % len(self.candidates)]
+
+    def record(self, kernel: str, microseconds: float) -> None:
         self.calls += 1
-        if self.calls > 2:  # calls 1 and 2 are each kernel's untimed first call
-            (self.few_row_us if few_row else self.linear_us).append(microseconds)
+        if self.calls > len(self.candidates):  # the first call of each kernel is untimed
+            self.samples_us[kernel].append(microseconds)
 
-    def decision(self) -> tuple[float, float, bool] | None:
-        """(linear median us, few-row median us, use few-row), or None: keep timing."""
+    def decision(self) -> tuple[dict[str, float], str] | None:
+        """(median us per kernel, chosen kernel), or None: keep timing."""
         wanted = SAMPLES * self.rounds
-        if len(self.linear_us) < wanted or len(self.few_row_us) < wanted:
+        if any(len(self.samples_us[k]) < wanted for k in self.candidates):
             return None
-        linear = statistics.median(self.linear_us)
-        few = statistics.median(self.few_row_us)
+        medians = {k: statistics.median(self.samples_us[k]) for k in self.candidates}
+        if len(self.candidates) == 1:
+            return medians, "linear"
+        best = min(self.candidates[1:], key=medians.__getitem__)
+        ratio = medians[best] / medians["linear"]
         threshold = 1.0 - MARGIN
-        if abs(few / linear - threshold) < _NEAR_TIE and self.rounds < _MAX_ROUNDS:
+        if abs(ratio - threshold) < _NEAR_TIE and self.rounds < _MAX_ROUNDS:
             self.rounds += 1
             return None
-        return linear, few, few < threshold * linear
+        return medians, best if ratio < threshold else "linear"
 
 
-def _linear(x2d: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None) -> torch.Tensor:
-    return F.linear(x2d, weight, bias)
-
-
-def _few_row(
-    x2d: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None, contiguous: bool
+def _run(
+    kernel: str,
+    x2d: torch.Tensor,
+    weight: torch.Tensor,
+    bias: torch.Tensor | None,
+    contiguous: bool,
 ) -> torch.Tensor:
-    out = few_row_product(x2d, weight, contiguous)
+    """`x2d @ weight.T + bias` with `kernel` (one of `candidates(rows)`)."""
+    if kernel == "linear":
+        return F.linear(x2d, weight, bias)
+    if kernel == "mv":
+        out = torch.mv(weight, x2d[0]).unsqueeze(0)
+    else:
+        out = few_row_product(x2d, weight, contiguous)
     return out if bias is None else out + bias
 
 
@@ -235,27 +273,26 @@ def product(
     machine, timing this call if the shape is still being chosen. `contiguous=False` allows
     the transposed product's view (see `few_row_product`)."""
     rows = x2d.shape[0]
-    decided = use_few_row(weight, rows)
+    decided = chosen_kernel(weight, rows)
     if decided is not None:
-        return _few_row(x2d, weight, bias, contiguous) if decided else _linear(x2d, weight, bias)
+        return _run(decided, x2d, weight, bias, contiguous)
     out_features, in_features = weight.shape
     key = (weight.dtype, rows, in_features, out_features)
-    trial = _trials.setdefault(key, Trial())
-    few_row = trial.next_is_few_row()
+    trial = _trials.setdefault(key, Trial(candidates(rows)))
+    kernel = trial.next_kernel()
     start = time.perf_counter()
-    out = _few_row(x2d, weight, bias, contiguous) if few_row else _linear(x2d, weight, bias)
-    trial.record(few_row, (time.perf_counter() - start) * 1e6)
+    out = _run(kernel, x2d, weight, bias, contiguous)
+    trial.record(kernel, (time.perf_counter() - start) * 1e6)
     timed = trial.decision()
     if timed is not None:
-        linear_us, few_us, faster_few_row = timed
+        medians, chosen = timed
         choice = KernelChoice(
             dtype=str(weight.dtype).removeprefix("torch."),
             rows=rows,
             in_features=in_features,
             out_features=out_features,
-            linear_us=round(linear_us, 2),
-            few_row_us=round(few_us, 2),
-            use_few_row=faster_few_row,
+            timings_us={k: round(us, 2) for k, us in medians.items()},
+            kernel=chosen,
             source="measured",
         )
         _choices[key] = choice
@@ -274,18 +311,18 @@ def _from_file(key: ShapeKey) -> KernelChoice | None:
     return cached
 
 
-def use_few_row(weight: torch.Tensor, rows: int) -> bool | None:
-    """The kernel decided for `rows` rows of this weight: True (transposed product), False
-    (`F.linear`), or None while it is still being timed (or nothing has run yet)."""
+def chosen_kernel(weight: torch.Tensor, rows: int) -> str | None:
+    """The kernel decided for `rows` rows of this weight (`"linear"`, `"few_row"` or `"mv"`),
+    or None while it is still being timed (or nothing has run yet)."""
     if rows > MAX_ROWS or weight.device.type != "cpu" or weight.dtype == torch.float64:
-        return False
+        return "linear"
     mode = kernel_mode()
     if mode != "auto":
-        return mode == "few_row"
+        return mode if mode in candidates(rows) else "linear"
     out_features, in_features = weight.shape
     key = (weight.dtype, rows, in_features, out_features)
     choice = _choices.get(key) or _from_file(key)
-    return None if choice is None else choice.use_few_row
+    return None if choice is None else choice.kernel
 
 
 def calibrating() -> bool:
@@ -311,11 +348,14 @@ def forget_choices() -> None:
 
 __all__ = [
     "ENV_VAR",
+    "KERNELS",
     "KERNEL_MODES",
     "KernelChoice",
     "Trial",
     "cache_path",
     "calibrating",
+    "candidates",
+    "chosen_kernel",
     "few_row_product",
     "forget_choices",
     "kernel_mode",
@@ -323,5 +363,4 @@ __all__ = [
     "machine_key",
     "product",
     "set_linear_kernel",
-    "use_few_row",
 ]

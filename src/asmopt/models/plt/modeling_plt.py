@@ -144,9 +144,9 @@ def apply_rotary_pos_emb(
 
 class PLTLinear(nn.Linear):
     """`nn.Linear` (same parameters and checkpoint names) whose few-row CPU products use the
-    kernel timed fastest on this machine (`kernels.product`): `F.linear` or the transposed
-    product `(W @ x.T).T`. Decode steps are exactly such products (batch x loops rows), and
-    which kernel wins differs between CPUs; see `kernels`.
+    kernel timed fastest on this machine (`kernels.product`): `F.linear`, the transposed
+    product `(W @ x.T).T` or, for one row, `torch.mv`. Decode steps are exactly such
+    products (batch x loops rows), and which kernel wins differs between CPUs; see `kernels`.
 
     `contiguous_output=False` (set where only element-wise ops read the output) lets the
     transposed product return its transposed view instead of copying it."""
