@@ -45,9 +45,10 @@ margin and one run decides nothing.
 
 Dtypes: `bf16` and `fp32` use the few-row product kernel that `PLTLinear` measures fastest on
 this machine (see `asmopt.models.plt.kernels`; the report lists every choice with every
-candidate's timing). `-linear` / `-few-row` / `-mv` suffixes (`fp32-linear`, `bf16-few-row`,
-...) force one kernel for comparison (`mv` applies to one-row products only; the others then
-use `F.linear`).
+candidate's timing). `-linear` / `-few-row` / `-mv` / `-rows` suffixes (`fp32-linear`,
+`bf16-few-row`, ...) force one kernel for comparison (`mv` applies to one-row products only,
+`rows`, the multi-row kernel of `asmopt.models.plt.native`, to float32 only; other products
+then use `F.linear`).
 """
 
 from __future__ import annotations
@@ -70,6 +71,7 @@ from asmopt.models.plt import (
     PLTForCausalLM,
     kernel_report,
     modeling_plt,
+    native,
     set_linear_kernel,
 )
 from asmopt.models.plt.kernels import KernelMode, cache_path, calibrating, machine_key
@@ -144,6 +146,7 @@ DTYPES: dict[str, tuple[torch.dtype, KernelMode]] = {
         ("-linear", "linear"),
         ("-few-row", "few_row"),
         ("-mv", "mv"),
+        ("-rows", "rows"),
     )
 }
 MAX_CALIBRATION_STEPS = 200  # untimed decode steps at most while kernels are being chosen
@@ -620,20 +623,22 @@ def kernel_table() -> list[str]:
     lines = [
         f"Few-row product kernels chosen on this machine (`{machine_key()}`; cached in "
         f"`{cache_path().name}`; source: measured in this run or read from that cache). Median "
-        "us of one call of each candidate, timed in use; `mv` is a candidate for one row only:",
+        "us of one call of each candidate, timed in use; `mv` is a candidate for one row only, "
+        f"the multi-row kernel `rows` for float32 only (here: {native.status()}):",
         "",
-        "| dtype | rows | weight in x out | F.linear us | few-row us | mv us | best other / "
-        "F.linear | chosen | source |",
-        "|---" * 9 + "|",
+        "| dtype | rows | weight in x out | F.linear us | few-row us | mv us | rows us | "
+        "best other / F.linear | chosen | source |",
+        "|---" * 10 + "|",
     ]
     for c in choices:
         t = c.timings_us
-        mv = f"{t['mv']:.1f}" if "mv" in t else "-"
+        cells = [f"{t[k]:.1f}" if k in t else "-" for k in ("linear", "few_row", "mv", "rows")]
         best = c.best_alternative
+        versus = f"{t[best] / t['linear']:.2f} ({best})" if best else "-"
         lines.append(
-            f"| {c.dtype} | {c.rows} | {c.in_features} x {c.out_features} | {t['linear']:.1f} | "
-            f"{t['few_row']:.1f} | {mv} | {t[best] / t['linear']:.2f} ({best}) | {c.kernel} | "
-            f"{c.source} |"
+            f"| {c.dtype} | {c.rows} | {c.in_features} x {c.out_features} | "
+            + " | ".join(cells)
+            + f" | {versus} | {c.kernel} | {c.source} |"
         )
     return [*lines, ""]
 

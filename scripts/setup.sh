@@ -6,7 +6,7 @@ cd "$(dirname "$0")/.."
 
 PYTHON=${PYTHON:-python3}
 VENV=${VENV:-.venv}
-SYSTEM_PACKAGES=(gcc bubblewrap valgrind hyperfine llvm)
+SYSTEM_PACKAGES=(gcc g++ bubblewrap valgrind hyperfine llvm)
 
 missing=()
 for pkg in "${SYSTEM_PACKAGES[@]}"; do

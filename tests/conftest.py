@@ -21,6 +21,9 @@ import pytest
 
 _CACHE = tempfile.mkdtemp(prefix="asmopt-test-cache-")
 os.environ.setdefault("ASMOPT_CACHE_DIR", _CACHE)
+# The PLT multi-row float32 kernel is built at first use (~30-60 s); only the tests that are
+# about it switch it on (tests/test_plt_native.py), so no other test's timing includes a build.
+os.environ.setdefault("ASMOPT_PLT_NATIVE", "off")
 # A private temporary directory for this test session: sandbox run directories are created
 # here, so leftovers are attributed to these tests and not to other work on the machine.
 _TMP = tempfile.mkdtemp(prefix="asmopt-test-tmp-")

@@ -36,6 +36,8 @@ def fresh(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
     """A private cache directory and no choices in memory; auto mode."""
     monkeypatch.setenv("ASMOPT_CACHE_DIR", str(tmp_path))
     monkeypatch.delenv(kernels.ENV_VAR, raising=False)
+    # The multi-row float32 kernel has tests of its own (test_plt_native.py).
+    monkeypatch.setenv("ASMOPT_PLT_NATIVE", "off")
     kernels.forget_choices()
     kernels.set_linear_kernel(None)
     yield tmp_path
@@ -62,7 +64,7 @@ def test_first_products_time_every_candidate_in_use_and_cache_the_choice(
     x = torch.randn(rows, 64)
     calls = _calls_until_decided(layer, x)
     expected = ("linear", "few_row", "mv") if rows == 1 else ("linear", "few_row")
-    assert kernels.candidates(rows) == expected
+    assert kernels.candidates(rows, torch.float32) == expected
     # One untimed call per kernel, then SAMPLES timed calls per kernel and round (1-3 rounds).
     n = len(expected)
     assert calls in {n + n * kernels.SAMPLES * rounds for rounds in (1, 2, 3)}
@@ -117,7 +119,7 @@ def test_every_kernel_computes_the_product(
             )
         assert out.shape == (rows, 40) and out.dtype == torch_dtype
         assert torch.allclose(out.double(), expected, atol=tol, rtol=tol)
-        want = kernel if kernel in kernels.candidates(rows) else "linear"
+        want = kernel if kernel in kernels.candidates(rows, torch_dtype) else "linear"
         assert kernels.chosen_kernel(layer.weight, rows) == want
     assert kernels.kernel_report() == []  # forced: nothing timed
 
@@ -192,6 +194,8 @@ def test_forcing_by_code_or_environment_skips_measuring(
     monkeypatch.setenv(kernels.ENV_VAR, "MV")
     assert kernels.chosen_kernel(weight, 1) == "mv"
     assert kernels.chosen_kernel(weight, 2) == "linear"  # mv does not apply to two rows
+    monkeypatch.setenv(kernels.ENV_VAR, "rows")
+    assert kernels.chosen_kernel(weight, 2) == "linear"  # the multi-row kernel is off here
     kernels.set_linear_kernel("few_row")  # code wins over the environment
     assert kernels.chosen_kernel(weight, 2) == "few_row"
     assert kernels.kernel_report() == [] and not kernels.cache_path().exists()

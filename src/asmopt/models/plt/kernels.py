@@ -1,8 +1,9 @@
 """Which product `PLTLinear` uses for few-row CPU inputs, chosen by timing the model's own calls.
 
 A decode step multiplies every weight by batch x loops rows (1 to a few dozen). For such
-shapes the BLAS behind `F.linear` (`x @ W.T`), the transposed product `(W @ x.T).T` and, for
-one row, the matrix-vector product `W @ x` can differ by 2-5x, and which one wins depends on
+shapes the BLAS behind `F.linear` (`x @ W.T`), the transposed product `(W @ x.T).T`, for one
+row the matrix-vector product `W @ x` and, for float32, our multi-row kernel (`native`, which
+reads the weight once for up to 8 rows) can differ by 2-5x, and which one wins depends on
 the CPU, the BLAS build, the dtype, the row count and the weight shape: on one AMD EPYC the
 transposed product was ~2.5x faster for 1-4 float32 rows, on an Intel Xeon it is ~2.5x slower
 there but faster for bfloat16 rows, and for one bfloat16 row `torch.mv` beat it by 5-10% on
@@ -29,10 +30,12 @@ Choices are cached in memory and in a JSON file per CPU model, torch version, th
 and timing method (`plt_kernels.json` under `$ASMOPT_CACHE_DIR`, else
 `$XDG_CACHE_HOME/asmopt`, else `~/.cache/asmopt`), so a later process does not time again.
 
-Forcing: `set_linear_kernel("linear" | "few_row" | "mv" | "auto")`, or the environment
-variable `ASMOPT_PLT_LINEAR_KERNEL` with the same values (read when nothing was set in code).
-A forced kernel that does not apply to a shape (`mv` for more than one row) leaves that shape
-to `F.linear`. `kernel_report()` lists every choice made in this process with every
+Forcing: `set_linear_kernel("linear" | "few_row" | "mv" | "rows" | "auto")`, or the
+environment variable `ASMOPT_PLT_LINEAR_KERNEL` with the same values (read when nothing was
+set in code). A forced kernel that does not apply to a shape (`mv` for more than one row,
+`rows` for other dtypes than float32 or when it cannot be built) leaves that shape to
+`F.linear`. Products that need a gradient use only differentiable kernels (not `rows`) and
+are never timed. `kernel_report()` lists every choice made in this process with every
 candidate's timing (the benchmark prints it); `calibrating()` says whether some shape is
 still being timed.
 """
@@ -41,6 +44,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import math
 import os
 import statistics
 import time
@@ -54,10 +58,13 @@ import torch.nn.functional as F
 from asmopt.cache import cache_root
 from asmopt.provenance import cpu_model
 
-KernelMode = Literal["auto", "linear", "few_row", "mv"]
-KERNEL_MODES: tuple[str, ...] = ("auto", "linear", "few_row", "mv")
+from . import native
+
+KernelMode = Literal["auto", "linear", "few_row", "mv", "rows"]
+KERNEL_MODES: tuple[str, ...] = ("auto", "linear", "few_row", "mv", "rows")
 # The library default first: it is what a choice falls back to.
-KERNELS: tuple[str, ...] = ("linear", "few_row", "mv")
+KERNELS: tuple[str, ...] = ("linear", "few_row", "mv", "rows")
+DIFFERENTIABLE: tuple[str, ...] = ("linear", "few_row", "mv")
 ENV_VAR = "ASMOPT_PLT_LINEAR_KERNEL"
 # Products with more rows than this are prefill-sized; `F.linear` is used without measuring.
 MAX_ROWS = 32
@@ -82,10 +89,35 @@ _cached: dict[str, KernelChoice] = {}  # from the JSON file, by `_shape_key`
 _file_loaded = False
 
 
-def candidates(rows: int) -> tuple[str, ...]:
-    """The kernels that can compute a `rows`-row product: the matrix-vector product only for
-    one row."""
-    return KERNELS if rows == 1 else tuple(k for k in KERNELS if k != "mv")
+def _dtype_name(dtype: torch.dtype | str) -> str:
+    return dtype if isinstance(dtype, str) else str(dtype).removeprefix("torch.")
+
+
+def applicable(rows: int, dtype: torch.dtype | str) -> tuple[str, ...]:
+    """The kernels that compute a `rows`-row product of this dtype: the matrix-vector product
+    only for one row, the multi-row kernel only for float32."""
+    return tuple(
+        k
+        for k in KERNELS
+        if (k != "mv" or rows == 1) and (k != "rows" or _dtype_name(dtype) == "float32")
+    )
+
+
+def candidates(rows: int, dtype: torch.dtype | str) -> tuple[str, ...]:
+    """The applicable kernels available in this process (the multi-row kernel only once it is
+    built; asking builds it)."""
+    return tuple(k for k in applicable(rows, dtype) if k != "rows" or native.load() is not None)
+
+
+def decide(medians: dict[str, float]) -> tuple[str, float]:
+    """The rule: the fastest alternative if it beats `F.linear` by `MARGIN`, else `F.linear`.
+    Returns (kernel, the fastest alternative's median over F.linear's; inf without one)."""
+    others = [k for k in medians if k != "linear"]
+    if not others:
+        return "linear", math.inf
+    best = min(others, key=medians.__getitem__)
+    ratio = medians[best] / medians["linear"]
+    return (best if ratio < 1.0 - MARGIN else "linear"), ratio
 
 
 @dataclass(frozen=True)
@@ -101,23 +133,34 @@ class KernelChoice:
     source: str  # "measured" (this process) or "cache" (the JSON file)
 
     def __post_init__(self) -> None:
-        allowed = candidates(self.rows)
-        if self.kernel not in allowed or set(self.timings_us) != set(allowed):
+        allowed = applicable(self.rows, self.dtype)
+        timed = set(self.timings_us)
+        if (
+            not timed <= set(allowed)
+            or "linear" not in timed
+            or self.kernel not in timed
+            or not all(isinstance(v, int | float) and v > 0 for v in self.timings_us.values())
+        ):
             raise ValueError(
-                f"kernel choice for {self.rows} rows must time {allowed} and pick one of them; "
-                f"got {self.kernel!r} with timings of {sorted(self.timings_us)}"
+                f"a {self.dtype} kernel choice for {self.rows} rows must time F.linear and "
+                f"pick one of the kernels it timed (of {allowed}); got {self.kernel!r} with "
+                f"timings {self.timings_us}"
             )
 
     @property
-    def best_alternative(self) -> str:
+    def best_alternative(self) -> str | None:
         """The fastest kernel other than `F.linear` (what `F.linear` was weighed against)."""
         others = [k for k in self.timings_us if k != "linear"]
-        return min(others, key=self.timings_us.__getitem__)
+        return min(others, key=self.timings_us.__getitem__) if others else None
+
+    def without(self, kernel: str) -> str:
+        """The kernel the rule picks from these timings when `kernel` is not available."""
+        return decide({k: v for k, v in self.timings_us.items() if k != kernel})[0]
 
 
 def set_linear_kernel(mode: KernelMode | None) -> None:
-    """Forces `"linear"`, `"few_row"` or `"mv"` for few-row CPU products, or `"auto"` to
-    measure; None goes back to the environment variable (default auto). Process-wide."""
+    """Forces `"linear"`, `"few_row"`, `"mv"` or `"rows"` for few-row CPU products, or
+    `"auto"` to measure; None goes back to the environment variable (default auto). Process-wide."""
     global _forced
     if mode is not None and mode not in KERNEL_MODES:
         raise ValueError(f"linear kernel must be one of {KERNEL_MODES}, got {mode!r}.")
@@ -235,15 +278,11 @@ class Trial:
         if any(len(self.samples_us[k]) < wanted for k in self.candidates):
             return None
         medians = {k: statistics.median(self.samples_us[k]) for k in self.candidates}
-        if len(self.candidates) == 1:
-            return medians, "linear"
-        best = min(self.candidates[1:], key=medians.__getitem__)
-        ratio = medians[best] / medians["linear"]
-        threshold = 1.0 - MARGIN
-        if abs(ratio - threshold) < _NEAR_TIE and self.rounds < _MAX_ROUNDS:
+        kernel, ratio = decide(medians)
+        if abs(ratio - (1.0 - MARGIN)) < _NEAR_TIE and self.rounds < _MAX_ROUNDS:
             self.rounds += 1
             return None
-        return medians, best if ratio < threshold else "linear"
+        return medians, kernel
 
 
 def _run(
@@ -258,6 +297,8 @@ def _run(
         return F.linear(x2d, weight, bias)
     if kernel == "mv":
         out = torch.mv(weight, x2d[0]).unsqueeze(0)
+    elif kernel == "rows":
+        out = native.rows_product(x2d, weight)
     else:
         out = few_row_product(x2d, weight, contiguous)
     return out if bias is None else out + bias
@@ -274,11 +315,19 @@ def product(
     the transposed product's view (see `few_row_product`)."""
     rows = x2d.shape[0]
     decided = chosen_kernel(weight, rows)
+    if torch.is_grad_enabled() and any(
+        t is not None and t.requires_grad for t in (x2d, weight, bias)
+    ):
+        # Never timed, and never the multi-row kernel (it has no backward).
+        kernel = decided if decided in DIFFERENTIABLE else "linear"
+        return _run(kernel, x2d, weight, bias, contiguous)
     if decided is not None:
         return _run(decided, x2d, weight, bias, contiguous)
     out_features, in_features = weight.shape
     key = (weight.dtype, rows, in_features, out_features)
-    trial = _trials.setdefault(key, Trial(candidates(rows)))
+    trial = _trials.get(key)
+    if trial is None:
+        trial = _trials.setdefault(key, Trial(candidates(rows, weight.dtype)))
     kernel = trial.next_kernel()
     start = time.perf_counter()
     out = _run(kernel, x2d, weight, bias, contiguous)
@@ -302,12 +351,18 @@ def product(
 
 
 def _from_file(key: ShapeKey) -> KernelChoice | None:
-    """This machine's cached choice for the shape (kept in memory once read), or None."""
+    """This machine's cached choice for the shape (kept in memory once read), or None; also
+    None when the choice was made without a kernel that is available now (it is timed
+    again with it)."""
     if not _file_loaded:
         _load_file()
     cached = _cached.get(_shape_key(*key))
-    if cached is not None:
-        _choices[key] = cached
+    if cached is None:
+        return None
+    missing = set(candidates(key[1], key[0])) - set(cached.timings_us)
+    if missing:
+        return None
+    _choices[key] = cached
     return cached
 
 
@@ -318,11 +373,15 @@ def chosen_kernel(weight: torch.Tensor, rows: int) -> str | None:
         return "linear"
     mode = kernel_mode()
     if mode != "auto":
-        return mode if mode in candidates(rows) else "linear"
+        return mode if mode in candidates(rows, weight.dtype) else "linear"
     out_features, in_features = weight.shape
     key = (weight.dtype, rows, in_features, out_features)
     choice = _choices.get(key) or _from_file(key)
-    return None if choice is None else choice.kernel
+    if choice is None:
+        return None
+    if choice.kernel == "rows" and native.load() is None:  # switched off since it was chosen
+        return choice.without("rows")
+    return choice.kernel
 
 
 def calibrating() -> bool:
@@ -347,15 +406,18 @@ def forget_choices() -> None:
 
 
 __all__ = [
+    "DIFFERENTIABLE",
     "ENV_VAR",
     "KERNELS",
     "KERNEL_MODES",
     "KernelChoice",
     "Trial",
+    "applicable",
     "cache_path",
     "calibrating",
     "candidates",
     "chosen_kernel",
+    "decide",
     "few_row_product",
     "forget_choices",
     "kernel_mode",
