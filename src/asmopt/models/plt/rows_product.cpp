@@ -5,8 +5,8 @@
 // The float32 BLAS behind F.linear does not do that on every CPU: on an Intel Xeon it charges
 // 1.1-1.4x for 2 rows and 2-2.9x for 8 rows of a 7B-sized weight. Here each pass over a block
 // of B weight rows keeps R x B vector accumulators in registers (R x B <= 18 of the 32 AVX-512
-// registers) and reads each weight element once for all R rows; more than 8 rows are done 8
-// at a time. Blocks of output features are split over torch's own intra-op threads
+// registers) and reads each weight element once for all R rows; more than 8 rows go 8 at a
+// time through each block while its weight rows are still in cache. Blocks of output features are split over torch's own intra-op threads
 // (at::parallel_for), so the kernel shares torch's thread pool instead of competing with it.
 //
 // Built for the CPU it runs on (-march=native) by `native.py`; the vector type below compiles
@@ -30,65 +30,82 @@ inline float horizontal_sum(vec16 v) {
     return sum;
 }
 
-// Output features [j0, j1) of R rows: y[r][j] = sum_k x[r][k] * w[j][k].
+// One block of B output features j..j+B-1 for R rows: y[r][j + b] = sum_k x[r][k] * w[j + b][k].
+// `x` and `y` point at the block's first row, `wj` at weight row j.
 template <int R, int B>
-void rows_block(const float *x, const float *w, float *y, int64_t n, int64_t out, int64_t j0,
-                int64_t j1) {
+void rows_block(const float *x, const float *wj, float *y, int64_t n, int64_t out, int64_t j) {
     const int64_t vector_end = n / 16 * 16;
-    int64_t j = j0;
-    for (; j + B <= j1; j += B) {
-        vec16 acc[R][B];
-        for (int r = 0; r < R; r++)
-            for (int b = 0; b < B; b++) acc[r][b] = vec16{};
-        const float *wj = w + j * n;
-        for (int64_t k = 0; k < vector_end; k += 16) {
-            vec16 wv[B];
-            for (int b = 0; b < B; b++) wv[b] = *(const vec16_unaligned *)(wj + b * n + k);
-            for (int r = 0; r < R; r++) {
-                const vec16 xv = *(const vec16_unaligned *)(x + r * n + k);
-                for (int b = 0; b < B; b++) acc[r][b] += xv * wv[b];
-            }
-        }
-        for (int r = 0; r < R; r++)
-            for (int b = 0; b < B; b++) {
-                float sum = horizontal_sum(acc[r][b]);
-                for (int64_t k = vector_end; k < n; k++) sum += x[r * n + k] * wj[b * n + k];
-                y[r * out + j + b] = sum;
-            }
-    }
-    for (; j < j1; j++) {  // fewer than B features left
-        const float *wj = w + j * n;
+    vec16 acc[R][B];
+    for (int r = 0; r < R; r++)
+        for (int b = 0; b < B; b++) acc[r][b] = vec16{};
+    for (int64_t k = 0; k < vector_end; k += 16) {
+        vec16 wv[B];
+        for (int b = 0; b < B; b++) wv[b] = *(const vec16_unaligned *)(wj + b * n + k);
         for (int r = 0; r < R; r++) {
-            float sum = 0.f;
-            for (int64_t k = 0; k < n; k++) sum += x[r * n + k] * wj[k];
-            y[r * out + j] = sum;
+            const vec16 xv = *(const vec16_unaligned *)(x + r * n + k);
+            for (int b = 0; b < B; b++) acc[r][b] += xv * wv[b];
         }
     }
+    for (int r = 0; r < R; r++)
+        for (int b = 0; b < B; b++) {
+            float sum = horizontal_sum(acc[r][b]);
+            for (int64_t k = vector_end; k < n; k++) sum += x[r * n + k] * wj[b * n + k];
+            y[r * out + j + b] = sum;
+        }
 }
 
-template <int R, int B>
-void rows_parallel(const float *x, const float *w, float *y, int64_t n, int64_t out) {
+// R (1-8) rows of one block; only the (R, B) pairs that fit the registers are instantiated.
+template <int B>
+void rows_block_any(int R, const float *x, const float *wj, float *y, int64_t n, int64_t out,
+                    int64_t j) {
+#define ASMOPT_ROWS_CASE(r)                                                          \
+    case r:                                                                          \
+        if constexpr (r * B <= 18) return rows_block<r, B>(x, wj, y, n, out, j);    \
+        break;
+    switch (R) {
+        ASMOPT_ROWS_CASE(1)
+        ASMOPT_ROWS_CASE(2)
+        ASMOPT_ROWS_CASE(3)
+        ASMOPT_ROWS_CASE(4)
+        ASMOPT_ROWS_CASE(5)
+        ASMOPT_ROWS_CASE(6)
+        ASMOPT_ROWS_CASE(7)
+        ASMOPT_ROWS_CASE(8)
+    }
+#undef ASMOPT_ROWS_CASE
+    TORCH_CHECK(false, "rows_product: no kernel for ", R, " rows in blocks of ", B);
+}
+
+// All rows, output blocks split over torch's intra-op threads. More than 8 rows go 8 at a
+// time through each block before the next block, so the block's B weight rows are read from
+// memory once and from cache for the later chunks.
+template <int B>
+void rows_parallel(const float *x, const float *w, float *y, int64_t rows, int64_t n,
+                   int64_t out) {
     const int64_t blocks = (out + B - 1) / B;
     // Grain: at least ~64 KiB of weight per task, so small products are not over-split.
-    const int64_t grain = std::max<int64_t>(1, (1 << 14) / std::max<int64_t>(1, n * B));
+    const int64_t grain = std::max<int64_t>(1, (int64_t{1} << 14) / std::max<int64_t>(1, n * B));
     at::parallel_for(0, blocks, grain, [&](int64_t first, int64_t last) {
-        rows_block<R, B>(x, w, y, n, out, first * B, std::min(last * B, out));
+        for (int64_t block = first; block < last; block++) {
+            const int64_t j = block * B;
+            const float *wj = w + j * n;
+            if (j + B > out) {  // fewer than B features left: plain loops
+                for (int64_t r = 0; r < rows; r++)
+                    for (int64_t jj = j; jj < out; jj++) {
+                        float sum = 0.f;
+                        for (int64_t k = 0; k < n; k++) sum += x[r * n + k] * w[jj * n + k];
+                        y[r * out + jj] = sum;
+                    }
+                continue;
+            }
+            for (int64_t r0 = 0; r0 < rows; r0 += 8) {
+                const int R = static_cast<int>(std::min<int64_t>(8, rows - r0));
+                rows_block_any<B>(R, x + r0 * n, wj, y + r0 * out, n, out, j);
+            }
+        }
     });
 }
 
-// Block sizes B per row count R: as many weight rows per pass as the registers allow.
-void rows_chunk(const float *x, const float *w, float *y, int64_t rows, int64_t n, int64_t out) {
-    switch (rows) {
-        case 1: return rows_parallel<1, 16>(x, w, y, n, out);
-        case 2: return rows_parallel<2, 8>(x, w, y, n, out);
-        case 3: return rows_parallel<3, 6>(x, w, y, n, out);
-        case 4: return rows_parallel<4, 4>(x, w, y, n, out);
-        case 5: return rows_parallel<5, 3>(x, w, y, n, out);
-        case 6: return rows_parallel<6, 3>(x, w, y, n, out);
-        case 7: return rows_parallel<7, 2>(x, w, y, n, out);
-        case 8: return rows_parallel<8, 2>(x, w, y, n, out);
-    }
-}
 
 }  // namespace
 
@@ -103,12 +120,19 @@ torch::Tensor rows_product(torch::Tensor x, torch::Tensor weight) {
     const auto wc = weight.contiguous();
     const int64_t rows = xc.size(0), n = xc.size(1), out = wc.size(0);
     auto y = torch::empty({rows, out}, xc.options());
+    if (rows == 0 || out == 0) return y;
     const float *xp = xc.data_ptr<float>();
     const float *wp = wc.data_ptr<float>();
     float *yp = y.data_ptr<float>();
-    for (int64_t first = 0; first < rows; first += 8) {
-        const int64_t chunk = std::min<int64_t>(8, rows - first);
-        rows_chunk(xp + first * n, wp, yp + first * out, chunk, n, out);
+    // Block sizes: as many weight rows per pass as rows x block accumulators allow.
+    switch (std::min<int64_t>(rows, 7)) {
+        case 1: rows_parallel<16>(xp, wp, yp, rows, n, out); break;
+        case 2: rows_parallel<8>(xp, wp, yp, rows, n, out); break;
+        case 3: rows_parallel<6>(xp, wp, yp, rows, n, out); break;
+        case 4: rows_parallel<4>(xp, wp, yp, rows, n, out); break;
+        case 5:
+        case 6: rows_parallel<3>(xp, wp, yp, rows, n, out); break;
+        default: rows_parallel<2>(xp, wp, yp, rows, n, out); break;
     }
     return y;
 }
