@@ -12,6 +12,8 @@ the kernel the CPU's libraries offer for that row count. This benchmark times, f
 - `linear`: `F.linear(x, W)` (the BLAS's matrix product; a matrix-vector product at 1 row);
 - `few_row`: `asmopt.models.plt.kernels.few_row_product`, the transposed product;
 - `mv`: `torch.mv` per row (1 row only: the matrix-vector kernel itself);
+- `rows`: the model's multi-row float32 kernel (`asmopt.models.plt.native`, built for this CPU
+  at first use; float32 only, left out with `--no-native` or when it cannot be built);
 - `onednn_packed`: oneDNN's linear over a weight re-packed once into its own layout
   (`torch.utils.mkldnn`), where the build has it; not used by the model, timed for reference.
 
@@ -36,6 +38,7 @@ from pathlib import Path
 import torch
 import torch.nn.functional as F
 
+from asmopt.models.plt import native
 from asmopt.models.plt.kernels import few_row_product
 
 DTYPES = {"fp32": torch.float32, "bf16": torch.bfloat16}
@@ -55,14 +58,17 @@ def parse_shape(text: str) -> tuple[int, int]:
     return in_features, out_features
 
 
-def kernels_for(rows: int, onednn: bool) -> dict[str, Kernel]:
-    """The kernels that apply to `rows` rows (`mv` only to one)."""
+def kernels_for(rows: int, onednn: bool, multi_row: bool = False) -> dict[str, Kernel]:
+    """The kernels that apply to `rows` rows (`mv` only to one; `multi_row` adds the
+    model's multi-row float32 kernel)."""
     chosen: dict[str, Kernel] = {
         "linear": lambda x, w: F.linear(x, w),
         "few_row": lambda x, w: few_row_product(x, w),
     }
     if rows == 1:
         chosen["mv"] = lambda x, w: torch.mv(w, x[0]).unsqueeze(0)
+    if multi_row:
+        chosen["rows"] = native.rows_product
     if onednn:
         chosen["onednn_packed"] = _onednn_packed
     return chosen
@@ -101,13 +107,16 @@ def time_shape(
         torch.randn(out_features, in_features, generator=generator).to(dtype) for _ in range(copies)
     ]
     onednn = args.onednn and torch.backends.mkldnn.is_available()
+    multi_row = (
+        getattr(args, "native", False) and dtype == torch.float32 and native.load() is not None
+    )
     if onednn:
         pack_for_onednn(weights)
     samples: dict[str, dict[str, list[float]]] = {}
     with torch.inference_mode():
         for rows in rows_list:
             x = torch.randn(rows, in_features, generator=generator).to(dtype)
-            kernels = kernels_for(rows, onednn)
+            kernels = kernels_for(rows, onednn, multi_row)
             names = list(kernels)
             per_kernel: dict[str, list[float]] = {name: [] for name in names}
             reference = F.linear(x, weights[0]).float()
@@ -165,6 +174,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--cold-mb", type=int, default=512, help="weight copies span this much")
     parser.add_argument("--threads", type=int, default=2, help="torch intra-op threads")
     parser.add_argument("--no-onednn", dest="onednn", action="store_false")
+    parser.add_argument("--no-native", dest="native", action="store_false")
     parser.add_argument("--raw", type=Path, default=None, help="write every sample (JSON) here")
     parser.add_argument("--out", type=Path, default=None, help="also write the Markdown here")
     args = parser.parse_args(argv)
@@ -200,6 +210,8 @@ def main(argv: list[str] | None = None) -> int:
             f"- torch {torch.__version__}, {torch.get_num_threads()} threads, CPU: {cpu_model()} "
             f"({os.cpu_count()} logical CPUs); {args.calls} timed calls per kernel and row "
             f"count over cold weights (copies spanning >= {args.cold_mb} MiB)",
+            f"- multi-row float32 kernel (`rows`): "
+            f"{native.status() if args.native else 'left out (--no-native)'}",
             "",
             *table(results),
             "",

@@ -59,8 +59,8 @@ def test_a_wrong_kernel_is_caught_before_timing(
 
     real = bench.kernels_for
 
-    def with_a_wrong_one(rows: int, onednn: bool):  # type: ignore[no-untyped-def]
-        kernels = real(rows, onednn)
+    def with_a_wrong_one(rows: int, onednn: bool, multi_row: bool = False):  # type: ignore[no-untyped-def]
+        kernels = real(rows, onednn, multi_row)
         kernels["wrong"] = lambda x, w: torch.nn.functional.linear(x, w) + 1.0
         return kernels
 

@@ -14,6 +14,9 @@ tokens as with `F.linear`.
 from __future__ import annotations
 
 import json
+import os
+import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -210,3 +213,17 @@ def test_greedy_decoding_with_it_forced_matches_f_linear(on: None) -> None:
     assert torch.equal(runs["linear"].sequences, runs["rows"].sequences)
     for a, b in zip(runs["linear"].logits, runs["rows"].logits, strict=True):
         assert torch.allclose(a, b, atol=1e-4, rtol=1e-4)
+
+
+def test_a_lock_left_by_a_killed_build_does_not_hang_the_next_load(on: None) -> None:
+    """torch's loader waits while its lock file exists; one older than a build can take is
+    removed first, so a build that was killed midway does not block every later process."""
+    lock = native.build_dir() / "lock"
+    lock.write_text("")
+    old = time.time() - native.STALE_LOCK_S - 60
+    os.utime(lock, (old, old))
+    worker = threading.Thread(target=native._build, daemon=True)
+    worker.start()
+    worker.join(timeout=300)
+    assert not worker.is_alive(), "the load waited on a stale lock"
+    assert not lock.exists()

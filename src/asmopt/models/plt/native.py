@@ -22,6 +22,7 @@ float32 few-row product first needs it.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import logging
 import os
@@ -42,6 +43,8 @@ ENV_VAR = "ASMOPT_PLT_NATIVE"
 NATIVE_MODES: tuple[str, ...] = ("auto", "off")
 SOURCE = Path(__file__).with_name("rows_product.cpp")
 CFLAGS = ("-O3", "-march=native", "-fopenmp")
+# A build takes about a minute; a lock file older than this was left by a killed build.
+STALE_LOCK_S = 600
 
 log = logging.getLogger(__name__)
 _lock = threading.Lock()
@@ -92,10 +95,12 @@ def _build() -> ModuleType:
 
     directory = build_dir()
     directory.mkdir(parents=True, exist_ok=True)
-    if shutil.which("ninja") is None:
-        # The `ninja` wheel puts its binary beside this interpreter, which need not be on PATH.
-        here = str(Path(sys.executable).parent)
-        os.environ["PATH"] = here + os.pathsep + os.environ.get("PATH", "")
+    lock = directory / "lock"
+    with contextlib.suppress(OSError):
+        if time.time() - lock.stat().st_mtime > STALE_LOCK_S:
+            # Left by a process killed while building: torch's loader would wait for it forever.
+            log.warning("asmopt: removing a stale build lock %s", lock)
+            lock.unlink()
     built = any(directory.glob("*.so"))
     if not built:
         log.warning(
@@ -104,13 +109,21 @@ def _build() -> ModuleType:
             directory,
         )
     start = time.monotonic()
-    module = cpp_extension.load(
-        name="asmopt_plt_rows",
-        sources=[str(SOURCE)],
-        extra_cflags=list(CFLAGS),
-        build_directory=str(directory),
-        verbose=False,
-    )
+    path = os.environ.get("PATH", "")
+    if shutil.which("ninja") is None:
+        # The `ninja` wheel puts its binary beside this interpreter, which need not be on PATH;
+        # torch's loader runs `ninja` from PATH.
+        os.environ["PATH"] = str(Path(sys.executable).parent) + os.pathsep + path
+    try:
+        module = cpp_extension.load(
+            name="asmopt_plt_rows",
+            sources=[str(SOURCE)],
+            extra_cflags=list(CFLAGS),
+            build_directory=str(directory),
+            verbose=False,
+        )
+    finally:
+        os.environ["PATH"] = path
     if not built:
         log.warning("asmopt: built in %.0f s", time.monotonic() - start)
     return module
