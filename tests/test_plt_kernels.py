@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING
 
 import pytest
 from conftest import lazy
+from kernel_choices import write_choice
 
 if TYPE_CHECKING:
     import torch
@@ -127,16 +128,7 @@ def test_every_kernel_computes_the_product(
 def test_cached_choice_is_used_as_stored(fresh: Path) -> None:
     """The file decides: an entry saying "few_row" (whatever this machine would measure) is
     followed, and the product is still F.linear's."""
-    key = kernels.machine_key()
-    entry = {
-        "dtype": "float32",
-        "rows": 2,
-        "in_features": 16,
-        "out_features": 8,
-        "timings_us": {"linear": 10.0, "few_row": 1.0},
-        "kernel": "few_row",
-    }
-    kernels.cache_path().write_text(json.dumps({key: {"float32 rows=2 16x8": entry}}))
+    write_choice()
     layer = modeling_plt.PLTLinear(16, 8, bias=True)
     x = torch.randn(2, 16)
     with torch.no_grad():
@@ -148,7 +140,7 @@ def test_cached_choice_is_used_as_stored(fresh: Path) -> None:
     assert choice.source == "cache" and choice.kernel == "few_row"
     # Another machine's entries are not used: the shape is timed here.
     kernels.forget_choices()
-    kernels.cache_path().write_text(json.dumps({"other cpu": {"float32 rows=2 16x8": entry}}))
+    write_choice(machine="other cpu")
     assert kernels.chosen_kernel(layer.weight, 2) is None
     _calls_until_decided(layer, x)
     assert kernels.kernel_report()[0].source == "measured"
@@ -165,17 +157,7 @@ def test_cached_choice_is_used_as_stored(fresh: Path) -> None:
     ],
 )
 def test_malformed_cache_entry_is_timed_again(fresh: Path, change: dict[str, object]) -> None:
-    entry = {
-        "dtype": "float32",
-        "rows": 2,
-        "in_features": 16,
-        "out_features": 8,
-        "timings_us": {"linear": 10.0, "few_row": 1.0},
-        "kernel": "few_row",
-        **change,
-    }
-    key = kernels.machine_key()
-    kernels.cache_path().write_text(json.dumps({key: {"float32 rows=2 16x8": entry}}))
+    write_choice(**change)
     layer = modeling_plt.PLTLinear(16, 8, bias=False)
     assert kernels.chosen_kernel(layer.weight, 2) is None
     _calls_until_decided(layer, torch.randn(2, 16))

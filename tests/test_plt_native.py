@@ -13,7 +13,6 @@ tokens as with `F.linear`.
 
 from __future__ import annotations
 
-import json
 import os
 import threading
 import time
@@ -23,6 +22,7 @@ from typing import TYPE_CHECKING
 
 import pytest
 from conftest import lazy
+from kernel_choices import write_choice
 from tiny_model import tiny_plt_model
 
 if TYPE_CHECKING:
@@ -50,6 +50,14 @@ def on(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     yield
     kernels.forget_choices()
     kernels.set_linear_kernel(None)
+
+
+@pytest.fixture
+def unloaded(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Switched on, as if nothing had been built or tried in this process yet."""
+    monkeypatch.setenv(native.ENV_VAR, "auto")
+    monkeypatch.setattr("asmopt.models.plt.native._module", None)
+    monkeypatch.setattr("asmopt.models.plt.native._failure", None)
 
 
 def _reference(x: torch.Tensor, weight: torch.Tensor) -> torch.Tensor:
@@ -139,47 +147,29 @@ def test_products_that_need_a_gradient_never_use_it(
     assert kernels.kernel_report() == []  # neither call was timed
 
 
-def _write_choice(kernel: str, timings: dict[str, float]) -> None:
-    entry = {
-        "dtype": "float32",
-        "rows": 2,
-        "in_features": 16,
-        "out_features": 8,
-        "timings_us": timings,
-        "kernel": kernel,
-    }
-    kernels.cache_path().write_text(
-        json.dumps({kernels.machine_key(): {"float32 rows=2 16x8": entry}})
-    )
-
-
 def test_cached_choices_follow_what_is_available(
     on: None, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("ASMOPT_CACHE_DIR", str(tmp_path))
     weight = torch.randn(8, 16)
     # Timed before the kernel was available: timed again now.
-    _write_choice("few_row", {"linear": 10.0, "few_row": 5.0})
+    write_choice(kernel="few_row", timings_us={"linear": 10.0, "few_row": 5.0})
     assert kernels.chosen_kernel(weight, 2) is None
     # Chosen with it, then switched off: the rule over the other timings decides.
     kernels.forget_choices()
-    _write_choice("rows", {"linear": 10.0, "few_row": 9.8, "rows": 2.0})
+    write_choice(kernel="rows", timings_us={"linear": 10.0, "few_row": 9.8, "rows": 2.0})
     assert kernels.chosen_kernel(weight, 2) == "rows"
     monkeypatch.setenv(native.ENV_VAR, "off")
     assert kernels.chosen_kernel(weight, 2) == "linear"  # few_row is not 5% faster
     kernels.forget_choices()
-    _write_choice("rows", {"linear": 10.0, "few_row": 5.0, "rows": 2.0})
+    write_choice(kernel="rows", timings_us={"linear": 10.0, "few_row": 5.0, "rows": 2.0})
     assert kernels.chosen_kernel(weight, 2) == "few_row"
     assert native.status() == "off" and "rows" not in kernels.candidates(2, torch.float32)
 
 
 def test_a_failed_build_is_reported_and_leaves_the_other_kernels(
-    monkeypatch: pytest.MonkeyPatch,
+    unloaded: None, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setenv(native.ENV_VAR, "auto")
-    monkeypatch.setattr("asmopt.models.plt.native._module", None)
-    monkeypatch.setattr("asmopt.models.plt.native._failure", None)
-
     def no_compiler() -> None:
         raise RuntimeError("Error building extension 'asmopt_plt_rows'\nc++: not found")
 
@@ -222,8 +212,29 @@ def test_a_lock_left_by_a_killed_build_does_not_hang_the_next_load(on: None) -> 
     lock.write_text("")
     old = time.time() - native.STALE_LOCK_S - 60
     os.utime(lock, (old, old))
-    worker = threading.Thread(target=native._build, daemon=True)
+    from asmopt.models.plt.native import _build
+
+    worker = threading.Thread(target=_build, daemon=True)
     worker.start()
     worker.join(timeout=300)
     assert not worker.is_alive(), "the load waited on a stale lock"
     assert not lock.exists()
+
+
+def test_forcing_another_kernel_never_builds_it(
+    unloaded: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def must_not_build() -> None:
+        raise AssertionError("built although another kernel was forced")
+
+    monkeypatch.setattr("asmopt.models.plt.native._build", must_not_build)
+    weight = torch.randn(8, 16)
+    try:
+        for forced in ("linear", "few_row", "mv"):
+            kernels.set_linear_kernel(forced)  # type: ignore[arg-type]
+            for rows in (1, 2):
+                want = forced if forced in kernels.applicable(rows, torch.float32) else "linear"
+                assert kernels.chosen_kernel(weight, rows) == want
+        assert native.status() == "not loaded yet"
+    finally:
+        kernels.set_linear_kernel(None)

@@ -372,8 +372,10 @@ def chosen_kernel(weight: torch.Tensor, rows: int) -> str | None:
     if rows > MAX_ROWS or weight.device.type != "cpu" or weight.dtype == torch.float64:
         return "linear"
     mode = kernel_mode()
-    if mode != "auto":
-        return mode if mode in candidates(rows, weight.dtype) else "linear"
+    if mode != "auto":  # forcing another kernel never builds the multi-row one
+        if mode not in applicable(rows, weight.dtype) or (mode == "rows" and not native.load()):
+            return "linear"
+        return mode
     out_features, in_features = weight.shape
     key = (weight.dtype, rows, in_features, out_features)
     choice = _choices.get(key) or _from_file(key)
