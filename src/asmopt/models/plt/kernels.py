@@ -6,7 +6,7 @@ row the matrix-vector product `W @ x` and, for float32, our multi-row kernel (`n
 reads the weight once for up to 8 rows) can differ by 2-5x, and which one wins depends on
 the CPU, the BLAS build, the dtype, the row count and the weight shape: on one AMD EPYC the
 transposed product was ~2.5x faster for 1-4 float32 rows, on an Intel Xeon it is ~2.5x slower
-there but faster for bfloat16 rows, and for one bfloat16 row `torch.mv` beat it by 5-10% on
+there but faster for bfloat16 rows, and for one bfloat16 row `torch.mv` beat it by 1-14% on
 three of four 7B weight shapes. So nothing is assumed: the first products of each (dtype,
 rows, in, out) on the CPU take the candidate kernels in turn and are timed as they run inside
 the model, and after `SAMPLES` timed calls of each the fastest by median is kept (the
