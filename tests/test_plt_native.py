@@ -238,3 +238,12 @@ def test_forcing_another_kernel_never_builds_it(
         assert native.status() == "not loaded yet"
     finally:
         kernels.set_linear_kernel(None)
+
+
+def test_the_build_directory_depends_on_the_cpu_features(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Code built with -march=native on a CPU with AVX-512 must not be loaded on one of the
+    same model name whose features a virtual machine hides."""
+    here = native.build_dir()
+    assert native.cpu_flags(), "no CPU flags read from /proc/cpuinfo"
+    monkeypatch.setattr("asmopt.models.plt.native.cpu_flags", lambda: "fpu sse sse2 avx avx2")
+    assert native.build_dir() != here and native.build_dir().parent == here.parent

@@ -12,7 +12,7 @@ Built with torch's C++ extension loader (a C++ compiler, ninja and the Python he
 needed) with `-march=native` and torch's own OpenMP, so its threads are torch's intra-op
 threads: a kernel with threads of its own would wait for torch's just-finished workers,
 which spin for milliseconds after each parallel region. The build (~30-60 s) happens once per
-machine, CPU model and torch version, under the asmopt cache root (`native/`); later
+machine, CPU model and feature set and torch version, under the asmopt cache root (`native/`); later
 processes load it in well under a second. If it cannot be built, the reason is kept
 (`status()`) and the other kernels are used.
 
@@ -60,11 +60,30 @@ def native_mode() -> Literal["auto", "off"]:
     return value  # type: ignore[return-value]
 
 
+def cpu_flags() -> str:
+    """The CPU's feature flags (`/proc/cpuinfo`), or "" where they cannot be read."""
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("flags"):
+                return " ".join(sorted(line.split(":", 1)[1].split()))
+    except OSError:
+        pass
+    return ""
+
+
 def build_dir() -> Path:
-    """One directory per source, flags, torch version and CPU model (`-march=native` code is
-    only valid on the CPU that built it)."""
+    """One directory per source, compiler flags, torch and Python version, CPU model and CPU
+    feature flags: `-march=native` code is only valid where the CPU has every instruction it
+    was built with, and virtual machines of one CPU model can hide different features."""
     key = "\n".join(
-        [SOURCE.read_text(), " ".join(CFLAGS), torch.__version__, cpu_model(), sys.version]
+        [
+            SOURCE.read_text(),
+            " ".join(CFLAGS),
+            torch.__version__,
+            sys.version,
+            cpu_model(),
+            cpu_flags(),
+        ]
     )
     digest = hashlib.sha256(key.encode()).hexdigest()[:16]
     return cache_root() / "native" / f"plt_rows_{digest}"
