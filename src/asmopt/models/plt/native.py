@@ -168,4 +168,13 @@ def status() -> str:
     return "not loaded yet"
 
 
-__all__ = ["ENV_VAR", "NATIVE_MODES", "build_dir", "load", "native_mode", "rows_product", "status"]
+__all__ = [
+    "ENV_VAR",
+    "NATIVE_MODES",
+    "build_dir",
+    "cpu_flags",
+    "load",
+    "native_mode",
+    "rows_product",
+    "status",
+]
