@@ -1,7 +1,8 @@
 """The multi-row float32 product kernel (`models/plt/native.py`, `rows_product.cpp`).
 
 These tests build the real extension once per test session (~30-60 s with a C++ compiler,
-ninja and the Python headers; the rest of the suite runs with it switched off). Checked: its
+ninja and the Python headers; without a compiler or the headers they skip and say so; the
+rest of the suite runs with it switched off). Checked: its
 products equal a float64 reference for every row-count path (1-8 rows, and more in chunks of
 8), odd widths and strided inputs; they do not depend on the thread count; bad input is
 refused by name; it is a timed candidate for float32 only; products that need a gradient
@@ -14,6 +15,8 @@ tokens as with `F.linear`.
 from __future__ import annotations
 
 import os
+import shutil
+import sysconfig
 import threading
 import time
 from collections.abc import Iterator
@@ -38,10 +41,24 @@ else:
 pytestmark = pytest.mark.ml
 
 
+def _missing_build_tools() -> str:
+    """What a machine lacks to build any C++ extension (then these tests skip, saying so; a
+    build that fails with the tools present fails them)."""
+    include = Path(sysconfig.get_paths()["include"]) / "Python.h"
+    if shutil.which("c++") is None and shutil.which("g++") is None:
+        return "no C++ compiler (apt-get install g++)"
+    if not include.exists():
+        return f"no Python headers ({include}; apt-get install python3-dev)"
+    return ""
+
+
 @pytest.fixture
 def on(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     """The kernel switched on (built on first use in this process), auto kernel choice, no
     choices in memory; choices go to the session's cache directory."""
+    missing = _missing_build_tools()
+    if missing:
+        pytest.skip(f"cannot build C++ extensions here: {missing}")
     monkeypatch.setenv(native.ENV_VAR, "auto")
     monkeypatch.delenv(kernels.ENV_VAR, raising=False)
     kernels.forget_choices()
