@@ -39,14 +39,25 @@ def git_commit(full: bool = False) -> str:
     return (head + ("+dirty" if dirty else "")) if head else "unknown"
 
 
-def cpu_model() -> str:
+def _cpuinfo_field(name: str) -> str | None:
+    """The first `name : value` of /proc/cpuinfo, or None where it cannot be read."""
     try:
         for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
+            if line.startswith(name):
                 return line.split(":", 1)[1].strip()
     except OSError:
         pass
-    return platform.processor() or "unknown"
+    return None
+
+
+def cpu_model() -> str:
+    return _cpuinfo_field("model name") or platform.processor() or "unknown"
+
+
+def cpu_flags() -> str:
+    """The CPU's feature flags, sorted, or "" where they cannot be read: two machines of one
+    CPU model (virtual machines especially) can offer different instructions."""
+    return " ".join(sorted((_cpuinfo_field("flags") or "").split()))
 
 
 def now() -> str:

@@ -37,7 +37,7 @@ from typing import Literal
 import torch
 
 from asmopt.cache import cache_root
-from asmopt.provenance import cpu_model
+from asmopt.provenance import cpu_flags, cpu_model
 
 ENV_VAR = "ASMOPT_PLT_NATIVE"
 NATIVE_MODES: tuple[str, ...] = ("auto", "off")
@@ -58,17 +58,6 @@ def native_mode() -> Literal["auto", "off"]:
     if value not in NATIVE_MODES:
         raise ValueError(f"${ENV_VAR} must be one of {NATIVE_MODES}, got {value!r}.")
     return value  # type: ignore[return-value]
-
-
-def cpu_flags() -> str:
-    """The CPU's feature flags (`/proc/cpuinfo`), or "" where they cannot be read."""
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("flags"):
-                return " ".join(sorted(line.split(":", 1)[1].split()))
-    except OSError:
-        pass
-    return ""
 
 
 def build_dir() -> Path:
