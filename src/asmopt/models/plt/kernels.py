@@ -292,7 +292,7 @@ def _run(
     bias: torch.Tensor | None,
     contiguous: bool,
 ) -> torch.Tensor:
-    """`x2d @ weight.T + bias` with `kernel` (one of `candidates(rows)`)."""
+    """`x2d @ weight.T + bias` with `kernel` (one of `applicable(rows, dtype)`)."""
     if kernel == "linear":
         return F.linear(x2d, weight, bias)
     if kernel == "mv":
