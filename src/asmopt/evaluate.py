@@ -10,17 +10,20 @@ fails (no sandbox, compiler missing, the grader raised) the candidate is not bla
 
 from __future__ import annotations
 
+import hashlib
 import logging
 import threading
 import traceback
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from asmopt.fresh import FreshInputs, check_drawn, expected_tests
 from asmopt.judge import TestVerdict, Verdict, classify_run
 from asmopt.measure.speedup import MeasureMode, MeasureStatus, ProgramSpeedup, TestSpeedup
 from asmopt.measure.timing import CoreLock, ReferenceRun, TimingConfig, time_candidates
+from asmopt.measure.timing.executor import DrawInput
 from asmopt.metrics import Answer
 from asmopt.programs.model import Program, TestCase
 from asmopt.sandbox.runner import Limits, Sandbox, SandboxUnavailable
@@ -44,6 +47,9 @@ class CheckResult:
     binary: Path | None = None
     # The answer's speedup over the baseline (measure/speedup.py), or None when not judged.
     speedup: ProgramSpeedup | None = None
+    # How the drawn inputs of this verdict were drawn ({"seed", "per_class", "label",
+    # "fixed_inputs"}): enough for a person to draw them again; never shown to a policy.
+    inputs: dict[str, Any] | None = None
 
     @property
     def correct(self) -> bool:
@@ -70,6 +76,7 @@ class CheckResult:
             "total": self.total,
             "build_seconds": self.build_seconds,
             "speedup": self.speedup.to_dict() if self.speedup is not None else None,
+            "inputs": self.inputs,
             "tests": [t.to_dict() for t in self.tests],
         }
 
@@ -116,6 +123,7 @@ def check_binary(
             )
         if verdict.verdict == Verdict.INFRA_ERROR and not sandbox.unsafe:
             verdict = _blame(verdict, sandbox, limits)
+        verdict.size_class = program.size_class(test.name)
         results.append(verdict)
         if stop_on_failure and verdict.verdict.is_candidate_failure:
             break
@@ -162,9 +170,16 @@ def check_candidate(
     sandbox: Sandbox | None = None,
     limits: Limits | None = None,
     stop_on_failure: bool = False,
+    *,
+    fresh: FreshInputs | None = None,
+    label: object = 0,
 ) -> CheckResult:
-    """Assemble, link and run a candidate against all of a program's tests."""
+    """Assemble, link and run a candidate against all of a program's tests, then (when
+    they pass and the program can draw inputs) against K freshly drawn inputs per size
+    class, judged by the baseline's output on the same input (fresh.py). `fresh` is the
+    grading's draw (a new secret seed when None); `label` names the sample within it."""
     sandbox = sandbox or toolchain.sandbox
+    fresh = fresh if fresh is not None else FreshInputs()
     try:
         build = toolchain.assemble_and_link(assembly, program.ldflags)
     except Exception as exc:
@@ -176,7 +191,57 @@ def check_candidate(
         return build_verdict(program.id, build)
     result = check_binary(program, build.output, sandbox, limits, stop_on_failure=stop_on_failure)
     result.build_seconds = build.seconds
+    result.inputs = {
+        **fresh.to_dict(),
+        "label": str(label),
+        "fixed_inputs": program.fixed_inputs,
+    }
+    if result.verdict == Verdict.PASS and program.inputs is not None and fresh.per_class > 0:
+        _check_drawn_inputs(result, program, toolchain, sandbox, limits, fresh, label)
     return result
+
+
+def _check_drawn_inputs(
+    result: CheckResult,
+    program: Program,
+    toolchain: Toolchain,
+    sandbox: Sandbox,
+    limits: Limits | None,
+    fresh: FreshInputs,
+    label: object,
+) -> None:
+    """Extend a passing check with the drawn inputs' verdicts (and its overall verdict)."""
+    try:
+        baseline = baseline_binary(program, toolchain)
+        drawn = check_drawn(
+            program, result.binary or "", baseline, sandbox, fresh, label, limits
+        )
+    except Exception as exc:  # the baseline or our side failed: not the candidate's
+        log.error("drawn inputs of %s: %s", program.id, traceback.format_exc())
+        drawn = [
+            TestVerdict(
+                test="drawn",
+                verdict=Verdict.INFRA_ERROR,
+                message=f"drawn inputs: {type(exc).__name__}: {exc}",
+            )
+        ]
+    limits = limits or sandbox.limits
+    drawn = [
+        _blame(v, sandbox, limits) if v.verdict == Verdict.INFRA_ERROR and not sandbox.unsafe
+        else v
+        for v in drawn
+    ]
+    tests = result.tests + drawn
+    overall = _overall(program.id, tests)
+    result.verdict, result.message, result.tests = overall.verdict, overall.message, tests
+
+
+def baseline_binary(program: Program, toolchain: Toolchain) -> Path:
+    """The program's -O3 baseline, built (from the build cache after the first time)."""
+    build = toolchain.assemble_and_link(toolchain.baseline_assembly(program), program.ldflags)
+    if not build.ok or build.output is None:
+        raise ToolchainError(f"the baseline assembly did not build: {build.message}")
+    return Path(build.output)
 
 
 @dataclass
@@ -237,6 +302,20 @@ class SampleOutcome:
 
 
 # ---------------------------------------------------------------------------- measurement
+def _grading_inputs(check: CheckResult) -> tuple[FreshInputs, str]:
+    """The draw a check was graded with (so its timed pairs come from the same secret
+    seed and sample label), or a new secret one for a check that records none."""
+    info = check.inputs or {}
+    if "seed" not in info:
+        return FreshInputs(), "0"
+    fresh = FreshInputs(
+        seed=int(info["seed"]),
+        per_class=int(info.get("per_class", 0)),
+        timed=bool(info.get("timed", True)),
+    )
+    return fresh, str(info.get("label", "0"))
+
+
 def reference_runs(check: CheckResult, tests: Sequence[TestCase]) -> list[ReferenceRun] | None:
     """The answer's own correctness run of each of `tests` (None where one is missing): the
     yardstick its timed runs must be consistent with (measure/timing/executor.py)."""
@@ -329,8 +408,11 @@ class Measurer:
                     mode, MeasureStatus.INFRA_ERROR, reliable=False, message=str(exc)
                 )
             return
+        grading = [_grading_inputs(check) for check in timed]
         if mode == MeasureMode.TIME:
-            # All tests of the program, and all answers, share each timing sandbox.
+            # All tests of the program, and all answers, share each timing sandbox; every
+            # pair of a test that stands for a size class runs on its own fresh input.
+            draw, fresh_tests = self._timed_draws(grading)
             results = time_candidates(
                 self.sandbox,
                 baseline,
@@ -340,6 +422,8 @@ class Measurer:
                 limits=self.limits,
                 lock=self.options.lock,
                 references=[self._reference(check) for check in timed],
+                draw=draw,
+                fresh_tests=fresh_tests,
             )
             for check, (speedups, failure, failed_test) in zip(timed, results, strict=True):
                 if failure is not None and failure.candidate_fault and failed_test is not None:
@@ -347,13 +431,43 @@ class Measurer:
                 else:
                     self._finish(check, speedups)
             return
-        for check in timed:
+        for check, (fresh, label) in zip(timed, grading, strict=True):
             per_test: list[TestSpeedup] = []
             for test in self.program.tests:
-                per_test.append(self._count(test, check.binary))
+                per_test.append(self._count(self._count_input(test, fresh, label), check.binary))
                 if per_test[-1].status == MeasureStatus.INFRA_ERROR:
                     break
             self._finish(check, per_test)
+
+    def _timed_draws(
+        self, grading: Sequence[tuple[FreshInputs, str]]
+    ) -> tuple[DrawInput | None, list[bool] | None]:
+        """The draw of each timed pair's input (candidate c's own grading and sample), and
+        which tests draw (those that stand for a size class), or (None, None)."""
+        program = self.program
+        if program.inputs is None or not all(fresh.timed for fresh, _ in grading):
+            return None, None
+        classes = [program.size_class(t.name) for t in program.tests]
+
+        def draw(c: int, i: int, serial: int) -> bytes:
+            fresh, label = grading[c]
+            return fresh.draw(program, label, "time", classes[i] or "", f"{i}.{serial}")[0]
+
+        return draw, [k is not None for k in classes]
+
+    def _count_input(self, test: TestCase, fresh: FreshInputs, label: str) -> TestCase:
+        """The input an instruction count runs: a fresh draw of the test's class (its
+        expected output the baseline's), or the fixed test where it stands for none."""
+        size_class = self.program.size_class(test.name)
+        if size_class is None or not fresh.timed:
+            return test
+        stdin, _ = fresh.draw(self.program, label, "count", size_class, test.name)
+        drawn = expected_tests(
+            self.program, self.baseline_binary(), self.sandbox, [(size_class, stdin)], self.limits
+        )
+        if not drawn:  # the baseline refuses the draw: count the fixed test instead
+            return test
+        return replace(drawn[0], name=test.name, argv=test.argv)
 
     def _reference(self, check: CheckResult) -> list[ReferenceRun] | None:
         return reference_runs(check, self.program.tests)
@@ -367,8 +481,9 @@ class Measurer:
     def _count(self, test: Any, binary: Any) -> TestSpeedup:
         from asmopt.measure.valgrind import count_instructions, instruction_speedup
 
+        key = f"{test.name}:{hashlib.sha256(test.stdin).hexdigest()}"
         with self._lock:
-            base = self._base_counts.get(test.name)
+            base = self._base_counts.get(key)
         if base is None:
             base = count_instructions(
                 self.sandbox, self._baseline_binary, test, self.limits, self.valgrind
@@ -376,7 +491,7 @@ class Measurer:
             if base.candidate_fault:  # the baseline misbehaves under valgrind: not measurable
                 base.status = MeasureStatus.UNMEASURABLE
             with self._lock:
-                self._base_counts[test.name] = base
+                self._base_counts[key] = base
         cand = count_instructions(self.sandbox, binary, test, self.limits, self.valgrind)
         if cand.candidate_fault:
             # Correct natively, different under valgrind's emulation (x87 precision, timing,

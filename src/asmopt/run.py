@@ -38,6 +38,7 @@ from asmopt.evaluate import (
     check_binary,
     check_candidate,
 )
+from asmopt.fresh import FreshInputs
 from asmopt.judge import Verdict
 from asmopt.measure.canonical import canonical_statements, content_hash
 from asmopt.measure.speedup import MeasureMode, MeasureStatus, ProgramSpeedup
@@ -73,6 +74,7 @@ def _judge_program(
     split: str | None = None,
     valgrind: Valgrind | None = None,
     stop: threading.Event | None = None,
+    fresh: FreshInputs | None = None,
 ) -> list[SampleOutcome]:
     outcomes: list[SampleOutcome] = []
     stopping = stop.is_set if stop is not None else (lambda: False)
@@ -162,7 +164,9 @@ def _judge_program(
                 # even where that measurement ends as infra_error: the store retries both)
                 check, is_copy = seen[key]
             else:
-                check = check_candidate(program, cand.assembly, toolchain, sandbox, limits)
+                check = check_candidate(
+                    program, cand.assembly, toolchain, sandbox, limits, fresh=fresh, label=i
+                )
                 is_copy = canonical_statements(cand.assembly) == baseline_canon
                 first = check.correct
                 if check.verdict != Verdict.INFRA_ERROR:
@@ -216,6 +220,7 @@ def sample_inputs(
     toolchain: Toolchain,
     options: MeasureOptions,
     policy: Policy | None = None,
+    fresh: FreshInputs | None = None,
 ) -> dict[str, str]:
     """Hashes of everything a stored sample's verdict and speedup depend on besides the answer
     itself: the program with its tests, the toolchain, and how it was measured. Resume reuses
@@ -226,6 +231,8 @@ def sample_inputs(
         return hashlib.sha256(json.dumps(data, sort_keys=True, default=str).encode()).hexdigest()
 
     measure: dict[str, Any] = {"mode": str(options.mode)}
+    if fresh is not None:  # how many inputs are drawn, never the secret seed itself
+        measure.update(drawn_per_class=fresh.per_class, fresh_timed=fresh.timed)
     if options.mode == MeasureMode.TIME:
         measure.update(timing=options.timing.to_dict(), time_copies=options.time_copies)
     inputs = {
@@ -257,8 +264,13 @@ def evaluate_programs(
     stop: threading.Event | None = None,
     abort: threading.Event | None = None,
     notes: list[str] | None = None,
+    fresh: FreshInputs | None = None,
 ) -> list[SampleOutcome]:
     """Judge `samples` candidates per program; results come back in program order.
+
+    `fresh` is how inputs are drawn (fresh.py): one secret seed for the whole evaluation
+    unless given, each sample's draws labelled by its program and number, and recorded in
+    its verdict so that it can be drawn again.
 
     `measure` defaults to no measurement (correctness only). With a `store`, samples it
     already holds (finished, not infra errors) are not judged again when they were judged
@@ -279,7 +291,8 @@ def evaluate_programs(
         valgrind = Valgrind.locate()
     if store is not None:
         record_unfit(store, programs)
-    inputs = {p.id: sample_inputs(p, toolchain, options, policy) for p in programs}
+    fresh = fresh if fresh is not None else FreshInputs()
+    inputs = {p.id: sample_inputs(p, toolchain, options, policy, fresh) for p in programs}
     done: set[tuple[str, int]] = set()
     if store is not None:
         stale: dict[str, list[str]] = {}
@@ -362,6 +375,7 @@ def evaluate_programs(
                     (splits or {}).get(p.id),
                     valgrind,
                     stop,
+                    fresh,
                 ): p
                 for p in programs
                 if todo[p.id]
@@ -515,6 +529,8 @@ class EvalConfig:
     wait: bool = False  # wait for another evaluation of `run_dir` to finish instead of refusing
     progress: bool = True
     limits: Limits | None = None
+    # How inputs are drawn (fresh.py); None: a new secret seed for this evaluation.
+    fresh_inputs: FreshInputs | None = None
 
 
 @dataclass
@@ -662,6 +678,7 @@ def _run_locked(
                 stop=stop,
                 abort=abort,
                 notes=notes,
+                fresh=config.fresh_inputs,
             )
     finally:
         store.close()

@@ -87,6 +87,7 @@ CREATE TABLE IF NOT EXISTS samples (
     seconds REAL,
     finished_at TEXT NOT NULL,
     inputs TEXT,
+    grading TEXT,
     PRIMARY KEY (program_id, sample)
 );
 CREATE TABLE IF NOT EXISTS tests (
@@ -101,6 +102,7 @@ CREATE TABLE IF NOT EXISTS tests (
     sys_time_s REAL,
     wall_time_s REAL,
     peak_rss_kb INTEGER,
+    detail TEXT,
     PRIMARY KEY (program_id, sample, test)
 );
 CREATE TABLE IF NOT EXISTS timings (
@@ -135,6 +137,12 @@ class StoreError(RuntimeError):
 
 def _now() -> str:
     return _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds")
+
+
+def _test_detail(text: str | None) -> dict[str, Any]:
+    """A stored test's difference kind, size class and drawn-input record."""
+    data = json.loads(text) if text else {}
+    return {k: data[k] for k in ("difference", "size_class", "drawn") if k in data}
 
 
 def _json(data: Any) -> str:
@@ -242,6 +250,11 @@ class ResultStore:
             columns = {r["name"] for r in conn.execute("PRAGMA table_info(samples)")}
             if "inputs" not in columns:  # stored before input hashes were recorded
                 conn.execute("ALTER TABLE samples ADD COLUMN inputs TEXT")
+            if "grading" not in columns:  # stored before inputs were drawn fresh
+                conn.execute("ALTER TABLE samples ADD COLUMN grading TEXT")
+            test_columns = {r["name"] for r in conn.execute("PRAGMA table_info(tests)")}
+            if "detail" not in test_columns:
+                conn.execute("ALTER TABLE tests ADD COLUMN detail TEXT")
         check = conn.execute("PRAGMA quick_check").fetchone()[0]
         if check != "ok":
             conn.close()
@@ -444,8 +457,8 @@ class ResultStore:
                 "INSERT OR REPLACE INTO samples(program_id, sample, candidate_hash, verdict, "
                 "message, passed, total, built, correct, is_copy, build_seconds, measure_mode, "
                 "measure_status, measure_message, speedup, speedup_low, speedup_high, reliable, "
-                "policy_info, seconds, finished_at, inputs) "
-                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                "policy_info, seconds, finished_at, inputs, grading) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 (
                     *key,
                     cand_hash,
@@ -468,13 +481,23 @@ class ResultStore:
                     outcome.seconds,
                     _now(),
                     _json(inputs) if inputs else None,
+                    _json(check.inputs) if check.inputs else None,
                 ),
             )
             for t in check.tests:
+                detail = {
+                    k: v
+                    for k, v in (
+                        ("difference", t.difference),
+                        ("size_class", t.size_class),
+                        ("drawn", t.drawn),
+                    )
+                    if v
+                }
                 c.execute(
                     "INSERT INTO tests(program_id, sample, test, verdict, message, exit_code, "
-                    "signal, user_time_s, sys_time_s, wall_time_s, peak_rss_kb) "
-                    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                    "signal, user_time_s, sys_time_s, wall_time_s, peak_rss_kb, detail) "
+                    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                     (
                         *key,
                         t.test,
@@ -486,6 +509,7 @@ class ResultStore:
                         t.sys_time_s,
                         t.wall_time_s,
                         t.peak_rss_kb,
+                        _json(detail) if detail else None,
                     ),
                 )
             for ts in sp.tests if sp else []:
@@ -555,6 +579,7 @@ class ResultStore:
                     sys_time_s=r["sys_time_s"] or 0.0,
                     wall_time_s=r["wall_time_s"] or 0.0,
                     peak_rss_kb=r["peak_rss_kb"] or 0,
+                    **_test_detail(r.get("detail")),
                 )
             )
         timings: dict[tuple[str, int], list[TestSpeedup]] = {}
@@ -610,6 +635,7 @@ class ResultStore:
                 tests=tests.get(key, []),
                 build_seconds=r["build_seconds"] or 0.0,
                 speedup=speedup,
+                inputs=json.loads(r["grading"]) if r.get("grading") else None,
             )
             out.append(
                 SampleOutcome(

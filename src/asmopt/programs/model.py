@@ -15,6 +15,8 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from asmopt.programs.generators import InputGenerator
+
 CompareMode = Literal["exact", "whitespace", "numeric", "md5"]
 COMPARE_MODES: tuple[str, ...] = ("exact", "whitespace", "numeric", "md5")
 
@@ -143,6 +145,11 @@ class Program:
     cflags: tuple[str, ...] = ()
     ldflags: tuple[str, ...] = ("-lm",)
     metadata: tuple[tuple[str, Any], ...] = ()
+    # How to draw fresh inputs of each size class (programs/generators.py); None: the
+    # program has fixed inputs only, which a candidate could memorise (`fixed_inputs`).
+    inputs: InputGenerator | None = None
+    # Names of tests that may be shown to a model; no other test's bytes reach a policy.
+    examples: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         check_program_id(self.id)
@@ -155,6 +162,25 @@ class Program:
         for hname, _ in self.headers:
             if "/" in hname or hname.startswith(".") or not hname:
                 raise ProgramError(f"program {self.id!r}: invalid header file name {hname!r}")
+        unknown = [e for e in self.examples if e not in names]
+        if unknown:
+            raise ProgramError(f"program {self.id!r}: examples name unknown tests {unknown}")
+        if self.inputs is not None:
+            stray = [t for t, _ in self.inputs.tests if t not in names]
+            if stray:
+                raise ProgramError(
+                    f"program {self.id!r}: inputs.tests names unknown tests {stray}"
+                )
+
+    @property
+    def fixed_inputs(self) -> bool:
+        """True when no fresh input can be drawn: every run's input is one a candidate
+        could know in advance."""
+        return self.inputs is None
+
+    def size_class(self, test_name: str) -> str | None:
+        """The size class a fixed test stands for, or None (fixed input only)."""
+        return self.inputs.class_of(test_name) if self.inputs is not None else None
 
     @property
     def meta(self) -> dict[str, Any]:
@@ -184,6 +210,11 @@ class Program:
                 for t in self.tests
             ],
         }
+        # Only when present, so the hash of a program without them is unchanged.
+        if self.inputs is not None:
+            payload["inputs"] = self.inputs.spec
+        if self.examples:
+            payload["examples"] = list(self.examples)
         h.update(json.dumps(payload, sort_keys=True).encode())
         return h.hexdigest()
 

@@ -61,6 +61,12 @@ class ProgramSpec(BaseModel):
     compare: CompareSpec | None = None
     # An explicit empty list would make every candidate pass: refused at load time.
     tests: Annotated[list[TestSpec], Field(min_length=1)] | None = None
+    # How to draw fresh inputs (programs/generators.py validates the body itself, so its
+    # errors name the rule); absent: the program has fixed inputs only.
+    inputs: dict[str, Any] | None = None
+    # Tests that may be shown to a model (quoted in prompts and feedback); no other test's
+    # bytes ever reach a policy.
+    examples: list[str] = Field(default_factory=list)
 
 
 class SuiteEntry(BaseModel):

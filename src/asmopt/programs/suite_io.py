@@ -27,6 +27,7 @@ import os
 from pathlib import Path
 from typing import Any
 
+from asmopt.programs.generators import GeneratorError, InputGenerator
 from asmopt.programs.model import (
     Comparison,
     Program,
@@ -147,6 +148,15 @@ def _comparison(spec: CompareSpec | None, default: Comparison) -> Comparison:
     return Comparison(mode=spec.mode, abs_tol=spec.abs_tol, rel_tol=spec.rel_tol)
 
 
+def _generator(data: dict[str, Any] | None, directory: Path) -> InputGenerator | None:
+    if data is None:
+        return None
+    try:
+        return InputGenerator.from_dict(data, "inputs")
+    except GeneratorError as exc:
+        raise SuiteFormatError(f"{directory / 'program.json'}: {exc}") from None
+
+
 def load_program_dir(directory: Path, program_id: str | None = None) -> Program:
     """Load one program directory (see the module docstring for the layout)."""
     directory = Path(directory)
@@ -180,6 +190,8 @@ def load_program_dir(directory: Path, program_id: str | None = None) -> Program:
             cflags=tuple(spec.cflags),
             ldflags=tuple(spec.ldflags),
             metadata=tuple(sorted(spec.metadata.items())),
+            inputs=_generator(spec.inputs, directory),
+            examples=tuple(spec.examples),
         )
     except SuiteFormatError:
         raise
@@ -330,6 +342,8 @@ def save_suite(suite: Suite, path: str | os.PathLike[str]) -> Path:
             ldflags=list(program.ldflags),
             metadata=program.meta,
             tests=tests or None,
+            inputs=program.inputs.to_dict() if program.inputs is not None else None,
+            examples=list(program.examples),
         )
         # Defaults are left out (they read back the same), which keeps the file short.
         text = json.dumps(spec.model_dump(exclude_defaults=True), indent=2)

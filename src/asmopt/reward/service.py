@@ -34,6 +34,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
 
 from asmopt.adequacy import require_fit
+from asmopt.fresh import DEFAULT_PER_CLASS, FreshInputs, new_seed
 from asmopt.programs.model import Program
 from asmopt.reward.functions import RewardInput, get_reward
 
@@ -65,9 +66,16 @@ class ScoreConfig:
     # Time answers that are copies of the baseline (A/A checks of the instrument only).
     time_copies: bool = False
     max_completion_bytes: int = MAX_COMPLETION_BYTES
+    # Fresh inputs (fresh.py): drawn inputs per size class in the correctness check, and
+    # whether timed pairs run on fresh inputs. Each sample draws from a secret seed of its
+    # own unless `seed` fixes one (to replay a score exactly; never in training).
+    drawn_per_class: int = DEFAULT_PER_CLASS
+    fresh_timed: bool = True
+    seed: int | None = None
 
     def __post_init__(self) -> None:
         get_reward(self.reward, **self.reward_options)  # fail now, not in a worker
+        FreshInputs(seed=self.seed or 0, per_class=self.drawn_per_class)  # bounds, now
         if self.edit_format not in ("assembly", "diff"):
             raise ValueError(f"edit_format must be assembly or diff, got {self.edit_format!r}")
         if self.measure not in ("time", "instructions", "none"):
@@ -96,6 +104,8 @@ class ScoreResult:
     is_copy: bool = False
     identical: bool = False
     seconds: float = 0.0
+    # How this score's inputs were drawn (seed, per class, fixed_inputs): to replay it.
+    grading: dict[str, Any] | None = None
 
     @property
     def excluded(self) -> bool:
@@ -268,16 +278,22 @@ def _score(
     # Correctness runs stay off the timing cores (as in `asmopt eval`): they must not wait
     # for, or disturb, a timing, and a candidate's timed runs are judged against them.
     placement = general_affinity() if config.measure == "time" else contextlib.nullcontext()
+    fresh = FreshInputs(
+        seed=config.seed if config.seed is not None else new_seed(),
+        per_class=config.drawn_per_class,
+        timed=config.fresh_timed,
+    )
     with placement:
-        check = check_candidate(program, assembly, toolchain, sandbox)
+        check = check_candidate(program, assembly, toolchain, sandbox, fresh=fresh)
     result = ScoreResult(
         None,
         str(check.verdict),
         message=check.message,
         passed=check.passed,
-        total=total,
+        total=max(total, check.total),  # the fixed tests and the drawn ones
         is_copy=copy,
         identical=identical,
+        grading=check.inputs,
     )
     if check.correct and config.measure != "none":
         options = MeasureOptions(

@@ -181,7 +181,7 @@ def parse_report(text: str) -> LaunchReport:
                         peak_rss_kb=int(fields["maxrss_kb"]),
                         wall_time_s=int(fields["wall_ns"]) / 1e9,
                         prog=int(fields.get("prog", 0)),
-                        input=int(fields.get("input", "0"), 36),
+                        input=int(fields.get("input", "0")),
                         voluntary_switches=int(fields.get("nvcsw", 0)),
                         involuntary_switches=int(fields.get("nivcsw", 0)),
                         minor_faults=int(fields.get("minflt", 0)),

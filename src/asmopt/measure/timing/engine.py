@@ -166,6 +166,10 @@ class RunFailure:
     run_result: RunResult | None = None
     run_index: int = 0
     verdict: str = "infra_error"  # an evaluate.Verdict value, for the candidate's record
+    # The input of the failing run when it was drawn fresh (blame reruns the baseline on
+    # it), and the kind of output difference (judge.TestVerdict.difference), never data.
+    stdin: bytes | None = None
+    difference: str = ""
 
 
 @dataclass

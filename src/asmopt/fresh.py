@@ -1,0 +1,246 @@
+"""Fresh inputs for one grading: a secret seed, inputs drawn from it, and their expected
+outputs from the trusted baseline run on the same input.
+
+The design rule (docs/sandbox.md, "No run's input can be predicted"): a fixed test's
+answer is fixed and knowable, so a candidate that memorised it, or replayed it from an
+earlier run through a channel nobody closed, would be paid. An input drawn from a seed the
+candidate never sees has no stored answer anywhere. Every correctness check therefore runs
+K drawn inputs per size class beside the fixed tests, and every timed pair runs on its own
+fresh input (measure/timing/executor.py); the baseline's output on that same input is the
+expected output. The seed is recorded in the verdict, so a person can draw every input of
+a verdict again (`asmopt check --seed`); a policy is never told it, nor any drawn byte.
+"""
+
+from __future__ import annotations
+
+import logging
+import secrets
+from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+from asmopt.judge import TestVerdict, Verdict, classify_run
+from asmopt.programs.generators import derive_seed
+from asmopt.programs.model import Comparison, Program, TestCase
+from asmopt.sandbox.runner import MAX_INPUTS, Limits, RunResult, Sandbox
+
+log = logging.getLogger(__name__)
+
+# Drawn inputs per size class in a correctness check. Chosen so that the built-in suite's
+# adequacy mutants are killed (docs/adequacy.md); the heavy class is also checked on every
+# timed pair, so K costs little where it matters most.
+DEFAULT_PER_CLASS = 2
+MAX_PER_CLASS = 64
+
+
+def new_seed() -> int:
+    """A secret 63-bit seed (positive, so it prints and stores as an ordinary integer)."""
+    return secrets.randbits(63)
+
+
+@dataclass(frozen=True)
+class FreshInputs:
+    """How one grading draws its inputs: the secret seed, K drawn inputs per size class in
+    the correctness check, and whether timed pairs run on fresh inputs. One grading (an
+    evaluation, a reward batch, a check) has one; every draw is labelled with the program,
+    the sample and its purpose, so no two draws of a grading coincide."""
+
+    seed: int = field(default_factory=new_seed)
+    per_class: int = DEFAULT_PER_CLASS
+    timed: bool = True
+
+    def __post_init__(self) -> None:
+        if isinstance(self.seed, bool) or not isinstance(self.seed, int) or self.seed < 0:
+            raise ValueError(f"seed must be a non-negative integer, got {self.seed!r}")
+        if not 0 <= self.per_class <= MAX_PER_CLASS:
+            raise ValueError(f"per_class must be in 0..{MAX_PER_CLASS}, got {self.per_class}")
+
+    @classmethod
+    def off(cls) -> FreshInputs:
+        """Fixed tests only (A/A checks of the instrument, old results): every input is
+        then one a candidate could know."""
+        return cls(seed=0, per_class=0, timed=False)
+
+    @property
+    def enabled(self) -> bool:
+        return self.per_class > 0 or self.timed
+
+    def draw(
+        self, program: Program, label: object, purpose: str, size_class: str, index: object
+    ) -> tuple[bytes, int]:
+        """One input of `size_class` and the seed it was drawn from."""
+        if program.inputs is None:
+            raise ValueError(f"program {program.id!r} has fixed inputs only")
+        seed = derive_seed(self.seed, program.id, label, purpose, size_class, index)
+        return program.inputs.draw(size_class, seed), seed
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"seed": self.seed, "per_class": self.per_class, "timed": self.timed}
+
+
+def class_comparison(program: Program, size_class: str) -> tuple[Comparison, int]:
+    """The comparison and expected exit code of a class: those of its first fixed test
+    (the program's first test's where no fixed test stands for it)."""
+    for test in program.tests:
+        if program.size_class(test.name) == size_class:
+            return test.compare, test.expected_exit
+    return program.tests[0].compare, program.tests[0].expected_exit
+
+
+def drawn_name(size_class: str, index: int) -> str:
+    """A drawn test's name: its class and number (no fixed test name has a `~`)."""
+    return f"{size_class}~{index + 1}"
+
+
+def draw_inputs(
+    program: Program, fresh: FreshInputs, label: object, purpose: str = "check"
+) -> list[tuple[TestCase, dict[str, Any]]]:
+    """K inputs per size class (no expected output yet), each with how to draw it again."""
+    out: list[tuple[TestCase, dict[str, Any]]] = []
+    if program.inputs is None or fresh.per_class <= 0:
+        return out
+    for size_class in program.inputs.class_names:
+        compare, code = class_comparison(program, size_class)
+        for k in range(fresh.per_class):
+            stdin, seed = fresh.draw(program, label, purpose, size_class, k)
+            test = TestCase(
+                name=drawn_name(size_class, k),
+                stdin=stdin,
+                expected_stdout=b"",
+                expected_exit=code,
+                compare=compare,
+            )
+            out.append((test, {"class": size_class, "seed": seed}))
+    return out
+
+
+def _split(result: RunResult, n: int) -> list[RunResult]:
+    segments = list(result.segments or ())
+    return [
+        RunResult.from_record(rec, segments[i] if i < len(segments) else b"")
+        for i, rec in enumerate(result.records[:n])
+    ]
+
+
+def _baseline_ok(test: TestCase, run: RunResult, limits: Limits) -> bool:
+    """The baseline's run of a drawn input defines its expected output only if it ended
+    cleanly with the class's exit code: any other input is not one the program accepts."""
+    judged = classify_run(replace(test, expected_stdout=run.stdout), run, limits)
+    return judged.verdict == Verdict.PASS
+
+
+def expected_tests(
+    program: Program,
+    baseline: str | Path,
+    sandbox: Sandbox,
+    inputs: Sequence[tuple[str, bytes]],
+    limits: Limits | None = None,
+) -> list[TestCase]:
+    """TestCases for (size class, stdin) inputs whose expected output is the baseline's
+    own on that input; inputs the baseline does not accept are left out."""
+    limits = limits or sandbox.limits
+    out: list[TestCase] = []
+    for start in range(0, len(inputs), MAX_INPUTS):
+        chunk = list(inputs[start : start + MAX_INPUTS])
+        marker = secrets.token_hex(16)
+        result = sandbox.run_binaries(
+            [baseline],
+            [0] * len(chunk),
+            stdin=[stdin for _, stdin in chunk],
+            feed=list(range(len(chunk))),
+            limits=limits,
+            marker=marker,
+        )
+        if result.infra_error:
+            raise RuntimeError(f"the baseline's sandbox failed: {result.infra_error}")
+        for k, run in enumerate(_split(result, len(chunk))):
+            size_class, stdin = chunk[k]
+            compare, code = class_comparison(program, size_class)
+            test = TestCase(
+                name=drawn_name(size_class, start + k),
+                stdin=stdin,
+                expected_stdout=run.stdout,
+                expected_exit=code,
+                compare=compare,
+            )
+            if _baseline_ok(test, run, limits):
+                out.append(replace(test, expected_stdout=run.stdout))
+    return out
+
+
+def check_drawn(
+    program: Program,
+    candidate: str | Path,
+    baseline: str | Path,
+    sandbox: Sandbox,
+    fresh: FreshInputs,
+    label: object,
+    limits: Limits | None = None,
+) -> list[TestVerdict]:
+    """Run the candidate and the baseline on K drawn inputs per class, in one sandbox,
+    pair by pair (the candidate first in every other pair, so a run learns nothing from
+    its place), and judge each candidate run against the baseline's output on the same
+    input. Inputs the baseline does not accept are dropped (logged)."""
+    limits = limits or sandbox.limits
+    drawn = draw_inputs(program, fresh, label)
+    verdicts: list[TestVerdict] = []
+    for start in range(0, len(drawn), MAX_INPUTS):
+        chunk = drawn[start : start + MAX_INPUTS]
+        order: list[int] = []
+        feed: list[int] = []
+        for k in range(len(chunk)):
+            pair = [0, 1] if k % 2 == 0 else [1, 0]
+            order += pair
+            feed += [k, k]
+        result = sandbox.run_binaries(
+            [baseline, candidate],
+            order,
+            stdin=[t.stdin for t, _ in chunk],
+            feed=feed,
+            limits=limits,
+            marker=secrets.token_hex(16),
+        )
+        runs = _split(result, len(order))
+        for k, (test, how) in enumerate(chunk):
+            base_i, cand_i = (2 * k, 2 * k + 1) if k % 2 == 0 else (2 * k + 1, 2 * k)
+            extra = {"size_class": how["class"], "drawn": how}
+            if result.infra_error or cand_i >= len(runs) or base_i >= len(runs):
+                why = result.infra_error or "the sandbox stopped before this run"
+                if result.launcher_lost:
+                    verdict = TestVerdict(
+                        test=test.name,
+                        verdict=Verdict.SANDBOX_VIOLATION,
+                        message="the program interfered with the sandbox's launcher",
+                        **extra,
+                    )
+                elif result.timed_out:
+                    verdict = TestVerdict(
+                        test=test.name,
+                        verdict=Verdict.TIMEOUT,
+                        message="exceeded the drawn inputs' overall wall-clock limit",
+                        **extra,
+                    )
+                else:
+                    verdict = TestVerdict(
+                        test=test.name, verdict=Verdict.INFRA_ERROR, message=why, **extra
+                    )
+                verdicts.append(verdict)
+                break
+            base_run, cand_run = runs[base_i], runs[cand_i]
+            if not _baseline_ok(test, base_run, limits):
+                log.warning(
+                    "%s: the baseline does not accept drawn input %s (seed %d); it is left out",
+                    program.id,
+                    test.name,
+                    how["seed"],
+                )
+                continue
+            expected = replace(test, expected_stdout=base_run.stdout)
+            verdict = classify_run(expected, cand_run, limits)
+            verdict.size_class = how["class"]
+            verdict.drawn = how
+            verdicts.append(verdict)
+        if any(v.verdict != Verdict.PASS for v in verdicts):
+            break
+    return verdicts
