@@ -52,6 +52,9 @@ def test_multi_round_refinement_carries_feedback_and_replays(
     obs, reward, terminated, _, info = env.step("```assembly\n\tmovq %rax\n```")
     assert reward == -1.0 and not terminated and info["verdict"] == "assemble_error"
     assert obs["round"] == 1 and "assemble_error" in obs["feedback"]
+    # info carries the verdict and numbers, never a person's message (it may quote test
+    # data: tests/test_feedback_hidden.py)
+    assert "message" not in info
     assert "Feedback on your previous attempt" in obs["prompt"]
     asm = toolchain.baseline_assembly(program)
     obs, reward, terminated, _, info = env.step(f"```asm\n{asm}```")

@@ -1,7 +1,9 @@
 """Output comparison: exact, whitespace-insensitive, and fpcmp-style numeric tolerance.
 
 Each comparison returns None when the outputs agree, else a one-line description of the
-first difference, so a user sees at once *where* a candidate went wrong.
+first difference, so a user sees at once *where* a candidate went wrong. That description
+quotes both outputs and is for a person; `difference_kind` names only the kind of the
+difference and where it is, which is what a policy may be told.
 """
 
 from __future__ import annotations
@@ -128,3 +130,112 @@ def compare_output(
         elif e_tok != a_tok:
             return f"token {i + 1}: expected {_show(e_tok)}, got {_show(a_tok)}"
     return None
+
+
+# ---------------------------------------------------------------------------- kinds
+# What a policy may be told about a wrong output: the kind of difference and where, never
+# a byte of either side (docs/verdicts.md, "What a policy is told"). Every phrase
+# difference_kind returns matches DIFFERENCE_KIND, so text that claims to be a kind can be
+# checked before it is passed on (policies/feedback.py).
+DIFFERENCE_KIND = re.compile(
+    r"no output"
+    r"|md5 digest differs"
+    r"|output differs"
+    r"|trailing newlines differ"
+    r"|whitespace differs(?: \(line \d+\))?"
+    r"|output is shorter \(missing (?:lines|tokens) from line \d+\)"
+    r"|extra output after the expected end \(line \d+\)"
+    r"|a number differs(?: beyond tolerance)? \(line \d+\)"
+    r"|text differs \(line \d+\)"
+)
+
+
+def _lines(data: bytes) -> list[bytes]:
+    """The lines of `data`, a final newline ending the last line rather than starting one."""
+    lines = data.split(b"\n")
+    if lines and lines[-1] == b"":
+        lines.pop()
+    return lines
+
+
+def _line_kind(e: bytes, a: bytes, line: int) -> str:
+    """How two lines that differ differ: only in whitespace, only in numbers, or in text."""
+    if e.split() == a.split():
+        return f"whitespace differs (line {line})"
+    e_toks, a_toks = _tokens(e), _tokens(a)
+    if len(e_toks) == len(a_toks) and all(
+        x == y or (_as_float(x) is not None and _as_float(y) is not None)
+        for x, y in zip(e_toks, a_toks, strict=True)
+    ):
+        return f"a number differs (line {line})"
+    return f"text differs (line {line})"
+
+
+def _token_lines(data: bytes, split: bool) -> list[int]:
+    """For each token of `data` (whitespace-separated, or numbers and text as `_tokens`
+    splits them), the 1-based line it is on."""
+    out: list[int] = []
+    for n, line in enumerate(data.split(b"\n"), start=1):
+        out.extend([n] * len(line.split() if split else _tokens(line)))
+    return out
+
+
+def difference_kind(
+    expected: bytes, actual: bytes, comparison: Comparison, exit_code: int = 0
+) -> str:
+    """The kind of difference between `expected` and `actual` under `comparison`, naming
+    no byte of either ("" when `compare_output` accepts `actual`).
+
+    `compare_output` quotes both sides so that a person sees what went wrong; this is the
+    version a policy may be told. Quoting the expected line teaches a policy the test's
+    answer, and quoting what it printed lets a candidate that prints its stdin (or a hash
+    of it) read the hidden input back. Line numbers and the shape of the difference are
+    enough to act on and carry no test data."""
+    if compare_output(expected, actual, comparison, exit_code) is None:
+        return ""
+    if not actual:
+        return "no output"
+    if comparison.mode == "md5":
+        return "md5 digest differs"
+    if comparison.mode == "exact":
+        if expected.rstrip(b"\n") == actual.rstrip(b"\n"):
+            return "trailing newlines differ"
+        exp_lines, act_lines = _lines(expected), _lines(actual)
+        if expected.split() == actual.split():
+            # Only whitespace differs; a line number when no line break moved.
+            if len(exp_lines) != len(act_lines):
+                return "whitespace differs"
+            pairs = enumerate(zip(exp_lines, act_lines, strict=True), start=1)
+            first = next((n for n, (e, a) in pairs if e != a), None)
+            return "whitespace differs" if first is None else f"whitespace differs (line {first})"
+        for i in range(max(len(exp_lines), len(act_lines))):
+            if i >= len(act_lines):
+                return f"output is shorter (missing lines from line {i + 1})"
+            if i >= len(exp_lines):
+                return f"extra output after the expected end (line {i + 1})"
+            if exp_lines[i] != act_lines[i]:
+                return _line_kind(exp_lines[i], act_lines[i], i + 1)
+        return "output differs"  # not reached: kept so that a difference is never ""
+    whitespace = comparison.mode == "whitespace"
+    exp_toks = expected.split() if whitespace else _tokens(expected)
+    act_toks = actual.split() if whitespace else _tokens(actual)
+    exp_at, act_at = _token_lines(expected, whitespace), _token_lines(actual, whitespace)
+    for i in range(max(len(exp_toks), len(act_toks))):
+        if i >= len(act_toks):
+            return f"output is shorter (missing tokens from line {exp_at[i]})"
+        if i >= len(exp_toks):
+            return f"extra output after the expected end (line {act_at[i]})"
+        e_tok, a_tok = exp_toks[i], act_toks[i]
+        if whitespace:
+            if e_tok == a_tok:
+                continue
+            numbers = _as_float(e_tok) is not None and _as_float(a_tok) is not None
+            kind = "a number differs" if numbers else "text differs"
+            return f"{kind} (line {exp_at[i]})"
+        e_num, a_num = _as_float(e_tok), _as_float(a_tok)
+        if e_num is not None and a_num is not None:
+            if not _numbers_close(e_num, a_num, comparison):
+                return f"a number differs beyond tolerance (line {exp_at[i]})"
+        elif e_tok != a_tok:
+            return f"text differs (line {exp_at[i]})"
+    return "output differs"

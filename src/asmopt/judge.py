@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
 
-from asmopt.compare import compare_output
+from asmopt.compare import compare_output, difference_kind
 from asmopt.measure.speedup import TestSpeedup
 from asmopt.programs.model import TestCase
 from asmopt.sandbox.runner import Limits, RunResult
@@ -66,6 +66,14 @@ class TestVerdict:
     speedup: TestSpeedup | None = None
     # sha256 of what the run wrote to stdout: timed runs must agree with it (timing.py).
     stdout_sha256: str | None = None
+    # For wrong_output: the kind of difference (compare.difference_kind), which names no
+    # byte of either output: what a policy may be told (policies/feedback.py).
+    difference: str = ""
+    # The size class this test stands for (programs/generators.py), and for a drawn input
+    # how to draw it again: {"class": ..., "seed": ...} (kept for a person, never shown to
+    # a policy).
+    size_class: str | None = None
+    drawn: dict[str, Any] | None = None
 
     def to_dict(self) -> dict[str, Any]:
         out = {
@@ -79,6 +87,12 @@ class TestVerdict:
             "wall_time_s": self.wall_time_s,
             "peak_rss_kb": self.peak_rss_kb,
         }
+        if self.difference:
+            out["difference"] = self.difference
+        if self.size_class is not None:
+            out["size_class"] = self.size_class
+        if self.drawn is not None:
+            out["drawn"] = self.drawn
         if self.speedup is not None:
             out["speedup"] = self.speedup.to_dict()
         return out
@@ -175,7 +189,16 @@ def classify_run(test: TestCase, run: RunResult, limits: Limits) -> TestVerdict:
         )
     diff = compare_output(test.expected_stdout, run.stdout, test.compare, run.exit_code or 0)
     if diff is not None:
-        return TestVerdict(verdict=Verdict.WRONG_OUTPUT, message=diff, **base)
+        # The message quotes both outputs (for a person); `difference` names only the kind
+        # (for a policy). The message starts with the kind, so text that carries only the
+        # message (a reward service's result) still yields it (policies/feedback.py).
+        kind = (
+            difference_kind(test.expected_stdout, run.stdout, test.compare, run.exit_code or 0)
+            or "output differs"
+        )
+        return TestVerdict(
+            verdict=Verdict.WRONG_OUTPUT, message=f"{kind}; {diff}", difference=kind, **base
+        )
     return TestVerdict(verdict=Verdict.PASS, **base)
 
 

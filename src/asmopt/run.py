@@ -38,7 +38,7 @@ from asmopt.evaluate import (
     check_binary,
     check_candidate,
 )
-from asmopt.fresh import FreshInputs
+from asmopt.fresh import FreshInputs, draw_inputs, expected_tests
 from asmopt.judge import Verdict
 from asmopt.measure.canonical import canonical_statements, content_hash
 from asmopt.measure.speedup import MeasureMode, MeasureStatus, ProgramSpeedup
@@ -441,10 +441,20 @@ class VerifyOutcome:
     program_id: str
     o0: CheckResult
     o3: CheckResult
+    # The -O0 build judged on drawn inputs against the -O3 build's outputs (None: the
+    # program has fixed inputs only), and how many draws the -O3 build did not accept.
+    drawn: CheckResult | None = None
+    refused: int = 0
 
     @property
     def ok(self) -> bool:
-        return self.o0.correct and self.o3.correct
+        agree = self.drawn is None or (self.drawn.correct and self.refused == 0)
+        return self.o0.correct and self.o3.correct and agree
+
+
+# Draws per size class at `suite verify`: the baseline's output is the expected output of
+# every drawn input later, so -O0 and -O3 must agree on many of them first.
+VERIFY_DRAWS = 8
 
 
 def verify_programs(
@@ -461,14 +471,22 @@ def verify_programs(
 
     def one(program: Program) -> VerifyOutcome:
         checks = []
+        binaries = []
         for flags in (("-O0",), ("-O3",)):
             build = toolchain.compile_binary(program, flags)
             if not build.ok or build.output is None:
                 verdict = Verdict.INFRA_ERROR if build.stage == "infra" else Verdict.ASSEMBLE_ERROR
                 checks.append(CheckResult(program.id, verdict, f"gcc {flags[0]}: {build.message}"))
+                binaries.append(None)
             else:
                 checks.append(check_binary(program, build.output, sandbox, limits))
-        return VerifyOutcome(program.id, checks[0], checks[1])
+                binaries.append(build.output)
+        outcome = VerifyOutcome(program.id, checks[0], checks[1])
+        if program.inputs is not None and all(b is not None for b in binaries):
+            outcome.drawn, outcome.refused = _verify_drawn(
+                program, binaries[0], binaries[1], sandbox, limits
+            )
+        return outcome
 
     out: dict[str, VerifyOutcome] = {}
     with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
@@ -481,6 +499,24 @@ def verify_programs(
             bar.update(1)
         bar.close()
     return [out[p.id] for p in programs]
+
+
+def _verify_drawn(
+    program: Program, o0: Any, o3: Any, sandbox: Sandbox, limits: Limits | None
+) -> tuple[CheckResult, int]:
+    """The -O0 build on VERIFY_DRAWS inputs per class, judged by the -O3 build's outputs
+    (the baseline's outputs are what every drawn input is judged by later)."""
+    fresh = FreshInputs(per_class=VERIFY_DRAWS)
+    drawn = draw_inputs(program, fresh, "verify")
+    inputs = [(how["class"], test.stdin) for test, how in drawn]
+    tests = expected_tests(program, o3, sandbox, inputs, limits)
+    refused = len(inputs) - len(tests)
+    result = check_binary(program, o0, sandbox, limits, tests=tests)
+    if refused:
+        result.message = f"the -O3 build refused {refused} of {len(inputs)} drawn inputs; " + (
+            result.message
+        )
+    return result, refused
 
 
 def summarize(outcomes: Sequence[SampleOutcome]) -> dict[str, Any]:

@@ -31,6 +31,7 @@ from asmopt.cli.common import (
     print_metrics,
     print_table,
 )
+from asmopt.fresh import DEFAULT_PER_CLASS
 from asmopt.policies.llm import PolicyError
 from asmopt.programs.model import ProgramError
 from asmopt.programs.suite_io import builtin_suite_path, read_text_file
@@ -181,7 +182,14 @@ def cmd_suite_verify(args: argparse.Namespace) -> int:
             "programs": len(results),
             "ok": len(results) - len(bad),
             "failures": [
-                {"program": r.program_id, "O0": r.o0.to_dict(), "O3": r.o3.to_dict()} for r in bad
+                {
+                    "program": r.program_id,
+                    "O0": r.o0.to_dict(),
+                    "O3": r.o3.to_dict(),
+                    "drawn": r.drawn.to_dict() if r.drawn is not None else None,
+                    "refused": r.refused,
+                }
+                for r in bad
             ],
         }
         if not args.no_adequacy:
@@ -211,22 +219,38 @@ def cmd_suite_verify(args: argparse.Namespace) -> int:
                     else ""
                 )
                 adequacy = [("fit" if report.fit else "UNFIT") + kills]
+            drawn = (
+                "fixed only"
+                if r.drawn is None
+                else f"{'agree' if r.drawn.correct and not r.refused else 'DIFFER'} "
+                f"{r.drawn.passed}/{r.drawn.total + r.refused}"
+            )
             rows.append(
                 (
                     r.program_id,
                     f"{r.o0.verdict} {r.o0.passed}/{r.o0.total}",
                     f"{r.o3.verdict} {r.o3.passed}/{r.o3.total}",
+                    drawn,
                     *adequacy,
                     _short(
                         r.o3.message
                         if not r.o3.correct
                         else r.o0.message
                         if not r.o0.correct
+                        else r.drawn.message
+                        if r.drawn is not None and not r.ok
                         else ""
                     ),
                 )
             )
-        headers = ["program", "-O0", "-O3", *([] if args.no_adequacy else ["adequacy"]), "problem"]
+        headers = [
+            "program",
+            "-O0",
+            "-O3",
+            "drawn -O0 vs -O3",
+            *([] if args.no_adequacy else ["adequacy"]),
+            "problem",
+        ]
         print_table(rows, headers)
         print(f"\n{len(results) - len(bad)}/{len(results)} programs pass every test at -O0 and -O3")
         if not args.no_adequacy:
@@ -278,9 +302,11 @@ def cmd_check(args: argparse.Namespace) -> int:
     assembly = read_text_file(path, "assembly file", MAX_ASM_BYTES)
     toolchain = default_toolchain()
     toolchain.sandbox.check()
-    result = check_candidate(program, assembly, toolchain)
+    fresh = _fresh_inputs(args)
+    result = check_candidate(program, assembly, toolchain, fresh=fresh, label=args.sample)
     if result.correct and args.measure != "none":
         _measure_checked(args, program, assembly, toolchain, result)
+    saved = _save_failing(args, program, result)
     if args.json:
         emit_json(result.to_dict())
     else:
@@ -302,6 +328,14 @@ def cmd_check(args: argparse.Namespace) -> int:
         print(f"{program.id}: {result.verdict} ({result.passed}/{result.total} tests passed)")
         if result.message and not result.correct:
             print(result.message)
+        if program.fixed_inputs:
+            print("inputs: fixed only (the program has no input generator: a candidate could "
+                  "know every input in advance)")
+        elif fresh.enabled:
+            print(f"inputs: fixed tests and {fresh.per_class} drawn per size class, seed "
+                  f"{fresh.seed} (replay: --input-seed {fresh.seed} --sample {args.sample})")
+        if saved is not None:
+            print(f"wrote the failing drawn input to {saved}")
         sp = result.speedup
         if sp is not None and result.correct:
             speed, interval, note = _speedup_cell(_Checked(result))
@@ -316,6 +350,22 @@ def cmd_check(args: argparse.Namespace) -> int:
                 for t in sp.tests:
                     print(f"  test {t.test}: {_ratio(t.ratio)} {_interval(t.low, t.high)}")
     return 0 if result.correct else 1
+
+
+def _save_failing(args: argparse.Namespace, program: Any, result: Any) -> Path | None:
+    """The first failing drawn test's input, drawn again from its recorded seed, written
+    where the person asked (the input itself is never stored or shown to a policy)."""
+    if not args.save_failing or program.inputs is None:
+        return None
+    failing = next(
+        (t for t in result.tests if t.drawn is not None and t.verdict != "pass"), None
+    )
+    if failing is None:
+        return None
+    data = program.inputs.draw(failing.drawn["class"], int(failing.drawn["seed"]))
+    path = Path(args.save_failing)
+    path.write_bytes(data)
+    return path
 
 
 class _Checked:
@@ -432,6 +482,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
         fresh=args.fresh,
         wait=args.wait,
         progress=not args.json,
+        fresh_inputs=_fresh_inputs(args),
     )
     try:
         done = run_eval(config, toolchain=toolchain, sandbox=sandbox)
@@ -783,6 +834,38 @@ def _add_timing_options(p: argparse.ArgumentParser) -> None:
     )
 
 
+def _add_input_options(p: argparse.ArgumentParser) -> None:
+    """How a grading draws its inputs (asmopt.fresh): by default a new secret seed."""
+    p.add_argument(
+        "--input-seed",
+        type=int,
+        default=None,
+        help="draw the inputs from this seed, e.g. one a verdict records, to replay it "
+        "exactly (default: a new secret seed; never reuse one for a reward)",
+    )
+    p.add_argument(
+        "--drawn-per-class",
+        type=int,
+        default=DEFAULT_PER_CLASS,
+        help=f"drawn inputs per size class in the correctness check (default {DEFAULT_PER_CLASS})",
+    )
+    p.add_argument(
+        "--fixed-inputs-only",
+        action="store_true",
+        help="judge and time on the fixed tests only (an A/A check of the instrument; a "
+        "candidate can then know every input in advance)",
+    )
+
+
+def _fresh_inputs(args: argparse.Namespace) -> Any:
+    from asmopt.fresh import FreshInputs, new_seed
+
+    if args.fixed_inputs_only:
+        return FreshInputs.off()
+    seed = args.input_seed if args.input_seed is not None else new_seed()
+    return FreshInputs(seed=seed, per_class=args.drawn_per_class)
+
+
 def build_parser() -> argparse.ArgumentParser:
     common = common_parser()
     parser = argparse.ArgumentParser(
@@ -850,6 +933,19 @@ def build_parser() -> argparse.ArgumentParser:
         "speedup with its 95%% interval (as `asmopt eval` does); default: correctness only",
     )
     _add_timing_options(p)
+    _add_input_options(p)
+    p.add_argument(
+        "--sample",
+        type=int,
+        default=0,
+        help="the sample number whose draws to repeat (with --input-seed; default 0)",
+    )
+    p.add_argument(
+        "--save-failing",
+        metavar="PATH",
+        default=None,
+        help="write the input of the first failing drawn test to PATH",
+    )
     p.set_defaults(func=cmd_check)
 
     p = sub.add_parser(
@@ -892,6 +988,7 @@ def build_parser() -> argparse.ArgumentParser:
         "counts under valgrind (deterministic, biased); none: correctness only",
     )
     _add_timing_options(p)
+    _add_input_options(p)
     p.add_argument(
         "--time-copies",
         action="store_true",
@@ -962,6 +1059,9 @@ NUMERIC_BOUNDS: dict[str, tuple[float, float, bool]] = {
     "top_n": (0, 100_000_000, True),
     "chars_per_token": (0, 100, False),
     "loops": (1, 64, True),
+    "input_seed": (0, 2**63 - 1, True),
+    "drawn_per_class": (0, 64, True),
+    "sample": (0, 10_000_000, True),
 }
 # Options of the `data` commands whose 0 means "no limit".
 _ZERO_MEANS_NO_LIMIT = {"max_tokens"}

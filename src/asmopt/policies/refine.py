@@ -1,9 +1,12 @@
 """Iterative refinement: K rounds in which the model sees compact feedback and revises.
 
 Feedback comes only from the SELECTION split of the tests (the same split best-of-N uses):
-the first assembler errors, the first failing test's difference, or the measured speedup.
-The answer returned is the best attempt on that split, and the evaluation pipeline then
-judges it on every test, so tests the model was shown never decide its score alone.
+the first assembler errors, the first failing test's name and kind of difference, or the
+measured speedup. It never quotes a test's input, its expected output or what the attempt
+printed (policies/feedback.py): a model that could read them would learn the tests, not
+the program. The answer returned is the best attempt on that split, and the evaluation
+pipeline then judges it on every test, so tests the model was shown never decide its score
+alone.
 """
 
 from __future__ import annotations
@@ -12,14 +15,15 @@ import math
 from dataclasses import replace
 from typing import Any
 
-from asmopt.evaluate import check_candidate
+from asmopt.evaluate import CheckResult, build_verdict, check_binary
+from asmopt.judge import Verdict
 from asmopt.measure.speedup import MeasureStatus
 from asmopt.measure.stats import combine_geometric
 from asmopt.measure.timing import TimingConfig, time_test
 from asmopt.policies.base import Candidate, Policy, PolicyRequest
 from asmopt.policies.compiler_search import selection_split
-from asmopt.policies.feedback import format_feedback
-from asmopt.programs.model import Program
+from asmopt.policies.feedback import check_feedback, format_feedback
+from asmopt.programs.model import Program, TestCase
 from asmopt.sandbox.runner import Sandbox
 from asmopt.toolchain import Toolchain
 
@@ -44,6 +48,24 @@ class RefinePolicy:
         self.timing = timing or TimingConfig(max_pairs=20, budget_s=3.0)
         self.name = f"{inner.name}+refine{rounds}"
 
+    def _check(
+        self, program: Program, assembly: str, selection: tuple[TestCase, ...]
+    ) -> CheckResult:
+        """`check_candidate` on the selection split only. The tests are handed to
+        `check_binary` rather than put in a copy of the program, which would have to drop
+        every field naming the other tests (examples, input classes) to stay valid."""
+        try:
+            build = self.toolchain.assemble_and_link(assembly, program.ldflags)
+        except Exception as exc:  # the toolchain itself failed: ours
+            return CheckResult(
+                program.id, Verdict.INFRA_ERROR, f"toolchain error: {type(exc).__name__}: {exc}"
+            )
+        if not build.ok or build.output is None:
+            return build_verdict(program.id, build)
+        check = check_binary(program, build.output, self.sandbox, tests=selection)
+        check.build_seconds = build.seconds
+        return check
+
     def _judge(
         self, program: Program, baseline_asm: str, cand: Candidate
     ) -> tuple[tuple[int, float], str]:
@@ -52,11 +74,10 @@ class RefinePolicy:
             why = cand.extra.get("extraction_error", "no assembly in the answer")
             return (-2, 0.0), format_feedback("extraction_error", why)
         selection = tuple(selection_split(program.tests))
-        visible = replace(program, tests=selection)
-        check = check_candidate(visible, cand.assembly, self.toolchain, self.sandbox)
+        check = self._check(program, cand.assembly, selection)
         if not check.correct or check.binary is None:
-            return ((-1 if not check.built else check.passed), 0.0), format_feedback(
-                str(check.verdict), check.message
+            return ((-1 if not check.built else check.passed), 0.0), check_feedback(
+                check, program
             )
         base = self.toolchain.assemble_and_link(baseline_asm, program.ldflags)
         parts = []

@@ -9,6 +9,12 @@
 * TRL: `TRLReward` has TRL's reward-function signature `(prompts, completions, **columns)`
   and returns one float per completion, or None to exclude a sample (TRL's convention).
 
+Neither hands a trainer a person's message: the result's `message` quotes test inputs,
+expected outputs and what the candidate printed, so verl's diagnostics carry `feedback`
+(policies/feedback.py: verdict, test name, kind of difference, numbers) in its place, and
+TRL's `last_feedback` holds the same text (`last_results` keeps the full results, for a
+person).
+
 Both assert one finite reward (or None) per candidate and can be dry-called at start-up
 (`dry_run`) so a signature or configuration mismatch fails before any training step. Both
 refuse programs marked unfit (docs/adequacy.md) unless given `allow_unfit=True`.
@@ -21,6 +27,7 @@ import threading
 from collections.abc import Sequence
 from typing import Any
 
+from asmopt.policies.feedback import message_feedback
 from asmopt.programs.model import Program
 from asmopt.reward.service import RewardService, ScoreConfig, ScoreRequest, ScoreResult
 
@@ -90,31 +97,73 @@ def compute_score(
         [ScoreRequest(program, solution_str, ground_truth)]
     )
     _check_rewards([result.reward], 1)
-    return _verl_dict(result)
+    return _verl_dict(result, program)
 
 
-def _verl_dict(result: ScoreResult) -> dict[str, Any]:
+def policy_feedback(result: ScoreResult, program: Program) -> str:
+    """The text a trainer (and through it a policy) may see about a scored answer: the
+    service's own (built from the per-test records), or, for a result without one (an
+    extraction error, an excluded sample), rebuilt from the message's fixed phrases."""
+    if result.feedback:
+        return result.feedback
+    return message_feedback(
+        result.verdict,
+        result.message,
+        program,
+        speedup=result.speedup,
+        low=result.speedup_low,
+        high=result.speedup_high,
+        is_copy=result.is_copy,
+    )
+
+
+# The result fields verl is given: the verdict, counts, flags and numbers, none of which
+# holds test data. Not `message` (it quotes inputs and outputs: `feedback` replaces it) nor
+# `grading` (the secret seed the inputs were drawn from), nor any field not listed.
+VERL_FIELDS = (
+    "verdict",
+    "passed",
+    "total",
+    "speedup",
+    "speedup_low",
+    "speedup_high",
+    "raw_speedup",
+    "geomean_speedup",
+    "geomean_low",
+    "geomean_high",
+    "is_copy",
+    "identical",
+    "seconds",
+)
+
+
+def _verl_dict(result: ScoreResult, program: Program) -> dict[str, Any]:
     """The score and its diagnostics with a number (or a string) for every key, every time.
 
     verl copies every key into `reward_extra_info`, stacks each key over the batch and
     averages it (`process_validation_metrics`, the trainer's metrics): a None or a missing
     key breaks that, and a bool breaks a tensor mean. So flags are 0.0/1.0, and a speedup
     that was not measured (a failure, an untimed copy, `measure="none"`) is -1.0, a value
-    no ratio can take; `timed` (1.0/0.0) says which samples carry a measured speedup."""
+    no ratio can take; `timed` (1.0/0.0) says which samples carry a measured speedup.
+    verl logs these values and can put them in front of a model, so only the fields in
+    `VERL_FIELDS` are copied: the result's message (a person's, quoting test data) is
+    replaced by `feedback`, and a field added to the result later (how its inputs were
+    drawn, say) stays out until it is listed here."""
     out: dict[str, Any] = {
         "score": 0.0 if result.reward is None else float(result.reward),
         "excluded": float(result.reward is None),
         "timed": float(result.raw_speedup is not None),
     }
-    for key, value in result.to_dict().items():
-        if key == "reward":
-            continue
-        if value is None:  # every optional field of a ScoreResult is an unmeasured ratio
+    fields = result.to_dict()
+    for key in VERL_FIELDS:
+        value = fields.get(key)
+        if value is None:  # every optional field listed is an unmeasured ratio
             out[key] = -1.0
         elif isinstance(value, bool):
             out[key] = float(value)
         else:
             out[key] = value
+    out["feedback"] = policy_feedback(result, program)
     return out
 
 
@@ -145,7 +194,10 @@ class TRLReward:
             backend=backend,  # type: ignore[arg-type]
             allow_unfit=allow_unfit,
         )
+        # The last batch's full results (their messages quote test data: for a person) and
+        # the feedback on each that a trainer or policy may see.
         self.last_results: list[ScoreResult] = []
+        self.last_feedback: list[str] = []
 
     def _program(self, i: int, columns: dict[str, Any]) -> tuple[Program, str | None]:
         if "program_id" in columns:
@@ -184,6 +236,9 @@ class TRLReward:
         self.last_results = self.service.score_batch(requests)
         values = [r.reward for r in self.last_results]
         _check_rewards(values, len(completions))
+        self.last_feedback = [
+            policy_feedback(r, q.program) for r, q in zip(self.last_results, requests, strict=True)
+        ]
         log_extra = columns.get("log_extra")
         if callable(log_extra):
             log_extra("verdict", [r.verdict for r in self.last_results])

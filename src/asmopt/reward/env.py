@@ -6,14 +6,21 @@ program information. Action: the model's answer text (an `assembly` fence is ext
 bare assembly file is accepted too). Reward: the configured reward function on the judged
 candidate.
 
+Feedback, observations and `info` follow the rule of policies/feedback.py: they name the
+verdict, the failing test, the kind of difference and the numbers, never a byte of a test's
+input, its expected output or what the candidate printed (a policy that reads them learns
+the tests, not the program). `info` carries the verdict and numbers only; the full message
+for a person is what `asmopt check` prints.
+
 An episode is `max_rounds` attempts: `terminated` becomes true after the last one (the
 episode's defined length), `truncated` is never used. An infrastructure failure sets
 `info["excluded"]` and gives reward 0.0, since Gymnasium rewards must be numbers; learners
 should drop such steps.
 
 The episode state (`get_state()`) is plain JSON: program, seed, round and every action
-with its verdict and reward, so an episode can be stored, inspected and replayed
-(`replay(state)`).
+with its verdict, reward and the feedback it earned, so an episode can be stored,
+inspected and replayed (`replay(state)`). Version 1 states are refused: their feedback may
+quote test data.
 """
 
 from __future__ import annotations
@@ -26,13 +33,13 @@ import gymnasium as gym
 from gymnasium import spaces
 
 from asmopt.gym_registration import ENV_ID, register
-from asmopt.policies.feedback import format_feedback
+from asmopt.policies.feedback import message_feedback
 from asmopt.policies.prompts import load_template
 from asmopt.programs import load_builtin_suite, load_suite
 from asmopt.programs.model import ProgramError
 from asmopt.reward.service import ScoreConfig, score_one
 
-STATE_VERSION = 1
+STATE_VERSION = 2
 MAX_TEXT = 4 << 20
 
 
@@ -157,13 +164,16 @@ class AsmOptEnv(gym.Env[dict[str, Any], str]):
             raise TypeError(f"action must be text, got {type(action).__name__}")
         result = score_one(self._program, action, self._baseline(), self.score_config)
         self._round += 1
-        self._feedback = format_feedback(
+        # The service's feedback names no test data; a result without one (extraction
+        # error, excluded) gets it rebuilt from the message's fixed phrases.
+        self._feedback = result.feedback or message_feedback(
             result.verdict,
             result.message,
-            result.speedup,
-            result.speedup_low,
-            result.speedup_high,
-            result.is_copy,
+            self._program,
+            speedup=result.speedup,
+            low=result.speedup_low,
+            high=result.speedup_high,
+            is_copy=result.is_copy,
         )
         excluded = result.reward is None
         reward = 0.0 if excluded else float(result.reward)  # type: ignore[arg-type]
@@ -180,7 +190,6 @@ class AsmOptEnv(gym.Env[dict[str, Any], str]):
         terminated = self._round >= self.max_rounds
         info = {
             "verdict": result.verdict,
-            "message": result.message,
             "passed": result.passed,
             "total": result.total,
             "speedup": result.speedup,

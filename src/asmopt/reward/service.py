@@ -104,8 +104,13 @@ class ScoreResult:
     is_copy: bool = False
     identical: bool = False
     seconds: float = 0.0
-    # How this score's inputs were drawn (seed, per class, fixed_inputs): to replay it.
+    # How this score's inputs were drawn (seed, per class, fixed_inputs): to replay it;
+    # for a person, never for a policy.
     grading: dict[str, Any] | None = None
+    # What a policy may be told about this score (policies/feedback.py: the verdict, the
+    # failing test's name and size class, the kind of difference; never a byte of data).
+    # `message` is a person's and may quote test data.
+    feedback: str = ""
 
     @property
     def excluded(self) -> bool:
@@ -325,6 +330,16 @@ def _score(
         elif copy:
             result.speedup, result.speedup_low, result.speedup_high = 1.0, 1.0, 1.0
             result.geomean_speedup, result.geomean_low, result.geomean_high = 1.0, 1.0, 1.0
+    from asmopt.policies.feedback import check_feedback
+
+    result.feedback = check_feedback(
+        check,
+        program,
+        speedup=result.speedup,
+        low=result.speedup_low,
+        high=result.speedup_high,
+        is_copy=copy,
+    )
     return _finish(result, config, start)
 
 
