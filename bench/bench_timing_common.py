@@ -131,6 +131,22 @@ class OursResult:
     wall_s: float
 
 
+def fresh_draw(program: Program, seed: int | None = None) -> tuple[object, list[bool]] | None:
+    """The draw of a grading (asmopt.fresh): every pair of a test that stands for a size
+    class on its own fresh input, as `asmopt eval` times it; None for fixed inputs only."""
+    from asmopt.fresh import FreshInputs
+
+    if program.inputs is None:
+        return None
+    fresh = FreshInputs(seed=seed) if seed is not None else FreshInputs()
+    classes = [program.size_class(t.name) for t in program.tests]
+
+    def draw(c: int, i: int, serial: int) -> bytes:
+        return fresh.draw(program, c, "time", classes[i] or "", f"{i}.{serial}")[0]
+
+    return draw, [k is not None for k in classes]
+
+
 def ours(
     sandbox: Sandbox,
     base: Path,
@@ -138,11 +154,17 @@ def ours(
     tests: Sequence[TestCase],
     config: TimingConfig | None = None,
     check_output: bool = True,
+    program: Program | None = None,
 ) -> OursResult:
-    """Our procedure on every test of a program, then the per-program aggregate."""
+    """Our procedure on every test of a program, then the per-program aggregate; with the
+    `program` (and its input generator), every pair runs on its own fresh input."""
     config = config or TimingConfig()
     start = time.monotonic()
-    per_test, failure, failed = time_tests(sandbox, base, cand, tests, config)
+    fresh = fresh_draw(program) if program is not None else None
+    draw, flags = fresh if fresh is not None else (None, None)
+    per_test, failure, failed = time_tests(
+        sandbox, base, cand, tests, config, draw=draw, fresh_tests=flags  # type: ignore[arg-type]
+    )
     if failure is not None:
         raise RuntimeError(f"{failed}: {failure.message}")
     program = ProgramSpeedup.from_tests(MeasureMode.TIME, per_test, config.resolution)

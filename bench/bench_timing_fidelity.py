@@ -42,6 +42,12 @@ def main() -> int:
     ap.add_argument("--quick", action="store_true", help="1 trial on 5 programs")
     ap.add_argument("--trials", type=int, default=2)
     ap.add_argument("--no-load", action="store_true", help="skip the two busy processes")
+    ap.add_argument(
+        "--fixed-inputs",
+        action="store_true",
+        help="time every pair on the fixed test's input (default: a fresh draw per pair, "
+        "as `asmopt eval` does)",
+    )
     args = ap.parse_args()
     ids = PROGRAMS[:5] if args.quick else PROGRAMS
     trials = 1 if args.quick else args.trials
@@ -64,7 +70,7 @@ def main() -> int:
         for trial in range(trials):
             for p in progs:
                 a, b = binaries[p.id]
-                o = ours(sandbox, a, b, p.tests)
+                o = ours(sandbox, a, b, p.tests, program=None if args.fixed_inputs else p)
                 r = reference(a, b, p.tests)
                 ours_prog.append(o.program)
                 ours_tests += o.tests
@@ -159,9 +165,17 @@ def main() -> int:
             "# Timing fidelity: A/A under load",
             "",
             f"Command: `.venv/bin/python bench/bench_timing_fidelity.py"
-            f"{' --quick' if args.quick else ''}{' --no-load' if args.no_load else ''}` "
+            f"{' --quick' if args.quick else ''}{' --no-load' if args.no_load else ''}"
+            f"{' --fixed-inputs' if args.fixed_inputs else ''}` "
             f"({trials} trial(s) x {len(progs)} programs, {elapsed:.0f} s).",
             f"Load: {'none added' if args.no_load else 'two busy processes (one per core)'}.",
+            "Inputs: "
+            + (
+                "every pair on the fixed test's input."
+                if args.fixed_inputs
+                else "every pair of ours on its own fresh input of the test's size class "
+                "(as `asmopt eval` times); the reference times the fixed inputs."
+            ),
             f"Machine before: {env_before}.",
             f"Machine after: {environment()}.",
             "",

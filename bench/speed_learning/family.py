@@ -214,6 +214,34 @@ def _reference_output(source: str, stdin: str, work: Path) -> str:
     return done.stdout
 
 
+def input_generator(test_names: list[str]) -> dict[str, object]:
+    """How a grading draws fresh inputs for a family program (docs/suite_format.md): sizes
+    and rounds around the fixed tests', and a new 40-bit seed for the values each time, so
+    no timed run sees an input whose answer could be known."""
+    return {
+        "version": 1,
+        "classes": {
+            "run": {
+                "template": "{n} {rounds} {seed}\n",
+                "vars": {
+                    "n": {"int": [50000, 90200]},
+                    "rounds": {"int": [12, 26]},
+                    "seed": {"int": [0, (1 << 40) - 1]},
+                },
+            },
+            "edge": {
+                "template": "{n} {rounds} {seed}\n",
+                "vars": {
+                    "n": {"int": [2, 64]},
+                    "rounds": {"int": [0, 3]},
+                    "seed": {"int": [0, (1 << 64) - 1]},
+                },
+            },
+        },
+        "tests": {name: "run" for name in test_names},
+    }
+
+
 def write_suite(dest: Path, per_kernel: int = 7, seed: int = 0) -> Path:
     """Write the family as a suite directory (refuses to write into a non-empty one)."""
     if dest.exists() and any(dest.iterdir()):
@@ -229,7 +257,10 @@ def write_suite(dest: Path, per_kernel: int = 7, seed: int = 0) -> Path:
                 (pdir / "tests" / f"{name}.in").write_text(stdin, encoding="utf-8")
                 out = _reference_output(p.source, stdin, Path(tmp))
                 (pdir / "tests" / f"{name}.out").write_text(out, encoding="utf-8")
-            meta = {"metadata": {"category": "popcount", "kernel": p.kernel}}
+            meta = {
+                "metadata": {"category": "popcount", "kernel": p.kernel},
+                "inputs": input_generator([name for name, _ in p.tests]),
+            }
             (pdir / "program.json").write_text(json.dumps(meta, indent=1), encoding="utf-8")
     suite = {
         "format": "asmopt-suite",
