@@ -564,9 +564,11 @@ def time_tests(
     lock: CoreLock | None = None,
     targets: Sequence[float] | None = None,
     reference: Sequence[ReferenceRun] | None = None,
+    draw: DrawInput | None = None,
+    fresh_tests: Sequence[bool] | None = None,
 ) -> tuple[list[TestSpeedup], RunFailure | None, str | None]:
     """Measure the speedup of `candidate` over `baseline` on every test (see measure_tests):
-    `time_candidates` with one candidate."""
+    `time_candidates` with one candidate (`draw` as there)."""
     (result,) = time_candidates(
         sandbox,
         baseline,
@@ -577,6 +579,8 @@ def time_tests(
         lock=lock,
         targets=targets,
         references=[reference],
+        draw=draw,
+        fresh_tests=fresh_tests,
     )
     return result
 
