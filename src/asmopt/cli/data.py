@@ -29,6 +29,27 @@ from asmopt.programs.suite_io import builtin_suite_path, load_suite
 def _print_report(report: DataReport, args: argparse.Namespace) -> None:
     for line in report.summary_lines(max_items=10_000 if args.verbose else 20):
         print(line)
+    _print_inputs(report, args)
+
+
+def _print_inputs(report: DataReport, args: argparse.Namespace) -> None:
+    """What each imported program could draw: accepted/tried per learnt input class."""
+    inputs = report.stats.get("inputs")
+    if not inputs:
+        return
+    print(
+        f"fresh inputs: {inputs['generator']} program(s) with a learnt generator, "
+        f"{inputs['fixed_inputs']} with fixed inputs only"
+        + (f", {inputs['carried']} carried" if inputs.get("carried") else "")
+        + f"; {inputs['accepted']}/{inputs['tried']} drawn inputs accepted "
+        f"({inputs['seconds_per_program']:.2f} s per program)"
+    )
+    limit = 10_000 if args.verbose else 20
+    lines = list(inputs.get("programs", {}).items())
+    for pid, line in lines[:limit]:
+        print(f"  {pid}: {line}")
+    if len(lines) > limit:
+        print(f"  ... and {len(lines) - limit} more (see --json or metadata.inputs_report)")
 
 
 def _split_counts(suite: Suite) -> str:
@@ -66,6 +87,10 @@ def _fractions(args: argparse.Namespace) -> dict[str, Any]:
     return {"val_frac": args.val_frac, "test_frac": args.test_frac, "seed": args.seed}
 
 
+def _mutator(args: argparse.Namespace) -> dict[str, Any]:
+    return {"mutator": not args.no_mutator, "jobs": getattr(args, "jobs", 2)}
+
+
 # ---------------------------------------------------------------------------- import
 def cmd_import_codenet(args: argparse.Namespace) -> int:
     from asmopt.data.codenet import import_codenet
@@ -79,6 +104,7 @@ def cmd_import_codenet(args: argparse.Namespace) -> int:
         problems=args.problems,
         name=args.name or "codenet",
         progress=not args.json,
+        **_mutator(args),
         **_fractions(args),
     )
     return _finish(suite, report, args)
@@ -90,7 +116,11 @@ def cmd_import_supercoder(args: argparse.Namespace) -> int:
     check_output(Path(args.output), args.force)  # before any work
 
     suite, report = import_supercoder(
-        args.paths, prefix=args.prefix, name=args.name or "supercoder", progress=not args.json
+        args.paths,
+        prefix=args.prefix,
+        name=args.name or "supercoder",
+        progress=not args.json,
+        **_mutator(args),
     )
     return _finish(suite, report, args)
 
@@ -108,6 +138,7 @@ def cmd_import_llvm(args: argparse.Namespace) -> int:
         cpu_seconds=args.cpu_seconds,
         progress=not args.json,
         name=args.name or suite_name_for(args.paths),
+        mutator=not args.no_mutator,
     )
     return _finish(suite, report, args)
 
@@ -117,7 +148,9 @@ def cmd_import_dir(args: argparse.Namespace) -> int:
 
     check_output(Path(args.output), args.force)  # before any work
 
-    suite, report = import_plain_dir(args.path, name=args.name, **_fractions(args))
+    suite, report = import_plain_dir(
+        args.path, name=args.name, progress=not args.json, **_mutator(args), **_fractions(args)
+    )
     return _finish(suite, report, args)
 
 
@@ -243,6 +276,15 @@ def _add_output(p: argparse.ArgumentParser) -> None:
     )
 
 
+def _add_mutator(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--no-mutator",
+        action="store_true",
+        help="do not learn input generators from the tests (programs keep fixed inputs "
+        "only, which a candidate could memorise)",
+    )
+
+
 def _add_split(p: argparse.ArgumentParser, val: float, test: float) -> None:
     p.add_argument("--val-frac", type=_fraction, default=val, help=f"default {val}")
     p.add_argument("--test-frac", type=_fraction, default=test, help=f"default {test}")
@@ -274,6 +316,7 @@ def register(subparsers: Any, common: argparse.ArgumentParser) -> None:
     p.add_argument("--problems", nargs="+", metavar="PID", help="only these problems")
     _add_split(p, 0.025, 0.0)
     _add_output(p)
+    _add_mutator(p)
     p.set_defaults(func=cmd_import_codenet)
 
     p = imp_sub.add_parser(
@@ -282,6 +325,7 @@ def register(subparsers: Any, common: argparse.ArgumentParser) -> None:
     p.add_argument("paths", nargs="+", help="files, or directories of .parquet / .jsonl")
     p.add_argument("--prefix", default="supercoder", help="program id prefix")
     _add_output(p)
+    _add_mutator(p)
     p.set_defaults(func=cmd_import_supercoder)
 
     p = imp_sub.add_parser(
@@ -308,6 +352,7 @@ def register(subparsers: Any, common: argparse.ArgumentParser) -> None:
     )
     p.add_argument("-j", "--jobs", type=_positive_int, default=2)
     _add_output(p)
+    _add_mutator(p)
     p.set_defaults(func=cmd_import_llvm)
 
     p = imp_sub.add_parser(
@@ -316,6 +361,7 @@ def register(subparsers: Any, common: argparse.ArgumentParser) -> None:
     p.add_argument("path")
     _add_split(p, 0.0, 1.0)
     _add_output(p)
+    _add_mutator(p)
     p.set_defaults(func=cmd_import_dir)
 
     p = data_sub.add_parser(

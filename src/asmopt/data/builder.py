@@ -200,7 +200,7 @@ class Builder:
                     reason = "timeout"  # the CPU limit, whatever the rounding of cpu time
                 raise ItemError(reason, f"test {test.name}: {verdict.message}")
             tests.append(replace(test, expected_stdout=run.stdout, expected_exit=0))
-        return replace(program, tests=tuple(tests))
+        return program.with_tests(tuple(tests))
 
     def _prepare(self, program: Program) -> _Prepared | ItemError:
         try:

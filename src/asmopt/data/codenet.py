@@ -16,13 +16,16 @@ per problem (10 in the reference dataset), in the CSV's order; rows skipped by t
 filters are counted, not reported one by one. A submission that cannot be used (missing
 file, not UTF-8, duplicate id) is dropped with its reason and the next accepted one takes
 its place. Program ids are `PROBLEM-SUBMISSION`; `metadata.problem` keeps the problem so
-splits never separate submissions to one problem.
+splits never separate submissions to one problem. With `mutator=True` every submission
+also gets an input generator learnt from the problem's tests where its builds accept the
+drawn inputs (`common.learn_inputs`, data/mutator.py).
 """
 
 from __future__ import annotations
 
 import csv
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from asmopt.programs.model import Program, ProgramError, Suite, TestCase
 
@@ -31,11 +34,16 @@ from .common import (
     ItemError,
     assign_splits,
     decode_text,
+    learn_inputs,
     read_bytes,
     safe_id,
 )
 from .report import DataReport
 from .testfiles import pair_test_files
+
+if TYPE_CHECKING:
+    from asmopt.sandbox.runner import Sandbox
+    from asmopt.toolchain import Toolchain
 
 REQUIRED_COLUMNS = ("submission_id", "problem_id", "language", "status")
 DEFAULT_PER_PROBLEM = 10
@@ -67,8 +75,13 @@ def import_codenet(
     seed: str = "asmopt",
     name: str = "codenet",
     progress: bool = False,
+    mutator: bool = False,
+    jobs: int = 2,
+    toolchain: Toolchain | None = None,
+    sandbox: Sandbox | None = None,
 ) -> tuple[Suite, DataReport]:
-    """Read a CodeNet tree; bad problems and submissions are reported, never fatal."""
+    """Read a CodeNet tree; bad problems and submissions are reported, never fatal.
+    `mutator` learns fresh inputs from the tests (`common.learn_inputs`)."""
     root = Path(root)
     meta_dir = root / "metadata"
     if not meta_dir.is_dir():
@@ -127,6 +140,10 @@ def import_codenet(
         splits=splits,
         description=f"CodeNet {language} submissions with status {status}",
     )
+    if mutator and programs:
+        suite = learn_inputs(
+            suite, report, jobs=jobs, progress=progress, toolchain=toolchain, sandbox=sandbox
+        )
     return suite, report
 
 

@@ -1,4 +1,6 @@
-"""Helpers every importer shares: errors, safe ids, text decoding, splits, writing suites."""
+"""Helpers every importer shares: errors, safe ids, text decoding, splits, writing suites,
+and the two checks every import ends with (fresh inputs learnt from the tests, test
+adequacy)."""
 
 from __future__ import annotations
 
@@ -19,6 +21,8 @@ __all__ = ["ItemError", "json_safe", "normalize_split_name", "safe_id"]
 if TYPE_CHECKING:
     from asmopt.sandbox.runner import Sandbox
     from asmopt.toolchain import Toolchain
+
+    from .mutator import AcceptConfig
 
 REPORT_FILE = "data_report.json"
 
@@ -176,6 +180,78 @@ def mark_adequacy(
     return Suite(
         name=suite.name,
         programs=marked,
+        splits=dict(suite.splits),
+        description=suite.description,
+    )
+
+
+# ---------------------------------------------------------------------------- fresh inputs
+def learn_inputs(
+    suite: Suite,
+    report: DataReport,
+    *,
+    jobs: int = 2,
+    progress: bool = True,
+    toolchain: Toolchain | None = None,
+    sandbox: Sandbox | None = None,
+    config: AcceptConfig | None = None,
+) -> Suite:
+    """The suite with a learnt input generator for every program that can have one.
+
+    An imported program's fixed tests can be memorised (a lookup table keyed by stdin) or
+    replayed; a generator learnt from those tests (data/mutator.py) lets every grading draw
+    inputs nobody has seen. Only classes whose drawn inputs the program's own -O0, -O3 and
+    sanitizer builds accept are kept; a program none of whose classes pass keeps its fixed
+    inputs (`fixed_inputs`). Programs that already carry a generator are left as they are.
+    What each program could draw (accepted/tried per class) is its
+    `metadata.inputs_report`; the data report holds the totals and one line per program
+    (`stats.inputs`)."""
+    import time
+
+    from asmopt.sandbox.runner import SandboxUnavailable
+    from asmopt.toolchain import default_toolchain
+
+    from .mutator import learn_programs, summarize
+
+    tc = toolchain or default_toolchain()
+    try:
+        box = sandbox or tc.sandbox
+        box.check()
+    except SandboxUnavailable as exc:
+        raise DataError(f"{exc} (or skip learning fresh inputs with --no-mutator)") from None
+    programs = suite.select()
+    start = time.monotonic()
+    learnt = learn_programs(programs, tc, box, jobs=jobs, progress=progress, config=config)
+    seconds = time.monotonic() - start
+    lines: dict[str, str] = {}
+    counts = {"generator": 0, "fixed_inputs": 0, "carried": 0, "accepted": 0, "tried": 0}
+    for before, program in zip(programs, learnt, strict=True):
+        if before.inputs is not None:
+            counts["carried"] += 1
+            lines[program.id] = f"generator carried with the program ({program.inputs.origin})"
+            continue
+        rep = program.meta.get("inputs_report", {})
+        counts["generator" if program.inputs is not None else "fixed_inputs"] += 1
+        counts["accepted"] += int(rep.get("accepted", 0))
+        counts["tried"] += int(rep.get("tried", 0))
+        lines[program.id] = summarize(rep)
+        if rep.get("infra_error"):
+            report.note(f"{program.id}: fresh inputs not learnt ({rep.get('reason')})")
+    report.stats["inputs"] = {
+        **counts,
+        "seconds": round(seconds, 2),
+        "seconds_per_program": round(seconds / len(programs), 3) if programs else 0.0,
+        "programs": lines,
+    }
+    if counts["fixed_inputs"]:
+        report.note(
+            f"{counts['fixed_inputs']} program(s) keep fixed inputs only (no input class "
+            "could be learnt and accepted; see metadata.inputs_report): they are unfit for "
+            "rewards unless fixed inputs are allowed"
+        )
+    return Suite(
+        name=suite.name,
+        programs={p.id: p for p in learnt},
         splits=dict(suite.splits),
         description=suite.description,
     )

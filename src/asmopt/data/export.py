@@ -10,10 +10,15 @@ ability       string                                         "code"
 reward_model  struct<style: string, ground_truth: string>    "rule", the -O3 assembly
 extra_info    struct<split: string, index: int64, c_code: string, question: string,
                      c_only_question: string, answer: string, inputs: list<string>,
-                     outputs: list<string>, unoptimized_assembly: string>
+                     outputs: list<string>, unoptimized_assembly: string,
+                     program_id: string, inputs_spec: string>
 ```
 
-`unoptimized_assembly` holds the -O3 baseline, as in the published data. Rows are in
+`unoptimized_assembly` holds the -O3 baseline, as in the published data. The last two
+fields are ours, after the published ones (readers of the published schema that look
+fields up by name are unaffected): `program_id` names the program, and `inputs_spec` is its
+input generator as a JSON string (null for a program with fixed inputs only), so a reward
+computed from the row alone draws fresh inputs (programs/rows.py). Rows are in
 program-id order within each split and `index` is the row's position in its split; a
 manifest written beside the output maps (split, index) back to program ids and content
 hashes. The baseline is `metadata.baseline_asm` when the program carries one (SuperCoder
@@ -50,6 +55,7 @@ from pathlib import Path
 from typing import Any
 
 from asmopt.programs.model import SPLITS, Program, Suite, encode_source
+from asmopt.programs.rows import INPUTS_SPEC_FIELD, PROGRAM_ID_FIELD, row_inputs_spec
 
 from .common import DataError, ItemError
 from .prompt import build_c_only_question, build_question, format_answer
@@ -86,6 +92,8 @@ def verl_schema() -> Any:
                         ("inputs", pa.list_(pa.string())),
                         ("outputs", pa.list_(pa.string())),
                         ("unoptimized_assembly", pa.string()),
+                        ("program_id", pa.string()),
+                        ("inputs_spec", pa.string()),
                     ]
                 ),
             ),
@@ -196,6 +204,8 @@ def make_row(
             "inputs": [_text(t.stdin, f"test {t.name} input") for t in program.tests],
             "outputs": [_text(t.expected_stdout, f"test {t.name} output") for t in program.tests],
             "unoptimized_assembly": baseline,
+            PROGRAM_ID_FIELD: program.id,
+            INPUTS_SPEC_FIELD: row_inputs_spec(program),
         },
     }
 

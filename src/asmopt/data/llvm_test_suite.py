@@ -64,7 +64,7 @@ from asmopt.programs.model import (
 )
 
 from .cmake import CMakeError, CMakeResult, evaluate_cmake
-from .common import DataError, ItemError, read_bytes, safe_id
+from .common import DataError, ItemError, learn_inputs, read_bytes, safe_id
 from .report import DataReport
 
 if TYPE_CHECKING:
@@ -502,8 +502,13 @@ def import_llvm_test_suite(
     name: str | None = None,
     toolchain: Toolchain | None = None,
     sandbox: Sandbox | None = None,
+    mutator: bool = False,
 ) -> tuple[Suite, DataReport]:
-    """Import SingleSource directories (or trees holding them); see the module docstring."""
+    """Import SingleSource directories (or trees holding them); see the module docstring.
+
+    `mutator` tries to learn fresh inputs (`common.learn_inputs`) for the programs that
+    read stdin (`STDIN_FILENAME`); the others, whose sizes are compiled in, keep their
+    fixed input (`fixed_inputs`)."""
     programs, report = collect_llvm_programs(paths, size)
     report.stats["found"] = len(programs) + len(report.dropped)
     if verify and programs:
@@ -527,4 +532,8 @@ def import_llvm_test_suite(
         splits={p.id: "test" for p in programs},
         description=f"llvm-test-suite SingleSource programs ({size} problem size)",
     )
+    if mutator and programs:
+        suite = learn_inputs(
+            suite, report, jobs=jobs, progress=progress, toolchain=toolchain, sandbox=sandbox
+        )
     return suite, report

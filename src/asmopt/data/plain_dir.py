@@ -16,17 +16,33 @@ is imported with empty expected outputs and a note: run `asmopt data build` on i
 regenerates every expected output from a reference build. A problem with no `tests/`
 directory gets one test with empty stdin (programs that read nothing), also to be built.
 Anything else unusual (unpaired .in/.out, non-UTF-8 text) drops that problem, named.
+
+With `mutator=True` every program also gets an input generator learnt from its test
+inputs where its builds accept the drawn inputs (`common.learn_inputs`, data/mutator.py).
 """
 
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from asmopt.programs.model import Program, ProgramError, Suite, TestCase
 
-from .common import DataError, ItemError, assign_splits, decode_text, read_bytes, safe_id
+from .common import (
+    DataError,
+    ItemError,
+    assign_splits,
+    decode_text,
+    learn_inputs,
+    read_bytes,
+    safe_id,
+)
 from .report import DataReport
 from .testfiles import pair_test_files
+
+if TYPE_CHECKING:
+    from asmopt.sandbox.runner import Sandbox
+    from asmopt.toolchain import Toolchain
 
 
 def _problem_dirs(root: Path) -> list[Path]:
@@ -58,8 +74,14 @@ def import_plain_dir(
     test_frac: float = 1.0,
     seed: str = "asmopt",
     name: str | None = None,
+    mutator: bool = False,
+    jobs: int = 2,
+    progress: bool = False,
+    toolchain: Toolchain | None = None,
+    sandbox: Sandbox | None = None,
 ) -> tuple[Suite, DataReport]:
-    """Read the plain layout (see module docstring); by default every program is `test`."""
+    """Read the plain layout (see module docstring); by default every program is `test`.
+    `mutator` learns fresh inputs from the tests (`common.learn_inputs`)."""
     root = Path(root)
     if not root.is_dir():
         raise DataError(f"{root}: directory not found")
@@ -127,4 +149,8 @@ def import_plain_dir(
         splits=assign_splits(programs.values(), val_frac, test_frac, seed),
         description=f"programs imported from the plain layout ({root.name})",
     )
+    if mutator and programs:
+        suite = learn_inputs(
+            suite, report, jobs=jobs, progress=progress, toolchain=toolchain, sandbox=sandbox
+        )
     return suite, report

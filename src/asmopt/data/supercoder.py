@@ -12,6 +12,11 @@ reuse it instead of recompiling. Ids are `PREFIX-SPLIT-INDEX` from `extra_info.i
 A file without the `extra_info` column (or whose `extra_info` lacks c_code, inputs or
 outputs) is reported as `missing_column` and skipped; a bad row is reported and skipped;
 the other files and rows are imported.
+
+A row exported by asmopt may carry its program's input generator (`extra_info.inputs_spec`,
+programs/rows.py); it is kept. With `mutator=True` every other row's program gets a
+generator learnt from its test inputs where its builds accept the drawn inputs
+(`common.learn_inputs`, data/mutator.py).
 """
 
 from __future__ import annotations
@@ -19,13 +24,17 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from asmopt.programs.model import Program, Suite
 from asmopt.programs.rows import REQUIRED_FIELDS, ItemError, row_to_program
 
-from .common import DataError
+from .common import DataError, learn_inputs
 from .report import DataReport
+
+if TYPE_CHECKING:
+    from asmopt.sandbox.runner import Sandbox
+    from asmopt.toolchain import Toolchain
 
 
 def _files(paths: Sequence[str | Path], report: DataReport) -> list[Path]:
@@ -102,10 +111,6 @@ def _jsonl_rows(path: Path) -> Iterator[tuple[int, Any]]:
         row_no += 1
 
 
-
-
-
-
 def import_supercoder(
     paths: Sequence[str | Path],
     *,
@@ -113,8 +118,13 @@ def import_supercoder(
     default_split: str = "train",
     name: str = "supercoder",
     progress: bool = False,
+    mutator: bool = False,
+    jobs: int = 2,
+    toolchain: Toolchain | None = None,
+    sandbox: Sandbox | None = None,
 ) -> tuple[Suite, DataReport]:
-    """Read SuperCoder-schema rows from parquet / JSONL files or directories of them."""
+    """Read SuperCoder-schema rows from parquet / JSONL files or directories of them.
+    `mutator` learns fresh inputs from the tests (`common.learn_inputs`)."""
     report = DataReport("import supercoder")
     programs: dict[str, Program] = {}
     splits: dict[str, str] = {}
@@ -157,4 +167,8 @@ def import_supercoder(
         splits=splits,
         description="rows imported from the SuperCoder verl schema",
     )
+    if mutator and programs:
+        suite = learn_inputs(
+            suite, report, jobs=jobs, progress=progress, toolchain=toolchain, sandbox=sandbox
+        )
     return suite, report

@@ -27,9 +27,11 @@ its `vars` are drawn in the order written, each by one rule:
 | `{"float": [lo, hi], "digits": d}` | a decimal number with d digits after the point |
 | `{"choice": [v, ...]}` | one of the values as written (`"weights": [...]` optional) |
 | `{"text": {"length": L, "alphabet": "abc"}}` | L characters of the alphabet |
-| `{"mutate": {"of": "a", "rate": r, "alphabet": "abc"}}` | a copy of var a with a share r of characters substituted, deleted or doubled |
+| `{"mutate": {"of": "a", "rate": r, "alphabet": "abc"}}` | var a with a share r of its |
+| | characters substituted, deleted or doubled |
 | `{"ints": {"count": N, "range": [lo, hi], "sep": " ", "per_line": k}}` | N integers |
-| `{"repeat": {"count": N, "template": "...", "vars": {...}, "sep": ""}}` | N records, each drawn like a class |
+| `{"repeat": {"count": N, "template": "...", "vars": {...}, "sep": ""}}` | N records, |
+| | each drawn like a class |
 | `{"value": X}` | the number or expression X (over earlier vars) |
 
 Every bound, count, length and rate may be a number or an expression over earlier vars
@@ -120,7 +122,7 @@ _BINOPS = {
 _FUNCS = {"min": min, "max": max, "abs": abs}
 
 
-def _compile_expr(text: str, where: str) -> ast.expr:
+def _compile_expr(text: str, where: str, known: frozenset[str] | None = None) -> ast.expr:
     try:
         tree = ast.parse(text, mode="eval")
     except SyntaxError:
@@ -144,6 +146,13 @@ def _compile_expr(text: str, where: str) -> ast.expr:
                 f"{where}: {text!r}: only numbers, earlier vars, + - * / // %, min, max and "
                 "abs are allowed"
             )
+        if (
+            known is not None
+            and isinstance(node, ast.Name)
+            and node.id not in _FUNCS
+            and node.id not in known
+        ):
+            raise GeneratorError(f"{where}: names {node.id!r} before it is drawn")
     return tree.body
 
 
@@ -177,7 +186,7 @@ class _Num:
     const: float | int | None
 
     @classmethod
-    def parse(cls, value: Any, where: str) -> _Num:
+    def parse(cls, value: Any, where: str, known: frozenset[str] | None = None) -> _Num:
         if isinstance(value, bool):
             raise GeneratorError(f"{where}: expected a number or an expression, got {value!r}")
         if isinstance(value, int | float):
@@ -185,7 +194,7 @@ class _Num:
                 raise GeneratorError(f"{where}: {value!r} is not a finite number")
             return cls(None, int(value) if float(value).is_integer() else value)
         if isinstance(value, str):
-            return cls(_compile_expr(value, where), None)
+            return cls(_compile_expr(value, where, known), None)
         raise GeneratorError(f"{where}: expected a number or an expression, got {value!r}")
 
     def get(self, env: Mapping[str, Any], where: str) -> float | int:
@@ -204,10 +213,13 @@ class _Num:
 
 
 # ---------------------------------------------------------------------------- the spec
-def _pair(value: Any, where: str) -> tuple[_Num, _Num]:
+def _pair(value: Any, where: str, known: frozenset[str]) -> tuple[_Num, _Num]:
     if not isinstance(value, list) or len(value) != 2:
         raise GeneratorError(f"{where}: expected [low, high], got {value!r}")
-    return _Num.parse(value[0], f"{where}[0]"), _Num.parse(value[1], f"{where}[1]")
+    return (
+        _Num.parse(value[0], f"{where}[0]", known),
+        _Num.parse(value[1], f"{where}[1]", known),
+    )
 
 
 def _keys(rule: Mapping[str, Any], allowed: set[str], where: str) -> None:
@@ -300,11 +312,11 @@ def _parse_var(name: str, rule: Any, where: str, known: frozenset[str]) -> _Var:
     args: dict[str, Any] = {}
     if kind == "int":
         _keys(rule, {"int", "log"}, where)
-        args["range"] = _pair(body, f"{where}.int")
+        args["range"] = _pair(body, f"{where}.int", known)
         args["log"] = bool(rule.get("log", False))
     elif kind == "float":
         _keys(rule, {"float", "digits"}, where)
-        args["range"] = _pair(body, f"{where}.float")
+        args["range"] = _pair(body, f"{where}.float", known)
         digits = rule.get("digits", 6)
         if not isinstance(digits, int) or isinstance(digits, bool) or not 0 <= digits <= 17:
             raise GeneratorError(f"{where}.digits: expected an integer 0..17")
@@ -330,12 +342,12 @@ def _parse_var(name: str, rule: Any, where: str, known: frozenset[str]) -> _Var:
             _keys(rule, {kind}, where)
         if kind == "value":
             _keys(rule, {"value"}, where)
-            args["value"] = _Num.parse(body, f"{where}.value")
+            args["value"] = _Num.parse(body, f"{where}.value", known)
         elif not isinstance(body, dict):
             raise GeneratorError(f"{where}.{kind}: expected an object")
         elif kind == "text":
             _keys(body, {"length", "alphabet"}, f"{where}.text")
-            args["length"] = _Num.parse(body.get("length", 0), f"{where}.text.length")
+            args["length"] = _Num.parse(body.get("length", 0), f"{where}.text.length", known)
             args["alphabet"] = _alphabet(body.get("alphabet"), f"{where}.text.alphabet")
         elif kind == "mutate":
             _keys(body, {"of", "rate", "alphabet"}, f"{where}.mutate")
@@ -343,12 +355,12 @@ def _parse_var(name: str, rule: Any, where: str, known: frozenset[str]) -> _Var:
             if of not in known:
                 raise GeneratorError(f"{where}.mutate.of: {of!r} is not an earlier var")
             args["of"] = of
-            args["rate"] = _Num.parse(body.get("rate", 0.1), f"{where}.mutate.rate")
+            args["rate"] = _Num.parse(body.get("rate", 0.1), f"{where}.mutate.rate", known)
             args["alphabet"] = _alphabet(body.get("alphabet"), f"{where}.mutate.alphabet")
         elif kind == "ints":
             _keys(body, {"count", "range", "sep", "per_line"}, f"{where}.ints")
-            args["count"] = _Num.parse(body.get("count", 0), f"{where}.ints.count")
-            args["range"] = _pair(body.get("range"), f"{where}.ints.range")
+            args["count"] = _Num.parse(body.get("count", 0), f"{where}.ints.count", known)
+            args["range"] = _pair(body.get("range"), f"{where}.ints.range", known)
             args["sep"] = _string(body.get("sep", " "), f"{where}.ints.sep")
             per_line = body.get("per_line", 0)
             if not isinstance(per_line, int) or isinstance(per_line, bool) or per_line < 0:
@@ -356,7 +368,7 @@ def _parse_var(name: str, rule: Any, where: str, known: frozenset[str]) -> _Var:
             args["per_line"] = per_line
         else:  # repeat
             _keys(body, {"count", "template", "vars", "sep"}, f"{where}.repeat")
-            args["count"] = _Num.parse(body.get("count", 0), f"{where}.repeat.count")
+            args["count"] = _Num.parse(body.get("count", 0), f"{where}.repeat.count", known)
             args["record"] = _Template.parse(body, f"{where}.repeat", known)
             args["sep"] = _string(body.get("sep", ""), f"{where}.repeat.sep")
     return _Var(name, kind, tuple(sorted(args.items())))
@@ -521,6 +533,14 @@ class InputGenerator:
 
         return json.loads(self.spec)
 
+    def for_tests(self, names: set[str] | frozenset[str]) -> InputGenerator:
+        """The same generator with the fixed-test mapping restricted to `names` (when a
+        program keeps only some of its tests)."""
+
+        data = self.to_dict()
+        data["tests"] = {t: k for t, k in data.get("tests", {}).items() if t in names}
+        return InputGenerator.from_dict(data)
+
     @property
     def class_names(self) -> tuple[str, ...]:
         return tuple(name for name, _ in self.classes)
@@ -533,7 +553,8 @@ class InputGenerator:
         """One input of `size_class`, drawn from `seed` (the same bytes for the same seed)."""
         template = dict(self.classes).get(size_class)
         if template is None:
-            raise GeneratorError(f"no size class {size_class!r} (have {', '.join(self.class_names)})")
+            have = ", ".join(self.class_names)
+            raise GeneratorError(f"no size class {size_class!r} (have {have})")
         budget = [MAX_DRAWN_BYTES]
         return template.render(Rng(seed), {}, budget).encode()
 

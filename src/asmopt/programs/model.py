@@ -172,6 +172,19 @@ class Program:
                     f"program {self.id!r}: inputs.tests names unknown tests {stray}"
                 )
 
+    def with_tests(self, tests: tuple[TestCase, ...]) -> Program:
+        """This program with other tests; the generator's mapping and the examples keep
+        only the tests that are still there."""
+        from dataclasses import replace
+
+        names = {t.name for t in tests}
+        return replace(
+            self,
+            tests=tests,
+            inputs=self.inputs.for_tests(names) if self.inputs is not None else None,
+            examples=tuple(e for e in self.examples if e in names),
+        )
+
     @property
     def fixed_inputs(self) -> bool:
         """True when no fresh input can be drawn: every run's input is one a candidate

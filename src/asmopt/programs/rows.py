@@ -6,6 +6,13 @@ Each row's `extra_info.c_code` is the source, `extra_info.inputs` / `extra_info.
 `extra_info.answer`) is kept as `metadata.baseline_asm`. Both the importer (data/) and the
 verl reward plug-in (reward/adapters.py) read rows this way, so the schema lives here, below
 both, with the id and split conventions it needs.
+
+Rows written by asmopt carry two more `extra_info` fields, so that a reward computed from
+the row alone can draw fresh inputs instead of grading the fixed ones (which a candidate
+could memorise): `program_id` (the program the row was exported from) and `inputs_spec`
+(its input generator as a JSON string, programs/generators.py, with the tests named as the
+row names them; null for a program with fixed inputs only). Both are optional: rows
+without them (the published file) read as before, as programs with fixed inputs.
 """
 
 from __future__ import annotations
@@ -15,9 +22,13 @@ import json
 import re
 from typing import Any
 
+from asmopt.programs.generators import GeneratorError, InputGenerator
 from asmopt.programs.model import SPLITS, Program, ProgramError, TestCase
 
 REQUIRED_FIELDS = ("c_code", "inputs", "outputs")
+# Optional extra_info fields of rows written by asmopt (module docstring).
+PROGRAM_ID_FIELD = "program_id"
+INPUTS_SPEC_FIELD = "inputs_spec"
 FENCE = "```"
 
 
@@ -74,6 +85,36 @@ def extract_fenced_assembly(text: str) -> str | None:
     return body.strip("\n") + "\n" if body.strip() else None
 
 
+def row_test_names(n: int) -> list[str]:
+    """The names the tests of a row with `n` inputs get (`t00`, `t01`, ...)."""
+    width = max(2, len(str(n - 1)))
+    return [f"t{i:0{width}d}" for i in range(n)]
+
+
+def row_inputs_spec(program: Program) -> str | None:
+    """The program's input generator as a row carries it: JSON, with each fixed test
+    renamed as the row's reader will name it (`row_test_names`); None without one."""
+    if program.inputs is None:
+        return None
+    spec = program.inputs.to_dict()
+    names = dict(
+        zip((t.name for t in program.tests), row_test_names(len(program.tests)), strict=True)
+    )
+    spec["tests"] = {names[t]: c for t, c in spec.get("tests", {}).items() if t in names}
+    return json.dumps(spec, sort_keys=True)
+
+
+def _row_generator(extra: dict[str, Any], where: str) -> InputGenerator | None:
+    raw = extra.get(INPUTS_SPEC_FIELD)
+    if raw is None or raw == "":
+        return None
+    try:
+        data = json.loads(raw) if isinstance(raw, str) else raw
+        return InputGenerator.from_dict(data, f"extra_info.{INPUTS_SPEC_FIELD}")
+    except (json.JSONDecodeError, GeneratorError) as exc:
+        raise ItemError("bad_row", f"{where}: {exc}") from None
+
+
 def _baseline(row: dict[str, Any], extra: dict[str, Any]) -> str | None:
     reward = row.get("reward_model")
     truth = reward.get("ground_truth") if isinstance(reward, dict) else None
@@ -120,11 +161,11 @@ def row_to_program(
         raise ItemError("no_tests", f"{where}: row {row_no} ({pid}): no inputs")
     if not all(isinstance(x, str) for x in [*inputs, *outputs]):
         raise ItemError("bad_row", f"{where}: row {row_no} ({pid}): inputs/outputs not strings")
-    width = max(2, len(str(len(inputs) - 1)))
     tests = tuple(
-        TestCase(name=f"t{i:0{width}d}", stdin=inp.encode(), expected_stdout=out.encode())
-        for i, (inp, out) in enumerate(zip(inputs, outputs, strict=True))
+        TestCase(name=name, stdin=inp.encode(), expected_stdout=out.encode())
+        for name, inp, out in zip(row_test_names(len(inputs)), inputs, outputs, strict=True)
     )
+    generator = _row_generator(extra, f"{where}: row {row_no} ({pid})")
     meta: dict[str, Any] = {"source": "supercoder", "problem": pid, "origin": where}
     baseline = _baseline(row, extra)
     if baseline is not None:
@@ -132,8 +173,16 @@ def row_to_program(
     if row.get("data_source") is not None:
         meta["data_source"] = json_safe(row["data_source"])
     meta["row_index"] = json_safe(index)
+    if isinstance(extra.get(PROGRAM_ID_FIELD), str) and extra[PROGRAM_ID_FIELD]:
+        meta["program_id"] = extra[PROGRAM_ID_FIELD]
     try:
-        program = Program(id=pid, source=code, tests=tests, metadata=tuple(sorted(meta.items())))
+        program = Program(
+            id=pid,
+            source=code,
+            tests=tests,
+            metadata=tuple(sorted(meta.items())),
+            inputs=generator,
+        )
     except ProgramError as exc:
         raise ItemError("invalid_program", f"{where}: row {row_no}: {exc}") from None
     return program, split

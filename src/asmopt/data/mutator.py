@@ -1,0 +1,1084 @@
+"""Learn a format-preserving input generator from an imported program's own test inputs.
+
+An imported program (CodeNet, SuperCoder rows, a plain directory) comes with a few fixed
+test inputs, and a fixed input's answer can be memorised or replayed. This module writes,
+for each fixed test, a declarative generator class (programs/generators.py; origin
+`learnt`, data only, never code) that draws inputs *of the same shape*: the same lines,
+the same whitespace, the same literal text, with numbers and strings varied where that is
+safe. The trusted -O3 baseline's output on a drawn input is then its expected output.
+
+How a test input becomes a class:
+
+* The text is split into lines and each line into atoms: whitespace and punctuation stay
+  literal; integers, decimals (with their number of decimals), words and strings are the
+  values that may vary.
+* Consecutive lines of the same shape form a table (one range per column); a line of four
+  or more numbers with one separator is a list (one range per line). Everything else is a
+  scalar.
+* **Count-like integers stay fixed.** A number that equals the count of what follows (the
+  numbers after it on its line, the numbers of a later line or of the next lines together,
+  the length of a later run of lines, give or take one, the length of a later string, the
+  number of lines left) is kept as written, and so is a first line holding one number no
+  larger than the lines that follow (a test-case count), and a last line of zeros (a
+  terminating sentinel). Keeping counts fixed keeps the structure consistent: the count
+  always equals the items drawn.
+* Keywords stay literal: a word that repeats in the input, that shares its line with a
+  number (a command and its arguments: `add 3`), or an answer word (`YES`). In a table, a
+  column of repeating words is a keyword column.
+* Numbers are drawn within the range observed: per table column, per list line, pooled
+  over the tests of the same shape. A scalar seen with one value v is drawn in [1, v]
+  (or [v, -1]): never larger than what the test exercised, never of another sign.
+  Integers stay integers, decimals keep their number of decimals. Strings keep their
+  length and are drawn from the characters seen in their column.
+
+Three levels, each more conservative than the last, are learnt per test: `full` (all of
+the above), `bulk` (scalars kept literal; only table and list values vary) and `values`
+(table and list values drawn only from the values observed there). `accept_generator`
+keeps, per class, the first level whose drawn inputs all pass (the -O0 and -O3 builds
+agree under the test's comparison and exit as the test expects, both within the time
+limit, and a `-fsanitize=undefined,address` build runs them clean and prints the same);
+a class no level passes is dropped, and a program left without classes keeps its fixed
+inputs only (`Program.fixed_inputs`). What was drawn, accepted and tried per class is the
+program's `metadata.inputs_report`.
+
+The sanitizer build runs in the program sandbox with two limits relaxed for it alone: an
+address-space limit of 64 TiB (AddressSanitizer reserves terabytes of shadow memory,
+never touched) and the sandbox's own /proc (the runtime reads /proc/self/maps); its
+runtimes are linked statically, so no library beyond the usual ones is made visible.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import time
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
+from functools import cached_property
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from asmopt.compare import compare_output
+from asmopt.programs.generators import (
+    GENERATOR_VERSION,
+    GeneratorError,
+    InputGenerator,
+    derive_seed,
+)
+from asmopt.programs.model import Comparison, Program, TestCase
+
+if TYPE_CHECKING:
+    from asmopt.sandbox.runner import Limits, RunResult, Sandbox
+    from asmopt.toolchain import Toolchain
+
+LEVELS: tuple[str, ...] = ("full", "bulk", "values")
+PER_CLASS = 16
+CPU_SECONDS = 5
+# A probe of this many draws runs first: a class whose first draws fail costs no more.
+PROBE_DRAWS = 4
+# Inputs larger than this are not learnt from (the cost of tokenising grows with them and
+# no spec of that size is worth storing): such tests keep their fixed input.
+MAX_LEARN_BYTES = 4 << 20
+# A class with more vars than this (lines that cannot be folded into a `repeat`) is too
+# large to store; that level is skipped.
+MAX_VARS = 4000
+MAX_CHOICES = 64
+# How many lines after a scalar are searched for what it might count.
+COUNT_WINDOW = 4
+SANITIZE_FLAGS: tuple[str, ...] = (
+    "-O1",
+    "-fsanitize=undefined,address",
+    "-fno-sanitize-recover=all",
+    "-fno-omit-frame-pointer",
+    "-static-libasan",
+    "-static-libubsan",
+    "-static-libgcc",
+)
+SANITIZE_ADDRESS_SPACE = 1 << 46
+_SANITIZER_EXIT = 97
+SANITIZE_ENV: tuple[tuple[str, str], ...] = (
+    # Leak checking stops the world with ptrace, which the sandbox refuses, and a leak is
+    # no undefined behaviour.
+    ("ASAN_OPTIONS", f"detect_leaks=0:exitcode={_SANITIZER_EXIT}:abort_on_error=0"),
+    ("UBSAN_OPTIONS", f"halt_on_error=1:exitcode={_SANITIZER_EXIT}:print_stacktrace=0"),
+)
+_SANITIZER_TEXT = re.compile(rb"runtime error:|ERROR: AddressSanitizer|ERROR: UndefinedBehavior")
+# A program that names none of these reads no stdin: drawn inputs would change nothing.
+_READS_STDIN = re.compile(
+    r"\b(?:scanf|getchar|getchar_unlocked|fgets|gets|fread|read|getline|getdelim|stdin|"
+    r"getc|fgetc|fgetc_unlocked|getc_unlocked|fscanf|vscanf|vfscanf|STDIN_FILENO)\b"
+)
+# Words a program compares against, never data: kept literal wherever they appear.
+_ANSWER_WORDS = frozenset(
+    (
+        "YES",
+        "NO",
+        "Yes",
+        "No",
+        "yes",
+        "no",
+        "TRUE",
+        "FALSE",
+        "True",
+        "False",
+        "true",
+        "false",
+        "END",
+        "End",
+        "end",
+        "EOF",
+        "eof",
+    )
+)
+
+# ---------------------------------------------------------------------------- atoms
+_TOKEN = re.compile(r"\s+|\S+")
+_INT = re.compile(r"-?\d+")
+_DEC = re.compile(r"-?\d+\.\d+")
+_WORD = re.compile(r"[A-Za-z]+")
+_NUMBER_PIECE = re.compile(r"(\d+(?:\.\d+)?)")
+
+
+@dataclass
+class Atom:
+    """One piece of a line: literal text (`lit`) or a value (`int`, `dec`, `word`, `str`).
+
+    `fixed` values are written as seen (counts, sentinels, keywords); `col` names the
+    column a value's range is pooled over."""
+
+    kind: str
+    text: str
+    fixed: bool = False
+    col: tuple[Any, ...] | None = None
+
+    @property
+    def value(self) -> bool:
+        return self.kind != "lit"
+
+    @property
+    def digits(self) -> int:
+        return len(self.text.partition(".")[2]) if self.kind == "dec" else 0
+
+
+@dataclass
+class Line:
+    atoms: list[Atom]
+    newline: str  # "\n", or "" for a last line without one
+
+    def values(self) -> list[Atom]:
+        return [a for a in self.atoms if a.value]
+
+    def signature(self) -> tuple[Any, ...]:
+        return (
+            tuple(a.kind if a.value else ("lit", a.text) for a in self.atoms),
+            self.newline,
+        )
+
+
+def _classify(token: str) -> list[Atom]:
+    """The atoms of one whitespace-free token."""
+    if _INT.fullmatch(token):
+        digits = token.lstrip("-")
+        # Leading zeros, very long digit runs and bit strings (not 1000...) are text.
+        if (
+            (len(digits) > 1 and digits[0] == "0")
+            or len(digits) > 18
+            or (len(digits) >= 4 and set(digits) <= {"0", "1"} and "1" in digits[1:])
+        ):
+            return [Atom("str", token)]
+        return [Atom("int", token)]
+    if _DEC.fullmatch(token):
+        return [Atom("dec", token)]
+    if _WORD.fullmatch(token):
+        return [Atom("word", token)]
+    has_digit = any(c.isdigit() for c in token)
+    if not has_digit:
+        return [Atom("str", token)]
+    if not any(c.isalpha() for c in token):
+        # Numbers joined by punctuation (12:30, 3/4, (1,2)): the numbers vary, the rest stays.
+        atoms = []
+        for k, piece in enumerate(_NUMBER_PIECE.split(token)):
+            if not piece:
+                continue
+            if k % 2:
+                atoms.append(Atom("dec" if "." in piece else "int", piece))
+            else:
+                atoms.append(Atom("lit", piece))
+        return atoms
+    if token.isalnum() and len(token) >= 4:
+        return [Atom("str", token)]
+    return [Atom("lit", token)]
+
+
+def parse_lines(text: str) -> list[Line]:
+    """The input as lines of atoms (the last line has newline "" when the text does not end
+    in one; an empty text has no lines)."""
+    lines: list[Line] = []
+    parts = text.split("\n")
+    for k, raw in enumerate(parts):
+        last = k == len(parts) - 1
+        if last and raw == "":
+            break
+        atoms: list[Atom] = []
+        for m in _TOKEN.finditer(raw):
+            tok = m.group(0)
+            atoms.extend([Atom("lit", tok)] if tok.isspace() else _classify(tok))
+        lines.append(Line(atoms, "" if last else "\n"))
+    return lines
+
+
+# ---------------------------------------------------------------------------- structure
+def _list_sep(line: Line) -> str | None:
+    """The separator of a list line (four or more numbers joined by one whitespace text,
+    perhaps indented, perhaps with trailing whitespace), else None."""
+    vals = line.values()
+    if len(vals) < 4 or any(a.kind not in ("int", "dec") for a in vals):
+        return None
+    body = list(line.atoms)
+    if body and not body[0].value:
+        if not body[0].text.isspace():
+            return None
+        body = body[1:]
+    if body and not body[-1].value:
+        if not body[-1].text.isspace():
+            return None
+        body = body[:-1]
+    if len(body) != 2 * len(vals) - 1:
+        return None
+    seps = {body[j].text for j in range(1, len(body), 2)}
+    if len(seps) != 1:
+        return None
+    sep = seps.pop()
+    return sep if sep.isspace() else None
+
+
+@dataclass
+class Block:
+    kind: str  # "table" (a run of lines of one shape) or "line"
+    lines: list[Line]
+    is_list: bool
+
+    def skeleton(self) -> tuple[Any, ...]:
+        sig = self.lines[0].signature()
+        if self.is_list:
+            sig = ("list", _list_sep(self.lines[0]), self.lines[0].newline)
+        return (self.kind, sig)
+
+
+def _blocks(lines: list[Line]) -> list[Block]:
+    blocks: list[Block] = []
+    i = 0
+    while i < len(lines):
+        j = i + 1
+        sig = lines[i].signature()
+        while j < len(lines) and lines[j].signature() == sig:
+            j += 1
+        run = lines[i:j]
+        kind = "table" if len(run) >= 2 else "line"
+        blocks.append(Block(kind, run, _list_sep(run[0]) is not None))
+        i = j
+    return blocks
+
+
+def _mark_fixed(lines: list[Line], blocks: list[Block]) -> None:
+    """Keep count-like integers, sentinels and keywords as written (see the module
+    docstring): varying them would break the structure the program parses."""
+    n = len(lines)
+    nvals = [len(line.values()) for line in lines]
+    strlens = [{len(a.text) for a in line.values() if a.kind in ("str", "word")} for line in lines]
+    block_of: dict[int, Block] = {}
+    run_at: dict[int, int] = {}  # line index -> length of the run of lines starting there
+    k = 0
+    for b in blocks:
+        run_at[k] = len(b.lines)
+        for line in b.lines:
+            block_of[id(line)] = b
+        k += len(b.lines)
+    prefix = [0]
+    for x in nvals:
+        prefix.append(prefix[-1] + x)
+    last_prefix = {p: k for k, p in enumerate(prefix)}
+    total = prefix[-1]
+    words = Counter(a.text for line in lines for a in line.values() if a.kind == "word")
+
+    def count_like(v: int, k: int, j: int, vals: list[Atom]) -> bool:
+        """Whether value v (atom j of line k) counts what follows it: the values after it
+        on its line, or (within the next few lines) a line's values, a string's length, a
+        run of lines (give or take one), the next lines' values together, the lines left."""
+        if v == len(vals) - j - 1 and v > 0:
+            return True
+        if any(len(a.text) == v for a in vals[j + 1 :] if a.kind in ("str", "word")):
+            return True
+        for m in range(k + 1, min(n, k + 1 + COUNT_WINDOW)):
+            if v == nvals[m] or v in strlens[m]:
+                return True
+            run = run_at.get(m)
+            if run is not None and v in (run, run - 1, run + 1):
+                return True
+        if last_prefix.get(prefix[k + 1] + v, -1) > k + 1:
+            return True
+        remaining = n - k - 1
+        return v in (remaining, remaining - 1, total - prefix[k + 1])
+
+    for k, line in enumerate(lines):
+        block = block_of[id(line)]
+        vals = line.values()
+        head = block.kind == "table" and line is block.lines[0]
+        for j, a in enumerate(vals):
+            if a.kind == "int":
+                v = int(a.text)
+                if block.kind == "line" and not block.is_list:
+                    a.fixed = count_like(v, k, j, vals)
+                elif j == 0 and v >= 2 and v == len(vals) - 1:
+                    a.fixed = True  # a record that starts with its own length: k a1 .. ak
+                elif head and v in (len(block.lines) - 1, n - k - 1, n - k - 2):
+                    # a count whose items have its own shape (n, then n lines of one number)
+                    a.fixed = True
+            elif a.kind == "word" and block.kind != "table":
+                has_number = any(b.kind in ("int", "dec") for b in vals)
+                if has_number or words[a.text] > 1 or a.text in _ANSWER_WORDS:
+                    a.fixed = True
+    if n and nvals[0] == 1 and lines[0].values()[0].kind == "int":
+        v = int(lines[0].values()[0].text)
+        if 1 <= v <= n - 1:
+            lines[0].values()[0].fixed = True
+    tail = [line for line in lines if line.values()]
+    if len(tail) >= 2 and all(
+        a.kind == "int" and int(a.text) in (0, -1) for a in tail[-1].values()
+    ):
+        for a in tail[-1].values():
+            a.fixed = True
+
+
+def _assign_columns(blocks: list[Block]) -> None:
+    for b_idx, block in enumerate(blocks):
+        for line in block.lines:
+            for j, a in enumerate(line.atoms):
+                if not a.value:
+                    continue
+                if block.is_list:
+                    a.col = ("tl" if block.kind == "table" else "l", b_idx)
+                elif block.kind == "table":
+                    a.col = ("t", b_idx, j)
+                else:
+                    a.col = ("s", b_idx, j)
+
+
+@dataclass
+class _Column:
+    kind: str
+    texts: list[str] = field(default_factory=list)
+
+    def add(self, atom: Atom) -> None:
+        if self.kind != atom.kind:
+            # ints and decimals in one column are decimals
+            if {self.kind, atom.kind} == {"int", "dec"}:
+                self.kind = "dec"
+            else:
+                self.kind = "mixed"
+        self.texts.append(atom.text)
+
+    # Summaries, computed once the column is complete: a rule is asked for every atom.
+    @cached_property
+    def counts(self) -> Counter[str]:
+        return Counter(self.texts)
+
+    @cached_property
+    def choices(self) -> list[str]:
+        return _choices(self.texts)
+
+    @cached_property
+    def int_choices(self) -> list[int]:
+        return sorted({int(t) for t in self.choices})
+
+    @cached_property
+    def int_range(self) -> tuple[int, int]:
+        values = [int(t) for t in self.texts]
+        return min(values), max(values)
+
+    @cached_property
+    def dec_range(self) -> tuple[float, float, int]:
+        values = [float(t) for t in self.texts]
+        return min(values), max(values), max(len(t.partition(".")[2]) for t in self.texts)
+
+    @cached_property
+    def alphabet(self) -> str:
+        return "".join(sorted(set("".join(self.texts))))
+
+
+@dataclass
+class _Parsed:
+    test: TestCase
+    lines: list[Line]
+    blocks: list[Block]
+
+    def skeleton(self) -> tuple[Any, ...]:
+        return tuple(b.skeleton() for b in self.blocks)
+
+
+def _parse_test(test: TestCase) -> _Parsed | None:
+    if not test.stdin or len(test.stdin) > MAX_LEARN_BYTES:
+        return None
+    try:
+        text = test.stdin.decode("utf-8")
+    except UnicodeDecodeError:
+        return None
+    lines = parse_lines(text)
+    blocks = _blocks(lines)
+    _mark_fixed(lines, blocks)
+    _assign_columns(blocks)
+    return _Parsed(test, lines, blocks)
+
+
+# ---------------------------------------------------------------------------- rules
+def _fmt(x: float) -> int | float:
+    return int(x) if float(x).is_integer() else x
+
+
+def _choices(texts: list[str]) -> list[str]:
+    distinct = sorted(set(texts))
+    if len(distinct) <= MAX_CHOICES:
+        return distinct
+    step = (len(distinct) - 1) / (MAX_CHOICES - 1)
+    return [distinct[round(k * step)] for k in range(MAX_CHOICES)]
+
+
+def _rule(atom: Atom, column: _Column, level: str, keyword_col: bool) -> dict[str, Any] | None:
+    """The generator rule an atom is drawn with at `level`, or None: written as seen."""
+    if atom.fixed or atom.col is None or column.kind == "mixed":
+        return None
+    bulk = atom.col[0] in ("t", "tl", "l")
+    if not bulk and level != "full":
+        return None
+    if keyword_col:
+        values = column.counts
+        if level != "full" or len(values) < 2:
+            return None
+        names = sorted(values)
+        return {"choice": names, "weights": [values[v] for v in names]}
+    if level == "values":
+        options = column.choices
+        if len(options) < 2:
+            return None
+        if column.kind == "int":
+            return {"choice": column.int_choices}
+        if column.kind == "str" or column.kind == "word":
+            same = [t for t in options if len(t) == len(atom.text)]
+            return {"choice": same} if len(same) >= 2 else None
+        return {"choice": options}
+    if column.kind == "int":
+        lo, hi = column.int_range
+        if lo == hi:
+            if bulk:
+                return None
+            if lo >= 2:
+                lo = 1
+            elif hi <= -2:
+                hi = -1
+            else:
+                return None
+        return {"int": [lo, hi]}
+    if column.kind == "dec":
+        lo, hi, digits = column.dec_range
+        step = 10.0**-digits
+        if lo == hi:
+            if bulk:
+                return None
+            if lo >= 2 * step:
+                lo = step
+            elif hi <= -2 * step:
+                hi = -step
+            else:
+                return None
+        return {"float": [_fmt(lo), _fmt(hi)], "digits": digits}
+    alphabet = column.alphabet
+    if len(alphabet) < 2:
+        return None
+    return {"text": {"length": len(atom.text), "alphabet": alphabet}}
+
+
+def _literal(text: str) -> str:
+    return text.replace("{", "{{").replace("}", "}}")
+
+
+class _TooLarge(Exception):
+    pass
+
+
+class _Writer:
+    """Fresh var names and the var budget of one class."""
+
+    def __init__(self) -> None:
+        self.n = 0
+
+    def name(self) -> str:
+        self.n += 1
+        if self.n > MAX_VARS:
+            raise _TooLarge
+        return f"v{self.n}"
+
+
+def _line_pieces(
+    line: Line, rules: list[dict[str, Any] | None]
+) -> list[str | tuple[str, dict[str, Any]]]:
+    """A line as literal text and value rules, with runs of three or more values of one
+    rule and one separator folded into one `ints` / `repeat` rule."""
+    out: list[str | tuple[str, dict[str, Any]]] = []
+    atoms = line.atoms
+    i = 0
+    while i < len(atoms):
+        rule = rules[i]
+        if rule is None:
+            out.append(atoms[i].text)
+            i += 1
+            continue
+        # collect value, sep, value, sep, ... with the same rule and separator
+        j, count, sep = i, 1, None
+        while (
+            j + 2 < len(atoms)
+            and not atoms[j + 1].value
+            and atoms[j + 1].text.isspace()
+            and (sep is None or atoms[j + 1].text == sep)
+            and rules[j + 2] == rule
+        ):
+            sep = atoms[j + 1].text
+            j += 2
+            count += 1
+        if count >= 3 and sep is not None:
+            if "int" in rule:
+                lo, hi = rule["int"]
+                out.append(("run", {"ints": {"count": count, "range": [lo, hi], "sep": sep}}))
+            else:
+                out.append(
+                    (
+                        "run",
+                        {
+                            "repeat": {
+                                "count": count,
+                                "template": "{x}",
+                                "vars": {"x": rule},
+                                "sep": sep,
+                            }
+                        },
+                    )
+                )
+            i = j + 1
+        else:
+            out.append(("one", rule))
+            i += 1
+    return out
+
+
+def _render(
+    pieces: list[str | tuple[str, dict[str, Any]]], writer: _Writer
+) -> tuple[str, dict[str, Any]]:
+    template: list[str] = []
+    variables: dict[str, Any] = {}
+    for piece in pieces:
+        if isinstance(piece, str):
+            template.append(_literal(piece))
+        else:
+            name = writer.name()
+            variables[name] = piece[1]
+            template.append("{" + name + "}")
+    return "".join(template), variables
+
+
+def _class_body(
+    parsed: _Parsed, columns: dict[Any, _Column], keyword_cols: set[Any], level: str
+) -> dict[str, Any] | None:
+    """The class of one test at one level, or None when nothing would vary."""
+    shapes: list[tuple[str, list[str | tuple[str, dict[str, Any]]]]] = []
+    varies = False
+    for line in parsed.lines:
+        rules = [
+            _rule(a, columns[a.col], level, a.col in keyword_cols)
+            if a.value and a.col is not None and not a.fixed
+            else None
+            for a in line.atoms
+        ]
+        varies = varies or any(r is not None for r in rules)
+        pieces = _line_pieces(line, rules)
+        if line.newline:
+            pieces.append(line.newline)
+        shapes.append((json.dumps(pieces, sort_keys=True), pieces))
+    if not varies:
+        return None
+    writer = _Writer()
+    template: list[str] = []
+    variables: dict[str, Any] = {}
+    try:
+        i = 0
+        while i < len(shapes):
+            j = i + 1
+            while j < len(shapes) and shapes[j][0] == shapes[i][0]:
+                j += 1
+            pieces = shapes[i][1]
+            has_vars = any(not isinstance(p, str) for p in pieces)
+            if j - i >= 2 and has_vars:
+                inner, inner_vars = _render(pieces, writer)
+                name = writer.name()
+                variables[name] = {
+                    "repeat": {"count": j - i, "template": inner, "vars": inner_vars, "sep": ""}
+                }
+                template.append("{" + name + "}")
+            else:
+                for k in range(i, j):
+                    text, vs = _render(shapes[k][1], writer)
+                    template.append(text)
+                    variables.update(vs)
+            i = j
+    except _TooLarge:
+        return None
+    return {"template": "".join(template), "vars": variables}
+
+
+def _class_name(test_name: str, taken: set[str]) -> str:
+    base = re.sub(r"[^A-Za-z0-9_.\-]", "_", test_name)[:56] or "c"
+    if not base[0].isalnum():
+        base = "c" + base
+    name, k = base, 1
+    while name in taken:
+        k += 1
+        name = f"{base}-{k}"
+    taken.add(name)
+    return name
+
+
+@dataclass(frozen=True)
+class LearntClass:
+    """One class learnt from one test (or a group of tests of the same shape): its body at
+    each level that varies something, most daring first."""
+
+    name: str
+    tests: tuple[str, ...]
+    bodies: tuple[tuple[str, dict[str, Any]], ...]
+
+    def generator(self, level: str) -> InputGenerator:
+        body = dict(self.bodies)[level]
+        return InputGenerator.from_dict(
+            {
+                "version": GENERATOR_VERSION,
+                "classes": {self.name: body},
+                "tests": {t: self.name for t in self.tests},
+                "origin": "learnt",
+            }
+        )
+
+
+def learn_classes(program: Program) -> list[LearntClass]:
+    """Every class the program's test inputs give, each with its body per level (no class
+    for a test with empty, non-UTF-8 or oversized input, or nothing that can vary)."""
+    parsed = [p for p in (_parse_test(t) for t in program.tests) if p is not None]
+    groups: dict[tuple[Any, ...], list[_Parsed]] = {}
+    for p in parsed:
+        groups.setdefault(p.skeleton(), []).append(p)
+    found: dict[str, tuple[list[str], list[tuple[str, dict[str, Any]]]]] = {}
+    order: list[str] = []
+    for members in groups.values():
+        columns: dict[Any, _Column] = {}
+        for p in members:
+            for line in p.lines:
+                for a in line.values():
+                    if a.col is None or a.fixed:
+                        continue
+                    if a.col not in columns:
+                        columns[a.col] = _Column(a.kind)
+                    columns[a.col].add(a)
+        for p in members:  # fixed atoms still need a column entry to look up
+            for line in p.lines:
+                for a in line.values():
+                    if a.col is not None and a.col not in columns:
+                        columns[a.col] = _Column(a.kind, [a.text])
+        keyword_cols = {
+            key
+            for key, col in columns.items()
+            if key[0] == "t"
+            and col.kind == "word"
+            and (len(set(col.texts)) < len(col.texts) or set(col.texts) <= _ANSWER_WORDS)
+        }
+        for p in members:
+            bodies = []
+            for level in LEVELS:
+                body = _class_body(p, columns, keyword_cols, level)
+                if body is not None and all(body != b for _, b in bodies):
+                    bodies.append((level, body))
+            if not bodies:
+                continue
+            key = json.dumps(bodies, sort_keys=True)
+            if key not in found:
+                found[key] = ([], bodies)
+                order.append(key)
+            found[key][0].append(p.test.name)
+    taken: set[str] = set()
+    classes = []
+    for key in order:
+        tests, bodies = found[key]
+        classes.append(LearntClass(_class_name(tests[0], taken), tuple(tests), tuple(bodies)))
+    return classes
+
+
+def reads_stdin(program: Program) -> bool:
+    """Whether the source (or a header) names a way of reading standard input."""
+    texts = [program.source, *program.header_files.values()]
+    return any(_READS_STDIN.search(t) for t in texts)
+
+
+def learn_generator(program: Program, level: str = "full") -> InputGenerator | None:
+    """The learnt generator of `program` at `level` (each class at the most daring level it
+    has up to `level`), before acceptance, or None when no test gives a class. This is the
+    spec only: `accept_generator` is what decides which classes are kept."""
+    if level not in LEVELS:
+        raise ValueError(f"level must be one of {', '.join(LEVELS)}")
+    if not reads_stdin(program):
+        return None
+    classes, tests = {}, {}
+    allowed = LEVELS[: LEVELS.index(level) + 1]
+    for c in learn_classes(program):
+        body = next((b for lv, b in c.bodies if lv in allowed), None)
+        if body is None:
+            continue
+        classes[c.name] = body
+        tests.update({t: c.name for t in c.tests})
+    if not classes:
+        return None
+    return InputGenerator.from_dict(
+        {"version": GENERATOR_VERSION, "classes": classes, "tests": tests, "origin": "learnt"}
+    )
+
+
+# ---------------------------------------------------------------------------- acceptance
+@dataclass(frozen=True)
+class AcceptConfig:
+    """How drawn inputs are judged: `per_class` draws per level, each run within
+    `cpu_seconds` of CPU (the sanitizer build gets `sanitize_factor` times as much)."""
+
+    per_class: int = PER_CLASS
+    cpu_seconds: int = CPU_SECONDS
+    sanitize_factor: int = 4
+    seed: int = 0
+
+
+@dataclass
+class _Builds:
+    o0: Path
+    o3: Path
+    san: Path
+
+
+def _limits(base: Limits, cpu: int) -> Limits:
+    return replace(base, cpu_seconds=cpu, wall_seconds=2.0 * cpu + 3.0)
+
+
+def _run_failure(run: RunResult, k: int, what: str) -> str | None:
+    rec = run.records[k] if k < len(run.records) else None
+    if rec is None:
+        return f"{what}: no record of the run"
+    if rec.killed == "wall" or rec.signal == 24:
+        return f"{what}: over the time limit"
+    if rec.killed in ("stdout", "stderr"):
+        return f"{what}: printed more than the sandbox accepts"
+    if rec.signal is not None:
+        return f"{what}: killed by signal {rec.signal}"
+    if rec.exec_errno:
+        return f"{what}: could not be executed"
+    return None
+
+
+class _Judge:
+    """Runs drawn inputs of one program through its three builds."""
+
+    def __init__(
+        self, program: Program, builds: _Builds, sandbox: Sandbox, config: AcceptConfig
+    ) -> None:
+        from asmopt.sandbox.runner import Limits
+
+        self.program = program
+        self.builds = builds
+        self.sandbox = sandbox
+        self.config = config
+        self.limits = _limits(Limits(), config.cpu_seconds)
+        self.san_limits = replace(
+            _limits(Limits(), config.cpu_seconds * config.sanitize_factor),
+            address_space=SANITIZE_ADDRESS_SPACE,
+        )
+
+    def judge(self, test: TestCase, inputs: list[bytes]) -> tuple[int, str | None]:
+        """(how many of `inputs` pass, the first failure). The test's own input runs first:
+        a drawn output must be non-empty when the fixed input's is."""
+        from asmopt.sandbox.runner import MAX_INPUTS
+
+        if len(inputs) + 1 > MAX_INPUTS:
+            inputs = inputs[: MAX_INPUTS - 1]
+        cmp = test.compare if test.compare.mode != "md5" else Comparison("exact")
+        feed = [0, 0] + [k + 1 for k in range(len(inputs)) for _ in (0, 1)]
+        order = [0, 1] * (len(inputs) + 1)
+        run = self.sandbox.run_binaries(
+            [self.builds.o0, self.builds.o3],
+            order,
+            argv=test.argv,
+            stdin=[test.stdin, *inputs],
+            feed=feed,
+            limits=self.limits,
+            marker="asmoptmutatorend",
+        )
+        if run.infra_error:
+            raise RuntimeError(f"sandbox: {run.infra_error}")
+        segments = list(run.segments or ())
+        if len(segments) != len(order):
+            return 0, f"the sandbox returned {len(segments)} outputs for {len(order)} runs"
+        base_out = segments[0]
+        passed: list[int] = []
+        first: str | None = None
+        for k in range(len(inputs)):
+            r0, r3 = 2 * (k + 1), 2 * (k + 1) + 1
+            why = _run_failure(run, r0, "-O0") or _run_failure(run, r3, "-O3")
+            if why is None:
+                e0, e3 = run.records[r0].exit_code, run.records[r3].exit_code
+                if e0 != test.expected_exit:
+                    why = f"-O0 exits with {e0}, the test expects {test.expected_exit}"
+                elif e3 != e0:
+                    why = f"-O3 exits with {e3}, -O0 with {e0}"
+                elif base_out and not segments[r0]:
+                    why = "-O0 prints nothing (the input is probably not read as meant)"
+                else:
+                    diff = compare_output(segments[r0], segments[r3], cmp, e3 or 0)
+                    if diff is not None:
+                        why = f"-O0 and -O3 disagree: {diff}"
+            if why is None:
+                passed.append(k)
+            elif first is None:
+                first = f"draw {k}: {why}"
+        if not passed:
+            return 0, first
+        # the sanitizer build, on the inputs both builds agreed on
+        chosen = [inputs[k] for k in passed]
+        san = self.sandbox.run_binaries(
+            [self.builds.san],
+            [0] * len(chosen),
+            argv=test.argv,
+            stdin=chosen,
+            feed=list(range(len(chosen))),
+            limits=self.san_limits,
+            marker="asmoptmutatorend",
+            mount_proc=True,
+            extra_env=SANITIZE_ENV,
+        )
+        if san.infra_error:
+            raise RuntimeError(f"sandbox: {san.infra_error}")
+        san_out = list(san.segments or ())
+        ok = 0
+        for n, k in enumerate(passed):
+            why = _run_failure(san, n, "sanitizer build")
+            if why is None:
+                code = san.records[n].exit_code
+                if code == _SANITIZER_EXIT and code != test.expected_exit:
+                    why = "the sanitizer reports undefined behaviour or a memory error"
+                elif code != test.expected_exit:
+                    why = f"sanitizer build exits with {code}"
+                elif (
+                    n >= len(san_out)
+                    or compare_output(segments[2 * (k + 1)], san_out[n], cmp, code or 0) is not None
+                ):
+                    why = "sanitizer build prints something else (uninitialised memory?)"
+            if why is None:
+                ok += 1
+            elif first is None or not first.startswith("draw"):
+                first = f"draw {k}: {why}"
+        report = _SANITIZER_TEXT.search(san.stderr)
+        if report is not None:
+            line = next(x for x in san.stderr.splitlines() if _SANITIZER_TEXT.search(x))
+            detail = line.decode("utf-8", "replace").strip()[:200]
+            if first is None:
+                first = f"sanitizer: {detail}"
+                ok = min(ok, len(passed) - 1)
+            else:
+                first += f" ({detail})"
+        return ok, first
+
+
+def _build(program: Program, toolchain: Toolchain) -> _Builds | str:
+    paths = []
+    for what, flags in (("-O0", ("-O0",)), ("-O3", ("-O3",)), ("sanitizer", SANITIZE_FLAGS)):
+        result = toolchain.compile_binary(program, flags)
+        if not result.ok or result.output is None:
+            first = result.message.splitlines()[0] if result.message else result.stage
+            return f"{what} build failed: {first}"
+        paths.append(result.output)
+    return _Builds(*paths)
+
+
+def accept_generator(
+    program: Program,
+    toolchain: Toolchain,
+    sandbox: Sandbox,
+    config: AcceptConfig | None = None,
+) -> tuple[InputGenerator | None, dict[str, Any]]:
+    """The learnt generator with only the classes whose drawn inputs all pass (module
+    docstring), and the report stored as `metadata.inputs_report`."""
+    config = config or AcceptConfig()
+    start = time.monotonic()
+    report: dict[str, Any] = {"generator": False, "classes": {}, "accepted": 0, "tried": 0}
+
+    def done(
+        gen: InputGenerator | None, reason: str | None = None
+    ) -> tuple[InputGenerator | None, dict[str, Any]]:
+        report["generator"] = gen is not None
+        if reason:
+            report["reason"] = reason
+        report["seconds"] = round(time.monotonic() - start, 2)
+        return gen, report
+
+    if all(not t.stdin for t in program.tests):
+        return done(None, "no test has stdin")
+    if not reads_stdin(program):
+        return done(None, "the program does not read stdin")
+    classes = learn_classes(program)
+    if not classes:
+        return done(None, "no test input has values that can vary")
+    builds = _build(program, toolchain)
+    if isinstance(builds, str):
+        return done(None, builds)
+    judge = _Judge(program, builds, sandbox, config)
+    tests = {t.name: t for t in program.tests}
+    kept: dict[str, dict[str, Any]] = {}
+    mapping: dict[str, str] = {}
+    for learnt in classes:
+        test = tests[learnt.tests[0]]
+        attempts = []
+        chosen = None
+        for level, _body in learnt.bodies:
+            gen = learnt.generator(level)
+            try:
+                draws = [
+                    gen.draw(
+                        learnt.name, derive_seed(config.seed, program.id, learnt.name, level, k)
+                    )
+                    for k in range(config.per_class)
+                ]
+            except GeneratorError as exc:
+                attempts.append(
+                    {"level": level, "accepted": 0, "tried": 0, "failure": f"cannot draw: {exc}"}
+                )
+                continue
+            if all(d == test.stdin for d in draws):
+                attempts.append(
+                    {
+                        "level": level,
+                        "accepted": 0,
+                        "tried": 0,
+                        "failure": "every draw equals the fixed input",
+                    }
+                )
+                continue
+            probe = draws[:PROBE_DRAWS]
+            ok, why = judge.judge(test, probe)
+            tried = len(probe)
+            if why is None and len(draws) > len(probe):
+                more, why = judge.judge(test, draws[len(probe) :])
+                ok += more
+                tried = len(draws)
+            attempt: dict[str, Any] = {"level": level, "accepted": ok, "tried": tried}
+            if why is not None:
+                attempt["failure"] = why[:300]
+            attempts.append(attempt)
+            report["accepted"] += ok
+            report["tried"] += tried
+            if why is None:
+                chosen = level
+                break
+        entry: dict[str, Any] = {"tests": list(learnt.tests), "level": chosen, "attempts": attempts}
+        entry["accepted"] = attempts[-1]["accepted"] if chosen else 0
+        entry["tried"] = sum(a["tried"] for a in attempts)
+        report["classes"][learnt.name] = entry
+        if chosen is not None:
+            kept[learnt.name] = dict(learnt.bodies)[chosen]
+            mapping.update({t: learnt.name for t in learnt.tests})
+    if not kept:
+        return done(None, "no class passed acceptance")
+    gen = InputGenerator.from_dict(
+        {"version": GENERATOR_VERSION, "classes": kept, "tests": mapping, "origin": "learnt"}
+    )
+    return done(gen)
+
+
+def fit_inputs(
+    program: Program,
+    toolchain: Toolchain,
+    sandbox: Sandbox,
+    config: AcceptConfig | None = None,
+) -> Program:
+    """`program` with its accepted learnt generator (if any) and `metadata.inputs_report`.
+    A program that already has a generator (declared, or carried by an exported row) is
+    returned unchanged."""
+    if program.inputs is not None:
+        return program
+    try:
+        gen, report = accept_generator(program, toolchain, sandbox, config)
+    except RuntimeError as exc:  # our side failed (sandbox, toolchain): not the program's
+        gen, report = (
+            None,
+            {
+                "generator": False,
+                "classes": {},
+                "accepted": 0,
+                "tried": 0,
+                "reason": f"not learnt: {exc}",
+                "infra_error": True,
+            },
+        )
+    meta = program.meta
+    meta["inputs_report"] = report
+    return replace(program, inputs=gen, metadata=tuple(sorted(meta.items())))
+
+
+def summarize(report: dict[str, Any]) -> str:
+    """One line per program for the import summary: accepted/tried per class."""
+    if not report.get("classes"):
+        return f"fixed inputs ({report.get('reason', 'nothing learnt')})"
+    parts = []
+    for name, c in report["classes"].items():
+        tried = "+".join(f"{a['accepted']}/{a['tried']}" for a in c["attempts"]) or "0/0"
+        parts.append(f"{name} {tried} {c['level'] or 'dropped'}")
+    head = "generator" if report.get("generator") else "fixed inputs"
+    return f"{head}: " + ", ".join(parts)
+
+
+def learn_programs(
+    programs: Sequence[Program],
+    toolchain: Toolchain,
+    sandbox: Sandbox,
+    *,
+    jobs: int = 2,
+    progress: bool = False,
+    config: AcceptConfig | None = None,
+) -> list[Program]:
+    """`fit_inputs` over many programs, `jobs` at a time, in the given order."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from tqdm import tqdm
+
+    out: list[Program] = []
+    with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
+        bar = tqdm(total=len(programs), desc="inputs", unit="prog", disable=not progress)
+        for program in pool.map(lambda p: fit_inputs(p, toolchain, sandbox, config), programs):
+            out.append(program)
+            bar.update(1)
+        bar.close()
+    return out
+
+
+__all__ = [
+    "LEVELS",
+    "AcceptConfig",
+    "LearntClass",
+    "accept_generator",
+    "fit_inputs",
+    "learn_classes",
+    "learn_generator",
+    "learn_programs",
+    "parse_lines",
+    "reads_stdin",
+    "summarize",
+]

@@ -1,0 +1,156 @@
+"""Input generators (asmopt.programs.generators): a declarative spec, interpreted and never
+executed, that draws the same bytes from the same seed on any machine."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from asmopt.programs.generators import (
+    MAX_DRAWN_BYTES,
+    GeneratorError,
+    InputGenerator,
+    Rng,
+    derive_seed,
+)
+from asmopt.programs.model import Program, TestCase
+from asmopt.programs.suite_io import SuiteFormatError, load_suite, save_suite
+
+SPEC = {
+    "version": 1,
+    "classes": {
+        "graph": {
+            "template": "{n} {m}\n{edges}",
+            "vars": {
+                "n": {"int": [2, 6]},
+                "m": {"int": [1, "n * (n - 1)"]},
+                "edges": {
+                    "repeat": {
+                        "count": "m",
+                        "template": "{u} {v} {w}\n",
+                        "vars": {"u": {"int": [1, "n"]}, "v": {"int": [1, "n"]},
+                                 "w": {"float": [0, 1], "digits": 3}},
+                    }
+                },
+            },
+        },
+        "strings": {
+            "template": "{a}\n{b}\n{k} {xs}\n",
+            "vars": {
+                "len": {"int": [1, 30], "log": True},
+                "a": {"text": {"length": "len", "alphabet": "ACGT"}},
+                "b": {"mutate": {"of": "a", "rate": 0.3, "alphabet": "ACGT"}},
+                "k": {"choice": [1, 2, "x"], "weights": [1, 0, 3]},
+                "xs": {"ints": {"count": "min(len, 5)", "range": [-3, 3], "sep": ","}},
+            },
+        },
+    },
+    "tests": {"t1": "graph"},
+}
+
+
+def test_draws_are_deterministic_in_the_seed_and_differ_across_seeds() -> None:
+    gen = InputGenerator.from_dict(SPEC)
+    assert gen.draw("graph", 5) == gen.draw("graph", 5)
+    draws = {gen.draw("graph", derive_seed(1, "p", k)) for k in range(50)}
+    assert len(draws) > 40
+    for data in draws:
+        head, *edges = data.decode().splitlines()
+        n, m = map(int, head.split())
+        assert 2 <= n <= 6 and 1 <= m <= n * (n - 1) and len(edges) == m
+        for edge in edges:
+            u, v, w = edge.split()
+            assert 1 <= int(u) <= n and 1 <= int(v) <= n and len(w.split(".")[1]) == 3
+
+
+def test_every_rule_draws_within_its_bounds() -> None:
+    gen = InputGenerator.from_dict(SPEC)
+    for k in range(100):
+        a, b, last = gen.draw("strings", derive_seed(2, k)).decode().split("\n")[:3]
+        assert 1 <= len(a) <= 30 and set(a) <= set("ACGT") and set(b) <= set("ACGT")
+        kind, xs = last.split(" ")
+        assert kind in ("1", "x")  # weight 0 is never drawn
+        values = [int(x) for x in xs.split(",")]
+        assert len(values) == min(len(a), 5) and all(-3 <= x <= 3 for x in values)
+
+
+def test_the_generator_is_the_same_on_every_machine() -> None:
+    """splitmix64 from a fixed seed: a recorded seed must draw the same input anywhere."""
+    assert [Rng(0).next() for _ in range(1)] == [0xE220A8397B1DCDAF]
+    assert derive_seed(7, "a", 1) == derive_seed(7, "a", 1) != derive_seed(7, "a", 2)
+
+
+@pytest.mark.parametrize(
+    ("change", "needle"),
+    [
+        ({"version": 2}, "version"),
+        ({"classes": {}}, "non-empty"),
+        ({"classes": {"a": {"template": "{x}", "vars": {}}}}, "is not a var"),
+        ({"classes": {"a": {"template": "{", "vars": {}}}}, "lone"),
+        ({"classes": {"a": {"template": "{x}", "vars": {"x": {"int": [0, "__import__('os')"]}}}}},
+         "only numbers"),
+        ({"classes": {"a": {"template": "{x}", "vars": {"x": {"int": [0, "y"]}}}}},
+         "before it is drawn"),
+        ({"classes": {"a": {"template": "{x}", "vars": {"x": {"int": [0, 1], "float": [0, 1]}}}}},
+         "exactly one rule"),
+        ({"classes": {"a": {"template": "{x}", "vars": {"x": {"int": 5}}}}}, "[low, high]"),
+        ({"tests": {"t1": "nope"}}, "is not a class"),
+        (
+            {"classes": {"a": {"template": "{x}", "vars": {
+                "x": {"ints": {"count": "n", "range": [0, 1]}}}}}},
+            "before it is drawn",
+        ),
+        ({"extra": 1}, "unknown keys"),
+    ],
+)
+def test_a_malformed_spec_is_refused_by_name(change: dict, needle: str) -> None:
+    with pytest.raises(GeneratorError, match=None) as err:
+        InputGenerator.from_dict({**SPEC, "tests": {}, **change})
+    assert needle in str(err.value)
+
+
+def test_a_draw_over_the_size_cap_is_refused(monkeypatch: pytest.MonkeyPatch) -> None:
+    from asmopt.programs import generators
+
+    monkeypatch.setattr(generators, "MAX_DRAWN_BYTES", 1000)
+    gen = InputGenerator.from_dict(
+        {"version": 1, "classes": {"big": {"template": "{s}", "vars": {"s": {"repeat": {
+            "count": 300, "template": "{t}\n", "vars": {
+                "t": {"text": {"length": 3, "alphabet": "ab"}}}}}}}}}
+    )
+    with pytest.raises(GeneratorError, match="exceed 1000 bytes"):
+        gen.draw("big", 1)
+    assert MAX_DRAWN_BYTES == 16 << 20
+
+
+def test_suites_save_and_load_their_generators(tmp_path: Path) -> None:
+    from asmopt.programs.model import Suite
+
+    gen = InputGenerator.from_dict(SPEC)
+    program = Program("p", "int main(void){return 0;}", (TestCase("t1", b"1\n", b""),),
+                      inputs=gen, examples=("t1",))
+    save_suite(Suite("s", {"p": program}, {"p": "train"}), tmp_path)
+    loaded = load_suite(tmp_path).get("p")
+    assert loaded.inputs is not None and loaded.inputs.spec == gen.spec
+    assert loaded.examples == ("t1",) and loaded.size_class("t1") == "graph"
+    assert loaded.content_hash() == program.content_hash()
+    # A spec that names a rule wrongly is an error naming the file.
+    spec_path = tmp_path / "programs" / "p" / "program.json"
+    data = json.loads(spec_path.read_text())
+    data["inputs"]["classes"]["graph"]["vars"]["n"] = {"int": "x"}
+    spec_path.write_text(json.dumps(data))
+    with pytest.raises(SuiteFormatError, match=r"program\.json.*inputs\.classes\.graph\.vars\.n"):
+        load_suite(tmp_path)
+
+
+def test_a_program_keeping_some_tests_keeps_a_consistent_generator() -> None:
+    gen = InputGenerator.from_dict({**SPEC, "tests": {"t1": "graph", "t2": "strings"}})
+    tests = (TestCase("t1", b"", b""), TestCase("t2", b"", b""))
+    program = Program("p", "int main(void){return 0;}", tests, inputs=gen, examples=("t2",))
+    kept = program.with_tests(tests[:1])
+    assert kept.size_class("t1") == "graph" and kept.size_class("t2") is None
+    assert kept.examples == ()
+    assert program.fixed_inputs is False
+    assert Program("q", "int main(void){return 0;}", tests).fixed_inputs is True

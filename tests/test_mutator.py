@@ -1,0 +1,287 @@
+"""Input generators learnt from an imported program's own tests (data/mutator.py): the shape
+kept, counts consistent, acceptance by the -O0, -O3 and sanitizer builds, the import
+summary, and the generator carried by an exported row. Real gcc, real sandbox."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+import asmopt.cli
+from asmopt.data.export import export_suite
+from asmopt.data.mutator import fit_inputs, learn_classes, learn_generator
+from asmopt.data.plain_dir import import_plain_dir
+from asmopt.data.supercoder import import_supercoder
+from asmopt.programs.generators import derive_seed
+from asmopt.programs.model import Program, TestCase
+from asmopt.programs.rows import row_to_program
+from asmopt.programs.suite_io import load_suite
+
+SUM_C = r"""#include <stdio.h>
+int main(void)
+{
+    int n; long s = 0, x;
+    if (scanf("%d", &n) != 1) return 1;
+    for (int i = 0; i < n; i++) { if (scanf("%ld", &x) != 1) return 2; s += x; }
+    printf("%ld\n", s);
+    return 0;
+}
+"""
+REVERSE_C = r"""#include <stdio.h>
+#include <string.h>
+int main(void)
+{
+    char s[128];
+    if (scanf("%127s", s) != 1) return 1;
+    for (int i = (int)strlen(s) - 1; i >= 0; i--) putchar(s[i]);
+    putchar('\n');
+    return 0;
+}
+"""
+COMMANDS_C = r"""#include <stdio.h>
+#include <string.h>
+int main(void)
+{
+    int q; long total = 0, x; char cmd[16];
+    if (scanf("%d", &q) != 1) return 1;
+    while (q-- > 0) {
+        if (scanf("%15s", cmd) != 1) return 2;
+        if (strcmp(cmd, "add") == 0) { if (scanf("%ld", &x) != 1) return 3; total += x; }
+        else if (strcmp(cmd, "query") == 0) printf("%ld\n", total);
+        else return 4;
+    }
+    return 0;
+}
+"""
+# Indexes a table by an input number: k = 3 is fine, k = 1 reads lut[-1].
+UB_C = r"""#include <stdio.h>
+int lut[4] = {10, 20, 30, 40};
+int main(void)
+{
+    int k, n; long s = 0, x;
+    if (scanf("%d %d", &k, &n) != 2) return 1;
+    for (int i = 0; i < n; i++) { if (scanf("%ld", &x) != 1) return 2; s += x; }
+    printf("%ld\n", s + lut[k - 2]);
+    return 0;
+}
+"""
+NO_STDIN_C = '#include <stdio.h>\nint main(void){ printf("42\\n"); return 0; }\n'
+
+POOL = {
+    "sum": (SUM_C, {"a": "5\n3 1 4 1 5\n", "b": "3\n10 20 30\n"}),
+    "reverse": (REVERSE_C, {"a": "hello\n"}),
+    "commands": (COMMANDS_C, {"a": "5\nadd 3\nadd 5\nquery\nadd 7\nquery\n"}),
+    "ub": (UB_C, {"a": "3 5\n1 2 3 4 5\n"}),
+    "quiet": (NO_STDIN_C, {"a": ""}),
+}
+
+
+def make_pool(root: Path, names: tuple[str, ...] = tuple(POOL)) -> Path:
+    for name in names:
+        source, tests = POOL[name]
+        (root / name / "tests").mkdir(parents=True)
+        (root / name / f"{name}.c").write_text(source)
+        for test, text in tests.items():
+            (root / name / "tests" / f"{test}.in").write_text(text)
+    return root
+
+
+def program(name: str) -> Program:
+    source, tests = POOL[name]
+    return Program(
+        id=name,
+        source=source,
+        tests=tuple(
+            TestCase(name=t, stdin=text.encode(), expected_stdout=b"") for t, text in tests.items()
+        ),
+    )
+
+
+def draws(p: Program, n: int = 12) -> list[tuple[str, str]]:
+    assert p.inputs is not None
+    return [
+        (c, p.inputs.draw(c, derive_seed(7, "test", c, k)).decode())
+        for c in p.inputs.class_names
+        for k in range(n)
+    ]
+
+
+# ---------------------------------------------------------------------------- learning only
+def test_counts_keywords_and_sentinels_stay_as_written() -> None:
+    gen = learn_generator(program("sum"))
+    assert gen is not None and gen.origin == "learnt"
+    assert dict(gen.tests) == {"a": "a", "b": "b"}
+    for _, text in draws(replace_inputs(program("sum"), gen)):
+        head, items = text.split("\n", 1)
+        assert int(head) == len(items.split())  # the count equals the items drawn
+    # commands: the count of command lines is kept, and only observed keywords are drawn
+    gen = learn_generator(program("commands"))
+    assert gen is not None
+    for _, text in draws(replace_inputs(program("commands"), gen)):
+        lines = text.splitlines()
+        assert int(lines[0]) == len(lines) - 1 == 5
+        assert all(line.split()[0] in ("add", "query") for line in lines[1:])
+    # a terminating line of zeros and a test-case count are kept
+    sentinel = Program(
+        id="edges",
+        source=SUM_C,
+        tests=(TestCase(name="t", stdin=b"3\n1 2\n2 3\n1 3\n0 0\n", expected_stdout=b""),),
+    )
+    [learnt] = learn_classes(sentinel)
+    body = dict(learnt.bodies)["full"]
+    assert body["template"].startswith("3\n") and body["template"].endswith("0 0\n")
+
+
+def test_strings_keep_length_and_alphabet() -> None:
+    gen = learn_generator(program("reverse"))
+    assert gen is not None
+    seen = {text for _, text in draws(replace_inputs(program("reverse"), gen))}
+    assert len(seen) > 1
+    for text in seen:
+        assert text.endswith("\n") and len(text) == 6 and set(text[:-1]) <= set("helo")
+
+
+def test_programs_without_stdin_or_values_learn_nothing() -> None:
+    assert learn_generator(program("quiet")) is None
+    words = Program(
+        id="w",
+        source=SUM_C,
+        tests=(TestCase(name="t", stdin=b"YES\n", expected_stdout=b""),),
+    )
+    assert learn_generator(words) is None
+
+
+def replace_inputs(p: Program, gen: object) -> Program:
+    from dataclasses import replace
+
+    return replace(p, inputs=gen)
+
+
+# ---------------------------------------------------------------------------- acceptance
+def test_accepted_draws_differ_from_the_fixed_inputs_and_both_builds_agree(
+    toolchain, sandbox
+) -> None:
+    p = fit_inputs(program("sum"), toolchain, sandbox)
+    report = p.meta["inputs_report"]
+    assert p.inputs is not None and not p.fixed_inputs and report["generator"] is True
+    assert {c: (e["accepted"], e["tried"]) for c, e in report["classes"].items()} == {
+        "a": (16, 16),
+        "b": (16, 16),
+    }
+    fixed = {t.stdin.decode() for t in p.tests}
+    drawn = draws(p, 6)
+    assert any(text not in fixed for _, text in drawn)
+    o0 = toolchain.compile_binary(p, ("-O0",)).output
+    o3 = toolchain.compile_binary(p, ("-O3",)).output
+    for _, text in drawn:
+        head, items = text.split("\n", 1)
+        assert int(head) == len(items.split())
+        r0 = sandbox.run_program(o0, stdin=text.encode())
+        r3 = sandbox.run_program(o3, stdin=text.encode())
+        assert r0.exit_code == r3.exit_code == 0 and r0.stdout == r3.stdout
+        assert int(r0.stdout) == sum(int(x) for x in items.split())
+
+
+def test_undefined_behaviour_on_drawn_values_narrows_the_class(toolchain, sandbox) -> None:
+    p = fit_inputs(program("ub"), toolchain, sandbox)
+    entry = p.meta["inputs_report"]["classes"]["a"]
+    first = entry["attempts"][0]
+    # drawing k in [1, 3] reaches lut[-1]: that level is refused, a narrower one kept
+    assert first["level"] == "full" and first["accepted"] < first["tried"] and "failure" in first
+    assert entry["level"] in ("bulk", "values") and entry["accepted"] == 16
+    assert p.inputs is not None
+    for _, text in draws(p):
+        assert text.startswith("3 5\n") and len(text.split()) == 7
+
+
+# ---------------------------------------------------------------------------- importers
+def test_plain_dir_import_learns_generators_and_reports_counts(
+    tmp_path: Path, toolchain, sandbox
+) -> None:
+    pool = make_pool(tmp_path / "pool")
+    suite, report = import_plain_dir(pool, mutator=True, toolchain=toolchain, sandbox=sandbox)
+    stats = report.stats["inputs"]
+    assert stats["generator"] == 4 and stats["fixed_inputs"] == 1
+    assert stats["tried"] >= stats["accepted"] >= 5 * 16
+    assert suite.programs["quiet"].fixed_inputs
+    assert suite.programs["quiet"].meta["inputs_report"]["reason"] == "no test has stdin"
+    assert "quiet" in stats["programs"] and "fixed inputs" in stats["programs"]["quiet"]
+    assert "a 16/16 full" in stats["programs"]["reverse"]
+    for name in ("sum", "reverse", "commands", "ub"):
+        assert suite.programs[name].inputs is not None, name
+    # without the mutator, nothing is learnt
+    plain, plain_report = import_plain_dir(pool)
+    assert all(p.fixed_inputs for p in plain) and "inputs" not in plain_report.stats
+
+
+def test_import_summary_prints_accepted_and_tried(tmp_path: Path, capsys) -> None:
+    pool = make_pool(tmp_path / "pool", ("sum", "quiet"))
+    out_dir = tmp_path / "suite"
+    code = asmopt.cli.main(
+        ["data", "import", "dir", str(pool), "-o", str(out_dir), "--no-adequacy"]
+    )
+    out = capsys.readouterr().out
+    assert code == 0
+    assert "fresh inputs: 1 program(s) with a learnt generator, 1 with fixed inputs only" in out
+    assert "sum: generator: a 16/16 full, b 16/16 full" in out
+    loaded = load_suite(out_dir)
+    assert loaded.programs["sum"].inputs is not None and loaded.programs["quiet"].fixed_inputs
+    assert loaded.programs["sum"].meta["inputs_report"]["accepted"] == 32
+    saved = json.loads((out_dir / "data_report.json").read_text())
+    assert saved["stats"]["inputs"]["generator"] == 1
+    code = asmopt.cli.main(
+        [
+            "data",
+            "import",
+            "dir",
+            str(pool),
+            "-o",
+            str(tmp_path / "plain"),
+            "--no-adequacy",
+            "--no-mutator",
+        ]
+    )
+    assert code == 0 and "fresh inputs" not in capsys.readouterr().out
+    assert all(p.fixed_inputs for p in load_suite(tmp_path / "plain"))
+
+
+# ---------------------------------------------------------------------------- exports
+@pytest.mark.parametrize("fmt", ["jsonl", "verl-parquet"])
+def test_exported_row_carries_the_generator(tmp_path: Path, toolchain, sandbox, fmt) -> None:
+    if fmt == "verl-parquet":
+        pytest.importorskip("pyarrow")
+    pool = make_pool(tmp_path / "pool", ("sum", "quiet"))
+    suite, _ = import_plain_dir(pool, mutator=True, toolchain=toolchain, sandbox=sandbox)
+    suffix = ".jsonl" if fmt == "jsonl" else ".parquet"
+    [path], _ = export_suite(
+        suite, tmp_path / f"rows{suffix}", fmt, baseline_fn=lambda p: "main:\n\tret\n"
+    )
+    if fmt == "jsonl":
+        rows = [json.loads(line) for line in path.read_text().splitlines()]
+    else:
+        import pyarrow.parquet as pq
+
+        rows = pq.read_table(path).to_pylist()
+    by_id = {r["extra_info"]["program_id"]: r for r in rows}
+    assert by_id["quiet"]["extra_info"]["inputs_spec"] is None
+    spec = json.loads(by_id["sum"]["extra_info"]["inputs_spec"])
+    assert spec["origin"] == "learnt" and spec["tests"] == {"t00": "a", "t01": "b"}
+    # the reward side reads the row alone and draws exactly what the suite's program draws
+    read, _ = row_to_program(by_id["sum"], 0, "rows", "row", "train")
+    original = suite.programs["sum"]
+    assert read.inputs is not None and read.meta["program_id"] == "sum"
+    assert read.size_class("t00") == original.size_class("a") == "a"
+    for c in original.inputs.class_names:
+        seed = derive_seed(3, c)
+        assert read.inputs.draw(c, seed) == original.inputs.draw(c, seed)
+    assert row_to_program(by_id["quiet"], 1, "rows", "row", "train")[0].fixed_inputs
+    # a row without the fields (the published schema) still reads, with fixed inputs
+    bare = json.loads(json.dumps(by_id["sum"]))
+    del bare["extra_info"]["inputs_spec"], bare["extra_info"]["program_id"]
+    assert row_to_program(bare, 0, "rows", "row", "train")[0].fixed_inputs
+    # and the SuperCoder importer keeps a carried generator without learning again
+    again, report = import_supercoder([path], mutator=True, toolchain=toolchain, sandbox=sandbox)
+    kept = [p for p in again if p.meta.get("program_id") == "sum"]
+    assert kept and kept[0].inputs is not None and report.stats["inputs"]["carried"] == 1
