@@ -85,6 +85,8 @@ def test_verl_diagnostics_are_numbers_or_strings_with_the_same_keys(toolchain: T
         # feedback a policy may see (tests/test_feedback_hidden.py).
         assert "message" not in out and out["feedback"].startswith(f"Verdict: {out['verdict']}.")
     copy, bad, timed = outs
+    # A SuperCoder row without an input generator still scores, and says so.
+    assert "inputs_spec" not in extra and all(o["fixed_inputs"] == 1.0 for o in outs)
     assert copy["timed"] == 0.0 and copy["raw_speedup"] == -1.0 and copy["identical"] == 1.0
     assert bad["verdict"] == "extraction_error" and bad["speedup"] == -1.0
     if timed["verdict"] == "pass":  # a trailing nop is harmless; then it was timed

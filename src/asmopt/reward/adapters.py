@@ -164,6 +164,9 @@ def _verl_dict(result: ScoreResult, program: Program) -> dict[str, Any]:
         else:
             out[key] = value
     out["feedback"] = policy_feedback(result, program)
+    # 1.0: the row brought no input generator, so every input of this score was one a
+    # candidate could know in advance (a memorised answer would have been paid).
+    out["fixed_inputs"] = float(program.fixed_inputs)
     return out
 
 
