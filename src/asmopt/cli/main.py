@@ -334,6 +334,9 @@ def cmd_check(args: argparse.Namespace) -> int:
         elif fresh.enabled:
             print(f"inputs: fixed tests and {fresh.per_class} drawn per size class, seed "
                   f"{fresh.seed} (replay: --input-seed {fresh.seed} --sample {args.sample})")
+        else:
+            print("inputs: fixed tests only (--fixed-inputs-only: every input was one a "
+                  "candidate could know in advance)")
         if saved is not None:
             print(f"wrote the failing drawn input to {saved}")
         sp = result.speedup
