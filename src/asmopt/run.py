@@ -719,6 +719,7 @@ def _run_locked(
     finally:
         store.close()
     summary = summarize(outcomes)
+    summary["fixed_inputs"] = sorted(p.id for p in programs if p.fixed_inputs)
     summary.update(
         suite=suite.name,
         policy=config.policy.name,

@@ -557,6 +557,13 @@ def cmd_eval(args: argparse.Namespace) -> int:
         "rerun the command to retry them)"
     )
     print("  verdicts      " + ", ".join(f"{k}={v}" for k, v in summary["verdicts"].items()))
+    fixed = summary.get("fixed_inputs") or []
+    if fixed:
+        shown = ", ".join(fixed[:5]) + (f" and {len(fixed) - 5} more" if len(fixed) > 5 else "")
+        print(
+            f"  fixed inputs  {len(fixed)} program(s) have no input generator ({shown}): "
+            "their answers were judged and timed on inputs a candidate could know"
+        )
     if "best_of_n" in summary:
         bon = summary["best_of_n"]
         for kind, what in (
