@@ -20,9 +20,16 @@
  *     hostile calls kill the process (SIGSYS), everything else fails with ENOSYS.
  *
  * The launcher itself never spins: it sleeps in poll() with the run's wall deadline as
- * timeout and kills the run's init (and with it the pid namespace) when the deadline, an
- * output cap, or a stop of the program is reached. The program never runs at a higher
- * scheduling priority than the launcher: a real-time launcher lowers the program one level.
+ * timeout and kills the run (every process of it, by its process group, and its init, and
+ * with it the pid namespace) when the deadline, an output cap, or a stop of the program is
+ * reached. The program never runs at a higher scheduling priority than the launcher: a
+ * real-time launcher lowers the program one level.
+ *
+ * Real time is for the launcher's poll() and for the program only (see leave_realtime):
+ * nothing that reaps a program's tasks, or waits for their teardown, is real-time then.
+ * bubblewrap's init is demoted at once; each run's init notices its program's end without
+ * reaping it and leaves real time before it reaps; the launcher demotes a run's init
+ * before killing it, and itself before waiting for a killed run's init.
  *
  * Isolation needs CAP_SYS_ADMIN in bubblewrap's user namespace (bwrap --cap-add
  * CAP_SYS_ADMIN); --isolate 0 (trusted runs outside bubblewrap) uses a plain fork instead.
@@ -77,7 +84,7 @@
 
 #define MAX_FILTER 1024
 #define MAX_PROGS 9  /* --order names a program with one digit */
-#define MAX_INPUTS 36       /* --feed names inputs with one character: 0-9 then a-z */
+#define MAX_INPUTS 256      /* --feed names each run's input by its decimal index, comma-separated */
 #define EXEC_FD 200        /* every program is executed from this descriptor number */
 #define HIGH_FD_BASE 210   /* our own descriptors live above it, out of the way */
 #define LOG_KEEP 8192      /* with --log-fd, the last bytes kept per run */
@@ -535,6 +542,27 @@ struct run_status {
     struct rusage ru;
 };
 
+/* Leave real-time scheduling (pid 0: the caller). Returns 0, or -1 with errno set.
+ *
+ * Why: releasing a dead task (wait4 -> release_task) flushes its /proc dentries, and
+ * shrink_dcache_parent loops, with cond_resched() only, until dentries that another task is
+ * killing are gone. A real-time reaper never yields to a lower-priority task on its core:
+ * when that task is the program's last thread, preempted half-way through its own release,
+ * the reaper spins in the kernel for as long as it stays real-time (a SCHED_FIFO 2 init
+ * reaping a FIFO 1 program whose main thread had called SYS_exit spun for 17 minutes, and
+ * ended within seconds of being demoted). So a reaper must never be above the tasks it
+ * reaps: it reaps under SCHED_OTHER, below the program, and the program's last thread
+ * always finishes its exit first. (Noticing the end with waitid(WNOWAIT) releases nothing,
+ * so the init may do that at its real-time priority.) Lowering one's own or a same-owner
+ * process's policy needs no privilege. */
+static int leave_realtime(pid_t pid) {
+    int pol = sched_getscheduler(pid);
+    if (pol < 0) return -1;
+    if (pol != SCHED_FIFO && pol != SCHED_RR) return 0;
+    struct sched_param sp = {.sched_priority = 0};
+    return sched_setscheduler(pid, SCHED_OTHER, &sp);
+}
+
 struct options {
     unsigned long long cpu, as, fsize, nproc, nofile, tmp_size, run_wall_ms[MAX_PROGS];
     unsigned long long out_cap, err_cap;
@@ -574,7 +602,11 @@ static void tv_sub(struct timeval *a, struct timeval b) {
 /* The program's side of a run, between fork and exec. Never returns. */
 static void become_program(const struct options *o, int which, int in_fd, int out_w, int err_w,
                            int log_w, int exec_w) {
-    setpgid(0, 0);
+    /* Isolated, the program stays in its init's process group: the launcher kills the whole
+     * run with one kill(-init) that needs no help from any of its processes (setpgid and
+     * setsid are refused by the filter, so the program cannot leave). Plain mode has no pid
+     * namespace: the program's own group is what its init kills after it. */
+    if (!o->isolate) setpgid(0, 0);
     if (dup2(in_fd, 0) < 0 || dup2(out_w, 1) < 0 || dup2(err_w, 2) < 0) _exit(123);
     if (o->log_fd >= 0 && dup2(log_w, o->log_fd) < 0) _exit(123); /* dup2 clears cloexec */
     if (o->n_progs && dup3(o->prog_fd[which], EXEC_FD, O_CLOEXEC) < 0) _exit(123);
@@ -641,6 +673,7 @@ static void become_program(const struct options *o, int which, int in_fd, int ou
 static void run_init(const struct options *o, int which, int in_fd, int out_w, int err_w,
                      int log_w, int status_w) {
     prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
+    if (o->isolate) setpgid(0, 0); /* the run's process group (the launcher does it too) */
     if (o->tmp_size) {
         char data[96];
         snprintf(data, sizeof data, "size=%llu,nr_inodes=65536,mode=1777", o->tmp_size);
@@ -669,6 +702,20 @@ static void run_init(const struct options *o, int which, int in_fd, int out_w, i
     st.phase = 1;
     st.pid = pid;
     write_all(status_w, &st, sizeof st);
+    /* The program's end is noticed at our priority, but it is reaped below it (see
+     * leave_realtime). waitid with WNOWAIT releases nothing, so it cannot spin on the
+     * program's exit; it returns once every thread of the program has exited, when the
+     * clock is read (at real-time priority, so the wall time does not include whatever
+     * else wants the core then). Then we leave real time and reap it: the program's last
+     * thread, above us from now on, finishes its own exit first. */
+    siginfo_t si;
+    int wr;
+    do {
+        memset(&si, 0, sizeof si);
+        wr = waitid(P_PID, (id_t)pid, &si, WEXITED | WNOWAIT);
+    } while (wr < 0 && errno == EINTR);
+    long long t_end = now_ns();
+    if (leave_realtime(0) != 0) init_fail(status_w, "leave real-time priority", errno);
     int status = 0;
     struct rusage ru;
     memset(&ru, 0, sizeof ru);
@@ -676,7 +723,7 @@ static void run_init(const struct options *o, int which, int in_fd, int out_w, i
     do {
         w = wait4(pid, &status, 0, &ru);
     } while (w < 0 && errno == EINTR);
-    long long t_end = now_ns();
+    if (wr < 0) t_end = now_ns();
     long long wall = t_end - t0;
     if (w < 0) init_fail(status_w, "wait4", errno);
     if (!o->isolate) kill(-pid, SIGKILL); /* whatever it left in its group dies with it */
@@ -706,6 +753,22 @@ static void run_init(const struct options *o, int which, int in_fd, int out_w, i
     st.ru = ru;
     write_all(status_w, &st, sizeof st);
     _exit(0);
+}
+
+/* Kill a run without any cooperation from its processes, then leave real time: we only
+ * wait from here on (the sandbox stops after a killed run).
+ *
+ * The init is demoted first, so that it does not reap (dying, it reaps the whole pid
+ * namespace) at real-time priority; the process group kill then reaches every thread of
+ * the program directly, so they die at their own priority without waiting for the init
+ * (now below them) to get the core; the init dies too, and with it anything else left in
+ * the namespace. */
+static void kill_run(const struct options *o, pid_t init, const struct run_status *st) {
+    leave_realtime(init);
+    if (o->isolate) kill(-init, SIGKILL);
+    kill(init, SIGKILL);
+    if (!o->isolate && st != NULL && st->phase >= 1 && st->pid > 0) kill(-st->pid, SIGKILL);
+    leave_realtime(0);
 }
 
 int main(int argc, char **argv) {
@@ -775,8 +838,9 @@ int main(int argc, char **argv) {
     }
     /* Our descriptors must be unreachable for the child and out of the way of EXEC_FD. */
     struct rlimit nof;
-    if (getrlimit(RLIMIT_NOFILE, &nof) == 0 && nof.rlim_cur < HIGH_FD_BASE + 64) {
-        nof.rlim_cur = nof.rlim_max < HIGH_FD_BASE + 64 ? nof.rlim_max : HIGH_FD_BASE + 64;
+    const rlim_t want_fds = HIGH_FD_BASE + MAX_INPUTS + MAX_PROGS + 64;
+    if (getrlimit(RLIMIT_NOFILE, &nof) == 0 && nof.rlim_cur < want_fds) {
+        nof.rlim_cur = nof.rlim_max < want_fds ? nof.rlim_max : want_fds;
         setrlimit(RLIMIT_NOFILE, &nof);
     }
     report_fd = move_high(report_fd);
@@ -798,14 +862,22 @@ int main(int argc, char **argv) {
             return 122;
         }
     }
-    if (feed != NULL && (order == NULL || strlen(feed) != strlen(order))) {
-        report("error --feed needs --order of the same length\n");
-        return 122;
-    }
-    for (size_t k = 0; feed != NULL && feed[k]; k++) {
-        int idx = feed[k] >= 'a' ? feed[k] - 'a' + 10 : feed[k] - '0';
-        if (idx < 0 || idx >= n_inputs) {
-            report("error --feed names an input that was not given\n");
+    /* --feed: the input index of every run, "0,0,1,2,...", one per character of --order. */
+    int *feed_idx = NULL;
+    if (feed != NULL) {
+        size_t want = order ? strlen(order) : 0;
+        feed_idx = calloc(want ? want : 1, sizeof *feed_idx);
+        size_t got = 0;
+        const char *p = feed;
+        while (feed_idx != NULL && *p && got < want) {
+            char *end = NULL;
+            long idx = strtol(p, &end, 10);
+            if (end == p || idx < 0 || idx >= n_inputs || (*end != ',' && *end != '\0')) break;
+            feed_idx[got++] = (int)idx;
+            p = *end == ',' ? end + 1 : end;
+        }
+        if (feed_idx == NULL || order == NULL || got != want || *p != '\0') {
+            report("error --feed must name an input that was given for every run of --order\n");
             return 122;
         }
     }
@@ -821,13 +893,15 @@ int main(int argc, char **argv) {
     o.child_argv = &argv[i];
     size_t marker_len = marker ? strlen(marker) : 0;
     signal(SIGPIPE, SIG_IGN);
+    /* Inside bubblewrap our parent is its pid 1, which only waits and reaps (whatever we
+     * leave when we die): it must not stay at the real-time priority it was started with. */
+    if (o.isolate && getppid() == 1) leave_realtime(1);
 
     for (unsigned long long run = 0; run < runs; run++) {
         int which = order ? order[run] - '0' : 0;
         int in_fd;
         if (n_inputs) {
-            char f = feed ? feed[run] : '0';
-            in_fd = fresh_stdin(input_fd[f >= 'a' ? f - 'a' + 10 : f - '0']);
+            in_fd = fresh_stdin(input_fd[feed_idx ? feed_idx[run] : 0]);
         } else {
             in_fd = open(stdin_path, O_RDONLY | O_CLOEXEC);
         }
@@ -847,6 +921,7 @@ int main(int argc, char **argv) {
             report("error cannot start a run: %s\n", strerror(errno));
             return 122;
         }
+        if (o.isolate) setpgid(init, init); /* as the init does: whichever runs first */
         if (init == 0) {
             close(out_p[0]);
             close(err_p[0]);
@@ -899,7 +974,7 @@ int main(int argc, char **argv) {
             if (r < 0 && errno == EINTR) continue;
             if (r < 0) {
                 report("error poll failed: %s\n", strerror(errno));
-                kill(init, SIGKILL);
+                kill_run(&o, init, NULL);
                 return 122;
             }
             for (int q = 0; q < np; q++) {
@@ -956,10 +1031,12 @@ int main(int argc, char **argv) {
             if (strcmp(killed, "none") != 0) break;
         }
         if (strcmp(killed, "none") != 0 || !have_status) {
-            /* Kill the run: its init, and with it (isolated) the whole pid namespace. */
-            kill(init, SIGKILL);
-            if (!o.isolate && st.phase >= 1 && st.pid > 0) kill(-st.pid, SIGKILL);
+            kill_run(&o, init, &st);
         }
+        /* After a kill we only wait (the sandbox stops after a killed run). Otherwise the
+         * init has reaped the program before reporting, and a pid namespace's init becomes
+         * reapable only once every other task of it is released, so this wait never
+         * overlaps a program's teardown and we may stay real-time for the next run. */
         for (int k = 0; k < open_n; k++) {
             if (fds[k] >= 0) close(fds[k]);
         }
@@ -983,10 +1060,10 @@ int main(int argc, char **argv) {
         } else {
             sig = SIGKILL;
         }
-        report("run i=%llu prog=%d input=%c exit=%d signal=%d utime_us=%lld stime_us=%lld "
+        report("run i=%llu prog=%d input=%d exit=%d signal=%d utime_us=%lld stime_us=%lld "
                "maxrss_kb=%ld wall_ns=%lld nvcsw=%ld nivcsw=%ld minflt=%ld majflt=%ld "
                "out=%llu err=%llu killed=%s exec_errno=%d\n",
-               run, which, feed ? feed[run] : '0', code, sig,
+               run, which, feed_idx ? feed_idx[run] : 0, code, sig,
                (long long)st.ru.ru_utime.tv_sec * 1000000LL + st.ru.ru_utime.tv_usec,
                (long long)st.ru.ru_stime.tv_sec * 1000000LL + st.ru.ru_stime.tv_usec,
                st.ru.ru_maxrss, st.wall_ns, st.ru.ru_nvcsw, st.ru.ru_nivcsw, st.ru.ru_minflt,

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import logging
 import os
 import random
 import selectors
@@ -41,7 +42,14 @@ from asmopt.sandbox.launcher import (
     parse_report,
     probe_path,
 )
-from asmopt.sandbox.placement import Priority, thread_placement
+from asmopt.sandbox.placement import (
+    Priority,
+    leave_realtime,
+    leave_realtime_all,
+    thread_placement,
+)
+
+log = logging.getLogger(__name__)
 
 NOBODY_UID = 65534
 # Every untrusted program sees this argv[0], whatever it is and however it is run.
@@ -51,12 +59,17 @@ PROGRAM_ARGV0 = "/sandbox/prog"
 # 2009: environment size alone can shift run time by several percent).
 ENV_PAD_NAME = "PAD"
 ENV_PAD_MAX = 4096
-MAX_INPUTS = 36  # the launcher's --feed names an input with one character: 0-9, a-z
+MAX_INPUTS = 256  # inputs one sandbox takes (launcher.c MAX_INPUTS): a fresh one per timed pair
 MAX_BINARIES = 9  # its --order names a binary with one digit (launcher.c MAX_PROGS)
-_FEED = "0123456789abcdefghijklmnopqrstuvwxyz"
 NOBODY_GID = 65534
 UNSAFE_ENV = "ASMOPT_UNSAFE_NO_SANDBOX"
 _REPORT_FD = "{report_fd}"  # replaced by the real descriptor number when the pipe exists
+# A sandbox whose output has all been read exits by itself within this (bubblewrap exits
+# once its pid namespace is empty); otherwise it is ended (`Sandbox._end`).
+SELF_EXIT_S = 5.0
+# How long the grader keeps ending a sandbox (SIGKILL to every process of it, each thread
+# demoted to SCHED_OTHER) before it says which processes are left.
+END_TIMEOUT_S = 30.0
 
 FIX_HINT = (
     "install bubblewrap (as root: apt-get install bubblewrap) and make sure unprivileged "
@@ -263,14 +276,14 @@ def _program_args(
     log_fd: int | None,
 ) -> list[str]:
     """The launcher's options for what it runs: each binary and input by descriptor, the
-    binary (`order`) and input (`feed`) of each run, one character per run."""
+    binary (`order`, one digit per run) and input (`feed`, comma-separated indexes) of each run."""
     args: list[str] = []
     for fd in exec_fds:
         args += ["--exec-fd", str(fd)]
     for fd in input_fds:
         args += ["--stdin-fd", str(fd)]
     args += ["--order", "".join(str(k) for k in order)]
-    args += ["--feed", "".join(_FEED[k] for k in feed)]
+    args += ["--feed", ",".join(str(k) for k in feed)]
     if marker is not None:
         args += ["--marker", marker]
     if log_fd is not None:
@@ -279,6 +292,150 @@ def _program_args(
 
 
 NO_SPACE = "no space left on the device for a sandboxed run's temporary files"
+
+
+@dataclass(frozen=True)
+class _Process:
+    """A process of this machine, told apart from a later one with the same pid by its start
+    time (in clock ticks since boot)."""
+
+    pid: int
+    start: int
+    name: str
+
+
+def _process_table() -> dict[int, tuple[int, int, str]]:
+    """pid -> (parent pid, start time, name) of every process in /proc (empty without it)."""
+    table: dict[int, tuple[int, int, str]] = {}
+    try:
+        entries = os.listdir("/proc")
+    except OSError:
+        return table
+    for name in entries:
+        if not name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{name}/stat", "rb") as f:
+                data = f.read()
+        except OSError:
+            continue
+        head, _, tail = data.rpartition(b")")
+        fields = tail.split()
+        if len(fields) < 20:
+            continue
+        comm = head.partition(b"(")[2].decode("utf-8", "replace")
+        table[int(name)] = (int(fields[1]), int(fields[19]), comm)
+    return table
+
+
+def _processes_naming(marker: str, table: dict[int, tuple[int, int, str]]) -> set[_Process]:
+    """The processes whose command line contains `marker` (a sandbox's own directory: every
+    bubblewrap process of that sandbox names it, even once its parent is gone)."""
+    found: set[_Process] = set()
+    needle = marker.encode()
+    for pid, (_, start, comm) in table.items():
+        try:
+            with open(f"/proc/{pid}/cmdline", "rb") as f:
+                cmdline = f.read()
+        except OSError:
+            continue
+        if needle in cmdline:
+            found.add(_Process(pid, start, comm))
+    return found
+
+
+def _process_tree(roots: set[_Process], table: dict[int, tuple[int, int, str]]) -> set[_Process]:
+    """`roots` that are still the same processes, and every descendant of them."""
+    children: dict[int, list[int]] = {}
+    for pid, (ppid, _, _) in table.items():
+        children.setdefault(ppid, []).append(pid)
+    todo = [r.pid for r in roots if r.pid in table and table[r.pid][1] == r.start]
+    found: set[_Process] = set()
+    while todo:
+        pid = todo.pop()
+        _, start, comm = table[pid]
+        if _Process(pid, start, comm) in found:
+            continue
+        found.add(_Process(pid, start, comm))
+        todo += children.get(pid, [])
+    return found
+
+
+def _children(pid: int) -> set[_Process]:
+    """The child processes of `pid` now (empty if unknown: a kernel without the
+    /proc/PID/task/TID/children file, or `pid` gone)."""
+    try:
+        with open(f"/proc/{pid}/task/{pid}/children", "rb") as f:
+            pids = [int(x) for x in f.read().split()]
+    except (OSError, ValueError):
+        return set()
+    found: set[_Process] = set()
+    for child in pids:
+        try:
+            with open(f"/proc/{child}/stat", "rb") as f:
+                head, _, tail = f.read().rpartition(b")")
+            name = head.partition(b"(")[2].decode("utf-8", "replace")
+            found.add(_Process(child, int(tail.split()[19]), name))
+        except (OSError, IndexError, ValueError):
+            continue
+    return found
+
+
+def _is_running(proc: _Process) -> bool:
+    """True while any thread of `proc` has not exited. Every thread is looked at: a thread
+    group leader that called SYS_exit is a zombie while its other threads run on."""
+    base = f"/proc/{proc.pid}"
+    try:
+        with open(f"{base}/stat", "rb") as f:
+            fields = f.read().rpartition(b")")[2].split()
+        if len(fields) < 20 or int(fields[19]) != proc.start:
+            return False  # gone; the pid is someone else's now
+        tids = os.listdir(f"{base}/task")
+    except OSError:
+        return False
+    for tid in tids:
+        try:
+            with open(f"{base}/task/{tid}/stat", "rb") as f:
+                state = f.read().rpartition(b")")[2].split()[0]
+        except (OSError, IndexError):
+            continue
+        if state not in (b"Z", b"X", b"x"):
+            return True
+    return False
+
+
+def _exits_by_itself(proc: subprocess.Popen[bytes], inner: set[_Process], timeout: float) -> bool:
+    """Wait up to `timeout` seconds for bubblewrap (`proc`) and its child (`inner`) to exit
+    by themselves; True if they did."""
+    until = time.monotonic() + timeout
+    try:
+        proc.wait(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        return False
+    pause = 0.0005
+    while any(_is_running(p) for p in inner):
+        if time.monotonic() > until:
+            return False
+        time.sleep(pause)
+        pause = min(0.05, pause * 2)
+    return True
+
+
+def _sigkill(proc: _Process) -> None:
+    """SIGKILL `proc` if it is still the same process (a pidfd pins the one we checked)."""
+    try:
+        fd = os.pidfd_open(proc.pid)
+    except (OSError, AttributeError):
+        with contextlib.suppress(OSError):
+            os.kill(proc.pid, signal.SIGKILL)
+        return
+    try:
+        if _is_running(proc):
+            signal.pidfd_send_signal(fd, signal.SIGKILL)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
 
 
 class Sandbox:
@@ -523,7 +680,7 @@ class Sandbox:
         descriptor number with the same argv (`argv0` first), environment and working
         directory, so a program cannot tell which run it is in. `order` lists binary
         indexes, e.g. [0, 1, 0, 1]. `stdin` is one input for every run, or a list of inputs
-        (at most 36) with `feed` giving the input index of each run. Inputs reach the
+        (at most MAX_INPUTS) with `feed` giving the input index of each run. Inputs reach the
         launcher as descriptors: no input file is visible in the sandbox.
 
         `marker` (a secret the program cannot see) is written to stdout after every run;
@@ -581,11 +738,14 @@ class Sandbox:
                     cpus=cpus,
                     env=env,
                     priority=priority,
+                    marker=str(run_dir),
                 )
             else:
                 cmd = self._program_bwrap(launch, env_pad, extra_env, extra_ro_binds, mount_proc)
                 cmd += ["/sandbox/launch", *tail]
-                result = self._execute(cmd, outer, pass_fds=fds, cpus=cpus, priority=priority)
+                result = self._execute(
+                    cmd, outer, pass_fds=fds, cpus=cpus, priority=priority, marker=str(run_dir)
+                )
             result.env_pad = env_pad
             result.cpus = tuple(sorted(cpus)) if cpus else ()
             if marker is not None:
@@ -768,7 +928,7 @@ class Sandbox:
                 "--",
                 *argv,
             ]
-            return self._execute(cmd, outer)
+            return self._execute(cmd, outer, marker=str(launch_dir))
         finally:
             shutil.rmtree(launch_dir, ignore_errors=True)
 
@@ -782,12 +942,19 @@ class Sandbox:
         cpus: Sequence[int] | None = None,
         env: dict[str, str] | None = None,
         priority: Priority = "normal",
+        marker: str | None = None,
     ) -> RunResult:
         """Start the sandbox, collect its output and report, enforce the overall deadline.
 
         `limits` here are the WHOLE sandbox's (wall deadline, total output caps); the
         launcher enforces each run's own. This process never runs candidate code and sits
-        on another core than a timed run, so it always gets to kill a runaway sandbox."""
+        on another core than a timed run, so it always gets to kill a runaway sandbox.
+
+        It returns only once every process of the sandbox is gone (or says, in the
+        result's `infra_error` and a log warning, which are not): a caller holding a timing
+        core's lock releases it afterwards, so nothing of this sandbox is left on the core.
+        `marker` is a path that every bubblewrap process of this sandbox has on its command
+        line (its run directory), to find them once their parent is gone."""
         report_r, report_w = os.pipe()
         cmd = [str(report_w) if part == _REPORT_FD else part for part in cmd]
         start = time.monotonic()
@@ -823,6 +990,9 @@ class Sandbox:
         rep_file = os.fdopen(report_r, "rb", buffering=0)
         sel.register(rep_file, selectors.EVENT_READ, "rep")
         stuck: str | None = None
+        read_all = False
+        bwrapped = cmd[0] == self.bwrap
+        inner: set[_Process] = set()  # bubblewrap's child: its pid namespace's init
         try:
             while sel.get_map():
                 remaining = deadline - time.monotonic()
@@ -835,6 +1005,12 @@ class Sandbox:
                     if not chunk:
                         sel.unregister(key.fileobj)
                         continue
+                    if name == "rep" and not buffers["rep"] and bwrapped:
+                        # The launcher has started (at the inherited real-time priority):
+                        # bubblewrap's outer process only waits from now on, and its child,
+                        # the init of the sandbox's pid namespace, exists.
+                        leave_realtime(proc.pid)
+                        inner = _children(proc.pid)
                     buf = buffers[name]
                     room = caps[name] - len(buf)
                     if len(chunk) > room:
@@ -844,10 +1020,16 @@ class Sandbox:
                         buf += chunk
                 if over["out"] or over["err"]:
                     break
+            else:
+                read_all = True
         finally:
-            if timed_out or over["out"] or over["err"] or proc.poll() is None:
-                self._kill(proc)
-            stuck = self._reap(proc)
+            ended = read_all and not (timed_out or over["out"] or over["err"])
+            if ended:
+                # Every output has ended, so the launcher has exited, after reaping each
+                # run's init (which is reapable only once its pid namespace is empty).
+                # bubblewrap exits by itself then, and its namespace's init soon after.
+                ended = _exits_by_itself(proc, inner, SELF_EXIT_S)
+            stuck = None if ended else self._end(proc, marker, inner)
             # Drain what is left of the report after the kill (bounded).
             with contextlib.suppress(OSError):
                 os.set_blocking(report_r, False)
@@ -901,9 +1083,58 @@ class Sandbox:
             result.launcher_lost = True
         return result
 
+    def _end(
+        self, proc: subprocess.Popen[bytes], marker: str | None, known: set[_Process]
+    ) -> str | None:
+        """End every process of the sandbox with no cooperation from any of them, and wait
+        until they are gone. Returns None then, else one line naming those left.
+
+        The sandbox's processes are bubblewrap (`proc`, and its child, the pid
+        namespace's init) and every descendant of them: the launcher, each run's init, the
+        program and its threads. Killing bubblewrap alone is not enough: its init then
+        kills the namespace from the timing core, where a real-time task may keep it off
+        the CPU, and its exit does not wait for that. So each process is found (from
+        /proc: the tree under `proc` and `known`, and the processes naming `marker`, which
+        are still found once their parent is gone), every thread of it is demoted to
+        SCHED_OTHER (whatever reaps the others while they die must not be real-time:
+        placement.py) and it gets SIGKILL, from this process on another core; then again,
+        until none is left or END_TIMEOUT_S has passed."""
+        start = time.monotonic()
+        table = _process_table()
+        roots = set(known)
+        if proc.returncode is None and proc.pid in table:  # not reaped: still our child
+            roots.add(_Process(proc.pid, table[proc.pid][1], table[proc.pid][2]))
+        tracked = _process_tree(roots, table)
+        if marker is not None:
+            tracked |= _processes_naming(marker, table)
+        left: list[_Process] = []
+        pause = 0.002
+        while True:
+            tracked |= _process_tree(tracked, table)
+            left = sorted((p for p in tracked if _is_running(p)), key=lambda p: p.pid)
+            if not left or time.monotonic() - start > END_TIMEOUT_S:
+                break
+            for p in left:
+                leave_realtime_all(p.pid)
+                _sigkill(p)
+            time.sleep(pause)
+            pause = min(0.1, pause * 2)
+            table = _process_table()
+        if left and proc.returncode is None:
+            self._kill(proc)  # our own child at least, so that the caller does not hang
+        stuck = self._reap(proc)
+        if left:
+            names = ", ".join(f"{p.pid} ({p.name})" for p in left)
+            message = (
+                f"the sandbox's processes {names} were still running {END_TIMEOUT_S:.0f} s "
+                "after SIGKILL and demotion to SCHED_OTHER; the cores they run on are not free"
+            )
+            log.warning("%s", message)
+            return message
+        return stuck
+
     def _kill(self, proc: subprocess.Popen[bytes]) -> None:
-        """Kill bwrap's process group; its pid namespace (and every process in it) goes
-        with it."""
+        """Kill bwrap's process group (`_end` ends every process of the sandbox)."""
         try:
             os.killpg(proc.pid, signal.SIGKILL)
         except (ProcessLookupError, PermissionError):
