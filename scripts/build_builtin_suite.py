@@ -4,7 +4,8 @@
 The C sources live in ``src/asmopt/programs/builtin/programs/ID/main.c``. This script holds
 each program's metadata and test inputs, and:
 
-1. writes ``tests/tN.in`` and ``program.json`` for every program;
+1. writes ``tests/tN.in`` and ``program.json`` (metadata, comparison and the input
+   generator: how a grading draws fresh inputs of each size class) for every program;
 2. compiles ``main.c`` with ``gcc -O0`` (the reference build), runs every test and writes
    ``tests/tN.out`` -- failing loudly on a crash, a non-zero exit or a timeout;
 3. compiles with ``gcc -O3``, checks that every output matches the reference (by
@@ -20,6 +21,7 @@ Everything is deterministic, so running it twice leaves the tree unchanged.
     python scripts/build_builtin_suite.py --check         # verify, write nothing
     python scripts/build_builtin_suite.py --clock cpu     # time by CPU use on a busy machine
     python scripts/build_builtin_suite.py --update-doc    # refresh docs/builtin_suite.md table
+    python scripts/build_builtin_suite.py --check-generators 30   # validate the input generators
 """
 
 from __future__ import annotations
@@ -27,7 +29,9 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import random
 import resource
+import secrets
 import shutil
 import statistics
 import subprocess
@@ -35,10 +39,12 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from asmopt.compare import compare_output
+from asmopt.programs.generators import GeneratorError, InputGenerator
 from asmopt.programs.model import Comparison
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -182,6 +188,114 @@ def wrap_ints(values: list[int], per_line: int = 16) -> str:
 
 
 # --------------------------------------------------------------------------------------------
+# Input generators: how every grading draws fresh inputs of each size class
+# (asmopt.programs.generators; docs/suite_format.md, "Input generators"). A fixed test's
+# answer can be memorised; a drawn one cannot. Each program's classes draw its own
+# parameters (seeds over their whole range, every distribution selector, sizes around the
+# fixed test of that class); the heavy class stays within about 0.6-1.4x of the heavy test's
+# -O3 cost, so timing costs what it did (checked by --check-generators).
+# --------------------------------------------------------------------------------------------
+
+U32 = 2**32 - 1
+U64 = 2**64 - 1
+SEED32 = {"int": [0, U32]}
+SEED64 = {"int": [0, U64]}
+CLASSES = ("edge", "small", "medium", "large", "heavy")
+# Fixed test -> the class it stands for (tests in a spec's `heavy` tuple are heavy too).
+TEST_CLASSES = {"t1": "edge", "t2": "edge", "t3": "small", "t4": "medium", "t5": "large",
+                "t6": "heavy"}
+
+
+def between(lo: int | str, hi: int | str) -> dict[str, object]:
+    """An integer in [lo, hi] (bounds may be expressions over earlier vars)."""
+    return {"int": [lo, hi]}
+
+
+def decimal(lo: float, hi: float, digits: int) -> dict[str, object]:
+    return {"float": [lo, hi], "digits": digits}
+
+
+def one_of(*values: object) -> dict[str, object]:
+    return {"choice": list(values)}
+
+
+def expr(value: int | str) -> dict[str, object]:
+    return {"value": value}
+
+
+def text(length: int | str = 0, alphabet: str = "ab",
+         between_expr: tuple[int, int] | None = None) -> dict[str, object]:
+    """`length` characters of `alphabet`; `between_expr=(lo, hi)` draws the length inline
+    (`text` cannot name a var drawn in the same breath, so the length is an expression
+    over a helper var when it varies: see `_inline_lengths`)."""
+    if between_expr is not None:
+        return {"text": {"length": {"__between__": list(between_expr)}, "alphabet": alphabet}}
+    return {"text": {"length": length, "alphabet": alphabet}}
+
+
+def mutate(of: str, rate: float | str, alphabet: str) -> dict[str, object]:
+    return {"mutate": {"of": of, "rate": rate, "alphabet": alphabet}}
+
+
+def ints(count: int | str, lo: int | str, hi: int | str, per_line: int = 0) -> dict[str, object]:
+    body: dict[str, object] = {"count": count, "range": [lo, hi], "sep": " "}
+    if per_line:
+        body["per_line"] = per_line
+    return {"ints": body}
+
+
+def repeat(count: int | str, template: str, **variables: dict[str, object]) -> dict[str, object]:
+    return {"repeat": {"count": count, "template": template,
+                       "vars": _inline_lengths(variables)}}
+
+
+def _inline_lengths(variables: dict[str, dict[str, object]]) -> dict[str, dict[str, object]]:
+    """Expand `text(between_expr=...)`: a helper var `NAME_len` drawn just before NAME."""
+    out: dict[str, dict[str, object]] = {}
+    for name, rule in variables.items():
+        body = rule.get("text")
+        if isinstance(body, dict) and isinstance(body.get("length"), dict):
+            out[f"{name}_len"] = {"int": body["length"]["__between__"]}
+            rule = {"text": {**body, "length": f"{name}_len"}}
+        out[name] = rule
+    return out
+
+
+def klass(template: str, **variables: dict[str, object] | int) -> dict[str, object]:
+    """One size class: a template and its vars, drawn in the order written (a bare number
+    is a constant)."""
+    rules = {k: (expr(v) if isinstance(v, int) else v) for k, v in variables.items()}
+    return {"template": template, "vars": _inline_lengths(rules)}  # type: ignore[arg-type]
+
+
+def generator(*classes: dict[str, object]) -> dict[str, object]:
+    """The five classes edge, small, medium, large, heavy (the `tests` mapping is added by
+    `Spec.inputs_spec`, from the spec's tests)."""
+    if len(classes) != len(CLASSES):
+        raise ValueError(f"expected {len(CLASSES)} classes, got {len(classes)}")
+    return {"version": 1, "classes": dict(zip(CLASSES, classes, strict=True))}
+
+
+PRINTABLE = ("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789"
+             " !\"#$%&'()*+,-./:;<=>?@[\\]^_`{|}~")
+# word_freq: a Zipf-like skew by repetition (a uniform choice over a list where the first
+# words recur), with some capitalised and punctuated forms; and odd tokens for the edge.
+ZIPF_WORDS: list[str] = [w for i, w in enumerate(WORDS) for _ in range(max(1, 8 // (1 + i // 10)))]
+ZIPF_WORDS += [w.capitalize() for w in WORDS[:40]] + ["It's", "don't", "o'clock", "THE"]
+WORD_SEPS = (" ",) * 12 + (", ", ". ", "\n", "! ", "; ")
+ODD_TOKENS = ("a", "A", "it's", "'", "''", "don't", "x1y", "123", "Hello", "hello", "HELLO",
+              "caf\u00e9", "e-mail", "zz", "a'b'c")
+# mandelbrot: edge windows (inside the set, across it, outside, degenerate, reversed), and
+# heavy windows measured at 0.88-1.13x the heavy test's cost at 640x480, 2000 iterations.
+MANDEL_EDGE_WINDOWS = ("-0.2 -0.2 0.1 0.1", "-2 -1.5 1 1.5", "1 1 2 2", "-0.5 0 -0.5 0",
+                       "1 1.5 -2 -1.5", "-0.7454 0.1123 -0.7446 0.1131")
+MANDEL_HEAVY_WINDOWS = ("-0.7454 0.1123 -0.7446 0.1131", "0.28259 0.01068 0.28391 0.01168",
+                        "-0.10072 0.65124 -0.09975 0.65196", "-0.74764 0.10975 -0.74469 0.11197",
+                        "-0.74574 0.11356 -0.74480 0.11427", "-0.74717 0.09852 -0.74534 0.09990",
+                        "-1.25251 0.01844 -1.25138 0.01929")
+
+
+# --------------------------------------------------------------------------------------------
 # Program table.
 # --------------------------------------------------------------------------------------------
 
@@ -197,9 +311,30 @@ class Spec:
     tests: list[Input]
     heavy: tuple[str, ...] = ()  # test names expected to take 50-500 ms at -O3 (default: last)
     compare: dict[str, object] | None = None
+    inputs: dict[str, object] | None = None  # generator(...): the classes of fresh inputs
 
     def heavy_tests(self) -> tuple[str, ...]:
         return self.heavy or (f"t{len(self.tests)}",)
+
+    def test_names(self) -> list[str]:
+        return [f"t{i}" for i in range(1, len(self.tests) + 1)]
+
+    def inputs_spec(self) -> dict[str, object] | None:
+        """The `inputs` object of program.json: the classes plus which class each fixed
+        test stands for (TEST_CLASSES; a heavy test is always `heavy`)."""
+        if self.inputs is None:
+            return None
+        heavy = set(self.heavy_tests())
+        tests = {name: "heavy" if name in heavy else TEST_CLASSES[name]
+                 for name in self.test_names()}
+        return {**self.inputs, "tests": tests}
+
+    def generator(self) -> InputGenerator:
+        """The validated generator (a malformed spec fails here, naming the rule)."""
+        data = self.inputs_spec()
+        if data is None:
+            raise GeneratorError(f"{self.id}: no input generator")
+        return InputGenerator.from_dict(data, f"{self.id}.inputs")
 
 
 def numeric(abs_tol: float = 1e-6, rel_tol: float = 1e-6) -> dict[str, object]:
@@ -217,21 +352,64 @@ def spec(*args: object, **kwargs: object) -> None:
 
 spec("quicksort_int", "sorting", "train",
      "Median-of-three quicksort with insertion-sort cutoff on generated ints (4 distributions)",
-     ["0 1 0\n", "1 7 0\n", "1000 3 1\n", "50000 11 2\n", "200000 5 3\n", "1800000 42 0\n"])
+     ["0 1 0\n", "1 7 0\n", "1000 3 1\n", "50000 11 2\n", "200000 5 3\n", "1800000 42 0\n"],
+     inputs=generator(
+         klass("{n} {seed} {mode}\n", n=between(0, 40), seed=SEED64, mode=one_of(0, 1, 2, 3)),
+         klass("{n} {seed} {mode}\n", n=between(41, 5000), seed=SEED64, mode=one_of(0, 1, 2, 3)),
+         klass("{n} {seed} {mode}\n", n=between(20000, 100000), seed=SEED64,
+               mode=one_of(0, 1, 2, 3)),
+         klass("{n} {seed} {mode}\n", n=between(150000, 300000), seed=SEED64,
+               mode=one_of(0, 1, 2, 3)),
+         # Modes 1-3 sort 3-6x faster: the heavy class keeps the heavy test's distribution.
+         klass("{n} {seed} 0\n", n=between(1700000, 1900000), seed=SEED64)))
 spec("mergesort_u64", "sorting", "train",
      "Recursive top-down merge sort of 64-bit keys; distinct count and longest equal run",
-     ["0 1 64\n", "1 2 64\n", "17 3 4\n", "10000 4 20\n", "300000 5 64\n", "1400000 6 40\n"])
+     ["0 1 64\n", "1 2 64\n", "17 3 4\n", "10000 4 20\n", "300000 5 64\n", "1400000 6 40\n"],
+     inputs=generator(
+         klass("{n} {seed} {bits}\n", n=between(0, 40), seed=SEED64,
+               bits=one_of(1, 2, 3, 8, 32, 63, 64)),
+         klass("{n} {seed} {bits}\n", n=between(10, 3000), seed=SEED64, bits=between(1, 64)),
+         klass("{n} {seed} {bits}\n", n=between(5000, 30000), seed=SEED64, bits=between(1, 64)),
+         klass("{n} {seed} {bits}\n", n=between(200000, 400000), seed=SEED64,
+               bits=between(1, 64)),
+         # Few bits (many duplicates) merge faster; from 24 bits on the cost is flat.
+         klass("{n} {seed} {bits}\n", n=between(1300000, 1500000), seed=SEED64,
+               bits=between(24, 64))))
 spec("radix_sort_u32", "sorting", "validation",
      "LSD radix sort (4 x 8-bit counting passes) of 32-bit keys, then gap statistics",
      ["0 1 0\n", "1 5 0\n", "1000 9 20\n", "100000 13 0\n", "1000000 21 8\n",
-      "8000000 77 0\n"])
+      "8000000 77 0\n"],
+     inputs=generator(
+         klass("{n} {seed} {shift}\n", n=between(0, 40), seed=SEED32,
+               shift=one_of(0, 1, 8, 16, 24, 30, 31)),
+         klass("{n} {seed} {shift}\n", n=between(41, 5000), seed=SEED32, shift=between(0, 31)),
+         klass("{n} {seed} {shift}\n", n=between(50000, 200000), seed=SEED32,
+               shift=between(0, 31)),
+         klass("{n} {seed} {shift}\n", n=between(700000, 1300000), seed=SEED32,
+               shift=between(0, 31)),
+         klass("{n} {seed} {shift}\n", n=between(7500000, 8500000), seed=SEED32,
+               shift=between(0, 31))))
 spec("heapsort_int", "sorting", "train",
      "Heapsort plus a streaming top-k with a bounded min-heap",
      ["0 3 1\n", "1 1 2\n", "10 20 3\n", "5000 100 4\n", "200000 1000 5\n",
-      "1000000 5000 6\n"])
+      "1000000 5000 6\n"],
+     inputs=generator(
+         klass("{n} {k} {seed}\n", n=between(0, 20), k=between(0, 25), seed=SEED64),
+         klass("{n} {k} {seed}\n", n=between(10, 2000), k=between(0, "n + 5"), seed=SEED64),
+         klass("{n} {k} {seed}\n", n=between(2000, 20000), k=between(1, 1000), seed=SEED64),
+         klass("{n} {k} {seed}\n", n=between(100000, 300000), k=between(1, 5000),
+               seed=SEED64),
+         klass("{n} {k} {seed}\n", n=between(950000, 1050000), k=between(1000, 10000),
+               seed=SEED64)))
 spec("qsort_records", "sorting", "test",
      "libc qsort of small structs with multi-key comparators; scoreboard ranks and groups",
-     ["0 1\n", "1 2\n", "40 3\n", "3000 4\n", "50000 5\n", "350000 6\n"])
+     ["0 1\n", "1 2\n", "40 3\n", "3000 4\n", "50000 5\n", "350000 6\n"],
+     inputs=generator(
+         klass("{n} {seed}\n", n=between(0, 60), seed=SEED64),
+         klass("{n} {seed}\n", n=between(20, 500), seed=SEED64),
+         klass("{n} {seed}\n", n=between(1000, 10000), seed=SEED64),
+         klass("{n} {seed}\n", n=between(30000, 80000), seed=SEED64),
+         klass("{n} {seed}\n", n=between(320000, 380000), seed=SEED64)))
 
 # ---- dynamic programming --------------------------------------------------------------------
 
@@ -246,7 +424,19 @@ def lcs_input(seed: int, n: int, alphabet: str, mutate: float) -> Callable[[], s
 spec("lcs_dp", "dynamic_programming", "train",
      "Longest common subsequence of two stdin strings with a two-row table",
      ["\n\n", "a\na\n", "ABCBDAB\nBDCABA\n", lcs_input(1, 300, "ACGT", 0.2),
-      lcs_input(2, 2000, "abcdefghij", 0.3), lcs_input(3, 9000, "ACGT", 0.25)])
+      lcs_input(2, 2000, "abcdefghij", 0.3), lcs_input(3, 9000, "ACGT", 0.25)],
+     inputs=generator(
+         # Empty, equal and unrelated lines; lengths 8 and up print the prefix rows.
+         klass("{a}\n{b}\n", a=text(between_expr=(0, 20), alphabet="AB"),
+               r=one_of(0, 0.2, 1.0), b=mutate("a", "r", "ABC")),
+         klass("{a}\n{b}\n", n=between(20, 400), a=text("n", "ACGT"),
+               r=one_of(0.05, 0.2, 0.5), b=mutate("a", "r", "ACGT")),
+         klass("{a}\n{b}\n", n=between(1000, 3000), a=text("n", "abcdefghij"),
+               r=one_of(0.1, 0.3, 0.6), b=mutate("a", "r", "abcdefghij")),
+         klass("{a}\n{b}\n", n=between(4000, 7000), a=text("n", "ACGT"),
+               r=one_of(0.1, 0.25, 0.4), b=mutate("a", "r", "ACGT")),
+         klass("{a}\n{b}\n", n=between(8600, 9400), a=text("n", "ACGT"),
+               r=one_of(0.2, 0.25, 0.3), b=mutate("a", "r", "ACGT"))))
 
 
 def edit_input(seed: int, pairs: list[tuple[int, str, float]]) -> Callable[[], str]:
@@ -265,14 +455,49 @@ spec("edit_distance", "dynamic_programming", "validation",
       edit_input(1, [(50, "ab", 0.3), (80, "abcdef", 0.1), (120, "xyz", 0.5)]),
       edit_input(2, [(1000, "ACGT", 0.1), (1500, "abcdefghijklmnop", 0.3)]),
       edit_input(3, [(3000, "ACGT", 0.05)] * 2 + [(4000, "abcdefgh", 0.2)]),
-      edit_input(4, [(7000, "ACGT", 0.15), (6000, "abcdefghijklmnopqrstuvwxyz", 0.25)])])
+      edit_input(4, [(7000, "ACGT", 0.15), (6000, "abcdefghijklmnopqrstuvwxyz", 0.25)])],
+     inputs=generator(
+         # Several pairs of short lines, the second often longer: a pair runs on the rows
+         # the one before it left.
+         klass("{q}\n{pairs}", q=between(0, 8),
+               pairs=repeat("q", "{a}\n{b}{c}\n", n=between(0, 24), a=text("n", "abc"),
+                            r=one_of(0, 0.3, 1.0), b=mutate("a", "r", "abc"),
+                            c=text(between_expr=(0, 12), alphabet="abcd"))),
+         klass("{q}\n{pairs}", q=between(1, 6),
+               pairs=repeat("q", "{a}\n{b}\n", n=between(20, 150), a=text("n", "abcdef"),
+                            r=one_of(0.05, 0.1, 0.3, 0.5), b=mutate("a", "r", "abcdef"))),
+         klass("{q}\n{pairs}", q=between(1, 3),
+               pairs=repeat("q", "{a}\n{b}\n", n=between(800, 1600), a=text("n", "ACGT"),
+                            r=one_of(0.05, 0.1, 0.3), b=mutate("a", "r", "ACGT"))),
+         klass("{q}\n{pairs}", q=between(2, 3),
+               pairs=repeat("q", "{a}\n{b}\n", n=between(2500, 4000), a=text("n", "abcdefgh"),
+                            r=one_of(0.05, 0.2), b=mutate("a", "r", "abcdefgh"))),
+         # The heavy test's two pairs (7000 and 6000 characters), so the cost stays put.
+         klass("2\n{a}\n{b}\n{c}\n{d}\n", n=between(6700, 7300), a=text("n", "ACGT"),
+               b=mutate("a", 0.15, "ACGT"), m=between(5700, 6300),
+               c=text("m", "abcdefghijklmnopqrstuvwxyz"),
+               d=mutate("c", 0.25, "abcdefghijklmnopqrstuvwxyz"))))
 spec("knapsack_01", "dynamic_programming", "train",
      "0/1 knapsack over generated items with a one-dimensional table",
      ["0 0 1\n", "1 10 2\n", "20 100 3\n", "200 5000 4\n", "1000 30000 5\n",
-      "2000 60000 6\n"])
+      "2000 60000 6\n"],
+     inputs=generator(
+         klass("{n} {cap} {seed}\n", n=between(0, 5), cap=between(0, 20), seed=one_of(0, 1, U32)),
+         klass("{n} {cap} {seed}\n", n=between(5, 50), cap=between(10, 500), seed=SEED32),
+         klass("{n} {cap} {seed}\n", n=between(100, 400), cap=between(1000, 8000), seed=SEED32),
+         klass("{n} {cap} {seed}\n", n=between(700, 1300), cap=between(20000, 40000),
+               seed=SEED32),
+         klass("{n} {cap} {seed}\n", n=between(1900, 2100), cap=between(57000, 63000),
+               seed=SEED32)))
 spec("lis_nlogn", "dynamic_programming", "test",
      "Longest increasing subsequence by patience sorting with binary search, reconstructed",
-     ["0 1\n", "1 2\n", "100 3\n", "10000 4\n", "500000 5\n", "1600000 6\n"])
+     ["0 1\n", "1 2\n", "100 3\n", "10000 4\n", "500000 5\n", "1600000 6\n"],
+     inputs=generator(
+         klass("{n} {seed}\n", n=between(0, 40), seed=SEED64),
+         klass("{n} {seed}\n", n=between(50, 1000), seed=SEED64),
+         klass("{n} {seed}\n", n=between(5000, 30000), seed=SEED64),
+         klass("{n} {seed}\n", n=between(300000, 700000), seed=SEED64),
+         klass("{n} {seed}\n", n=between(1500000, 1700000), seed=SEED64)))
 
 
 def coin_input(n: int, coins: list[int]) -> str:
@@ -284,22 +509,65 @@ spec("coin_change_ways", "dynamic_programming", "train",
      [coin_input(0, []), coin_input(1, [2]), coin_input(100, [1, 5, 10, 25, 50]),
       coin_input(10000, [3, 7, 11, 13, 29, 97]),
       coin_input(200000, numbers(11, 20, 2, 500)),
-      coin_input(2000000, sorted(set(numbers(12, 40, 2, 5000))))])
+      coin_input(2000000, sorted(set(numbers(12, 40, 2, 5000))))],
+     inputs=generator(
+         # Coins larger than N, a lone coin, repeated coins and no coins at all.
+         klass("{N} {k}\n{coins}\n", N=between(0, 30), k=between(0, 4),
+               coins=ints("k", 1, 40)),
+         klass("{N} {k}\n{coins}\n", N=between(50, 2000), k=between(1, 8),
+               coins=ints("k", 1, 100)),
+         klass("{N} {k}\n{coins}\n", N=between(5000, 20000), k=between(3, 10),
+               coins=ints("k", 2, 200)),
+         klass("{N} {k}\n{coins}\n", N=between(100000, 300000), k=between(10, 25),
+               coins=ints("k", 2, 500)),
+         klass("{N} {k}\n{coins}\n", N=between(1900000, 2100000), k=between(38, 42),
+               coins=ints("k", 2, 5000))))
 
 # ---- graphs ---------------------------------------------------------------------------------
 
 spec("dijkstra_heap", "graph", "train",
      "Dijkstra with a binary heap (lazy deletion) on a generated sparse digraph, several sources",
      ["1 0 1 1\n", "2 1 2 2\n", "10 30 3 3\n", "5000 30000 4 3\n", "100000 600000 5 2\n",
-      "110000 660000 6 2\n"])
+      "110000 660000 6 2\n"],
+     inputs=generator(
+         klass("{n} {m} {seed} {sources}\n", n=between(1, 6), m=between(0, 12), seed=SEED64,
+               sources=between(0, 4)),
+         klass("{n} {m} {seed} {sources}\n", n=between(5, 50), m=between("n", "6 * n"),
+               seed=SEED64, sources=between(1, 4)),
+         klass("{n} {m} {seed} {sources}\n", n=between(2000, 8000), m=between("4 * n", "8 * n"),
+               seed=SEED64, sources=between(2, 4)),
+         klass("{n} {m} {seed} {sources}\n", n=between(80000, 120000), m=expr("6 * n"),
+               seed=SEED64, sources=between(1, 2)),
+         klass("{n} {m} {seed} 2\n", n=between(104000, 116000), m=expr("6 * n"), seed=SEED64)))
 spec("bfs_grid", "graph", "train",
      "BFS flood fill of a generated grid maze: regions, corner distance, largest-region distances",
      ["1 1 0 1\n", "1 5 30 2\n", "10 10 30 3\n", "300 400 35 4\n", "1000 1000 25 5\n",
-      "2000 2000 30 6\n"])
+      "2000 2000 30 6\n"],
+     inputs=generator(
+         # One-row and one-column mazes (often without walls) take their own paths.
+         klass("{H} {W} {pct} {seed}\n", H=one_of(1, 2, 3, 4, 7, 12),
+               W=one_of(1, 1, 1, 2, 3, 6), pct=one_of(0, 0, 0, 10, 30, 50, 99, 100),
+               seed=SEED32),
+         klass("{H} {W} {pct} {seed}\n", H=between(5, 30), W=between(5, 30), pct=between(0, 60),
+               seed=SEED32),
+         klass("{H} {W} {pct} {seed}\n", H=between(100, 400), W=between(100, 400),
+               pct=between(10, 50), seed=SEED32),
+         klass("{H} {W} {pct} {seed}\n", H=between(800, 1200), W=between(800, 1200),
+               pct=between(15, 45), seed=SEED32),
+         klass("{H} {W} {pct} {seed}\n", H=between(1900, 2100), W=between(1900, 2100),
+               pct=between(25, 35), seed=SEED32)))
 spec("scc_kosaraju", "graph", "train",
      "Strongly connected components by Kosaraju with iterative DFS, condensation statistics",
      ["1 0 1\n", "2 2 2\n", "50 120 3\n", "20000 40000 4\n", "200000 500000 5\n",
-      "400000 1200000 6\n"])
+      "400000 1200000 6\n"],
+     inputs=generator(
+         klass("{n} {m} {seed}\n", n=between(1, 6), m=between(0, 15), seed=SEED64),
+         klass("{n} {m} {seed}\n", n=between(20, 100), m=between("n", "3 * n"), seed=SEED64),
+         klass("{n} {m} {seed}\n", n=between(10000, 30000), m=between("n", "3 * n"),
+               seed=SEED64),
+         klass("{n} {m} {seed}\n", n=between(150000, 250000), m=between("2 * n", "3 * n"),
+               seed=SEED64),
+         klass("{n} {m} {seed}\n", n=between(380000, 420000), m=expr("3 * n"), seed=SEED64)))
 
 
 def floyd_input(seed: int, n: int, m: int, wmax: int) -> Callable[[], str]:
@@ -322,34 +590,112 @@ spec("floyd_warshall", "graph", "test",
      "Floyd-Warshall all-pairs shortest paths on a weighted digraph read from stdin",
      ["0 0\n", "1 1\n1 1 5\n", "4 5\n1 2 3\n2 3 4\n3 1 1\n1 3 10\n4 4 0\n",
       sparse_floyd_input(1, 60, 90), floyd_input(2, 150, 1200, 100),
-      floyd_input(3, 540, 5400, 1000)])
+      floyd_input(3, 540, 5400, 1000)],
+     inputs=generator(
+         # No vertices, self-loops, parallel edges and zero weights.
+         klass("{n} {m}\n{edges}", n=between(0, 4), m=between(0, "8 * min(n, 1)"),
+               edges=repeat("m", "{u} {v} {w}\n", u=between(1, "max(n, 1)"),
+                            v=between(1, "max(n, 1)"), w=between(0, 5))),
+         klass("{n} {m}\n{edges}", n=between(5, 30), m=between(0, "3 * n"),
+               edges=repeat("m", "{u} {v} {w}\n", u=between(1, "n"), v=between(1, "n"),
+                            w=between(0, 50))),
+         klass("{n} {m}\n{edges}", n=between(50, 100), m=between("n", "4 * n"),
+               edges=repeat("m", "{u} {v} {w}\n", u=between(1, "n"), v=between(1, "n"),
+                            w=between(0, 100))),
+         klass("{n} {m}\n{edges}", n=between(130, 200), m=between("5 * n", "10 * n"),
+               edges=repeat("m", "{u} {v} {w}\n", u=between(1, "n"), v=between(1, "n"),
+                            w=between(1, 1000))),
+         klass("{n} {m}\n{edges}", n=between(520, 560), m=expr("10 * n"),
+               edges=repeat("m", "{u} {v} {w}\n", u=between(1, "n"), v=between(1, "n"),
+                            w=between(1, 1000)))))
 spec("kruskal_mst", "graph", "train",
      "Kruskal minimum spanning forest: counting sort by weight, union-find with path halving",
      ["1 0 10 1\n", "2 1 5 2\n", "20 40 100 3\n", "10000 30000 1000 4\n",
-      "200000 1000000 100000 5\n", "450000 1800000 1000000 6\n"])
+      "200000 1000000 100000 5\n", "450000 1800000 1000000 6\n"],
+     inputs=generator(
+         klass("{n} {m} {maxw} {seed}\n", n=between(1, 5), m=between(0, 10),
+               maxw=between(1, 10), seed=SEED64),
+         klass("{n} {m} {maxw} {seed}\n", n=between(10, 50), m=between("n", "3 * n"),
+               maxw=between(1, 200), seed=SEED64),
+         klass("{n} {m} {maxw} {seed}\n", n=between(5000, 15000), m=expr("3 * n"),
+               maxw=between(100, 5000), seed=SEED64),
+         klass("{n} {m} {maxw} {seed}\n", n=between(150000, 250000), m=expr("5 * n"),
+               maxw=between(1000, 200000), seed=SEED64),
+         klass("{n} {m} {maxw} {seed}\n", n=between(430000, 470000), m=expr("4 * n"),
+               maxw=between(800000, 1200000), seed=SEED64)))
 spec("max_flow_dinic", "graph", "validation",
      "Dinic maximum flow on a generated layered network, recursive blocking flow, min-cut check",
      ["1 1 1 1 1\n", "2 2 1 5 2\n", "4 5 3 10 3\n", "20 50 4 100 4\n", "40 150 5 1000 5\n",
-      "45 300 5 1000 6\n"])
+      "45 300 5 1000 6\n"],
+     inputs=generator(
+         klass("{layers} {width} {degree} {maxcap} {seed}\n", layers=between(1, 3),
+               width=between(1, 3), degree=between(1, 3), maxcap=between(1, 5), seed=SEED32),
+         klass("{layers} {width} {degree} {maxcap} {seed}\n", layers=between(3, 6),
+               width=between(4, 20), degree=between(2, 4), maxcap=between(5, 100), seed=SEED32),
+         klass("{layers} {width} {degree} {maxcap} {seed}\n", layers=between(10, 25),
+               width=between(30, 80), degree=between(3, 5), maxcap=between(50, 500),
+               seed=SEED32),
+         klass("{layers} {width} {degree} {maxcap} {seed}\n", layers=between(30, 40),
+               width=between(80, 150), degree=5, maxcap=between(500, 2000), seed=SEED32),
+         # With capacities up to 1000 the number of phases, hence the cost, varies 3x with
+         # the seed alone; with capacities of 1-2 it stays within 0.7-1.2x of the heavy test.
+         klass("45 300 5 {maxcap} {seed}\n", maxcap=between(1, 2), seed=SEED32)))
 
 # ---- number theory --------------------------------------------------------------------------
 
 spec("sieve_primes", "number_theory", "train",
      "Odd-only byte sieve of Eratosthenes: prime count, sum, twins, largest gap",
-     ["0\n", "2\n", "100\n", "1000000\n", "10000000\n", "40000000\n"])
+     ["0\n", "2\n", "100\n", "1000000\n", "10000000\n", "40000000\n"],
+     inputs=generator(
+         klass("{N}\n", N=between(0, 30)),
+         klass("{N}\n", N=between(31, 5000)),
+         klass("{N}\n", N=between(500000, 2000000)),
+         klass("{N}\n", N=between(5000000, 15000000)),
+         klass("{N}\n", N=between(38000000, 42000000))))
 spec("miller_rabin32", "number_theory", "test",
      "Deterministic Miller-Rabin for 32-bit numbers (64-bit mulmod) over a window and samples",
      ["0 10 1 0\n", "4294967200 96 2 5\n", "1000 1000 3 100\n", "1000000000 100000 4 10000\n",
-      "3000000000 200000 5 200000\n", "2000000000 1200000 6 1000000\n"])
+      "3000000000 200000 5 200000\n", "2000000000 1200000 6 1000000\n"],
+     inputs=generator(
+         # Windows at 0 and running past 2^32 - 1, and no samples.
+         klass("{lo} {count} {seed} {samples}\n", base=one_of(0, 4294967200), off=between(0, 95),
+               lo=expr("base + off"), count=between(0, 120), seed=SEED64,
+               samples=between(0, 20)),
+         klass("{lo} {count} {seed} {samples}\n", lo=between(0, 1000000),
+               count=between(100, 2000), seed=SEED64, samples=between(0, 1000)),
+         klass("{lo} {count} {seed} {samples}\n", lo=between(0, 4000000000),
+               count=between(50000, 150000), seed=SEED64, samples=between(5000, 20000)),
+         klass("{lo} {count} {seed} {samples}\n", lo=between(1000000000, 4000000000),
+               count=between(150000, 250000), seed=SEED64, samples=between(100000, 300000)),
+         klass("{lo} {count} {seed} {samples}\n", lo=between(1500000000, 2900000000),
+               count=between(1100000, 1300000), seed=SEED64, samples=between(900000, 1100000))))
 spec("gcd_pairs", "number_theory", "train",
      "Sum of gcd over all pairs up to n with Euclid's algorithm, checked against a totient sieve",
-     ["0\n", "1\n", "10\n", "300\n", "1000\n", "2600\n"])
+     ["0\n", "1\n", "10\n", "300\n", "1000\n", "2600\n"],
+     inputs=generator(
+         klass("{n}\n", n=between(0, 12)),
+         klass("{n}\n", n=between(13, 200)),
+         klass("{n}\n", n=between(250, 600)),
+         klass("{n}\n", n=between(800, 1500)),
+         klass("{n}\n", n=between(2500, 2700))))
 spec("collatz_longest", "number_theory", "train",
      "Longest Collatz chain below N with a memo table; peak value and length histogram",
-     ["0\n", "2\n", "100\n", "100000\n", "1000000\n", "8000000\n"])
+     ["0\n", "2\n", "100\n", "100000\n", "1000000\n", "8000000\n"],
+     inputs=generator(
+         klass("{N}\n", N=between(0, 20)),
+         klass("{N}\n", N=between(21, 5000)),
+         klass("{N}\n", N=between(50000, 300000)),
+         klass("{N}\n", N=between(700000, 2000000)),
+         klass("{N}\n", N=between(7600000, 8400000))))
 spec("bigint_factorial", "number_theory", "train",
      "N! in base 1e9 limbs; digit count, digit sum, leading digits, trailing zeros",
-     ["0\n", "1\n", "25\n", "1000\n", "5000\n", "18000\n"])
+     ["0\n", "1\n", "25\n", "1000\n", "5000\n", "18000\n"],
+     inputs=generator(
+         klass("{N}\n", N=between(0, 20)),
+         klass("{N}\n", N=between(21, 300)),
+         klass("{N}\n", N=between(500, 2000)),
+         klass("{N}\n", N=between(3000, 7000)),
+         klass("{N}\n", N=between(17300, 18700))))
 
 # ---- strings --------------------------------------------------------------------------------
 
@@ -365,10 +711,36 @@ spec("kmp_search", "strings", "train",
       kmp_input(100000, 4, 4, ["abcabd", "aaaa", "dcba", "abcdabcdabce"]),
       kmp_input(1000000, 5, 3, ["abcab", "aabbaabbc", "cccccccc", "abacabadabacaba"]),
       kmp_input(4500000, 6, 2, ["abaababaab", "aaaaaaab", "babbabbbabbbba", "ab",
-                                 "aabaabaaabaabaaab", "bbbbbbbbbbbbbbbbbbbbbbbbbbbbba"])])
+                                 "aabaabaaabaabaaab", "bbbbbbbbbbbbbbbbbbbbbbbbbbbbba"])],
+     inputs=generator(
+         # Texts shorter than the patterns, a one-letter alphabet, no patterns at all.
+         klass("{n} {seed} {alphabet} {q}\n{patterns}", n=between(0, 20), seed=SEED64,
+               alphabet=between(1, 3), q=between(0, 3),
+               patterns=repeat("q", "{p}\n", p=text(between_expr=(1, 8), alphabet="abc"))),
+         klass("{n} {seed} {alphabet} {q}\n{patterns}", n=between(100, 1000), seed=SEED64,
+               alphabet=between(1, 4), q=between(1, 6),
+               patterns=repeat("q", "{p}\n", p=text(between_expr=(1, 10), alphabet="abcd"))),
+         klass("{n} {seed} {alphabet} {q}\n{patterns}", n=between(50000, 150000), seed=SEED64,
+               alphabet=between(2, 6), q=between(2, 8),
+               patterns=repeat("q", "{p}\n", p=text(between_expr=(2, 15), alphabet="abcdef"))),
+         klass("{n} {seed} {alphabet} {q}\n{patterns}", n=between(700000, 1300000),
+               seed=SEED64, alphabet=between(2, 4), q=between(3, 8),
+               patterns=repeat("q", "{p}\n", p=text(between_expr=(2, 20), alphabet="abcd"))),
+         klass("{n} {seed} 2 6\n{patterns}", n=between(4300000, 4700000), seed=SEED64,
+               patterns=repeat(6, "{p}\n", p=text(between_expr=(2, 30), alphabet="ab")))))
 spec("suffix_array", "strings", "test",
      "Suffix array by prefix doubling with counting sorts, Kasai LCP, distinct substrings",
-     ["0 1 2\n", "1 2 3\n", "12 3 2\n", "5000 4 4\n", "100000 5 2\n", "1000000 6 4\n"])
+     ["0 1 2\n", "1 2 3\n", "12 3 2\n", "5000 4 4\n", "100000 5 2\n", "1000000 6 4\n"],
+     inputs=generator(
+         klass("{n} {seed} {alphabet}\n", n=between(0, 20), seed=SEED32, alphabet=between(1, 3)),
+         klass("{n} {seed} {alphabet}\n", n=between(50, 500), seed=SEED32,
+               alphabet=between(1, 26)),
+         klass("{n} {seed} {alphabet}\n", n=between(3000, 10000), seed=SEED32,
+               alphabet=between(1, 26)),
+         klass("{n} {seed} {alphabet}\n", n=between(70000, 150000), seed=SEED32,
+               alphabet=between(2, 26)),
+         klass("{n} {seed} {alphabet}\n", n=between(950000, 1050000), seed=SEED32,
+               alphabet=between(3, 6))))
 
 
 def word_input(rounds: int, seed: int, n_words: int, vocab: int) -> Callable[[], str]:
@@ -379,44 +751,137 @@ spec("word_freq", "strings", "train",
      "Word frequencies of stdin text in an open-addressing table with salted FNV-1a; top 10",
      ["1\n", "1\nHello, hello world. It's a World!\n", word_input(2, 3, 300, 60),
       word_input(5, 4, 5000, 300), word_input(20, 5, 20000, 500),
-      word_input(300, 6, 28000, len(WORDS))])
+      word_input(300, 6, 28000, len(WORDS))],
+     inputs=generator(
+         # Case folding, apostrophes, digits and other bytes that split words, empty text.
+         klass("{rounds}\n{words}", rounds=between(1, 3), count=between(0, 12),
+               words=repeat("count", "{w}{sep}", w=one_of(*ODD_TOKENS),
+                            sep=one_of(" ", " ", "\n", ", ", "--", "\t"))),
+         klass("{rounds}\n{words}", rounds=between(1, 4), count=between(50, 500),
+               words=repeat("count", "{w}{sep}", w=one_of(*ZIPF_WORDS[:120]),
+                            sep=one_of(*WORD_SEPS))),
+         klass("{rounds}\n{words}", rounds=between(3, 8), count=between(3000, 8000),
+               words=repeat("count", "{w}{sep}", w=one_of(*ZIPF_WORDS),
+                            sep=one_of(*WORD_SEPS))),
+         klass("{rounds}\n{words}", rounds=between(10, 30), count=between(15000, 25000),
+               words=repeat("count", "{w}{sep}", w=one_of(*ZIPF_WORDS),
+                            sep=one_of(*WORD_SEPS))),
+         klass("{rounds}\n{words}", rounds=between(245, 275), count=between(27000, 29000),
+               words=repeat("count", "{w}{sep}", w=one_of(*ZIPF_WORDS),
+                            sep=one_of(*WORD_SEPS)))))
 spec("manacher_palindrome", "strings", "train",
      "Manacher's algorithm: longest palindrome and palindromic substring count",
      ["0 1 2\n", "1 2 2\n", "30 3 2\n", "10000 4 3\n", "1000000 5 2\n",
-      "10000000 6 4\n"])
+      "10000000 6 4\n"],
+     inputs=generator(
+         klass("{n} {seed} {alphabet}\n", n=between(0, 20), seed=SEED64, alphabet=between(1, 3)),
+         # Small alphabets make long palindromes, which take the algorithm's other paths.
+         klass("{n} {seed} {alphabet}\n", n=between(30, 1000), seed=SEED64,
+               alphabet=one_of(1, 1, 2, 2, 3, 4, 26)),
+         klass("{n} {seed} {alphabet}\n", n=between(5000, 50000), seed=SEED64,
+               alphabet=one_of(1, 1, 2, 2, 3, 4, 26)),
+         klass("{n} {seed} {alphabet}\n", n=between(700000, 1300000), seed=SEED64,
+               alphabet=between(2, 26)),
+         klass("{n} {seed} {alphabet}\n", n=between(9500000, 10500000), seed=SEED64,
+               alphabet=between(3, 6))))
 spec("base64_roundtrip", "strings", "train",
      "Base64 encode and decode of generated buffers with round-trip verification",
-     ["0 1\n", "1 2\n", "100 3\n", "100000 4\n", "3000000 5\n", "6000000 6\n"])
+     ["0 1\n", "1 2\n", "100 3\n", "100000 4\n", "3000000 5\n", "6000000 6\n"],
+     inputs=generator(
+         klass("{n} {seed}\n", n=between(0, 10), seed=SEED64),
+         klass("{n} {seed}\n", n=between(11, 1000), seed=SEED64),
+         klass("{n} {seed}\n", n=between(10000, 200000), seed=SEED64),
+         klass("{n} {seed}\n", n=between(2000000, 4000000), seed=SEED64),
+         klass("{n} {seed}\n", n=between(5700000, 6300000), seed=SEED64)))
 
 # ---- hashing --------------------------------------------------------------------------------
 
 spec("hash_table_open", "hashing", "train",
      "Open-addressing hash map (linear probing, backward-shift delete) under a mixed workload",
      ["1 0 1 1\n", "2 10 3 2\n", "8 1000 150 3\n", "16 200000 40000 4\n",
-      "20 2000000 700000 5\n", "21 2000000 1200000 6\n"])
+      "20 2000000 700000 5\n", "21 2000000 1200000 6\n"],
+     inputs=generator(
+         # Tiny tables that fill up (inserts refused), a key range of one.
+         klass("{lg} {ops} {range} {seed}\n", lg=between(1, 4), ops=between(0, 40),
+               range=between(1, 20), seed=SEED64),
+         klass("{lg} {ops} {range} {seed}\n", lg=between(5, 10), ops=between(100, 3000),
+               range=between(10, 2000), seed=SEED64),
+         klass("{lg} {ops} {range} {seed}\n", lg=between(12, 18), ops=between(50000, 300000),
+               range=between(10000, 300000), seed=SEED64),
+         klass("{lg} {ops} {range} {seed}\n", lg=between(18, 21), ops=between(1000000, 2000000),
+               range=between(200000, 1500000), seed=SEED64),
+         klass("21 {ops} {range} {seed}\n", ops=between(1900000, 2100000),
+               range=between(1100000, 1300000), seed=SEED64)))
 spec("crc32_table", "hashing", "validation",
      "Table-driven CRC-32 and Adler-32 over a generated stream, bitwise CRC cross-check",
-     ["0 1\n", "1 2\n", "1000 3\n", "100000 4\n", "10000000 5\n", "40000000 6\n"])
+     ["0 1\n", "1 2\n", "1000 3\n", "100000 4\n", "10000000 5\n", "40000000 6\n"],
+     inputs=generator(
+         klass("{total} {seed}\n", total=between(0, 20), seed=SEED64),
+         # Around the 4096-byte cross-check and the 64 KiB chunk.
+         klass("{total} {seed}\n", total=one_of(4095, 4096, 4097, 65535, 65536, 65537, 1000),
+               seed=SEED64),
+         klass("{total} {seed}\n", total=between(70000, 1000000), seed=SEED64),
+         klass("{total} {seed}\n", total=between(5000000, 15000000), seed=SEED64),
+         klass("{total} {seed}\n", total=between(38000000, 42000000), seed=SEED64)))
 spec("sha256_blocks", "hashing", "train",
      "SHA-256 of a stdin message, of a generated buffer, and a hash chain",
      ["0 0 1\n\n", "3 1 2\nabc\n",
       "100 10 3\nabcdbcdecdefdefgefghfghighijhijkijkljklmklmnlmnomnopnopq\n",
       "100000 1000 4\nThe quick brown fox jumps over the lazy dog\n",
-      "2000000 20000 5\n" + "a" * 1000 + "\n", "20000000 100000 6\nasmopt\n"])
+      "2000000 20000 5\n" + "a" * 1000 + "\n", "20000000 100000 6\nasmopt\n"],
+     inputs=generator(
+         # Buffer and message lengths around the 55/56/64-byte padding boundaries.
+         klass("{n} {chain} {seed}\n{msg}\n", n=between(0, 130), chain=between(0, 3),
+               seed=SEED64, len=between(0, 130), msg=text("len", PRINTABLE)),
+         klass("{n} {chain} {seed}\n{msg}\n", n=between(100, 5000), chain=between(1, 100),
+               seed=SEED64, len=between(0, 200), msg=text("len", PRINTABLE)),
+         klass("{n} {chain} {seed}\n{msg}\n", n=between(50000, 300000),
+               chain=between(500, 3000), seed=SEED64, len=between(0, 1000),
+               msg=text("len", PRINTABLE)),
+         klass("{n} {chain} {seed}\n{msg}\n", n=between(1500000, 2500000),
+               chain=between(10000, 30000), seed=SEED64, len=between(0, 4000),
+               msg=text("len", PRINTABLE)),
+         klass("{n} {chain} {seed}\n{msg}\n", n=between(19000000, 21000000),
+               chain=between(90000, 110000), seed=SEED64, len=between(0, 64),
+               msg=text("len", PRINTABLE))))
 spec("bloom_filter", "hashing", "train",
      "Bloom filter with double hashing; measured vs expected false-positive rate",
      ["6 1 0 0 1\n", "6 3 5 10 2\n", "12 4 300 2000 3\n", "20 7 100000 100000 4\n",
       "24 5 1000000 1000000 5\n", "24 6 2000000 3000000 6\n"],
-     compare=numeric(1e-4, 1e-6))
+     compare=numeric(1e-4, 1e-6),
+     inputs=generator(
+         klass("{lg} {k} {ins} {q} {seed}\n", lg=between(6, 8), k=one_of(1, 2, 3, 31, 32),
+               ins=between(0, 10), q=between(0, 20), seed=SEED64),
+         klass("{lg} {k} {ins} {q} {seed}\n", lg=between(8, 14), k=between(1, 8),
+               ins=between(10, 2000), q=between(100, 5000), seed=SEED64),
+         klass("{lg} {k} {ins} {q} {seed}\n", lg=between(16, 20), k=between(2, 10),
+               ins=between(50000, 150000), q=between(50000, 150000), seed=SEED64),
+         klass("{lg} {k} {ins} {q} {seed}\n", lg=between(22, 25), k=between(3, 8),
+               ins=between(500000, 1500000), q=between(500000, 1500000), seed=SEED64),
+         klass("24 6 {ins} {q} {seed}\n", ins=between(1900000, 2100000),
+               q=between(2800000, 3200000), seed=SEED64)))
 
 # ---- bit manipulation -----------------------------------------------------------------------
 
 spec("popcount_swar", "bit_manipulation", "train",
      "Portable SWAR popcount, bit reversal, ctz/clz, parity and Gosper's hack over a stream",
-     ["0 1\n", "1 2\n", "100 3\n", "100000 4\n", "1000000 5\n", "8000000 6\n"])
+     ["0 1\n", "1 2\n", "100 3\n", "100000 4\n", "1000000 5\n", "8000000 6\n"],
+     inputs=generator(
+         klass("{n} {seed}\n", n=between(0, 10), seed=one_of(0, 1, 11400714819323198485, U64)),
+         klass("{n} {seed}\n", n=between(11, 1000), seed=SEED64),
+         klass("{n} {seed}\n", n=between(50000, 200000), seed=SEED64),
+         klass("{n} {seed}\n", n=between(700000, 1300000), seed=SEED64),
+         klass("{n} {seed}\n", n=between(7600000, 8400000), seed=SEED64)))
 spec("nqueens_bitmask", "bit_manipulation", "validation",
      "N-queens with blocked squares by recursive bitmask search",
-     ["1 0 1\n", "3 0 2\n", "8 0 3\n", "10 5 4\n", "12 10 5\n", "14 12 6\n"])
+     ["1 0 1\n", "3 0 2\n", "8 0 3\n", "10 5 4\n", "12 10 5\n", "14 12 6\n"],
+     inputs=generator(
+         klass("{n} {blocked} {seed}\n", n=between(1, 6), blocked=between(0, 5), seed=SEED32),
+         klass("{n} {blocked} {seed}\n", n=between(6, 9), blocked=between(0, 10), seed=SEED32),
+         klass("{n} {blocked} {seed}\n", n=between(9, 11), blocked=between(0, 10), seed=SEED32),
+         klass("{n} {blocked} {seed}\n", n=between(11, 12), blocked=between(5, 15),
+               seed=SEED32),
+         klass("14 {blocked} {seed}\n", blocked=between(10, 14), seed=SEED32)))
 
 
 def subset_input(seed: int, n: int, lo: int, hi: int, targets: list[int]) -> str:
@@ -430,62 +895,191 @@ spec("subset_sum_mitm", "bit_manipulation", "train",
      ["0\n1\n0\n", "1\n5\n3\n0 5 6\n", subset_input(3, 10, 1, 20, [0, 17, 50, 1000]),
       subset_input(4, 24, 1, 1000, [5000, 6000, 12345]),
       subset_input(5, 34, 1, 1 << 20, [1 << 22, 5000000, 12345678]),
-      subset_input(6, 42, 1, 1 << 30, [10**10, 2 * 10**10, 123456789012, 7 * 10**9, 3**20])])
+      subset_input(6, 42, 1, 1 << 30, [10**10, 2 * 10**10, 123456789012, 7 * 10**9, 3**20])],
+     inputs=generator(
+         klass("{n}\n{values}\n{q}\n{targets}\n", n=between(0, 4), values=ints("n", 0, 10),
+               q=between(0, 4), targets=ints("q", 0, 40)),
+         klass("{n}\n{values}\n{q}\n{targets}\n", n=between(5, 14),
+               values=ints("n", 1, 100), q=between(1, 5), targets=ints("q", 0, "n * 100")),
+         klass("{n}\n{values}\n{q}\n{targets}\n", n=between(18, 26),
+               values=ints("n", 1, 1000), q=between(1, 5), targets=ints("q", 0, "n * 1000")),
+         klass("{n}\n{values}\n{q}\n{targets}\n", n=between(30, 36),
+               values=ints("n", 1, 1048576), q=between(1, 5),
+               targets=ints("q", 0, "n * 1048576")),
+         klass("42\n{values}\n5\n{targets}\n", values=ints(42, 1, 1073741824),
+               targets=ints(5, 0, 45097156608))))
 spec("life_bitboard", "bit_manipulation", "train",
      "Game of Life on a torus, 64 cells per word, bit-parallel neighbour counting",
      ["3 1 0 50 1\n", "3 1 1 50 2\n", "16 1 10 35 3\n", "128 4 50 30 4\n",
-      "512 8 100 30 5\n", "1024 16 1500 30 6\n"])
+      "512 8 100 30 5\n", "1024 16 1500 30 6\n"],
+     inputs=generator(
+         klass("{H} {WW} {gens} {density} {seed}\n", H=between(3, 5), WW=between(1, 2),
+               gens=between(0, 5), density=one_of(0, 30, 50, 100), seed=SEED64),
+         klass("{H} {WW} {gens} {density} {seed}\n", H=between(8, 32), WW=between(1, 2),
+               gens=between(1, 30), density=between(0, 100), seed=SEED64),
+         klass("{H} {WW} {gens} {density} {seed}\n", H=between(64, 200), WW=between(2, 6),
+               gens=between(20, 80), density=between(10, 60), seed=SEED64),
+         klass("{H} {WW} {gens} {density} {seed}\n", H=between(400, 600), WW=between(6, 10),
+               gens=between(80, 120), density=between(10, 60), seed=SEED64),
+         klass("1024 16 {gens} {density} {seed}\n", gens=between(1350, 1650),
+               density=between(15, 60), seed=SEED64)))
 
 # ---- matrices and stencils ------------------------------------------------------------------
 
 spec("matmul_int", "matrix", "train",
      "Dense 32-bit integer matrix product (i-k-j order, wrapping), then matrix-vector checks",
-     ["0 1\n", "1 2\n", "7 3\n", "64 4\n", "200 5\n", "850 6\n"])
+     ["0 1\n", "1 2\n", "7 3\n", "64 4\n", "200 5\n", "850 6\n"],
+     inputs=generator(
+         klass("{n} {seed}\n", n=between(0, 9), seed=SEED32),
+         klass("{n} {seed}\n", n=between(10, 40), seed=SEED32),
+         klass("{n} {seed}\n", n=between(50, 100), seed=SEED32),
+         klass("{n} {seed}\n", n=between(150, 250), seed=SEED32),
+         klass("{n} {seed}\n", n=between(820, 880), seed=SEED32)))
 spec("prefix_sum_2d", "matrix", "validation",
      "2D prefix sums: random rectangle queries, best k x k square, best column strip",
      ["1 1 1 1 1\n", "2 3 5 2 2\n", "20 30 100 5 3\n", "300 400 100000 20 4\n",
-      "1000 1000 1000000 50 5\n", "1500 1500 2000000 64 6\n"])
+      "1000 1000 1000000 50 5\n", "1500 1500 2000000 64 6\n"],
+     inputs=generator(
+         # k larger than the grid (no square fits), no queries.
+         klass("{H} {W} {queries} {k} {seed}\n", H=between(1, 4), W=between(1, 4),
+               queries=between(0, 10), k=between(1, 5), seed=SEED64),
+         klass("{H} {W} {queries} {k} {seed}\n", H=between(10, 40), W=between(10, 40),
+               queries=between(10, 500), k=between(1, 10), seed=SEED64),
+         klass("{H} {W} {queries} {k} {seed}\n", H=between(200, 400), W=between(200, 400),
+               queries=between(50000, 150000), k=between(5, 30), seed=SEED64),
+         klass("{H} {W} {queries} {k} {seed}\n", H=between(800, 1200), W=between(800, 1200),
+               queries=between(500000, 1500000), k=between(20, 80), seed=SEED64),
+         klass("{H} {W} {queries} {k} {seed}\n", H=between(1450, 1550), W=between(1450, 1550),
+               queries=between(1800000, 2200000), k=between(40, 90), seed=SEED64)))
 spec("conv2d_int", "matrix", "train",
      "8-bit image filters with clamped borders: 5x5 Gaussian blur, saturating sharpen, Sobel",
      ["1 1 1 1\n", "2 3 2 2\n", "16 16 1 3\n", "200 300 2 4\n", "512 512 3 5\n",
-      "1200 1400 5 6\n"])
+      "1200 1400 5 6\n"],
+     inputs=generator(
+         klass("{H} {W} {passes} {seed}\n", H=between(1, 4), W=between(1, 5),
+               passes=between(0, 3), seed=SEED32),
+         klass("{H} {W} {passes} {seed}\n", H=between(10, 40), W=between(10, 40),
+               passes=between(1, 3), seed=SEED32),
+         klass("{H} {W} {passes} {seed}\n", H=between(100, 300), W=between(100, 300),
+               passes=between(1, 3), seed=SEED32),
+         klass("{H} {W} {passes} {seed}\n", H=between(400, 600), W=between(400, 600),
+               passes=between(2, 4), seed=SEED32),
+         klass("{H} {W} 5 {seed}\n", H=between(1150, 1250), W=between(1350, 1450),
+               seed=SEED32)))
 
 # ---- floating point -------------------------------------------------------------------------
 
 spec("matmul_double", "floating_point", "train",
      "Cache-blocked double-precision matrix product; trace and Frobenius norm",
      ["0 1\n", "1 2\n", "5 3\n", "64 4\n", "250 5\n", "860 6\n"],
-     compare=numeric(1e-6, 1e-7))
+     compare=numeric(1e-6, 1e-7),
+     inputs=generator(
+         klass("{n} {seed}\n", n=between(0, 9), seed=SEED64),
+         # Around the 32-wide tile.
+         klass("{n} {seed}\n", n=between(10, 70), seed=SEED64),
+         klass("{n} {seed}\n", n=between(50, 100), seed=SEED64),
+         klass("{n} {seed}\n", n=between(200, 300), seed=SEED64),
+         klass("{n} {seed}\n", n=between(830, 890), seed=SEED64)))
 spec("jacobi_heat", "floating_point", "test",
      "Jacobi iteration of the 2D heat equation (5-point stencil) with a source term",
      ["3 0 1.0\n", "3 5 10.0\n", "17 100 500.0\n", "101 1000 1000.0\n",
       "300 1500 2000.0\n", "700 500 2000000.0\n"],
-     compare=numeric(1e-6, 1e-6))
+     compare=numeric(1e-6, 1e-6),
+     inputs=generator(
+         # Every grid size from 3 to 12: odd and even interior widths take different paths
+         # through the vectorised stencil; n = 5 and 6 (the only sizes on which one of its
+         # branches shows) are drawn most often.
+         klass("{n} {iters} {strength}\n", n=one_of(3, 4, 5, 5, 5, 6, 6, 6, 7, 8, 9, 10, 11, 12),
+               iters=between(0, 60),
+               strength=decimal(0, 1000, 1)),
+         klass("{n} {iters} {strength}\n", n=between(13, 40), iters=between(10, 300),
+               strength=decimal(0, 2000, 2)),
+         klass("{n} {iters} {strength}\n", n=between(60, 150), iters=between(300, 1500),
+               strength=decimal(0, 5000, 1)),
+         klass("{n} {iters} {strength}\n", n=between(250, 350), iters=between(1000, 2000),
+               strength=decimal(0, 10000, 1)),
+         klass("{n} {iters} {strength}\n", n=between(680, 720), iters=between(470, 530),
+               strength=decimal(1000, 3000000, 1))))
 spec("nbody_sim", "floating_point", "validation",
      "Softened N-body leapfrog integration over an array of structs; energy and momentum",
      ["1 0 0.01 1\n", "2 10 0.01 2\n", "5 100 0.005 3\n", "50 200 0.002 4\n",
       "200 200 0.001 5\n", "600 150 0.0005 6\n"],
-     compare=numeric(1e-6, 1e-6))
+     compare=numeric(1e-6, 1e-6),
+     inputs=generator(
+         klass("{n} {steps} {dt} {seed}\n", n=between(1, 3), steps=between(0, 20),
+               dt=decimal(0.001, 0.02, 4), seed=SEED64),
+         klass("{n} {steps} {dt} {seed}\n", n=between(4, 20), steps=between(20, 200),
+               dt=decimal(0.001, 0.01, 4), seed=SEED64),
+         klass("{n} {steps} {dt} {seed}\n", n=between(30, 80), steps=between(100, 300),
+               dt=decimal(0.001, 0.005, 4), seed=SEED64),
+         klass("{n} {steps} {dt} {seed}\n", n=between(150, 250), steps=between(150, 250),
+               dt=decimal(0.0005, 0.002, 4), seed=SEED64),
+         klass("{n} {steps} {dt} {seed}\n", n=between(580, 620), steps=between(140, 160),
+               dt=decimal(0.0003, 0.0008, 4), seed=SEED64)))
 spec("mandelbrot", "floating_point", "train",
      "Escape-time Mandelbrot set: iteration totals per band and smooth-colouring mean",
      ["1 1 1 -2 -1.5 1 1.5\n", "4 3 50 -2 -1.5 1 1.5\n", "80 60 200 -2 -1.5 1 1.5\n",
       "400 300 500 -0.75 0.05 -0.7 0.1\n", "800 600 1000 -2.2 -1.4 0.8 1.4\n",
       "640 480 2000 -0.7454 0.1123 -0.7446 0.1131\n"],
-     compare=numeric(1e-6, 1e-4))
+     compare=numeric(1e-6, 1e-4),
+     inputs=generator(
+         # Windows wholly inside the set (nothing escapes), straddling it, and outside.
+         klass("{W} {H} {maxit} {window}\n", W=between(1, 4), H=between(1, 4),
+               maxit=between(1, 60), window=one_of(*MANDEL_EDGE_WINDOWS)),
+         klass("{W} {H} {maxit} {x0} {y0} {x1} {y1}\n", W=between(20, 100), H=between(20, 100),
+               maxit=between(50, 300), x0=decimal(-2.2, -0.5, 3), y0=decimal(-1.5, -0.2, 3),
+               x1=decimal(-0.4, 1.0, 3), y1=decimal(0.2, 1.5, 3)),
+         klass("{W} {H} {maxit} {x0} {y0} {x1} {y1}\n", W=between(200, 400),
+               H=between(150, 300), maxit=between(200, 800), x0=decimal(-2.2, -0.5, 3),
+               y0=decimal(-1.5, -0.2, 3), x1=decimal(-0.4, 1.0, 3), y1=decimal(0.2, 1.5, 3)),
+         klass("{W} {H} {maxit} {x0} {y0} {x1} {y1}\n", W=between(600, 900),
+               H=between(450, 700), maxit=between(500, 1500), x0=decimal(-2.2, -0.5, 3),
+               y0=decimal(-1.5, -0.2, 3), x1=decimal(-0.4, 1.0, 3), y1=decimal(0.2, 1.5, 3)),
+         # The cost depends on where the window is: windows measured to cost what the
+         # heavy test's does, at jittered sizes and iteration limits.
+         klass("{W} {H} {maxit} {window}\n", W=between(620, 660), H=between(465, 495),
+               maxit=between(1900, 2100), window=one_of(*MANDEL_HEAVY_WINDOWS))))
 spec("fft_convolve", "floating_point", "train",
      "Polynomial product by iterative radix-2 complex FFT, rounded and cross-checked",
-     ["0 1\n", "1 2\n", "3 3\n", "1000 4\n", "100000 5\n", "250000 6\n"])
+     ["0 1\n", "1 2\n", "3 3\n", "1000 4\n", "100000 5\n", "250000 6\n"],
+     inputs=generator(
+         klass("{n} {seed}\n", n=between(0, 10), seed=SEED32),
+         klass("{n} {seed}\n", n=between(11, 1000), seed=SEED32),
+         klass("{n} {seed}\n", n=between(1000, 20000), seed=SEED32),
+         klass("{n} {seed}\n", n=between(60000, 131072), seed=SEED32),
+         # The transform length is the power of two >= 2n: stay within the heavy test's.
+         klass("{n} {seed}\n", n=between(235000, 262144), seed=SEED32)))
 
 # ---- data structures ------------------------------------------------------------------------
 
 spec("lru_cache", "data_structures", "train",
      "LRU cache: pointer-linked recency list and chained hash table over a skewed trace",
      ["1 1 1 1\n", "2 10 3 2\n", "16 1000 100 3\n", "1000 200000 20000 4\n",
-      "50000 2000000 1000000 5\n", "100000 2000000 1500000 6\n"])
+      "50000 2000000 1000000 5\n", "100000 2000000 1500000 6\n"],
+     inputs=generator(
+         klass("{cap} {req} {space} {seed}\n", cap=between(1, 4), req=between(0, 30),
+               space=between(1, 10), seed=SEED64),
+         klass("{cap} {req} {space} {seed}\n", cap=between(5, 100), req=between(100, 5000),
+               space=between(10, 1000), seed=SEED64),
+         klass("{cap} {req} {space} {seed}\n", cap=between(500, 5000),
+               req=between(100000, 300000), space=between(5000, 50000), seed=SEED64),
+         klass("{cap} {req} {space} {seed}\n", cap=between(20000, 80000),
+               req=between(1500000, 2000000), space=between(500000, 1500000), seed=SEED64),
+         klass("{cap} {req} {space} {seed}\n", cap=between(90000, 110000),
+               req=between(1900000, 2100000), space=between(1400000, 1600000), seed=SEED64)))
 spec("segment_tree", "data_structures", "test",
      "Recursive lazy segment tree: range add, range sum and range minimum",
      ["1 0 1\n", "1 5 2\n", "10 50 3\n", "1000 20000 4\n", "50000 100000 5\n",
-      "200000 200000 6\n"])
+      "200000 200000 6\n"],
+     inputs=generator(
+         klass("{n} {ops} {seed}\n", n=between(1, 8), ops=between(0, 20), seed=SEED64),
+         klass("{n} {ops} {seed}\n", n=between(10, 100), ops=between(10, 500), seed=SEED64),
+         klass("{n} {ops} {seed}\n", n=between(500, 5000), ops=between(10000, 50000),
+               seed=SEED64),
+         klass("{n} {ops} {seed}\n", n=between(30000, 80000), ops=between(80000, 150000),
+               seed=SEED64),
+         klass("{n} {ops} {seed}\n", n=between(190000, 210000), ops=between(190000, 210000),
+               seed=SEED64)))
 
 
 def fenwick_input(seed: int, n: int, lo: int, hi: int, ops: int) -> Callable[[], str]:
@@ -496,7 +1090,23 @@ spec("fenwick_inversions", "data_structures", "train",
      "Fenwick trees over a stdin list: inversion count, then updates and order statistics",
      ["0\n0 1\n", "1\n42\n10 2\n", "5\n5 4 3 2 1\n100 3\n",
       fenwick_input(4, 1000, -50, 50, 10000), fenwick_input(5, 10000, -10**9, 10**9, 1000000),
-      fenwick_input(6, 20000, 0, 10**6, 4000000)])
+      fenwick_input(6, 20000, 0, 10**6, 4000000)],
+     inputs=generator(
+         # All equal (a one-value range), int extremes, an empty list.
+         klass("{n}\n{a}\n{ops} {seed}\n", n=between(0, 8), lo=one_of(-2147483648, -3, 0),
+               hi=one_of(0, 3, 2147483647), a=ints("n", "lo", "hi"), ops=between(0, 20),
+               seed=SEED64),
+         klass("{n}\n{a}\n{ops} {seed}\n", n=between(9, 200), span=one_of(2, 10, 1000),
+               a=ints("n", "-span", "span", per_line=16), ops=between(10, 1000), seed=SEED64),
+         klass("{n}\n{a}\n{ops} {seed}\n", n=between(500, 2000), span=one_of(50, 1000000000),
+               a=ints("n", "-span", "span", per_line=16), ops=between(5000, 20000),
+               seed=SEED64),
+         klass("{n}\n{a}\n{ops} {seed}\n", n=between(5000, 15000),
+               a=ints("n", -1000000000, 1000000000, per_line=16),
+               ops=between(500000, 1500000), seed=SEED64),
+         klass("{n}\n{a}\n{ops} {seed}\n", n=between(19000, 21000),
+               a=ints("n", 0, 1000000, per_line=16), ops=between(3800000, 4200000),
+               seed=SEED64)))
 
 
 # --------------------------------------------------------------------------------------------
@@ -571,6 +1181,8 @@ def program_json(s: Spec) -> bytes:
                                            "heavy_tests": list(s.heavy_tests())}}
     if s.compare:
         doc["compare"] = s.compare
+    if s.inputs is not None:
+        doc["inputs"] = s.generator().to_dict()
     return (json.dumps(doc, indent=2) + "\n").encode()
 
 
@@ -681,6 +1293,162 @@ def build_program(s: Spec, work: Path, check: bool, sanitize: bool, reps: int,
     return rep
 
 
+# --------------------------------------------------------------------------------------------
+# Checking the input generators: drawn inputs must be as valid as the fixed tests.
+# --------------------------------------------------------------------------------------------
+
+HEAVY_COST_RANGE = (0.6, 1.4)  # a heavy draw's -O3 cost over the heavy test's
+SANITIZE_ENV = {"ASAN_OPTIONS": "detect_leaks=0:abort_on_error=0",
+                "UBSAN_OPTIONS": "print_stacktrace=1:halt_on_error=1"}
+
+
+@dataclass
+class GeneratorReport:
+    id: str
+    draws: dict[str, int] = field(default_factory=dict)  # class -> inputs checked
+    heavy_ms: list[float] = field(default_factory=list)  # the heavy test, beside each draw
+    heavy_ratios: list[float] = field(default_factory=list)
+    problems: list[str] = field(default_factory=list)
+    # Valid heavy draws (seed, stdin), timed afterwards one at a time (`time_heavy_draws`).
+    heavy_draws: list[tuple[int, bytes]] = field(default_factory=list)
+
+
+def _show(stdin: bytes) -> str:
+    head = stdin[:60].decode(errors="replace")
+    return repr(head) + ("..." if len(stdin) > 60 else "")
+
+
+def _binaries(s: Spec, work: Path) -> tuple[Path, Path, Path]:
+    return work / f"{s.id}.g0", work / f"{s.id}.g3", work / f"{s.id}.gsan"
+
+
+def check_generator(s: Spec, work: Path, per_light: int, per_heavy: int,
+                    seeds: random.Random) -> GeneratorReport:
+    """Draw `per_light` inputs of every light class and `per_heavy` of the heavy class and
+    check each as the fixed tests are checked: -O0 and -O3 agree (by the program's own
+    comparison), both exit 0 without stderr within the time limit, the output is not a
+    refusal ("bad input") and within the output limit, and light draws run clean under
+    -fsanitize=undefined,address. Failing draws name their seed, so they can be drawn again
+    with `InputGenerator.draw(class, seed)`."""
+    rep = GeneratorReport(s.id)
+    try:
+        gen = s.generator()
+    except GeneratorError as exc:
+        rep.problems.append(str(exc))
+        return rep
+    unmapped = [t for t in s.test_names() if gen.class_of(t) is None]
+    if unmapped:
+        rep.problems.append(f"tests without a class: {', '.join(unmapped)}")
+    exe0, exe3, exes = _binaries(s, work)
+    try:
+        src = PROGRAMS_DIR / s.id / "main.c"
+        compile_c(src, exe0, ["-O0"])
+        compile_c(src, exe3, ["-O3"])
+        compile_c(src, exes, ["-O3", "-g", "-fsanitize=undefined,address",
+                              "-fno-sanitize-recover=all"])
+    except BuildError as exc:
+        rep.problems.append(str(exc))
+        return rep
+    san_env = dict(os.environ, **SANITIZE_ENV)
+    comparison = Comparison.from_dict(s.compare)
+    for klass_name in gen.class_names:
+        heavy = klass_name == "heavy"
+        for _ in range(per_heavy if heavy else per_light):
+            seed = seeds.getrandbits(64)
+            where = f"{klass_name} seed {seed}"
+            try:
+                stdin = gen.draw(klass_name, seed)
+                ref = run_binary(exe0, stdin, RUN_TIMEOUT_S, f"{where} (-O0)")
+                if not ref.stdout.strip() or ref.stdout.startswith(b"bad "):
+                    raise BuildError(f"{where}: refused or empty output "
+                                     f"{ref.stdout[:40]!r} for {_show(stdin)}")
+                if len(ref.stdout) > MAX_OUTPUT_BYTES:
+                    raise BuildError(f"{where}: output is {len(ref.stdout)} bytes")
+                out3 = run_binary(exe3, stdin, RUN_TIMEOUT_S, f"{where} (-O3)").stdout
+                diff = compare_output(ref.stdout, out3, comparison)
+                if diff is not None:
+                    raise BuildError(f"{where}: -O3 differs from -O0: {diff} "
+                                     f"for {_show(stdin)}")
+                if heavy:
+                    rep.heavy_draws.append((seed, stdin))
+                else:
+                    san = run_binary(exes, stdin, SANITIZE_TIMEOUT_S, f"{where} (sanitizers)",
+                                     env=san_env)
+                    diff = compare_output(ref.stdout, san.stdout, comparison)
+                    if diff is not None:
+                        raise BuildError(f"{where}: sanitizer build differs: {diff}")
+            except (BuildError, GeneratorError) as exc:
+                rep.problems.append(str(exc).splitlines()[0])
+            rep.draws[klass_name] = rep.draws.get(klass_name, 0) + 1
+    return rep
+
+
+def time_heavy_draws(s: Spec, rep: GeneratorReport, work: Path, clock: str, reps: int) -> None:
+    """Every heavy draw must cost 0.6-1.4x what the heavy test costs at -O3, so a timed run
+    on a fresh input costs what the fixed one did. The draw and the heavy test run in turn,
+    `reps` times each, and each keeps its fastest run: load on a shared machine only ever
+    adds time, so it cancels out of the ratio (run with nothing else of ours running)."""
+    exe3 = _binaries(s, work)[1]
+    fixed = [(inp() if callable(inp) else inp).encode()
+             for name, inp in zip(s.test_names(), s.tests, strict=True)
+             if name in s.heavy_tests()]
+
+    def seconds(r: RunResult) -> float:
+        return r.cpu_seconds if clock == "cpu" else r.seconds
+
+    for seed, stdin in rep.heavy_draws:
+        mine, theirs = [], []
+        try:
+            for k in range(reps):
+                mine.append(seconds(run_binary(exe3, stdin, RUN_TIMEOUT_S, "heavy draw")))
+                theirs.append(seconds(run_binary(exe3, fixed[k % len(fixed)], RUN_TIMEOUT_S,
+                                                 "heavy test")))
+        except BuildError as exc:
+            rep.problems.append(f"heavy seed {seed}: {str(exc).splitlines()[0]}")
+            continue
+        ms, fixed_ms = 1000 * min(mine), 1000 * min(theirs)
+        ratio = ms / fixed_ms if fixed_ms else float("inf")
+        rep.heavy_ms.append(fixed_ms)
+        rep.heavy_ratios.append(ratio)
+        lo, hi = HEAVY_COST_RANGE
+        if not lo <= ratio <= hi:
+            rep.problems.append(f"heavy seed {seed}: costs {ms:.0f} ms, {ratio:.2f}x the "
+                                f"heavy test's {fixed_ms:.0f} ms")
+
+
+def check_generators(chosen: list[Spec], per_light: int, per_heavy: int, clock: str,
+                     reps: int, jobs: int) -> int:
+    """--check-generators: the draws of every chosen program (programs in parallel), then
+    the cost of the heavy draws (one run at a time, so the timings do not disturb each
+    other); one line per program."""
+    seeds = random.Random(secrets.randbits(64))
+    per_program = [random.Random(seeds.getrandbits(64)) for _ in chosen]
+    with tempfile.TemporaryDirectory(prefix="asmopt-gen-") as tmp:
+        work = Path(tmp)
+        with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
+            reports = list(pool.map(
+                lambda sr: check_generator(sr[0], work, per_light, per_heavy, sr[1]),
+                zip(chosen, per_program, strict=True)))
+        failures = 0
+        ratios: list[float] = []
+        for s, rep in zip(chosen, reports, strict=True):
+            time_heavy_draws(s, rep, work, clock, reps)
+            counts = " ".join(f"{k} {n}" for k, n in rep.draws.items())
+            cost = (f"heavy {min(rep.heavy_ratios):.2f}-{max(rep.heavy_ratios):.2f}x of "
+                    f"{statistics.median(rep.heavy_ms):.0f} ms" if rep.heavy_ratios else "")
+            print(f"{'FAIL' if rep.problems else 'ok':4} {s.id:24} {counts}  {cost}", flush=True)
+            for p in rep.problems:
+                print(f"     - {p}", flush=True)
+            failures += bool(rep.problems)
+            ratios += rep.heavy_ratios
+    if ratios:
+        print(f"heavy draws over the heavy test ({clock} time): min {min(ratios):.2f}x, "
+              f"median {statistics.median(ratios):.2f}x, max {max(ratios):.2f}x "
+              f"({len(ratios)} draws)")
+    print(f"{len(chosen) - failures}/{len(chosen)} generators ok")
+    return 1 if failures else 0
+
+
 DOC_PATH = ROOT / "docs" / "builtin_suite.md"
 DOC_START = "<!-- program-table:start -->"
 DOC_END = "<!-- program-table:end -->"
@@ -711,10 +1479,76 @@ def doc_table(specs: list[Spec], reports: dict[str, Report]) -> str:
     return "\n".join(rows)
 
 
+GEN_DOC_START = "<!-- generator-table:start -->"
+GEN_DOC_END = "<!-- generator-table:end -->"
+
+
+def _bound(value: object) -> str:
+    if isinstance(value, int) and value in (U32, U64):
+        return "2^32-1" if value == U32 else "2^64-1"
+    return str(value).replace(" ", "")
+
+
+def _describe_var(name: str, rule: dict[str, object]) -> str:
+    """One var of a class, short: `n 0-40`, `mode 0/1/2/3`, `a: n chars of ACGT`."""
+    if "int" in rule:
+        lo, hi = rule["int"]  # type: ignore[misc]
+        return f"{name} {_bound(lo)}-{_bound(hi)}"
+    if "float" in rule:
+        lo, hi = rule["float"]  # type: ignore[misc]
+        return f"{name} {lo}-{hi}"
+    if "choice" in rule:
+        drawn = list(rule["choice"])  # type: ignore[call-overload]
+        values = list(dict.fromkeys(drawn))
+        if len(values) > 8 and all(isinstance(v, int) for v in values):
+            often = [v for v in values if drawn.count(v) > 1]
+            return (f"{name} {min(values)}-{max(values)}"
+                    + (f" ({', '.join(map(str, often))} most often)" if often else ""))
+        if len(values) > 8 or any(isinstance(v, str) and len(v) > 12 for v in values):
+            return f"{name} one of {len(set(map(str, values)))}"
+        return f"{name} " + "/".join(_bound(v) for v in values)
+    if "value" in rule:
+        return f"{name} = {_bound(rule['value'])}"
+    body = dict(rule[next(iter(rule))])  # type: ignore[call-overload]
+    if "text" in rule:
+        alphabet = str(body["alphabet"])
+        shown = alphabet if len(alphabet) <= 10 else f"{len(alphabet)} letters"
+        return f"{name}: {body['length']} chars of {shown}"
+    if "mutate" in rule:
+        return f"{name}: {body['of']} mutated at rate {body['rate']}"
+    if "ints" in rule:
+        lo, hi = body["range"]
+        return f"{name}: {body['count']} ints in {_bound(lo)}..{_bound(hi)}"
+    inner = ", ".join(_describe_var(k, v) for k, v in dict(body["vars"]).items()
+                      if k != "seed")
+    return f"{name}: {body['count']} x ({inner})"
+
+
+def generator_table(specs: list[Spec]) -> str:
+    """docs/builtin_suite.md's table of what each class draws (seeds left out: every seed
+    is drawn over its type's whole range)."""
+    rows = ["| id | " + " | ".join(CLASSES) + " |", "|---|" + "---|" * len(CLASSES)]
+    for s in sorted(specs, key=lambda s: (s.category, s.id)):
+        classes = dict(s.inputs["classes"]) if s.inputs else {}  # type: ignore[call-overload]
+        cells = []
+        for name in CLASSES:
+            body = classes.get(name, {})
+            cells.append("; ".join(_describe_var(k, v) for k, v in body.get("vars", {}).items()
+                                   if k != "seed") or "-")
+        rows.append(f"| `{s.id}` | " + " | ".join(cells) + " |")
+    return "\n".join(rows)
+
+
+def _replace_between(text: str, start: str, end: str, body: str) -> str:
+    a, b = text.index(start) + len(start), text.index(end)
+    return text[:a] + "\n" + body + "\n" + text[b:]
+
+
 def update_doc(specs: list[Spec], reports: dict[str, Report]) -> None:
-    text = DOC_PATH.read_text()
-    a, b = text.index(DOC_START) + len(DOC_START), text.index(DOC_END)
-    DOC_PATH.write_text(text[:a] + "\n" + doc_table(specs, reports) + "\n" + text[b:])
+    text = _replace_between(DOC_PATH.read_text(), DOC_START, DOC_END, doc_table(specs, reports))
+    if GEN_DOC_START in text:
+        text = _replace_between(text, GEN_DOC_START, GEN_DOC_END, generator_table(SPECS))
+    DOC_PATH.write_text(text)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -731,6 +1565,13 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--update-doc", action="store_true",
                     help="rewrite the program table in docs/builtin_suite.md with these timings")
     ap.add_argument("--list", action="store_true", help="list the programs and exit")
+    ap.add_argument("--check-generators", type=int, metavar="N", default=0,
+                    help="draw N inputs of every light class (3 of the heavy one) from random "
+                         "seeds and check them like the fixed tests; write nothing")
+    ap.add_argument("--heavy-draws", type=int, default=3, metavar="N",
+                    help="heavy inputs drawn and timed per program by --check-generators")
+    ap.add_argument("--jobs", type=int, default=os.cpu_count() or 1,
+                    help="programs checked in parallel by --check-generators")
     args = ap.parse_args(argv)
 
     ids = [s.id for s in SPECS]
@@ -750,6 +1591,9 @@ def main(argv: list[str] | None = None) -> int:
     if shutil.which(CC) is None:
         print(f"compiler {CC!r} not found", file=sys.stderr)
         return 2
+    if args.check_generators:
+        return check_generators(chosen, args.check_generators, args.heavy_draws, args.clock,
+                                max(args.reps, 5), args.jobs)
 
     failures = 0
     reports: dict[str, Report] = {}

@@ -15,18 +15,27 @@ from asmopt.adequacy import (
     NO_TESTS_REASON,
     ONE_INPUT_REASON,
     AdequacyReport,
+    Mutation,
     UnfitProgramError,
     apply_mutation,
     check_adequacy,
     constant_output_assembly,
+    equivalent_on_draws,
     function_bodies,
     is_reward_fit,
+    kill_depth,
+    kill_rate_at,
+    kill_rate_lines,
+    light_classes,
     marked_program,
     mutate_mnemonic,
     mutation_sites,
     ordered_sites,
+    summarize_reports,
 )
-from asmopt.evaluate import check_candidate
+from asmopt.evaluate import baseline_binary, check_candidate
+from asmopt.fresh import FreshInputs
+from asmopt.programs.generators import InputGenerator
 from asmopt.programs.model import Program, Suite, TestCase
 from asmopt.programs.suite_io import builtin_suite_path, load_suite, save_suite
 
@@ -192,6 +201,100 @@ def test_varied_tests_are_fit_and_kill_mutants(toolchain, sandbox) -> None:
     assert report.program_hash == program.content_hash()
     again = AdequacyReport.from_dict(json.loads(json.dumps(report.to_dict())))
     assert again == report
+
+
+# ---------------------------------------------------------------------------- drawn inputs
+LIST_INPUTS = {
+    "version": 1,
+    "classes": {
+        "edge": {"template": "{n}\n{a}\n",
+                 "vars": {"n": {"int": [0, 3]}, "a": {"ints": {"count": "n",
+                                                               "range": [-5, 5]}}}},
+        "small": {"template": "{n}\n{a}\n",
+                  "vars": {"n": {"int": [5, 40]},
+                           "a": {"ints": {"count": "n", "range": [-10000, 10000]}}}},
+    },
+    "tests": {"t0": "edge", "t1": "edge"},
+}
+
+
+def weak_program() -> Program:
+    """GOOD_C with two tiny fixed tests (an empty list, one element) and a generator of
+    longer lists: most mutants pass the fixed tests and only drawn inputs catch them."""
+    cases = [[], [4]]
+    tests = tuple(
+        TestCase(f"t{i}", (f"{len(c)}\n" + " ".join(map(str, c)) + "\n").encode(),
+                 good_output(c))
+        for i, c in enumerate(cases)
+    )
+    return Program(id="weak", source=GOOD_C, tests=tests,
+                   inputs=InputGenerator.from_dict(LIST_INPUTS))
+
+
+def test_drawn_inputs_kill_mutants_the_fixed_tests_miss(toolchain, sandbox) -> None:
+    program = weak_program()
+    fixed_only = check_adequacy(program, toolchain, sandbox, seed=5, per_class=0,
+                                equivalence_draws=0)
+    drawn = check_adequacy(program, toolchain, sandbox, seed=5, per_class=2,
+                           equivalence_draws=0)
+    assert fixed_only.checked and drawn.checked, (fixed_only.error, drawn.error)
+    assert fixed_only.mutants_total == drawn.mutants_total == 6
+    assert drawn.mutants_killed > fixed_only.mutants_killed
+    assert not fixed_only.fresh and drawn.fresh == {"seed": 5, "per_class": 2}
+    by_draw = [t for t in drawn.killed_by.values() if "~" in t]
+    assert by_draw, drawn.killed_by
+    # The rate with fewer draws is read off the same check: K = 0 is the fixed tests.
+    assert kill_rate_at([drawn], 0)["killed"] == fixed_only.mutants_killed
+    assert kill_rate_at([drawn], 2)["killed"] == drawn.mutants_killed
+    again = AdequacyReport.from_dict(json.loads(json.dumps(drawn.to_dict())))
+    assert again == drawn
+
+
+def test_a_survivor_that_never_differs_on_drawn_inputs_is_equivalent(toolchain, sandbox) -> None:
+    """The equivalence check itself: the baseline is equivalent to itself on drawn
+    inputs; a binary that differs on one class of input is not."""
+    program = weak_program()
+    fresh = FreshInputs(seed=3, per_class=1)
+    baseline = baseline_binary(program, toolchain)
+    limits = sandbox.limits
+    assert equivalent_on_draws(program, baseline, toolchain, sandbox, limits, fresh, 1, 40)
+    wrong = GOOD_C.replace("if (a[i] % 2 == 0) even++;", "if (a[i] % 2 == 0 && i < 8) even++;")
+    build = toolchain.assemble_and_link(
+        toolchain.baseline_assembly(Program("w", wrong, program.tests)), program.ldflags
+    )
+    assert build.ok and build.output is not None
+    assert not equivalent_on_draws(program, build.output, toolchain, sandbox, limits, fresh, 1, 40)
+    assert light_classes(program) == ("edge", "small")
+    assert light_classes(Program("x", GOOD_C, program.tests)) == ()
+
+
+def test_kill_rates_count_equivalent_mutants_apart() -> None:
+    mut = [Mutation("main", i, "addl\t%eax, %edx", "subl\t%eax, %edx") for i in range(6)]
+    a = AdequacyReport("a", fit=True, mutants_killed=4, mutants_total=6, survivors=[mut[0]],
+                       equivalent=[mut[1]],
+                       killed_by={m.describe(): t for m, t in
+                                  zip(mut[2:], ["t1", "edge~1", "small~2", "t3"], strict=True)})
+    b = AdequacyReport("b", fit=True, mutants_killed=2, mutants_total=2,
+                       killed_by={mut[0].describe(): "t2", mut[1].describe(): "large~1"})
+    summary = summarize_reports([a, b])
+    assert summary["kill_rates"]["a"] == {"killed": 4, "built": 6, "equivalent": 1,
+                                          "rate": 0.6667, "rate_nonequivalent": 0.8}
+    assert summary["mutants"]["rate_nonequivalent"] == round(6 / 7, 4)
+    assert [kill_rate_at([a, b], k)["killed"] for k in (0, 1, 2)] == [3, 5, 6]
+    assert kill_depth("t6") == 0 and kill_depth("heavy~3") == 3
+    assert kill_rate_lines([a, b])[-1] == "total: 6/7 non-equivalent mutants killed (85.7%)"
+    assert "1 equivalent on 1000 drawn inputs" in a.summary()
+
+
+@pytest.mark.slow
+def test_jacobi_heat_mutants_are_killed_on_drawn_inputs(toolchain, sandbox) -> None:
+    """The fixed tests of jacobi_heat use no grid whose interior width takes the scalar
+    remainder path of its vectorised stencil; its generator draws n = 3..12, which do."""
+    program = load_suite(builtin_suite_path()).get("jacobi_heat")
+    report = check_adequacy(program, toolchain, sandbox, seed=11)
+    assert report.checked, report.error
+    assert report.fit, report.reasons
+    assert 2 * len(report.survivors) < report.mutants_total - report.mutants_equivalent
 
 
 # ---------------------------------------------------------------------------- mutants

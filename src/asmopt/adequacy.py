@@ -22,11 +22,18 @@ Rules (docs/adequacy.md):
   by construction;
 * any trivial probe passing every test -> UNFIT;
 * the -O3 baseline failing its own tests -> UNFIT (nothing can be judged against it);
-* mutants: a surviving mutant may be an *equivalent* mutant (a change that cannot alter
-  the output, e.g. a flipped branch into two identical blocks), so one survivor proves
-  nothing. When at least half of the mutants survive, though, equivalence cannot explain
-  it away: the tests barely look at the computation. So: UNFIT when survivors >= half of
-  the mutants built; otherwise FIT, with a warning naming every survivor.
+* mutants are judged like any answer: on the fixed tests and then on K inputs per size
+  class drawn from a secret seed (`fresh`, asmopt.fresh), so a program's drawn inputs
+  count towards killing them as much as its fixed tests;
+* a mutant that survives may be an *equivalent* mutant (a change that cannot alter the
+  output, e.g. a flipped branch into two identical blocks). Where the program can draw
+  inputs, each survivor is run against the baseline on EQUIVALENCE_DRAWS inputs of its
+  light classes; one that never differs is reported as equivalent and not counted. The
+  kill rate is killed / built and killed / (built - equivalent);
+* one survivor proves nothing, but when at least half of the non-equivalent mutants
+  survive, equivalence cannot explain it away: the tests barely look at the computation.
+  So: UNFIT when survivors >= half of the non-equivalent mutants built; otherwise FIT,
+  with a warning naming every survivor.
 
 The result is an `AdequacyReport`. Its mark lives in the program's metadata on disk
 (`program.json` -> `metadata.adequacy`, with `checked_with` naming the toolchain), and
@@ -52,8 +59,10 @@ from typing import Any
 
 from tqdm import tqdm
 
-from asmopt.evaluate import CheckResult, check_candidate
+from asmopt.evaluate import CheckResult, baseline_binary, check_binary, check_candidate
+from asmopt.fresh import DEFAULT_PER_CLASS, FreshInputs, expected_tests, new_seed
 from asmopt.judge import Verdict
+from asmopt.programs.generators import derive_seed
 from asmopt.programs.model import Program
 from asmopt.sandbox.runner import Limits, Sandbox
 from asmopt.toolchain import Toolchain, ToolchainError
@@ -69,6 +78,13 @@ MUTANT_TIME_FACTOR = 10
 MIN_MUTANT_CPU_S = 2
 TRIVIAL_PROBES: tuple[str, ...] = ("return0", "print_nothing", "constant_output")
 ONE_INPUT_REASON = "one fixed input: printing the constant answer passes"
+# A survivor that agrees with the baseline on this many drawn inputs of the light classes
+# is reported as equivalent (EQUIVALENT_NOTE) and left out of the kill rate.
+EQUIVALENCE_DRAWS = 1000
+EQUIVALENT_NOTE = f"equivalent on {EQUIVALENCE_DRAWS} drawn inputs"
+# Size classes never used for the equivalence check: their inputs cost what a timed run
+# costs, and 1,000 of them would take minutes per survivor.
+HEAVY_CLASSES = ("heavy",)
 NO_TESTS_REASON = "no tests: every program passes"
 
 
@@ -130,6 +146,15 @@ class AdequacyReport:
     program_hash: str = ""
     error: str = ""
     checked_with: str = ""
+    # Survivors that never differed from the baseline on EQUIVALENCE_DRAWS drawn inputs
+    # (not in `survivors`, not counted in the kill rate).
+    equivalent: list[Mutation] = field(default_factory=list)
+    # Mutation (`describe()`) -> the test that killed it: a fixed test's name or a drawn
+    # one's (`class~i`, the i-th draw of that class), so the kill rate at a smaller K can
+    # be read off one check (`kill_rate_at`).
+    killed_by: dict[str, str] = field(default_factory=dict)
+    # How the mutants' drawn inputs were drawn ({"seed", "per_class"}; empty: fixed only).
+    fresh: dict[str, int] = field(default_factory=dict)
 
     @property
     def checked(self) -> bool:
@@ -137,7 +162,19 @@ class AdequacyReport:
 
     @property
     def mutation_score(self) -> float | None:
+        """killed / built."""
         return self.mutants_killed / self.mutants_total if self.mutants_total else None
+
+    @property
+    def mutants_equivalent(self) -> int:
+        return len(self.equivalent)
+
+    @property
+    def kill_rate(self) -> float | None:
+        """killed / (built - equivalent): the share of mutants that can be caught that
+        were caught (None when every built mutant is equivalent, or none was built)."""
+        judged = self.mutants_total - self.mutants_equivalent
+        return self.mutants_killed / judged if judged > 0 else None
 
     def summary(self) -> str:
         """One line: FIT/UNFIT and why."""
@@ -148,6 +185,8 @@ class AdequacyReport:
             if self.mutants_total
             else "no mutants"
         )
+        if self.equivalent:
+            score += f", {self.mutants_equivalent} {EQUIVALENT_NOTE}"
         if self.fit:
             return f"fit ({score})" + (f"; warning: {self.warnings[0]}" if self.warnings else "")
         return "unfit: " + "; ".join(self.reasons)
@@ -166,6 +205,12 @@ class AdequacyReport:
             "tests": self.tests,
             "program_hash": self.program_hash,
         }
+        if self.equivalent:
+            out["equivalent"] = [m.to_dict() for m in self.equivalent]
+        if self.killed_by:
+            out["killed_by"] = dict(self.killed_by)
+        if self.fresh:
+            out["fresh"] = dict(self.fresh)
         if self.error:
             out["error"] = self.error
         if self.checked_with:
@@ -190,6 +235,9 @@ class AdequacyReport:
             program_hash=str(data.get("program_hash", "")),
             error=str(data.get("error", "")),
             checked_with=str(data.get("checked_with", "")),
+            equivalent=[Mutation.from_dict(m) for m in data.get("equivalent", [])],
+            killed_by={str(k): str(v) for k, v in dict(data.get("killed_by", {})).items()},
+            fresh={str(k): int(v) for k, v in dict(data.get("fresh", {})).items()},
         )
 
     def to_mark(self, toolchain_identity: str) -> dict[str, Any]:
@@ -584,9 +632,18 @@ def _run(
     limits: Limits | None,
     what: str,
     stop_on_failure: bool = True,
+    fresh: FreshInputs | None = None,
+    label: object = 0,
 ) -> CheckResult:
     result = check_candidate(
-        program, assembly, toolchain, sandbox, limits, stop_on_failure=stop_on_failure
+        program,
+        assembly,
+        toolchain,
+        sandbox,
+        limits,
+        stop_on_failure=stop_on_failure,
+        fresh=fresh if fresh is not None else FreshInputs.off(),
+        label=label,
     )
     if result.verdict == Verdict.INFRA_ERROR:
         raise _Infra(f"{what}: {result.message}")
@@ -606,8 +663,16 @@ def check_adequacy(
     *,
     mutants: int = DEFAULT_MUTANTS,
     limits: Limits | None = None,
+    seed: int | None = None,
+    per_class: int = DEFAULT_PER_CLASS,
+    equivalence_draws: int = EQUIVALENCE_DRAWS,
 ) -> AdequacyReport:
     """Run the probes and mutants of one program (see the module docstring for the rules).
+
+    Mutants are judged on the fixed tests plus `per_class` inputs per size class drawn
+    from `seed` (a fresh secret one when None), as `check_candidate` judges any answer;
+    `per_class=0` judges them on the fixed tests alone. Survivors are checked for
+    equivalence on `equivalence_draws` drawn inputs (0: not checked).
 
     Never raises for the program's sake; a failure of ours (sandbox, compiler) gives a
     report with `error` set."""
@@ -620,8 +685,10 @@ def check_adequacy(
         tests=len(program.tests),
         program_hash=program.content_hash(),
     )
+    fresh = FreshInputs(seed=new_seed() if seed is None else seed, per_class=per_class,
+                        timed=False)
     try:
-        _check(program, toolchain, sandbox, mutants, limits, report)
+        _check(program, toolchain, sandbox, mutants, limits, report, fresh, equivalence_draws)
     except (_Infra, ToolchainError) as exc:
         report.error = str(exc)
     except Exception as exc:  # a bug of ours: the tests are not to blame
@@ -641,6 +708,8 @@ def _check(
     n_mutants: int,
     limits: Limits,
     report: AdequacyReport,
+    fresh: FreshInputs,
+    equivalence_draws: int,
 ) -> None:
     if not program.tests:
         report.reasons.append(NO_TESTS_REASON)
@@ -682,9 +751,12 @@ def _check(
         return
     mlimits = _mutant_limits(limits, baseline)
 
+    if program.inputs is not None and fresh.per_class > 0:
+        report.fresh = {"seed": fresh.seed, "per_class": fresh.per_class}
     killed = 0
     built: list[Mutation] = []
     survivors: list[Mutation] = []
+    equivalent: list[Mutation] = []
     for site in ordered_sites(baseline_asm):
         if len(built) >= n_mutants:
             break
@@ -696,31 +768,104 @@ def _check(
             sandbox,
             mlimits,
             f"mutant {mutation.describe()}",
+            fresh=fresh,
+            label=f"mutant {site.index}",
         )
         if result.verdict in (Verdict.ASSEMBLE_ERROR, Verdict.LINK_ERROR):
             continue  # not a program; the next site takes its place
         built.append(mutation)
         if result.correct:
-            survivors.append(mutation)
+            if result.binary is not None and equivalent_on_draws(
+                program, result.binary, toolchain, sandbox, mlimits, fresh, site.index,
+                equivalence_draws,
+            ):
+                equivalent.append(mutation)
+            else:
+                survivors.append(mutation)
         else:
             killed += 1
+            failed = [t.test for t in result.tests if t.verdict != Verdict.PASS]
+            # The failure needing the fewest draws per class: a fixed test, else the
+            # lowest-numbered draw (drawn verdicts come class by class).
+            report.killed_by[mutation.describe()] = (
+                min(failed, key=kill_depth) if failed else result.verdict.value
+            )
     report.mutants_total = len(built)
     report.mutants_killed = killed
     report.survivors = survivors
+    report.equivalent = equivalent
+    judged = len(built) - len(equivalent)
+    if equivalent:
+        report.warnings.append(
+            f"{len(equivalent)} of {len(built)} mutants {EQUIVALENT_NOTE} (not counted): "
+            + "; ".join(m.describe() for m in equivalent)
+        )
     if not built:
         report.warnings.append("no mutant could be built (no arithmetic or branch to change)")
-    elif 2 * len(survivors) >= len(built):
+    elif not judged:
+        report.warnings.append("every mutant built is equivalent: the mutants judge nothing")
+    elif 2 * len(survivors) >= judged:
         report.reasons.append(
-            f"{len(survivors)} of {len(built)} mutants survive (at least half): the tests do "
-            "not notice changed arithmetic or branches; survivors: "
+            f"{len(survivors)} of {judged} non-equivalent mutants survive (at least half): "
+            "the tests do not notice changed arithmetic or branches; survivors: "
             + "; ".join(m.describe() for m in survivors)
         )
     elif survivors:
         report.warnings.append(
-            f"{len(survivors)} of {len(built)} mutants survive (possibly equivalent): "
+            f"{len(survivors)} of {judged} non-equivalent mutants survive: "
             + "; ".join(m.describe() for m in survivors)
         )
     report.fit = not report.reasons
+
+
+def light_classes(program: Program) -> tuple[str, ...]:
+    """The size classes whose inputs are cheap: all but the heavy ones (a class named in
+    HEAVY_CLASSES, or one that a test listed in metadata `heavy_tests` stands for)."""
+    if program.inputs is None:
+        return ()
+    heavy = set(HEAVY_CLASSES)
+    for name in program.meta.get("heavy_tests", []) or []:
+        klass = program.size_class(str(name))
+        if klass is not None:
+            heavy.add(klass)
+    return tuple(c for c in program.inputs.class_names if c not in heavy)
+
+
+def equivalent_on_draws(
+    program: Program,
+    binary: Any,
+    toolchain: Toolchain,
+    sandbox: Sandbox,
+    limits: Limits,
+    fresh: FreshInputs,
+    site: int,
+    draws: int,
+) -> bool:
+    """True when the surviving mutant agrees with the baseline on `draws` inputs drawn
+    over the light classes (round robin): no input the program's generator can draw tells
+    them apart, so it is taken as an equivalent mutant rather than a hole in the tests.
+    Without a generator (or with draws = 0) a survivor is never called equivalent."""
+    classes = light_classes(program)
+    if not classes or draws <= 0 or program.inputs is None:
+        return False
+    inputs = [
+        (klass, program.inputs.draw(klass, derive_seed(fresh.seed, program.id, "equivalence",
+                                                       site, klass, k)))
+        for k in range(draws)
+        for klass in (classes[k % len(classes)],)
+    ]
+    baseline = baseline_binary(program, toolchain)
+    for start in range(0, len(inputs), 250):
+        tests = expected_tests(program, baseline, sandbox, inputs[start : start + 250], limits)
+        if not tests:
+            continue
+        result = check_binary(program, binary, sandbox, limits, tests=tests,
+                              stop_on_failure=True)
+        if result.verdict == Verdict.INFRA_ERROR:
+            raise _Infra(f"equivalence check: {result.message}")
+        if not result.correct:
+            return False
+    return True
 
 
 def check_programs(
@@ -732,13 +877,29 @@ def check_programs(
     progress: bool = True,
     limits: Limits | None = None,
     mutants: int = DEFAULT_MUTANTS,
+    seed: int | None = None,
+    per_class: int = DEFAULT_PER_CLASS,
+    equivalence_draws: int = EQUIVALENCE_DRAWS,
 ) -> list[AdequacyReport]:
-    """`check_adequacy` over many programs in parallel; reports in program order."""
+    """`check_adequacy` over many programs in parallel; reports in program order. One
+    seed (a fresh secret one when None) serves the whole check: each program's and each
+    mutant's draws are labelled apart."""
     programs = list(programs)
+    seed = new_seed() if seed is None else seed
     out: dict[str, AdequacyReport] = {}
     with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
         futures = {
-            pool.submit(check_adequacy, p, toolchain, sandbox, mutants=mutants, limits=limits): p
+            pool.submit(
+                check_adequacy,
+                p,
+                toolchain,
+                sandbox,
+                mutants=mutants,
+                limits=limits,
+                seed=seed,
+                per_class=per_class,
+                equivalence_draws=equivalence_draws,
+            ): p
             for p in programs
         }
         bar = tqdm(
@@ -760,12 +921,91 @@ def marked_program(program: Program, report: AdequacyReport, toolchain_identity:
     return replace(program, metadata=tuple(sorted(meta.items())))
 
 
-def summarize_reports(reports: Sequence[AdequacyReport]) -> dict[str, Any]:
-    """Counts plus the unfit and unchecked programs with their reasons (for --json)."""
+def _rate(num: int, den: int) -> float | None:
+    return round(num / den, 4) if den > 0 else None
+
+
+def kill_depth(test_name: str) -> int:
+    """How many drawn inputs per class a check needs to fail on `test_name`: 0 for a fixed
+    test, i for the i-th draw of a class (`class~i`)."""
+    _, sep, index = test_name.rpartition("~")
+    return int(index) if sep and index.isdigit() else 0
+
+
+def kill_rate_at(reports: Sequence[AdequacyReport], per_class: int) -> dict[str, Any]:
+    """The suite's kill rate had the mutants been judged with `per_class` drawn inputs per
+    class instead (no more than the reports used): a mutant counts as killed when the test
+    that killed it is a fixed test or a draw numbered `per_class` or lower. Draws with the
+    same seed and label are the same whatever K is, so this is exact for one seed."""
+    killed = built = equivalent = 0
+    for r in reports:
+        if not r.checked:
+            continue
+        built += r.mutants_total
+        equivalent += r.mutants_equivalent
+        killed += sum(kill_depth(t) <= per_class for t in r.killed_by.values())
     return {
-        "checked": sum(r.checked for r in reports),
-        "fit": sum(r.checked and r.fit for r in reports),
-        "unfit": {r.program_id: r.reasons for r in reports if r.checked and not r.fit},
+        "per_class": per_class,
+        "killed": killed,
+        "built": built,
+        "equivalent": equivalent,
+        "rate": _rate(killed, built),
+        "rate_nonequivalent": _rate(killed, built - equivalent),
+    }
+
+
+def kill_rates(reports: Sequence[AdequacyReport]) -> dict[str, dict[str, Any]]:
+    """Program id -> killed, built, equivalent, killed / built and killed / (built -
+    equivalent), for every checked program that built mutants."""
+    return {
+        r.program_id: {
+            "killed": r.mutants_killed,
+            "built": r.mutants_total,
+            "equivalent": r.mutants_equivalent,
+            "rate": _rate(r.mutants_killed, r.mutants_total),
+            "rate_nonequivalent": _rate(r.mutants_killed, r.mutants_total - r.mutants_equivalent),
+        }
+        for r in reports
+        if r.checked and r.mutants_total
+    }
+
+
+def kill_rate_lines(reports: Sequence[AdequacyReport]) -> list[str]:
+    """One line per program with mutants and a total line, for a human reader."""
+    rates = kill_rates(reports)
+    lines = []
+    for pid, k in rates.items():
+        eq = f", {k['equivalent']} equivalent" if k["equivalent"] else ""
+        share = k["rate_nonequivalent"]
+        shown = f"{100 * share:.0f}%" if share is not None else "-"
+        lines.append(f"{pid}: {k['killed']}/{k['built'] - k['equivalent']} killed ({shown}){eq}")
+    killed = sum(k["killed"] for k in rates.values())
+    judged = sum(k["built"] - k["equivalent"] for k in rates.values())
+    if judged:
+        lines.append(f"total: {killed}/{judged} non-equivalent mutants killed "
+                     f"({100 * killed / judged:.1f}%)")
+    return lines
+
+
+def summarize_reports(reports: Sequence[AdequacyReport]) -> dict[str, Any]:
+    """Counts, the unfit and unchecked programs with their reasons, and the mutation kill
+    rates per program and over all (for --json)."""
+    checked = [r for r in reports if r.checked]
+    killed = sum(r.mutants_killed for r in checked)
+    built = sum(r.mutants_total for r in checked)
+    equivalent = sum(r.mutants_equivalent for r in checked)
+    return {
+        "checked": len(checked),
+        "fit": sum(r.fit for r in checked),
+        "unfit": {r.program_id: r.reasons for r in checked if not r.fit},
         "not_checked": {r.program_id: r.error for r in reports if not r.checked},
-        "warnings": {r.program_id: r.warnings for r in reports if r.checked and r.warnings},
+        "warnings": {r.program_id: r.warnings for r in checked if r.warnings},
+        "kill_rates": kill_rates(reports),
+        "mutants": {
+            "killed": killed,
+            "built": built,
+            "equivalent": equivalent,
+            "rate": _rate(killed, built),
+            "rate_nonequivalent": _rate(killed, built - equivalent),
+        },
     }
