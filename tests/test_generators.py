@@ -154,3 +154,19 @@ def test_a_program_keeping_some_tests_keeps_a_consistent_generator() -> None:
     assert kept.examples == ()
     assert program.fixed_inputs is False
     assert Program("q", "int main(void){return 0;}", tests).fixed_inputs is True
+
+
+def test_an_imported_program_no_input_could_be_drawn_for_is_unfit_for_rewards() -> None:
+    from asmopt.adequacy import UnfitProgramError, is_reward_fit, require_fit
+
+    tests = (TestCase("t1", b"1\n", b"1\n"),)
+    report = {"generator": False, "classes": {}, "reason": "no test has stdin"}
+    imported = Program("p", "int main(void){return 0;}", tests,
+                       metadata=(("inputs_report", report),))
+    fit, why = is_reward_fit(imported)
+    assert not fit and why.startswith("fixed_inputs")
+    with pytest.raises(UnfitProgramError, match="fixed_inputs"):
+        require_fit([imported], "reward")
+    require_fit([imported], "reward", allow_unfit=True)
+    # Written by hand without a generator: usable, and reported as fixed inputs elsewhere.
+    assert is_reward_fit(Program("q", "int main(void){return 0;}", tests))[0]

@@ -262,10 +262,18 @@ def read_mark(program: Program) -> AdequacyReport | None:
 def is_reward_fit(program: Program) -> tuple[bool, str]:
     """(usable for reward, why), from the mark in the program's metadata alone.
 
-    UNFIT only when the program was checked and failed. Never checked, an unreadable mark,
+    UNFIT when the program was checked and failed, or when an importer found that no
+    fresh input can be drawn for it (`fixed_inputs`). Never checked, an unreadable mark,
     or a stale one (the source or tests changed since: `program_hash` differs) all mean
     "not checked" and count as fit, because refusing unknown programs would refuse every
     suite written before this check existed; `asmopt suite verify` lists them."""
+    if program.inputs is None and "inputs_report" in program.meta:
+        # An importer tried to learn an input generator and none of the program's inputs
+        # could be drawn: every input is one a candidate could know (and memorise).
+        return False, (
+            "fixed_inputs: no fresh input could be drawn for it at import "
+            "(metadata.inputs_report), so a memorised answer would be paid"
+        )
     if MARK_KEY not in program.meta:
         return True, "not checked"
     mark = read_mark(program)
