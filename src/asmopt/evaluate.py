@@ -19,7 +19,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from asmopt.fresh import FreshInputs, check_drawn, expected_tests
+from asmopt.fresh import HEAVY_CLASS_S, FreshInputs, check_drawn, expected_tests
 from asmopt.judge import TestVerdict, Verdict, classify_run
 from asmopt.measure.speedup import MeasureMode, MeasureStatus, ProgramSpeedup, TestSpeedup
 from asmopt.measure.timing import CoreLock, ReferenceRun, TimingConfig, time_candidates
@@ -211,10 +211,15 @@ def _check_drawn_inputs(
     label: object,
 ) -> None:
     """Extend a passing check with the drawn inputs' verdicts (and its overall verdict)."""
+    heavy = frozenset(
+        t.size_class
+        for t in result.tests
+        if t.size_class is not None and t.wall_time_s > HEAVY_CLASS_S
+    )
     try:
         baseline = baseline_binary(program, toolchain)
         drawn = check_drawn(
-            program, result.binary or "", baseline, sandbox, fresh, label, limits
+            program, result.binary or "", baseline, sandbox, fresh, label, limits, heavy
         )
     except Exception as exc:  # the baseline or our side failed: not the candidate's
         log.error("drawn inputs of %s: %s", program.id, traceback.format_exc())

@@ -32,6 +32,10 @@ log = logging.getLogger(__name__)
 # timed pair, so K costs little where it matters most.
 DEFAULT_PER_CLASS = 2
 MAX_PER_CLASS = 64
+# A class whose fixed tests ran longer than this (wall seconds, in the candidate's own
+# correctness run) gets one drawn input, not K: a heavy draw costs as much as many light
+# ones, and every timed pair of it runs on a fresh input whose output is judged anyway.
+HEAVY_CLASS_S = 0.05
 
 
 def new_seed() -> int:
@@ -101,15 +105,20 @@ def drawn_name(size_class: str, index: int) -> str:
 
 
 def draw_inputs(
-    program: Program, fresh: FreshInputs, label: object, purpose: str = "check"
+    program: Program,
+    fresh: FreshInputs,
+    label: object,
+    purpose: str = "check",
+    heavy: frozenset[str] = frozenset(),
 ) -> list[tuple[TestCase, dict[str, Any]]]:
-    """K inputs per size class (no expected output yet), each with how to draw it again."""
+    """K inputs per size class (one for a class in `heavy`; no expected output yet), each
+    with how to draw it again."""
     out: list[tuple[TestCase, dict[str, Any]]] = []
     if program.inputs is None or fresh.per_class <= 0:
         return out
     for size_class in program.inputs.class_names:
         compare, code = class_comparison(program, size_class)
-        for k in range(fresh.per_class):
+        for k in range(1 if size_class in heavy else fresh.per_class):
             stdin, seed = fresh.draw(program, label, purpose, size_class, k)
             test = TestCase(
                 name=drawn_name(size_class, k),
@@ -184,13 +193,15 @@ def check_drawn(
     fresh: FreshInputs,
     label: object,
     limits: Limits | None = None,
+    heavy: frozenset[str] = frozenset(),
 ) -> list[TestVerdict]:
-    """Run the candidate and the baseline on K drawn inputs per class, in one sandbox,
+    """Run the candidate and the baseline on K drawn inputs per class (one per class in
+    `heavy`), in one sandbox,
     pair by pair (the candidate first in every other pair, so a run learns nothing from
     its place), and judge each candidate run against the baseline's output on the same
     input. Inputs the baseline does not accept are dropped (logged)."""
     limits = limits or sandbox.limits
-    drawn = draw_inputs(program, fresh, label)
+    drawn = draw_inputs(program, fresh, label, heavy=heavy)
     verdicts: list[TestVerdict] = []
     for start in range(0, len(drawn), MAX_INPUTS):
         chunk = drawn[start : start + MAX_INPUTS]
