@@ -213,8 +213,11 @@ def cmd_suite_verify(args: argparse.Namespace) -> int:
             elif not report.checked:
                 adequacy = ["not checked"]
             else:
+                rate = report.kill_rate
                 kills = (
                     f" {report.mutants_killed}/{report.mutants_total}"
+                    + (f" equiv {report.mutants_equivalent}" if report.mutants_equivalent else "")
+                    + (f" ({100 * rate:.0f}% killed)" if rate is not None else "")
                     if report.mutants_total
                     else ""
                 )
@@ -259,6 +262,11 @@ def cmd_suite_verify(args: argparse.Namespace) -> int:
                 f"{fit}/{len(reports)} verified programs have adequate tests "
                 "(no trivial program passes, most mutants are killed)"
             )
+            from asmopt.adequacy import kill_rate_lines
+
+            lines = kill_rate_lines(reports)
+            if lines and lines[-1].startswith("total:"):  # each program's rate is above
+                print(f"mutation kill rate (fixed and drawn inputs), {lines[-1]}")
             for r in unfit:
                 print(f"unfit: {r.program_id}: {'; '.join(r.reasons)}")
             for r in reports:
