@@ -445,6 +445,9 @@ class VerifyOutcome:
     # program has fixed inputs only), and how many draws the -O3 build did not accept.
     drawn: CheckResult | None = None
     refused: int = 0
+    # Classes a fixed test stands for whose drawable inputs are few enough to tabulate
+    # (class -> about how many): an answer table for all of them fits in a binary.
+    tabulable: dict[str, float] = field(default_factory=dict)
 
     @property
     def ok(self) -> bool:
@@ -486,6 +489,7 @@ def verify_programs(
             outcome.drawn, outcome.refused = _verify_drawn(
                 program, binaries[0], binaries[1], sandbox, limits
             )
+            outcome.tabulable = tabulable_classes(program)
         return outcome
 
     out: dict[str, VerifyOutcome] = {}
@@ -499,6 +503,25 @@ def verify_programs(
             bar.update(1)
         bar.close()
     return [out[p.id] for p in programs]
+
+
+# Fewer distinct drawable inputs than this, and a table of every answer fits in a binary.
+TABULABLE_INPUTS = 1 << 20
+
+
+def tabulable_classes(program: Program) -> dict[str, float]:
+    """The timed classes (those a fixed test stands for) with fewer than TABULABLE_INPUTS
+    distinct inputs: fresh draws from them are unpredictable, but not unknowable, since a
+    candidate could carry the answer of every one (a program whose input is one small n)."""
+    if program.inputs is None:
+        return {}
+    timed = {k for _, k in program.inputs.tests}
+    out = {}
+    for size_class in sorted(timed):
+        space = program.inputs.distinct_inputs(size_class)
+        if space is not None and space < TABULABLE_INPUTS:
+            out[size_class] = space
+    return out
 
 
 def _verify_drawn(

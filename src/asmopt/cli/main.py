@@ -191,6 +191,9 @@ def cmd_suite_verify(args: argparse.Namespace) -> int:
                 }
                 for r in bad
             ],
+            "tabulable": [
+                {"program": r.program_id, "classes": r.tabulable} for r in results if r.tabulable
+            ],
         }
         if not args.no_adequacy:
             from asmopt.adequacy import summarize_reports
@@ -256,6 +259,14 @@ def cmd_suite_verify(args: argparse.Namespace) -> int:
         ]
         print_table(rows, headers)
         print(f"\n{len(results) - len(bad)}/{len(results)} programs pass every test at -O0 and -O3")
+        for r in results:
+            if r.tabulable:
+                classes = ", ".join(f"{k} (~{v:.0f})" for k, v in r.tabulable.items())
+                print(
+                    f"warning: {r.program_id}: few distinct inputs in {classes}: a table of "
+                    "every answer would fit in a binary, so its timings could be bought by "
+                    "precomputation"
+                )
         if not args.no_adequacy:
             fit = sum(r.checked and r.fit for r in reports)
             print(

@@ -558,6 +558,31 @@ class InputGenerator:
         budget = [MAX_DRAWN_BYTES]
         return template.render(Rng(seed), {}, budget).encode()
 
+    def distinct_inputs(
+        self, size_class: str, draws: int = 2000, seconds: float = 0.5
+    ) -> float | None:
+        """About how many distinct inputs the class can draw (a birthday estimate from
+        `draws` draws, or fewer when `seconds` run out: n draws with c >= 2 repeats
+        suggest n^2 / 2c), or None when too few repeats were seen to tell (the space is
+        then larger than about n^2 / 2). A class that can draw only a few thousand inputs
+        can be tabulated: an answer for each fits in a binary."""
+        import time
+
+        seen: set[bytes] = set()
+        repeats = n = 0
+        start = time.monotonic()
+        for k in range(draws):
+            data = self.draw(size_class, derive_seed(0x5EED, "space", size_class, k))
+            n += 1
+            if data in seen:
+                repeats += 1
+            seen.add(data)
+            if time.monotonic() - start > seconds:
+                break
+        if repeats and len(seen) < n / 2:  # the space is nearly exhausted: count it
+            return float(len(seen))
+        return n * n / (2.0 * repeats) if repeats >= 2 else None
+
     def check(self, draws: int = 3) -> None:
         """Draw a few inputs of every class: a spec that cannot draw fails where it is read,
         not in the middle of a grading."""
