@@ -16,6 +16,12 @@ of one program graded together (-O3 -march=native, -O2, -O1, a byte-different co
 baseline timed with `time_copies`), where fixed inputs share the baseline's runs between
 candidates and fresh inputs do not.
 
+The adaptive engine stops each test when its interval is narrow enough, so how many pairs
+a grading takes varies from one grading to the next by more than fresh inputs change it.
+A third case therefore grades with a fixed number of timed pairs per test (16: the same
+runs in both modes), which isolates what fresh inputs cost: the drawn correctness inputs,
+the inputs drawn per pair, and inputs of another size than the fixed test's.
+
 Goal: grading cost per candidate with fresh inputs within 1.2x of fixed inputs.
 
     .venv/bin/python bench/bench_fresh_cost.py [--quick] [--repeats N]
@@ -51,6 +57,7 @@ PROGRAMS = (
     "floyd_warshall",
 )
 SHARED_PROGRAM = "collatz_longest"
+FIXED_PAIRS = 16
 
 
 def grade(
@@ -61,10 +68,20 @@ def grade(
     sandbox: Any,
     fresh: FreshInputs,
     time_copies: bool = False,
+    pairs: int | None = None,
 ) -> dict[str, Any]:
-    """Grade `answers` of one program as `asmopt eval` does; wall and busy seconds."""
+    """Grade `answers` of one program as `asmopt eval` does; wall and busy seconds. With
+    `pairs`, every test gets exactly that many timed pairs."""
     lock = default_core_lock()
-    options = MeasureOptions(timing=TimingConfig(), time_copies=time_copies, lock=lock)
+    timing = (
+        TimingConfig()
+        if pairs is None
+        else TimingConfig(
+            min_pairs=pairs, max_pairs=pairs, max_rounds=1, budget_s=1e9,
+            target_half_width=1e-9,
+        )
+    )
+    options = MeasureOptions(timing=timing, time_copies=time_copies, lock=lock)
     wall0 = time.monotonic()
     checks = [
         check_candidate(program, asm, toolchain, sandbox, fresh=fresh, label=k)
@@ -122,11 +139,17 @@ def main() -> int:
             baseline = toolchain.baseline_assembly(program)
             answer = toolchain.baseline_assembly(program, ("-O3", "-march=native"))
             order = ["fresh", "fixed"] if (rep + k) % 2 == 0 else ["fixed", "fresh"]
-            for mode in order:
-                r = grade(program, [answer], baseline, toolchain, sandbox, modes[mode]())
-                raw.append({"case": "one", "repeat": rep, "program": program.id, "mode": mode, **r})
-                print(f"{rep} {program.id} {mode}: {r['wall_s']:.1f} s wall, "
-                      f"{r['busy_s']:.1f} s busy, {r['verdicts']}", flush=True)
+            for case, pairs in (("one", None), ("fixed-pairs", FIXED_PAIRS)):
+                for mode in order:
+                    r = grade(
+                        program, [answer], baseline, toolchain, sandbox, modes[mode](),
+                        pairs=pairs,
+                    )
+                    raw.append(
+                        {"case": case, "repeat": rep, "program": program.id, "mode": mode, **r}
+                    )
+                    print(f"{rep} {case} {program.id} {mode}: {r['wall_s']:.1f} s wall, "
+                          f"{r['busy_s']:.1f} s busy, {r['verdicts']}", flush=True)
         program = suite.get(SHARED_PROGRAM)
         baseline = toolchain.baseline_assembly(program)
         answers = [
@@ -156,6 +179,12 @@ def _ratio(raw: list[dict[str, Any]], case: str, key: str) -> list[float]:
 
 
 def render(raw: list[dict[str, Any]], args: argparse.Namespace, env: str, elapsed: float) -> str:
+    fp_wall, fp_core = _ratio(raw, "fixed-pairs", "wall_s"), _ratio(raw, "fixed-pairs", "busy_s")
+    fp_total = {
+        mode: sum(r["busy_s"] for r in raw if r["case"] == "fixed-pairs" and r["mode"] == mode)
+        for mode in ("fresh", "fixed")
+    }
+    fp_pooled = fp_total["fresh"] / fp_total["fixed"] if fp_total["fixed"] else float("nan")
     one_wall, one_core = _ratio(raw, "one", "wall_s"), _ratio(raw, "one", "busy_s")
     four_wall, four_core = _ratio(raw, "four", "wall_s"), _ratio(raw, "four", "busy_s")
     total = {
@@ -164,6 +193,7 @@ def render(raw: list[dict[str, Any]], args: argparse.Namespace, env: str, elapse
     }
     pooled = total["fresh"] / total["fixed"] if total["fixed"] else float("nan")
     goal = "met" if pooled <= 1.2 else "NOT met"
+    fp_goal = "met" if fp_pooled <= 1.2 else "NOT met"
     rows = []
     for r in raw:
         sp = r["speedups"][0]
@@ -207,11 +237,16 @@ def render(raw: list[dict[str, Any]], args: argparse.Namespace, env: str, elapse
             "|---|---|---|",
             f"| one candidate per program | {med(one_wall)} ({span(one_wall)}) | "
             f"{med(one_core)} ({span(one_core)}) |",
+            f"| one candidate, {FIXED_PAIRS} pairs per test | {med(fp_wall)} ({span(fp_wall)}) | "
+            f"{med(fp_core)} ({span(fp_core)}) |",
             f"| four candidates of {SHARED_PROGRAM} | {med(four_wall)} ({span(four_wall)}) | "
             f"{med(four_core)} ({span(four_core)}) |",
             "",
-            f"Busy time over all single-candidate gradings: fresh {total['fresh']:.1f} s, fixed "
-            f"{total['fixed']:.1f} s, ratio **{pooled:.2f}**. Goal (at most 1.2x): **{goal}**.",
+            f"Busy time over all single-candidate gradings (adaptive): fresh "
+            f"{total['fresh']:.1f} s, fixed {total['fixed']:.1f} s, ratio **{pooled:.2f}** "
+            f"(goal at most 1.2x: **{goal}**). With {FIXED_PAIRS} pairs per test (the same "
+            f"runs): fresh {fp_total['fresh']:.1f} s, fixed {fp_total['fixed']:.1f} s, ratio "
+            f"**{fp_pooled:.2f}** (**{fp_goal}**).",
             "",
             md_table(
                 [

@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 import asmopt.cli
+from asmopt.adequacy import UnfitProgramError
 from asmopt.data.export import export_suite
 from asmopt.data.mutator import fit_inputs, learn_classes, learn_generator
 from asmopt.data.plain_dir import import_plain_dir
@@ -255,8 +256,15 @@ def test_exported_row_carries_the_generator(tmp_path: Path, toolchain, sandbox, 
     pool = make_pool(tmp_path / "pool", ("sum", "quiet"))
     suite, _ = import_plain_dir(pool, mutator=True, toolchain=toolchain, sandbox=sandbox)
     suffix = ".jsonl" if fmt == "jsonl" else ".parquet"
+    # "quiet" has fixed inputs only: refused for rewards, exported only when allowed.
+    with pytest.raises(UnfitProgramError, match="fixed_inputs"):
+        export_suite(suite, tmp_path / f"no{suffix}", fmt, baseline_fn=lambda p: "main:\n")
     [path], _ = export_suite(
-        suite, tmp_path / f"rows{suffix}", fmt, baseline_fn=lambda p: "main:\n\tret\n"
+        suite,
+        tmp_path / f"rows{suffix}",
+        fmt,
+        baseline_fn=lambda p: "main:\n\tret\n",
+        allow_unfit=True,
     )
     if fmt == "jsonl":
         rows = [json.loads(line) for line in path.read_text().splitlines()]

@@ -182,7 +182,7 @@ def load_program_dir(directory: Path, program_id: str | None = None) -> Program:
                 "tests/NAME.out, or list them in program.json); without tests every "
                 "candidate would pass"
             )
-        return Program(
+        program = Program(
             id=pid,
             source=source,
             tests=tests,
@@ -193,6 +193,13 @@ def load_program_dir(directory: Path, program_id: str | None = None) -> Program:
             inputs=_generator(spec.inputs, directory),
             examples=tuple(spec.examples),
         )
+        unknown = program.unknown_test_names()
+        if unknown:
+            raise SuiteFormatError(
+                f"{directory / 'program.json'}: 'examples' or 'inputs.tests' name tests the "
+                f"program does not have: {', '.join(unknown)}"
+            )
+        return program
     except SuiteFormatError:
         raise
     except ProgramError as exc:
