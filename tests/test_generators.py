@@ -143,6 +143,12 @@ def test_suites_save_and_load_their_generators(tmp_path: Path) -> None:
     spec_path.write_text(json.dumps(data))
     with pytest.raises(SuiteFormatError, match=r"program\.json.*inputs\.classes\.graph\.vars\.n"):
         load_suite(tmp_path)
+    # A mapping (or an example) naming a test the program does not have is refused too.
+    data["inputs"]["classes"]["graph"]["vars"]["n"] = {"int": [2, 6]}
+    data["inputs"]["tests"] = {"t9": "graph"}
+    spec_path.write_text(json.dumps(data))
+    with pytest.raises(SuiteFormatError, match="t9"):
+        load_suite(tmp_path)
 
 
 def test_a_program_keeping_some_tests_keeps_a_consistent_generator() -> None:
