@@ -18,7 +18,7 @@ candidates and fresh inputs do not.
 
 The adaptive engine stops each test when its interval is narrow enough, so how many pairs
 a grading takes varies from one grading to the next by more than fresh inputs change it.
-A third case therefore grades with a fixed number of timed pairs per test (16: the same
+A third case therefore grades with a fixed number of timed pairs per test (8: the same
 runs in both modes), which isolates what fresh inputs cost: the drawn correctness inputs,
 the inputs drawn per pair, and inputs of another size than the fixed test's.
 
@@ -57,7 +57,7 @@ PROGRAMS = (
     "floyd_warshall",
 )
 SHARED_PROGRAM = "collatz_longest"
-FIXED_PAIRS = 16
+FIXED_PAIRS = 8
 
 
 def grade(
