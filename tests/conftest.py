@@ -144,6 +144,22 @@ def no_leftovers() -> Iterator[None]:
     assert sandboxed_processes() == [], f"processes left running: {sandboxed_processes()}"
 
 
+def _live_threads(proc: Path) -> bool:
+    """Whether a zombie thread group leader still has running threads (a leader that
+    ended itself alone with SYS_exit stays a zombie while its threads run)."""
+    try:
+        tasks = list((proc / "task").iterdir())
+    except OSError:
+        return False
+    for task in tasks:
+        try:
+            if "\nState:\tZ" not in (task / "status").read_text():
+                return True
+        except OSError:
+            continue
+    return False
+
+
 def sandboxed_processes() -> list[str]:
     """Live processes of this test session's sandboxes.
 
@@ -159,7 +175,7 @@ def sandboxed_processes() -> list[str]:
             cmdline = (proc / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
         except OSError:
             continue
-        if "\nState:\tZ" in status:
+        if "\nState:\tZ" in status and not _live_threads(proc):
             continue  # already dead, waiting for the host's init to reap it
         if _TMP in cmdline:
             found.append(f"{proc.name}: {cmdline[:100]}")
