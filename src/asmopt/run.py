@@ -489,7 +489,14 @@ def verify_programs(
             outcome.drawn, outcome.refused = _verify_drawn(
                 program, binaries[0], binaries[1], sandbox, limits
             )
-            outcome.tabulable = tabulable_classes(program)
+            # Only classes whose fixed tests take measurable time: tabulating an edge
+            # class saves nothing a timing could see.
+            slow = {
+                t.size_class
+                for t in checks[1].tests
+                if t.size_class is not None and t.wall_time_s > TABULABLE_MIN_S
+            }
+            outcome.tabulable = tabulable_classes(program, slow)
         return outcome
 
     out: dict[str, VerifyOutcome] = {}
@@ -509,13 +516,19 @@ def verify_programs(
 TABULABLE_INPUTS = 1 << 20
 
 
-def tabulable_classes(program: Program) -> dict[str, float]:
-    """The timed classes (those a fixed test stands for) with fewer than TABULABLE_INPUTS
-    distinct inputs: fresh draws from them are unpredictable, but not unknowable, since a
-    candidate could carry the answer of every one (a program whose input is one small n)."""
+TABULABLE_MIN_S = 0.01
+
+
+def tabulable_classes(
+    program: Program, classes: set[str | None] | None = None
+) -> dict[str, float]:
+    """The timed classes (those a fixed test stands for; of `classes` if given) with fewer
+    than TABULABLE_INPUTS distinct inputs: fresh draws from them are unpredictable, but not
+    unknowable, since a candidate could carry the answer of every one (a program whose
+    input is one small n)."""
     if program.inputs is None:
         return {}
-    timed = {k for _, k in program.inputs.tests}
+    timed = {k for _, k in program.inputs.tests if classes is None or k in classes}
     out = {}
     for size_class in sorted(timed):
         space = program.inputs.distinct_inputs(size_class)
