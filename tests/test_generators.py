@@ -176,3 +176,21 @@ def test_an_imported_program_no_input_could_be_drawn_for_is_unfit_for_rewards() 
     require_fit([imported], "reward", allow_unfit=True)
     # Written by hand without a generator: usable, and reported as fixed inputs elsewhere.
     assert is_reward_fit(Program("q", "int main(void){return 0;}", tests))[0]
+
+
+def test_every_built_in_generator_survives_a_row_and_draws_the_same_bytes() -> None:
+    """A verl/TRL row carries the spec as JSON; the reward side must draw exactly what the
+    suite draws (var order is part of the spec: a var may name an earlier one)."""
+    from asmopt.programs import load_builtin_suite
+    from asmopt.programs.rows import _row_generator, row_inputs_spec
+
+    for program in load_builtin_suite():
+        spec = row_inputs_spec(program)
+        assert spec is not None and program.inputs is not None
+        carried = _row_generator({"inputs_spec": json.loads(json.dumps(spec))}, program.id)
+        assert carried is not None
+        for size_class in program.inputs.class_names:
+            if size_class == "heavy":
+                continue  # large draws; the light classes exercise every rule
+            seed = derive_seed(9, program.id, size_class)
+            assert carried.draw(size_class, seed) == program.inputs.draw(size_class, seed)

@@ -101,7 +101,9 @@ def row_inputs_spec(program: Program) -> str | None:
         zip((t.name for t in program.tests), row_test_names(len(program.tests)), strict=True)
     )
     spec["tests"] = {names[t]: c for t, c in spec.get("tests", {}).items() if t in names}
-    return json.dumps(spec, sort_keys=True)
+    # Never sort the keys: vars are drawn in the order written, and a var may name an
+    # earlier one (a sorted spec draws other bytes, or cannot be read at all).
+    return json.dumps(spec)
 
 
 def _row_generator(extra: dict[str, Any], where: str) -> InputGenerator | None:
