@@ -430,9 +430,15 @@ class Measurer:
                 draw=draw,
                 fresh_tests=fresh_tests,
             )
-            for check, (speedups, failure, failed_test) in zip(timed, results, strict=True):
+            for k, (check, (speedups, failure, failed_test)) in enumerate(
+                zip(timed, results, strict=True)
+            ):
                 if failure is not None and failure.candidate_fault and failed_test is not None:
-                    self._fail(check, failed_test, failure.verdict, failure.message)
+                    drawn = self._timed_draw(grading[k], failed_test, failure.serial)
+                    self._fail(check, failed_test, failure.verdict, failure.message, drawn)
+                    for tv in check.tests:
+                        if tv.test == failed_test:
+                            tv.difference = failure.difference
                 else:
                     self._finish(check, speedups)
             return
@@ -512,14 +518,38 @@ class Measurer:
         for tv in check.tests:
             tv.speedup = by_name.get(tv.test)
 
+    def _timed_draw(
+        self, grading: tuple[FreshInputs, str], test: str, serial: int | None
+    ) -> dict[str, Any] | None:
+        """How to draw again the input of the timed pair that failed (for a person)."""
+        size_class = self.program.size_class(test)
+        if serial is None or size_class is None:
+            return None
+        fresh, label = grading
+        index = [t.name for t in self.program.tests].index(test)
+        _, seed = fresh.draw(self.program, label, "time", size_class, f"{index}.{serial}")
+        return {"class": size_class, "seed": seed, "timed": True}
+
     @staticmethod
-    def _fail(check: CheckResult, test: str, verdict: str, message: str) -> None:
+    def _fail(
+        check: CheckResult,
+        test: str,
+        verdict: str,
+        message: str,
+        drawn: dict[str, Any] | None = None,
+    ) -> None:
         """A run during timing failed: the answer is not correct after all (a flaky answer,
-        or one that behaves differently when run repeatedly)."""
+        or one that behaves differently when run repeatedly, or wrong on a fresh input)."""
         v = Verdict(verdict)
         for i, tv in enumerate(check.tests):
             if tv.test == test:
-                check.tests[i] = TestVerdict(test=test, verdict=v, message=message)
+                check.tests[i] = TestVerdict(
+                    test=test,
+                    verdict=v,
+                    message=message,
+                    size_class=drawn["class"] if drawn else tv.size_class,
+                    drawn=drawn,
+                )
         check.verdict = v
         check.message = f"test {test}: {message}"
         check.speedup = None

@@ -170,6 +170,9 @@ class RunFailure:
     # it), and the kind of output difference (judge.TestVerdict.difference), never data.
     stdin: bytes | None = None
     difference: str = ""
+    # Which draw of the test the failing pair ran (the executor's serial), so that a
+    # person can draw that input again from the grading's seed.
+    serial: int | None = None
 
 
 @dataclass

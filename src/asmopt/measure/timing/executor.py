@@ -318,6 +318,7 @@ class SharedSandboxExecutor:
                 self._serial[c, i] = serial + 1
                 slot = len(batch.inputs)
                 batch.inputs.append(self.draw(c, i, serial))
+                batch.serials[slot] = serial
                 first = len(batch.order)
                 runs = [-1, c] if turn % 2 == 0 else [c, -1]
                 turn += 1
@@ -397,6 +398,7 @@ class SharedSandboxExecutor:
                     str(verdict.verdict),
                     stdin=test.stdin if fresh else None,
                     difference=verdict.difference,
+                    serial=batch.serials.get(batch.feed[i]) if fresh else None,
                 )
         if len(records) < len(order):
             return _unfinished_run(batch, result, len(records))
@@ -464,6 +466,8 @@ class _Batch:
     cand: list[int] = field(default_factory=list)
     block: list[tuple[int, ...]] = field(default_factory=list)
     partner: list[int] = field(default_factory=list)
+    # The draw serial of each fresh input slot.
+    serials: dict[int, int] = field(default_factory=dict)
     # Per (candidate, test): its blocks as (baseline run, its own run, candidates in the
     # block), and how many of the first are warm-ups.
     plan: list[tuple[tuple[int, int], list[tuple[int, int, int]], int]] = field(
@@ -702,6 +706,7 @@ def _blame(
             "sandbox_violation",
             stdin=failure.stdin,
             difference=failure.difference,
+            serial=failure.serial,
         )
     return RunFailure(
         False,
