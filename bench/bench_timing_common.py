@@ -134,17 +134,11 @@ class OursResult:
 def fresh_draw(program: Program, seed: int | None = None) -> tuple[object, list[bool]] | None:
     """The draw of a grading (asmopt.fresh): every pair of a test that stands for a size
     class on its own fresh input, as `asmopt eval` times it; None for fixed inputs only."""
-    from asmopt.fresh import FreshInputs
+    from asmopt.fresh import FreshInputs, pair_draws
 
-    if program.inputs is None:
-        return None
     fresh = FreshInputs(seed=seed) if seed is not None else FreshInputs()
-    classes = [program.size_class(t.name) for t in program.tests]
-
-    def draw(c: int, i: int, serial: int) -> bytes:
-        return fresh.draw(program, c, "time", classes[i] or "", f"{i}.{serial}")[0]
-
-    return draw, [k is not None for k in classes]
+    draw, flags = pair_draws(program, [(fresh, 0)])
+    return None if draw is None or flags is None else (draw, flags)
 
 
 def ours(

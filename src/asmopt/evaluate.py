@@ -19,11 +19,17 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from asmopt.fresh import HEAVY_CLASS_S, FreshInputs, check_drawn, expected_tests
+from asmopt.fresh import (
+    HEAVY_CLASS_S,
+    FreshInputs,
+    check_drawn,
+    expected_tests,
+    pair_draws,
+    pair_input,
+)
 from asmopt.judge import TestVerdict, Verdict, classify_run
 from asmopt.measure.speedup import MeasureMode, MeasureStatus, ProgramSpeedup, TestSpeedup
 from asmopt.measure.timing import CoreLock, ReferenceRun, TimingConfig, time_candidates
-from asmopt.measure.timing.executor import DrawInput
 from asmopt.metrics import Answer
 from asmopt.programs.model import Program, TestCase
 from asmopt.sandbox.runner import Limits, Sandbox, SandboxUnavailable
@@ -417,7 +423,7 @@ class Measurer:
         if mode == MeasureMode.TIME:
             # All tests of the program, and all answers, share each timing sandbox; every
             # pair of a test that stands for a size class runs on its own fresh input.
-            draw, fresh_tests = self._timed_draws(grading)
+            draw, fresh_tests = pair_draws(self.program, grading)
             results = time_candidates(
                 self.sandbox,
                 baseline,
@@ -449,22 +455,6 @@ class Measurer:
                 if per_test[-1].status == MeasureStatus.INFRA_ERROR:
                     break
             self._finish(check, per_test)
-
-    def _timed_draws(
-        self, grading: Sequence[tuple[FreshInputs, str]]
-    ) -> tuple[DrawInput | None, list[bool] | None]:
-        """The draw of each timed pair's input (candidate c's own grading and sample), and
-        which tests draw (those that stand for a size class), or (None, None)."""
-        program = self.program
-        if program.inputs is None or not all(fresh.timed for fresh, _ in grading):
-            return None, None
-        classes = [program.size_class(t.name) for t in program.tests]
-
-        def draw(c: int, i: int, serial: int) -> bytes:
-            fresh, label = grading[c]
-            return fresh.draw(program, label, "time", classes[i] or "", f"{i}.{serial}")[0]
-
-        return draw, [k is not None for k in classes]
 
     def _count_input(self, test: TestCase, fresh: FreshInputs, label: str) -> TestCase:
         """The input an instruction count runs: a fresh draw of the test's class (its
@@ -527,7 +517,7 @@ class Measurer:
             return None
         fresh, label = grading
         index = [t.name for t in self.program.tests].index(test)
-        _, seed = fresh.draw(self.program, label, "time", size_class, f"{index}.{serial}")
+        _, seed = pair_input(fresh, self.program, label, index, serial)
         return {"class": size_class, "seed": seed, "timed": True}
 
     @staticmethod

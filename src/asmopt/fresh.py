@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from asmopt.judge import TestVerdict, Verdict, classify_run
+from asmopt.measure.timing.executor import DrawInput
 from asmopt.programs.generators import derive_seed
 from asmopt.programs.model import Comparison, Program, TestCase
 from asmopt.sandbox.runner import MAX_INPUTS, Limits, RunResult, Sandbox
@@ -131,6 +132,31 @@ def draw_inputs(
     return out
 
 
+def pair_input(
+    fresh: FreshInputs, program: Program, label: object, test_index: int, serial: int
+) -> tuple[bytes, int]:
+    """The input of timed pair `serial` of test `test_index` of one sample (and its seed):
+    a draw of the class the test stands for, which no other pair or sample gets."""
+    size_class = program.size_class(program.tests[test_index].name) or ""
+    return fresh.draw(program, label, "time", size_class, f"{test_index}.{serial}")
+
+
+def pair_draws(
+    program: Program, gradings: Sequence[tuple[FreshInputs, object]]
+) -> tuple[DrawInput | None, list[bool] | None]:
+    """What the timing executor draws with: each candidate's pairs from its own grading
+    and sample label (`gradings[c]`), and which tests draw (those that stand for a size
+    class); (None, None) when the program, or any grading, times fixed inputs only."""
+    if program.inputs is None or not all(fresh.timed for fresh, _ in gradings):
+        return None, None
+
+    def draw(c: int, i: int, serial: int) -> bytes:
+        fresh, label = gradings[c]
+        return pair_input(fresh, program, label, i, serial)[0]
+
+    return draw, [program.size_class(t.name) is not None for t in program.tests]
+
+
 def _split(result: RunResult, n: int) -> list[RunResult]:
     segments = list(result.segments or ())
     return [
@@ -181,7 +207,7 @@ def expected_tests(
                 compare=compare,
             )
             if _baseline_ok(test, run, limits):
-                out.append(replace(test, expected_stdout=run.stdout))
+                out.append(test)
     return out
 
 

@@ -582,10 +582,3 @@ class InputGenerator:
         if repeats and len(seen) < n / 2:  # the space is nearly exhausted: count it
             return float(len(seen))
         return n * n / (2.0 * repeats) if repeats >= 2 else None
-
-    def check(self, draws: int = 3) -> None:
-        """Draw a few inputs of every class: a spec that cannot draw fails where it is read,
-        not in the middle of a grading."""
-        for name in self.class_names:
-            for k in range(draws):
-                self.draw(name, derive_seed(0, "check", name, k))
