@@ -157,14 +157,6 @@ def pair_draws(
     return draw, [program.size_class(t.name) is not None for t in program.tests]
 
 
-def _split(result: RunResult, n: int) -> list[RunResult]:
-    segments = list(result.segments or ())
-    return [
-        RunResult.from_record(rec, segments[i] if i < len(segments) else b"")
-        for i, rec in enumerate(result.records[:n])
-    ]
-
-
 def _baseline_ok(test: TestCase, run: RunResult, limits: Limits) -> bool:
     """The baseline's run of a drawn input defines its expected output only if it ended
     cleanly with the class's exit code: any other input is not one the program accepts."""
@@ -196,7 +188,7 @@ def expected_tests(
         )
         if result.infra_error:
             raise RuntimeError(f"the baseline's sandbox failed: {result.infra_error}")
-        for k, run in enumerate(_split(result, len(chunk))):
+        for k, run in enumerate(result.each_run()[: len(chunk)]):
             size_class, stdin = chunk[k]
             compare, code = class_comparison(program, size_class)
             test = TestCase(
@@ -245,7 +237,7 @@ def check_drawn(
             limits=limits,
             marker=secrets.token_hex(16),
         )
-        runs = _split(result, len(order))
+        runs = result.each_run()[: len(order)]
         for k, (test, how) in enumerate(chunk):
             base_i, cand_i = (2 * k, 2 * k + 1) if k % 2 == 0 else (2 * k + 1, 2 * k)
             extra = {"size_class": how["class"], "drawn": how}

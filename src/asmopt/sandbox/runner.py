@@ -187,6 +187,15 @@ class RunResult:
             records=(rec,),
         )
 
+    def each_run(self) -> list[RunResult]:
+        """Every run of a multi-run sandbox as if it had run alone, each with its own
+        output (the segments a marker split; empty where there are none)."""
+        segments = list(self.segments or ())
+        return [
+            RunResult.from_record(rec, segments[i] if i < len(segments) else b"")
+            for i, rec in enumerate(self.records)
+        ]
+
 
 def _errno_text(err: int) -> str:
     name = errno.errorcode.get(err, f"errno {err}")

@@ -357,10 +357,7 @@ class SharedSandboxExecutor:
                 i,
                 "output_limit",
             )
-        runs = [
-            RunResult.from_record(rec, segments[i] if i < len(segments) else b"")
-            for i, rec in enumerate(records)
-        ]
+        runs = result.each_run()
         for i, single in enumerate(runs):
             test = self.tests[owner[i]]
             seen = self.output_seen.get(owner[i], 0)
