@@ -119,3 +119,14 @@ def test_flags_value_may_start_with_a_dash(capsys) -> None:  # type: ignore[no-u
     o1 = capsys.readouterr().out
     assert main(["baseline", "lcs_dp", "--flags=-O1"]) == 0
     assert capsys.readouterr().out == o1 and "main:" in o1
+
+
+def test_eval_default_max_tokens_leaves_room_for_a_whole_answer() -> None:
+    """Answers are whole assembly files, up to about 6,300 tokens on the built-in training
+    split (docs/training.md): a default below that cuts most answers short."""
+    from asmopt.cli.main import build_parser
+    from asmopt.policies.llm import SamplingParams
+
+    args = build_parser().parse_args(["eval", "--policy", "openai", "--model", "m"])
+    assert args.max_tokens >= 6300
+    assert SamplingParams().max_new_tokens == args.max_tokens

@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 import asmopt.cli
+import asmopt.programs
 from asmopt.cli import data as data_cli
 from asmopt.cli.common import common_parser
 from asmopt.programs.suite_io import load_suite
@@ -140,6 +141,24 @@ def test_through_the_asmopt_command(tmp_path: Path, capsys, monkeypatch) -> None
     )
     err = capsys.readouterr().err
     assert code == 2 and "nothing to export" in err
+
+
+def test_export_format_aliases_name_the_same_writer(tmp_path: Path, capsys) -> None:
+    """`--format verl` (the name a verl user types first) writes the verl parquet; an
+    unknown name lists every format and alias."""
+    from asmopt.data.common import DataError
+    from asmopt.data.export import canonical_format
+
+    assert canonical_format("verl") == canonical_format("parquet") == "verl-parquet"
+    with pytest.raises(DataError, match=r"verl-parquet, jsonl, hf, verl \(= verl-parquet\)"):
+        canonical_format("csv")
+    suite = str(Path(asmopt.programs.__file__).parent / "builtin")
+    out = tmp_path / "rows.parquet"
+    argv = ["data", "export", suite, "--format", "verl", "-o", str(out), "--split", "test"]
+    code, text, err = run(argv, capsys)
+    assert code == 0, err
+    assert out.is_file() and "as verl-parquet" in text
+    assert out.read_bytes()[:4] == b"PAR1"
 
 
 def test_every_drop_reason_is_documented() -> None:

@@ -206,6 +206,62 @@ def test_process_pool_batch_keeps_order_and_the_watchdog_recovers(
         assert again[0].verdict == "pass"
 
 
+CLOSED_FORM = r"""
+#include <stdio.h>
+int main(void) {
+    long n; static const long r[7] = {0, 1, 4, 2, 2, 4, 1};
+    if (scanf("%ld", &n) != 1) return 1;
+    long s = (n / 7) * 14; for (long i = 0; i < n % 7; i++) s += r[i];
+    printf("%ld\n", s); return 0;
+}
+"""
+
+
+def _timed_then_untimed(toolchain: Toolchain, baseline: str) -> list[ScoreRequest]:
+    """A correct answer that is timed, queued before two that need no timing."""
+    fast = _c_candidate(toolchain, CLOSED_FORM)
+    crash = baseline.replace("\tret\n", "\tud2\n", 1)
+    return [
+        ScoreRequest(PROGRAM, _fence(fast), baseline),
+        ScoreRequest(PROGRAM, _fence(crash), baseline),
+        ScoreRequest(PROGRAM, "no assembly here", baseline),
+    ]
+
+
+def _assert_untimed_first(results: list) -> None:
+    timed, crash, empty = results
+    assert timed.verdict == "pass" and timed.raw_speedup is not None, timed
+    assert crash.verdict != "pass" and empty.verdict == "extraction_error"
+    assert all(r.batch_finish_s is not None for r in results)
+    # Queued behind the timed answer, yet final before its timing ended: checks first.
+    assert crash.batch_finish_s < timed.batch_finish_s, results
+    assert empty.batch_finish_s < timed.batch_finish_s, results
+
+
+@pytest.mark.parametrize("backend", ["thread", "process"])
+def test_answers_that_need_no_timing_are_not_queued_behind_timed_ones(
+    baseline: str, toolchain: Toolchain, backend: str
+) -> None:
+    with RewardService(FAST, workers=1, backend=backend) as service:  # type: ignore[arg-type]
+        results = service.score_batch(_timed_then_untimed(toolchain, baseline))
+    _assert_untimed_first(results)
+    # seconds count both halves of the timed score: its check and its timing.
+    assert results[0].seconds >= results[0].batch_finish_s - results[1].batch_finish_s
+
+
+@pytest.mark.slow  # starting and stopping a local Ray instance takes 10 s or more
+def test_ray_backend_judges_untimed_answers_before_timed_ones(
+    baseline: str, toolchain: Toolchain
+) -> None:
+    ray = pytest.importorskip("ray")
+    try:
+        with RewardService(FAST, workers=1, backend="ray") as service:
+            results = service.score_batch(_timed_then_untimed(toolchain, baseline))
+        _assert_untimed_first(results)
+    finally:
+        ray.shutdown()
+
+
 @pytest.mark.slow  # starting and stopping a local Ray instance takes 10 s or more
 def test_ray_backend_scores_a_batch_and_replaces_a_stuck_worker_within_the_deadline(
     baseline: str, toolchain: Toolchain

@@ -195,9 +195,10 @@ def cmd_build(args: argparse.Namespace) -> int:
 
 # ---------------------------------------------------------------------------- export
 def cmd_export(args: argparse.Namespace) -> int:
-    from asmopt.data.export import export_suite
+    from asmopt.data.export import canonical_format, export_suite
     from asmopt.toolchain import default_toolchain
 
+    args.format = canonical_format(args.format)
     out = Path(args.output)
     one_file = args.format != "hf" and out.suffix in (".parquet", ".jsonl")
     if one_file and out.is_dir():
@@ -387,13 +388,20 @@ def register(subparsers: Any, common: argparse.ArgumentParser) -> None:
     _add_output(p)
     p.set_defaults(func=cmd_build)
 
-    from asmopt.data.export import FORMATS
+    from asmopt.data.export import FORMAT_ALIASES, FORMATS
 
     p = data_sub.add_parser(
         "export", parents=[common], help="write verl parquet, JSONL or a HF dataset"
     )
     p.add_argument("suite_path", nargs="?", metavar="SUITE", help="suite (default: --suite)")
-    p.add_argument("--format", required=True, choices=FORMATS)
+    p.add_argument(
+        "--format",
+        required=True,
+        choices=[*FORMATS, *FORMAT_ALIASES],
+        help=f"{' | '.join(FORMATS)} ("
+        + ", ".join(f"{a}: {f}" for a, f in FORMAT_ALIASES.items())
+        + ")",
+    )
     p.add_argument(
         "-o",
         "--output",

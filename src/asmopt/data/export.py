@@ -62,8 +62,19 @@ from .prompt import build_c_only_question, build_question, format_answer
 from .report import DataReport
 
 FORMATS = ("verl-parquet", "jsonl", "hf")
+# Other names a user reaches for first: verl's own docs call its input "the parquet".
+FORMAT_ALIASES = {"verl": "verl-parquet", "parquet": "verl-parquet"}
 SUFFIX = {"verl-parquet": ".parquet", "jsonl": ".jsonl"}
 MANIFEST_SUFFIX = ".manifest.json"
+
+
+def canonical_format(fmt: str) -> str:
+    """The export format `fmt` names (an alias resolved), or a DataError listing them."""
+    fmt = FORMAT_ALIASES.get(fmt, fmt)
+    if fmt not in FORMATS:
+        names = ", ".join([*FORMATS, *(f"{a} (= {f})" for a, f in FORMAT_ALIASES.items())])
+        raise DataError(f"unknown export format {fmt!r}; expected one of {names}")
+    return fmt
 
 
 def verl_schema() -> Any:
@@ -342,8 +353,7 @@ def export_suite(
     path is a directory with one file per non-empty split (SPLIT.parquet / SPLIT.jsonl),
     the shape verl's `data.train_files` / `data.val_files` expect. The `hf` format always
     writes a `datasets.DatasetDict` directory (load it with `datasets.load_from_disk`)."""
-    if fmt not in FORMATS:
-        raise DataError(f"unknown export format {fmt!r}; expected one of {', '.join(FORMATS)}")
+    fmt = canonical_format(fmt)
     out = Path(out)
     rows, ids, report = build_rows(
         suite,

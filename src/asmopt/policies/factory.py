@@ -7,7 +7,7 @@ from typing import Any
 
 from asmopt.policies import get_policy
 from asmopt.policies.base import Policy
-from asmopt.policies.llm import LLMPolicy, PolicyError, SamplingParams
+from asmopt.policies.llm import ANSWER_TOKENS, LLMPolicy, PolicyError, SamplingParams
 from asmopt.policies.prompts import load_template
 
 LLM_POLICIES = ("openai", "hf")
@@ -28,7 +28,13 @@ def add_policy_arguments(p: argparse.ArgumentParser) -> None:
     )
     g.add_argument("--temperature", type=float, default=0.0)
     g.add_argument("--top-p", type=float, default=1.0)
-    g.add_argument("--max-tokens", type=int, default=2000, help="max new tokens per answer")
+    g.add_argument(
+        "--max-tokens",
+        type=int,
+        default=ANSWER_TOKENS,
+        help=f"max new tokens per answer (default {ANSWER_TOKENS}: a whole assembly file; "
+        "answers on the built-in suite run to about 6,300 tokens)",
+    )
     g.add_argument("--seed", type=int, default=0)
     g.add_argument("--concurrency", type=int, default=8, help="parallel HTTP requests")
     g.add_argument("--device", default="cpu", help="hf: torch device")

@@ -29,11 +29,17 @@ class Completion:
     latency_s: float = 0.0
 
 
+# Room for a whole answer: an answer is a complete assembly file, up to about 6,300 tokens
+# on the built-in training split (docs/training.md), so the reference paper's 2,000 would cut
+# most of them short. The same budget as the verl recipe's `max_response_length`.
+ANSWER_TOKENS = 8192
+
+
 @dataclass(frozen=True)
 class SamplingParams:
     temperature: float = 0.0
     top_p: float = 1.0
-    max_new_tokens: int = 2000
+    max_new_tokens: int = ANSWER_TOKENS
     seed: int | None = 0
 
     def __post_init__(self) -> None:

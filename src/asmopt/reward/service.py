@@ -111,6 +111,9 @@ class ScoreResult:
     # failing test's name and size class, the kind of difference; never a byte of data).
     # `message` is a person's and may quote test data.
     feedback: str = ""
+    # Seconds from the start of the service's batch until this score was final (None
+    # outside a batch): where a batch's wall time went.
+    batch_finish_s: float | None = None
 
     @property
     def excluded(self) -> bool:
@@ -218,66 +221,91 @@ def score(
 def score_one(
     program: Program, completion: str | bytes, baseline_asm: str | None, config: ScoreConfig
 ) -> ScoreResult:
-    """Score one completion. Never raises: our own failures become `infra_error`."""
+    """Score one completion, check and timing in one call. Never raises: our own failures
+    become `infra_error`."""
+    result, job = check_one(program, completion, baseline_asm, config)
+    return result if job is None else time_one(program, job, config)
+
+
+@dataclass
+class TimingJob:
+    """What a correct answer's timing needs from its check, shipped to whichever worker
+    times it (picklable: the service may time it in another process or on another node).
+    The binary is rebuilt there from `assembly` (a build-cache hit on the same machine)."""
+
+    result: ScoreResult
+    check: Any  # evaluate.CheckResult: its verdicts and how its inputs were drawn
+    assembly: str
+    baseline_asm: str
+    copy: bool
+
+
+def check_one(
+    program: Program, completion: str | bytes, baseline_asm: str | None, config: ScoreConfig
+) -> tuple[ScoreResult, TimingJob | None]:
+    """The first half of a score: extraction, build and the correctness check. Returns the
+    finished result, or, for a correct answer that is to be measured, a provisional result
+    and the job `time_one` finishes. Never raises: our own failures become `infra_error`.
+
+    The service runs every check of a batch before any timing, so an answer that needs no
+    timing (most answers in RL: wrong, unbuildable, copies) is never queued behind timed
+    ones, nor left out by the batch's deadline while the timing cores are busy."""
     start = time.monotonic()
     try:
-        return _score(program, completion, baseline_asm, config, start)
+        return _check(program, completion, baseline_asm, config, start)
     except Exception as exc:  # the grader raised: ours, so the sample is excluded
-        log.error("scoring %s failed: %s", program.id, traceback.format_exc())
-        return ScoreResult(
-            reward=None,
-            verdict="infra_error",
-            message=f"grader error: {type(exc).__name__}: {exc}",
-            seconds=time.monotonic() - start,
-        )
+        return _grader_error(program, exc, start), None
 
 
-def _score(
+def time_one(program: Program, job: TimingJob, config: ScoreConfig) -> ScoreResult:
+    """The second half of a score: time a correct answer, then its reward. Never raises."""
+    start = time.monotonic() - job.result.seconds  # seconds count both halves
+    try:
+        return _time(program, job, config, start)
+    except Exception as exc:
+        return _grader_error(program, exc, start)
+
+
+def _grader_error(program: Program, exc: Exception, start: float) -> ScoreResult:
+    log.error("scoring %s failed: %s", program.id, traceback.format_exc())
+    return ScoreResult(
+        reward=None,
+        verdict="infra_error",
+        message=f"grader error: {type(exc).__name__}: {exc}",
+        seconds=time.monotonic() - start,
+    )
+
+
+def _check(
     program: Program,
     completion: str | bytes,
     baseline_asm: str | None,
     config: ScoreConfig,
     start: float,
-) -> ScoreResult:
-    from asmopt.evaluate import MeasureOptions, Measurer, check_candidate
+) -> tuple[ScoreResult, TimingJob | None]:
+    from asmopt.evaluate import check_candidate
     from asmopt.measure.canonical import is_copy
-    from asmopt.measure.speedup import MeasureMode, MeasureStatus
-    from asmopt.measure.timing import TimingConfig, general_affinity
+    from asmopt.measure.timing import general_affinity
 
     total = len(program.tests)
     raw = completion if isinstance(completion, bytes) else completion.encode("utf-8", "replace")
     if len(raw) > config.max_completion_bytes:
-        return _finish(
-            ScoreResult(
-                None,
-                "extraction_error",
-                total=total,
-                message=(
-                    f"completion is {len(raw)} bytes, over the {config.max_completion_bytes}-byte "
-                    "limit"
-                ),
-            ),
-            config,
-            start,
+        message = (
+            f"completion is {len(raw)} bytes, over the {config.max_completion_bytes}-byte limit"
         )
+        return _refused(message, total, config, start), None
     text, problem = _coerce_text(completion)
     if text is None:
-        return _finish(
-            ScoreResult(None, "extraction_error", message=problem, total=total), config, start
-        )
+        return _refused(problem, total, config, start), None
     payload, problem = _extract(text, config)
     if payload is None:
-        return _finish(
-            ScoreResult(None, "extraction_error", total=total, message=problem), config, start
-        )
+        return _refused(problem, total, config, start), None
     toolchain, sandbox = _worker_parts()
     if baseline_asm is None:
         baseline_asm = program.meta.get("baseline_asm") or toolchain.baseline_assembly(program)
     assembly, problem = _answer_assembly(payload, baseline_asm, config)
     if assembly is None:
-        return _finish(
-            ScoreResult(None, "extraction_error", total=total, message=problem), config, start
-        )
+        return _refused(problem, total, config, start), None
     identical = assembly.strip() == baseline_asm.strip()
     copy = identical or is_copy(assembly, baseline_asm)
     # Correctness runs stay off the timing cores (as in `asmopt eval`): they must not wait
@@ -300,36 +328,84 @@ def _score(
         identical=identical,
         grading=check.inputs,
     )
-    if check.correct and config.measure != "none":
-        options = MeasureOptions(
-            mode=MeasureMode(config.measure),
-            timing=TimingConfig(
-                target_half_width=config.timing_target_half_width,
-                max_pairs=max(4, config.timing_max_pairs),
-                budget_s=config.timing_budget_s,
-            ),
-            time_copies=config.time_copies,
-        )
-        Measurer(program, baseline_asm, toolchain, sandbox, options, None).measure(check, copy)
-        result.verdict = str(check.verdict)  # a flaky answer can fail during timing
-        result.message = check.message
-        result.passed = check.passed
-        sp = check.speedup
-        if sp is not None and sp.status == MeasureStatus.INFRA_ERROR:
-            result.verdict, result.message = "infra_error", f"measurement: {sp.message}"
-        elif sp is not None and sp.has_ratio:
-            # The reference's s is the arithmetic mean of per-test ratios, reported with
-            # the interval of that same statistic; the geometric mean keeps its own.
-            result.speedup = sp.mean_ratio
-            result.speedup_low, result.speedup_high = sp.mean_low, sp.mean_high
-            result.raw_speedup = result.speedup
-            result.geomean_speedup = sp.ratio
-            result.geomean_low, result.geomean_high = sp.low, sp.high
-            if config.snap_insignificant and sp.mean_low <= 1.0 <= sp.mean_high:
-                result.speedup = 1.0
-        elif copy:
-            result.speedup, result.speedup_low, result.speedup_high = 1.0, 1.0, 1.0
-            result.geomean_speedup, result.geomean_low, result.geomean_high = 1.0, 1.0, 1.0
+    if not check.correct or config.measure == "none":
+        return _feedback_and_finish(result, check, program, config, start), None
+    job = TimingJob(result, check, assembly, baseline_asm, copy)
+    if copy and not config.time_copies:  # 1.0 by rule: nothing to time, finish here
+        return _measure(program, job, config, start, toolchain, sandbox), None
+    result.seconds = time.monotonic() - start
+    check.binary = None  # a path in this worker's cache; the timer builds its own
+    return result, job
+
+
+def _refused(message: str, total: int, config: ScoreConfig, start: float) -> ScoreResult:
+    """An answer with nothing to build: the model's extraction_error."""
+    refused = ScoreResult(None, "extraction_error", message=message, total=total)
+    return _finish(refused, config, start)
+
+
+def _time(program: Program, job: TimingJob, config: ScoreConfig, start: float) -> ScoreResult:
+    toolchain, sandbox = _worker_parts()
+    build = toolchain.assemble_and_link(job.assembly, program.ldflags)
+    if not build.ok or build.output is None:  # it built for the check: ours
+        job.result.verdict = "infra_error"
+        job.result.message = f"rebuild for timing: {build.message}"
+        return _finish(job.result, config, start)
+    job.check.binary = build.output
+    return _measure(program, job, config, start, toolchain, sandbox)
+
+
+def _measure(
+    program: Program,
+    job: TimingJob,
+    config: ScoreConfig,
+    start: float,
+    toolchain: Any,
+    sandbox: Any,
+) -> ScoreResult:
+    """Measure a correct answer (or mark a copy 1.0 by rule), then feedback and reward."""
+    from asmopt.evaluate import MeasureOptions, Measurer
+    from asmopt.measure.speedup import MeasureMode, MeasureStatus
+    from asmopt.measure.timing import TimingConfig
+
+    result, check = job.result, job.check
+    options = MeasureOptions(
+        mode=MeasureMode(config.measure),
+        timing=TimingConfig(
+            target_half_width=config.timing_target_half_width,
+            max_pairs=max(4, config.timing_max_pairs),
+            budget_s=config.timing_budget_s,
+        ),
+        time_copies=config.time_copies,
+    )
+    Measurer(program, job.baseline_asm, toolchain, sandbox, options, None).measure(
+        check, job.copy
+    )
+    result.verdict = str(check.verdict)  # a flaky answer can fail during timing
+    result.message = check.message
+    result.passed = check.passed
+    sp = check.speedup
+    if sp is not None and sp.status == MeasureStatus.INFRA_ERROR:
+        result.verdict, result.message = "infra_error", f"measurement: {sp.message}"
+    elif sp is not None and sp.has_ratio:
+        # The reference's s is the arithmetic mean of per-test ratios, reported with
+        # the interval of that same statistic; the geometric mean keeps its own.
+        result.speedup = sp.mean_ratio
+        result.speedup_low, result.speedup_high = sp.mean_low, sp.mean_high
+        result.raw_speedup = result.speedup
+        result.geomean_speedup = sp.ratio
+        result.geomean_low, result.geomean_high = sp.low, sp.high
+        if config.snap_insignificant and sp.mean_low <= 1.0 <= sp.mean_high:
+            result.speedup = 1.0
+    elif job.copy:
+        result.speedup, result.speedup_low, result.speedup_high = 1.0, 1.0, 1.0
+        result.geomean_speedup, result.geomean_low, result.geomean_high = 1.0, 1.0, 1.0
+    return _feedback_and_finish(result, check, program, config, start)
+
+
+def _feedback_and_finish(
+    result: ScoreResult, check: Any, program: Program, config: ScoreConfig, start: float
+) -> ScoreResult:
     from asmopt.policies.feedback import check_feedback
 
     result.feedback = check_feedback(
@@ -338,7 +414,7 @@ def _score(
         speedup=result.speedup,
         low=result.speedup_low,
         high=result.speedup_high,
-        is_copy=copy,
+        is_copy=result.is_copy,
     )
     return _finish(result, config, start)
 
@@ -517,7 +593,8 @@ class RewardService:
                 ) from None
             if not ray.is_initialized():
                 _ray_init(ray, self.ray_address, self.ray_init_timeout_s)
-            self._ray_fn = ray.remote(num_cpus=1)(score_one)
+            remote = ray.remote(num_cpus=1)
+            self._ray_fn = (remote(check_one), remote(time_one))
         return self._ray_fn
 
     def close(self) -> None:
@@ -564,79 +641,102 @@ class RewardService:
         return results
 
     def _score_pool(self, requests: Sequence[ScoreRequest]) -> list[ScoreResult]:
-        """Wait for progress, not for a whole-batch budget.
+        """Checks first, then timings; wait for progress, not for a whole-batch budget.
 
-        A sample starts only when a worker frees up: at the batch's start or when another
-        sample finishes. So when no sample has finished for `deadline_s`, every sample
+        Every request's check is queued before any timing, and a correct answer's timing
+        is queued when its check ends, so answers that need no timing are never behind
+        timed ones. A task starts only when a worker frees up: at the batch's start or when
+        another task finishes. So when nothing has finished for `deadline_s`, every task
         still running has run for at least `deadline_s`, past its own deadline. A batch
         with a stuck sample therefore ends after the real work plus one deadline, whatever
         its size; the stuck samples (and any not started) are excluded as infra_error and
         the pool is replaced. The Ray back-end waits the same way."""
         pool = self._executor()
-        futures = [
-            pool.submit(score_one, r.program, r.completion, r.baseline_asm, self.config)
-            for r in requests
-        ]
-        index = {fut: i for i, fut in enumerate(futures)}
+        began = time.monotonic()
+        owner: dict[cf.Future[Any], int] = {
+            pool.submit(check_one, r.program, r.completion, r.baseline_asm, self.config): i
+            for i, r in enumerate(requests)
+        }
         results: list[ScoreResult | None] = [None] * len(requests)
         stuck = False
-
-        def collect(fut: cf.Future[ScoreResult]) -> None:
-            nonlocal stuck
-            i = index[fut]
-            try:
-                results[i] = fut.result()
-            except Exception as exc:  # a worker died (e.g. killed): ours, excluded
-                results[i] = ScoreResult(
-                    reward=None,
-                    verdict="infra_error",
-                    total=len(requests[i].program.tests),
-                    message=f"worker failed: {type(exc).__name__}: {exc}",
-                )
-                stuck = stuck or isinstance(exc, cf.process.BrokenProcessPool)
-
-        pending = set(futures)
+        pending = set(owner)
         while pending:
             done, pending = cf.wait(
                 pending, timeout=self.config.deadline_s, return_when=cf.FIRST_COMPLETED
             )
             for fut in done:
-                collect(fut)
-            if not done:  # a stall: every running sample is past its deadline
+                i = owner.pop(fut)
+                try:
+                    result, job = _as_outcome(fut.result())
+                    if job is not None:
+                        timing = pool.submit(time_one, requests[i].program, job, self.config)
+                        owner[timing] = i
+                        pending.add(timing)
+                        continue
+                except Exception as exc:  # a worker died (e.g. killed): ours, excluded
+                    result = self._worker_failed(requests[i], "worker failed", exc)
+                    stuck = stuck or isinstance(exc, cf.process.BrokenProcessPool)
+                results[i] = self._done(result, began)
+            if not done:  # a stall: every running task is past its deadline
                 stuck = True
                 for fut in pending:
-                    results[index[fut]] = self._deadline_result(requests[index[fut]])
+                    results[owner[fut]] = self._deadline_result(requests[owner[fut]])
                 break
         if stuck:
             self._restart_pool()
         return [r for r in results if r is not None]
 
     def _score_ray(self, requests: Sequence[ScoreRequest]) -> list[ScoreResult]:
+        """As `_score_pool`, with one Ray task per check and per timing."""
         import ray
 
-        fn = self._ray()
-        refs = [fn.remote(r.program, r.completion, r.baseline_asm, self.config) for r in requests]
-        pending = list(refs)
+        check_fn, time_fn = self._ray()
+        began = time.monotonic()
+        owner: dict[Any, int] = {
+            check_fn.remote(r.program, r.completion, r.baseline_asm, self.config): i
+            for i, r in enumerate(requests)
+        }
+        results: list[ScoreResult | None] = [None] * len(requests)
+        pending = list(owner)
         while pending:
             ready, pending = ray.wait(pending, num_returns=1, timeout=self.config.deadline_s)
             if not ready:  # a stall: every running task is past its deadline
                 break
-        late = set(pending)
-        results = []
-        for req, ref in zip(requests, refs, strict=True):
-            if ref not in late:
+            for ref in ready:
+                i = owner.pop(ref)
                 try:
-                    results.append(ray.get(ref))
+                    result, job = _as_outcome(ray.get(ref))
                 except Exception as exc:
-                    results.append(
-                        ScoreResult(
-                            reward=None,
-                            verdict="infra_error",
-                            total=len(req.program.tests),
-                            message=f"ray task failed: {exc}",
-                        )
+                    results[i] = self._done(
+                        self._worker_failed(requests[i], "ray task failed", exc), began
                     )
-            else:
-                ray.cancel(ref, force=True)  # Ray kills the worker and starts a fresh one
-                results.append(self._deadline_result(req))
-        return results
+                    continue
+                if job is None:
+                    results[i] = self._done(result, began)
+                else:
+                    timing = time_fn.remote(requests[i].program, job, self.config)
+                    owner[timing] = i
+                    pending.append(timing)
+        for ref in pending:
+            ray.cancel(ref, force=True)  # Ray kills the worker and starts a fresh one
+            results[owner[ref]] = self._deadline_result(requests[owner[ref]])
+        return [r for r in results if r is not None]
+
+    @staticmethod
+    def _worker_failed(req: ScoreRequest, what: str, exc: Exception) -> ScoreResult:
+        return ScoreResult(
+            reward=None,
+            verdict="infra_error",
+            total=len(req.program.tests),
+            message=f"{what}: {type(exc).__name__}: {exc}",
+        )
+
+    @staticmethod
+    def _done(result: ScoreResult, began: float) -> ScoreResult:
+        result.batch_finish_s = time.monotonic() - began
+        return result
+
+
+def _as_outcome(out: Any) -> tuple[ScoreResult, TimingJob | None]:
+    """A check task returns (result, job or None); a timing task returns the result."""
+    return out if isinstance(out, tuple) else (out, None)
