@@ -326,6 +326,57 @@ def test_a_ray_address_where_nothing_listens_is_a_clear_error_not_a_hang(tmp_pat
     assert float(line.split()[1]) <= 15.0 and "no Ray cluster answers at '127.0.0.1:9'" in line
 
 
+@pytest.mark.slow  # a real Ray head with token authentication, and a driver's 20 s of retries
+def test_joining_a_token_cluster_without_the_token_mode_says_what_is_missing(
+    tmp_path: Path,
+) -> None:
+    """A cluster started with RAY_AUTH_MODE=token refuses a driver without it; Ray's own
+    exception says only "Failed to connect", so the service's error names the setting."""
+    pytest.importorskip("ray")
+    import os
+    import shutil
+    import socket
+    import subprocess
+    import sys
+
+    ray_cli = shutil.which("ray", path=str(Path(sys.executable).parent))
+    assert ray_cli is not None
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    home = tmp_path / "home"  # the generated token stays in this test's HOME
+    home.mkdir()
+    env = {**os.environ, "HOME": str(home)}
+    head = {**env, "RAY_AUTH_MODE": "token"}
+    generate = [ray_cli, "get-auth-token", "--generate"]
+    subprocess.run(generate, env=head, capture_output=True, timeout=60, check=True)
+    start = [ray_cli, "start", "--head", f"--port={port}", "--num-cpus=1"]
+    started = subprocess.run(
+        [*start, "--include-dashboard=false"], env=head, capture_output=True, text=True, timeout=120
+    )
+    try:
+        assert started.returncode == 0, started.stderr[-3000:]
+        code = (
+            "from asmopt.reward.service import RewardService, ScoreConfig\n"
+            "s = RewardService(ScoreConfig(measure='none'), backend='ray',"
+            f" ray_address='127.0.0.1:{port}', ray_init_timeout_s=90)\n"
+            "try:\n"
+            "    s._ray()\n"
+            "except RuntimeError as exc:\n"
+            "    print('RAISED', exc)\n"
+        )
+        driver = {k: v for k, v in env.items() if not k.startswith("RAY_AUTH")}
+        driver["PYTHONPATH"] = str(Path(__file__).resolve().parents[1] / "src")
+        proc = subprocess.run(
+            [sys.executable, "-c", code], capture_output=True, text=True, timeout=150, env=driver
+        )
+        line = next((x for x in proc.stdout.splitlines() if x.startswith("RAISED")), "")
+        assert line, proc.stdout + proc.stderr[-3000:]
+        assert f"127.0.0.1:{port}" in line and "RAY_AUTH_MODE=token" in line, line
+    finally:
+        subprocess.run([ray_cli, "stop", "--force"], env=head, capture_output=True, timeout=120)
+
+
 UNGUARDED = """
 from asmopt.programs.model import Program, TestCase
 from asmopt.reward.adapters import TRLReward

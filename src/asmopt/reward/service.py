@@ -26,6 +26,7 @@ import contextlib
 import logging
 import math
 import multiprocessing as mp
+import os
 import sys
 import time
 import traceback
@@ -493,11 +494,29 @@ def _ray_init(ray: Any, address: str | None, timeout_s: float) -> None:
         raise RuntimeError(
             f"ray.init did not finish within {timeout_s:g}s starting or joining {where}; "
             "check the machine's load and /tmp space, or raise ray_init_timeout_s"
+            + _ray_auth_hint(address)
+        ) from None
+    except ConnectionError as exc:
+        raise RuntimeError(
+            f"could not join {where}: {exc}" + _ray_auth_hint(address)
         ) from None
     finally:
         if timed:
             signal.setitimer(signal.ITIMER_REAL, 0)
             signal.signal(signal.SIGALRM, previous)
+
+
+def _ray_auth_hint(address: str | None) -> str:
+    """Why joining a cluster that answers can still fail: a cluster started with token
+    authentication refuses every driver that does not use it too, and Ray then reports only
+    a failure to connect (its reason goes to the C++ log, not to the exception)."""
+    if not address or address == "local" or os.environ.get("RAY_AUTH_MODE") == "token":
+        return ""
+    return (
+        "; if the cluster was started with token authentication (RAY_AUTH_MODE=token), "
+        "this process needs RAY_AUTH_MODE=token as well, and the cluster's token in "
+        "RAY_AUTH_TOKEN, RAY_AUTH_TOKEN_PATH or ~/.ray/auth_token"
+    )
 
 
 @dataclass

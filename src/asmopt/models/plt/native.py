@@ -11,8 +11,9 @@ the weight once for several float32 rows. The kernel is one candidate among thos
 Built with torch's C++ extension loader (a C++ compiler, ninja and the Python headers are
 needed) with `-march=native` and torch's own OpenMP, so its threads are torch's intra-op
 threads: a kernel with threads of its own would wait for torch's just-finished workers,
-which spin for milliseconds after each parallel region. The build (~30-60 s) happens once per
-machine, CPU model and feature set and torch version, under the asmopt cache root (`native/`); later
+which spin for milliseconds after each parallel region. The build (one compile of torch's
+headers: a minute or more, 2-3 minutes on a 2-core machine) happens once per machine, CPU
+model and feature set and torch version, under the asmopt cache root (`native/`); later
 processes load it in well under a second. If it cannot be built, the reason is kept
 (`status()`) and the other kernels are used.
 
@@ -112,8 +113,9 @@ def _build() -> ModuleType:
     built = any(directory.glob("*.so"))
     if not built:
         log.warning(
-            "asmopt: building the multi-row float32 product for this CPU in %s "
-            "(once per machine; ~30-60 s)",
+            "asmopt: building the multi-row float32 product for this CPU in %s (once per "
+            "machine, CPU and torch version; a minute or more, 2-3 on 2 cores; "
+            "ASMOPT_PLT_NATIVE=off skips it)",
             directory,
         )
     start = time.monotonic()
