@@ -42,7 +42,13 @@ from asmopt.fresh import FreshInputs, draw_inputs, expected_tests
 from asmopt.judge import Verdict
 from asmopt.measure.canonical import canonical_statements, content_hash
 from asmopt.measure.speedup import MeasureMode, MeasureStatus, ProgramSpeedup
-from asmopt.measure.timing import TimingConfig, default_core_lock, general_affinity
+from asmopt.measure.timing import (
+    CoreLock,
+    TimingCancelled,
+    TimingConfig,
+    default_core_lock,
+    general_affinity,
+)
 from asmopt.metrics import compute_metrics, verdict_rates
 from asmopt.policies.base import Policy, PolicyRequest
 from asmopt.programs.model import Program, Suite
@@ -189,7 +195,8 @@ def _judge_program(
         try:
             measurer.measure_many([(o.check, o.is_copy) for o in to_measure])
         except Exception as exc:  # ours, not the candidates'
-            log.error("measuring %s: %s", program.id, traceback.format_exc())
+            if not isinstance(exc, TimingCancelled):  # an interrupt: expected, not logged
+                log.error("measuring %s: %s", program.id, traceback.format_exc())
             for o in to_measure:
                 if o.check.speedup is None:  # not measured yet (a copy's 1.0 by rule stands)
                     o.check.speedup = ProgramSpeedup(
@@ -615,6 +622,8 @@ class EvalRun:
     notes: list[str] = field(default_factory=list)  # warnings about the stored run
     unfit: dict[str, str] = field(default_factory=dict)  # program id -> why its tests fail
     interrupted: bool = False  # Ctrl-C: what finished is stored, the rest is left for a rerun
+    # The signal that interrupted it (SIGINT or SIGTERM), for the conventional exit 128 + N.
+    signal: int | None = None
 
 
 def suite_identity(suite: Suite) -> str:
@@ -702,7 +711,8 @@ def _run_locked(
     if config.fresh and (run_dir / DB_NAME).exists():
         for suffix in ("", "-wal", "-shm"):
             (run_dir / (DB_NAME + suffix)).unlink(missing_ok=True)
-    layout = default_core_lock().layout if mode == MeasureMode.TIME else None
+    machine_lock = default_core_lock()
+    layout = machine_lock.layout if mode == MeasureMode.TIME else None
     fingerprint = environment_fingerprint(
         compiler=toolchain.identity(),
         sandbox=sandbox.describe(),
@@ -732,7 +742,11 @@ def _run_locked(
             fingerprint,
         )
         stop, abort = threading.Event(), threading.Event()
-        with _interrupt_handler(stop, abort):
+        # This evaluation's own handle on the timing cores: cancelling it (an interrupt's
+        # grace period over) ends its waits for a core and its timing rounds at once.
+        lock = CoreLock(machine_lock.layout, machine_lock.lock_dir, cancel=abort)
+        signals: list[int] = []
+        with _interrupt_handler(stop, abort, signals):
             outcomes = evaluate_programs(
                 programs,
                 config.policy,
@@ -743,7 +757,7 @@ def _run_locked(
                 limits=config.limits,
                 progress=config.progress,
                 measure=MeasureOptions(
-                    mode=mode, timing=config.timing, time_copies=config.time_copies
+                    mode=mode, timing=config.timing, time_copies=config.time_copies, lock=lock
                 ),
                 store=store,
                 splits=suite.splits,
@@ -763,7 +777,15 @@ def _run_locked(
         measure=mode.value,
         run_dir=str(run_dir),
     )
-    return EvalRun(outcomes, summary, run_dir, list(notes), unfit_programs(programs), stop.is_set())
+    return EvalRun(
+        outcomes,
+        summary,
+        run_dir,
+        list(notes),
+        unfit_programs(programs),
+        stop.is_set(),
+        signals[0] if signals else None,
+    )
 
 
 def _kill_children() -> None:
@@ -791,11 +813,17 @@ INTERRUPT_GRACE_S = 10.0
 
 @contextlib.contextmanager
 def _interrupt_handler(
-    stop: threading.Event, abort: threading.Event, grace_s: float = INTERRUPT_GRACE_S
+    stop: threading.Event,
+    abort: threading.Event,
+    signals: list[int] | None = None,
+    grace_s: float = INTERRUPT_GRACE_S,
 ) -> Iterator[None]:
-    """First Ctrl-C: start nothing new, let the running samples finish and be stored; those
-    still running after `grace_s` are cancelled (killed, not stored). Second Ctrl-C: kill the
-    running work at once, store nothing more, and raise KeyboardInterrupt."""
+    """First Ctrl-C or SIGTERM: start nothing new, let the running samples finish and be
+    stored; those still running after `grace_s` are cancelled (killed, not stored). A second
+    one: kill the running work at once, store nothing more, and raise KeyboardInterrupt.
+    SIGTERM is what a job scheduler, `timeout` or a container stop sends: treated like
+    Ctrl-C, so what finished is kept and no temporary directory is left. The first signal's
+    number is appended to `signals`."""
     import signal as _signal
 
     if threading.current_thread() is not threading.main_thread():
@@ -823,10 +851,13 @@ def _interrupt_handler(
 
     def handler(signum: int, frame: Any) -> None:
         if not stop.is_set():
+            if signals is not None:
+                signals.append(signum)
             stop.set()
             timer.start()
             print(
-                "\nasmopt: interrupted: finishing the running samples, starting no more; "
+                f"\nasmopt: interrupted ({_signal.Signals(signum).name}): finishing the running "
+                "samples, starting no more; "
                 f"those still running in {grace_s:.0f} s are cancelled "
                 "(Ctrl-C again to stop at once)",
                 file=sys.stderr,
@@ -836,10 +867,11 @@ def _interrupt_handler(
         cancel_running()
         raise KeyboardInterrupt
 
-    previous = _signal.signal(_signal.SIGINT, handler)
+    previous = {sig: _signal.signal(sig, handler) for sig in (_signal.SIGINT, _signal.SIGTERM)}
     try:
         yield
     finally:
         finished.set()
         timer.cancel()
-        _signal.signal(_signal.SIGINT, previous)
+        for sig, old in previous.items():
+            _signal.signal(sig, old)

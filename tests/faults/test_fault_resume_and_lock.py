@@ -225,3 +225,88 @@ def test_fault13_running_samples_are_cancelled_after_the_grace_period(tmp_path: 
     assert stored == ["a_fast"]  # the cancelled sample left no verdict behind
     assert "1 samples" in out
     assert list(tmp.iterdir()) == []
+
+
+def test_fault13_sigterm_is_handled_like_ctrl_c(tmp_path: Path) -> None:
+    """What a job scheduler, `timeout` or a container stop sends: what finished is stored,
+    no temporary directory is left, exit 143 (128 + SIGTERM) as a shell reports it."""
+    suite = _slow_suite(tmp_path / "s", 5)
+    run, tmp = tmp_path / "run", _private_tmp()
+    proc = _start_eval(suite, run, tmp)
+    _wait_for_first_sample(proc, run)
+    proc.send_signal(signal.SIGTERM)
+    out, err = proc.communicate(timeout=120)
+    assert proc.returncode == 143, err
+    assert "SIGTERM" in err and "interrupted; rerun the same command to resume" in err
+    assert "Traceback" not in err
+    stored = _stored(run)
+    assert 1 <= stored < 5 and f"{stored} samples" in out
+    assert list(tmp.iterdir()) == []
+
+
+LOCK_HOLDER = """
+import sys
+from pathlib import Path
+from asmopt.measure.timing.cores import CoreLayout, CoreLock
+lock = CoreLock(CoreLayout(timing=(0,), general=(0,), isolated=False), Path(sys.argv[1]))
+with lock.hold():
+    print("held", flush=True)
+    sys.stdin.read()
+"""
+
+
+def test_fault13_an_interrupt_ends_a_wait_for_a_timing_core(tmp_path: Path) -> None:
+    """A sample waiting for the machine-wide timing lock (another process holds the core)
+    is no child process a kill can end: the grace period's end cancels the wait itself, so
+    the first Ctrl-C still ends the run about 10 s later."""
+    import sys
+
+    locks = tmp_path / "locks"
+    locks.mkdir()
+    child_env = env()
+    child_env.update(ASMOPT_TIMING_LOCK_DIR=str(locks), ASMOPT_TIMING_CORES="0")
+    holder = subprocess.Popen(
+        [sys.executable, "-c", LOCK_HOLDER, str(locks)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+        env=child_env,
+    )
+    assert holder.stdout is not None and holder.stdin is not None
+    try:
+        assert holder.stdout.readline().strip() == "held"
+        suite = write_suite(tmp_path / "s", ["p0", "p1"])
+        tmp = _private_tmp()
+        child_env["TMPDIR"] = str(tmp)
+        cmd = asmopt_cmd(
+            "eval", "--suite", str(suite), "--measure", "time", "--time-copies",
+            "--run-dir", str(tmp_path / "run"), "-j", "1",
+        )  # fmt: skip
+        proc = subprocess.Popen(
+            cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=child_env
+        )
+        time.sleep(8)  # checked, now waiting for the held core
+        assert proc.poll() is None, proc.communicate()
+        sent = time.monotonic()
+        proc.send_signal(signal.SIGINT)
+        _, err = proc.communicate(timeout=60)
+        took = time.monotonic() - sent
+        assert proc.returncode == 130, err
+        assert took < 20, f"the run ended {took:.0f} s after the first Ctrl-C"
+        assert "Traceback" not in err and list(tmp.iterdir()) == []
+    finally:
+        holder.stdin.close()
+        holder.wait(timeout=60)
+
+
+def test_an_id_given_twice_is_judged_once(tmp_path: Path) -> None:
+    suite = write_suite(tmp_path / "s", ["p0", "p1"])
+    run = tmp_path / "run"
+    proc = run_asmopt(
+        "eval", "--suite", str(suite), "--measure", "none", "--only", "p0", "p0",
+        "--run-dir", str(run), "--json",
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    out = json.loads(proc.stdout)
+    assert [r["program"] for r in out["results"]] == ["p0"]
+    assert out["summary"]["samples"] == _stored(run) == 1

@@ -12,6 +12,7 @@ import contextlib
 import errno
 import importlib
 import logging
+import signal
 import sqlite3
 import sys
 from collections.abc import Callable, Sequence
@@ -529,7 +530,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
     summary["interrupted"] = done.interrupted
     if args.json:
         emit_json({"summary": summary, "results": [o.to_dict() for o in outcomes]})
-        return _interrupted_exit() if done.interrupted else 0
+        return _interrupted_exit(done.signal) if done.interrupted else 0
     rows = []
     for o in outcomes:
         speed, interval, note = _speedup_cell(o)
@@ -602,13 +603,14 @@ def cmd_eval(args: argparse.Namespace) -> int:
                 "have one test, so their pick was selected on the scored input (as the oracle)"
             )
     print(f"\nresults stored in {run_dir}/{DB_NAME}; `asmopt report {run_dir}` writes a report")
-    return _interrupted_exit() if done.interrupted else 0
+    return _interrupted_exit(done.signal) if done.interrupted else 0
 
 
-def _interrupted_exit() -> int:
-    """After a Ctrl-C the summary of what is stored has been printed; say how to go on."""
+def _interrupted_exit(signum: int | None = None) -> int:
+    """After a Ctrl-C or SIGTERM the summary of what is stored has been printed; say how to
+    go on, and exit as a shell reports that signal (130 for SIGINT, 143 for SIGTERM)."""
     print("asmopt: interrupted; rerun the same command to resume", file=sys.stderr)
-    return 130
+    return 128 + (signum or signal.SIGINT)
 
 
 # ---------------------------------------------------------------------------- results / report

@@ -271,11 +271,15 @@ class Suite:
             ) from None
 
     def select(self, split: str | None = None, ids: list[str] | None = None) -> list[Program]:
-        """Programs in a split and/or with given ids, in a stable (sorted) order."""
+        """Programs in a split and/or with given ids, in a stable (sorted) order. An id given
+        twice selects its program once: each program is judged once per evaluation, and a
+        summary that counted it twice would count samples the store holds once."""
         if split is not None and split not in SPLITS and split != "all":
             raise ProgramError(f"unknown split {split!r}; expected one of all, {', '.join(SPLITS)}")
         chosen = (
-            [self.get(i) for i in ids] if ids else [self.programs[k] for k in sorted(self.programs)]
+            [self.get(i) for i in dict.fromkeys(ids)]
+            if ids
+            else [self.programs[k] for k in sorted(self.programs)]
         )
         if split and split != "all":
             chosen = [p for p in chosen if self.splits.get(p.id) == split]

@@ -43,6 +43,7 @@ from __future__ import annotations
 from asmopt.measure.timing.cores import (
     CoreLayout,
     CoreLock,
+    TimingCancelled,
     default_core_lock,
     default_lock_dir,
     general_affinity,
@@ -95,6 +96,7 @@ __all__ = [
     "RunTiming",
     "SandboxExecutor",
     "SharedSandboxExecutor",
+    "TimingCancelled",
     "TimingConfig",
     "TimingOutcome",
     "default_core_lock",

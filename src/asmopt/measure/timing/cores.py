@@ -6,6 +6,7 @@ import contextlib
 import fcntl
 import os
 import sys
+import threading
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -69,16 +70,34 @@ class CoreLayout:
 WAIT_NOTICE_S = 5.0
 
 
+class TimingCancelled(RuntimeError):
+    """A timing that was asked to stop (`CoreLock.cancel`): ours, never the answer's."""
+
+
 class CoreLock:
     """At most one timing per physical core, across threads and processes (flock).
 
     flock locks belong to open file descriptions, so two threads of one process that open
     the lock file separately exclude each other just as two processes do."""
 
-    def __init__(self, layout: CoreLayout | None = None, lock_dir: Path | None = None) -> None:
+    def __init__(
+        self,
+        layout: CoreLayout | None = None,
+        lock_dir: Path | None = None,
+        *,
+        cancel: threading.Event | None = None,
+    ) -> None:
         self.layout = layout or CoreLayout.detect()
         self.lock_dir = lock_dir or default_lock_dir()
         self.lock_dir.mkdir(parents=True, exist_ok=True)
+        # Set when the work that takes turns on these cores is being cancelled (an
+        # interrupted evaluation): a wait for a core then ends at once, and so does every
+        # later timing round, instead of timing on after the user asked to stop.
+        self.cancel = cancel
+
+    def _check_cancelled(self) -> None:
+        if self.cancel is not None and self.cancel.is_set():
+            raise TimingCancelled("timing cancelled: the evaluation is being interrupted")
 
     @contextlib.contextmanager
     def hold(
@@ -101,6 +120,7 @@ class CoreLock:
         started = time.monotonic()
         next_notice = notice_after_s
         while True:
+            self._check_cancelled()
             for cpu, path in handles:
                 fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o666)
                 with contextlib.suppress(OSError):  # other users must be able to lock it too
