@@ -40,6 +40,20 @@ int main(void) {
 """
 
 
+def tool_failure(what: str, stderr: str, returncode: int) -> str:
+    """One line for a trusted build step that failed: what failed, the tool's first line
+    of diagnostics, and, when the disk is full, which temporary directory to free. gcc
+    writes its intermediate files to $TMPDIR even when the output goes elsewhere (and
+    Python's tempfile silently falls back to /tmp when $TMPDIR is full), so a full $TMPDIR
+    shows up here first."""
+    said = (stderr.strip().splitlines() or [f"exit status {returncode}"])[0][:500]
+    hint = ""
+    if "No space left on device" in stderr:
+        where = os.environ.get("TMPDIR") or tempfile.gettempdir()
+        hint = f"; the temporary directory ({where}) is full: free space there or set TMPDIR"
+    return f"{what} failed: {said}{hint}"
+
+
 def _compiler_version(cc: str) -> str:
     try:
         return subprocess.run(
@@ -76,7 +90,7 @@ def _build_cached(name: str, source: bytes, cc: str, flags: tuple[str, ...]) -> 
                 )
                 if proc.returncode != 0:
                     raise LauncherBuildError(
-                        f"building the sandbox's {name} failed:\n{proc.stderr.strip()[:2000]}"
+                        tool_failure(f"building the sandbox's {name}", proc.stderr, proc.returncode)
                     )
                 os.chmod(tmp, 0o755)
                 os.replace(tmp, target)

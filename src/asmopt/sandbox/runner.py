@@ -41,6 +41,7 @@ from asmopt.sandbox.launcher import (
     launcher_path,
     parse_report,
     probe_path,
+    tool_failure,
 )
 from asmopt.sandbox.placement import (
     Priority,
@@ -202,6 +203,21 @@ def _errno_text(err: int) -> str:
     return f"{name} ({os.strerror(err)})"
 
 
+def _probe_step(cmd: list[str], timeout_s: float) -> str:
+    """Run one step of the probe; its failure is a SandboxUnavailable in one line
+    (`launcher.tool_failure`: a full $TMPDIR is named as such)."""
+    try:
+        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout_s)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        raise SandboxUnavailable(
+            f"the sandbox's library probe could not run {cmd[0]}: {exc}"
+        ) from None
+    if proc.returncode == 0:
+        return proc.stdout
+    what = f"the sandbox's library probe ({cmd[0]})"
+    raise SandboxUnavailable(tool_failure(what, proc.stderr, proc.returncode))
+
+
 def _runtime_libraries() -> list[tuple[str, str]]:
     """(path inside the sandbox, real file) for the loader and the C/math libraries.
 
@@ -215,15 +231,9 @@ def _runtime_libraries() -> list[tuple[str, str]]:
         src.write_text(
             "#include <math.h>\nint main(void){volatile double x = 4.0; return (int)sqrt(x)-2;}\n"
         )
-        subprocess.run(
-            ["gcc", str(src), "-o", str(probe_dir / "p"), "-Wl,--no-as-needed", "-lm"],
-            check=True,
-            capture_output=True,
-            timeout=60,
-        )
-        out = subprocess.run(
-            ["ldd", str(probe_dir / "p")], check=True, capture_output=True, text=True, timeout=30
-        ).stdout
+        build = ["gcc", str(src), "-o", str(probe_dir / "p"), "-Wl,--no-as-needed", "-lm"]
+        _probe_step(build, 60)
+        out = _probe_step(["ldd", str(probe_dir / "p")], 30)
     finally:
         shutil.rmtree(probe_dir, ignore_errors=True)
     libs: list[tuple[str, str]] = []
