@@ -1,4 +1,8 @@
-"""`asmopt serve`: the OpenAI-compatible server around a local model directory."""
+"""`asmopt serve`: the OpenAI-compatible server around a local model directory.
+
+A first try needs no download: `asmopt.train.tiny.build_tiny_model` writes a small random
+model that loads like any other; the help text and the missing-model error say how.
+"""
 
 from __future__ import annotations
 
@@ -8,11 +12,28 @@ import sys
 
 log = logging.getLogger(__name__)
 
+BUILD_TINY = (
+    'python -c "from pathlib import Path; from asmopt.train.tiny import build_tiny_model; '
+    "build_tiny_model(Path('tiny-llama'), 'llama')\""
+)
+FIRST_TRY = f"for a first try, build a tiny random model ({BUILD_TINY}) and serve tiny-llama"
+EPILOG = f"""\
+Honours n, temperature, top_p, max_tokens, seed, stop and logprobs; any parameter
+it cannot honour (tools, response_format, stream, ...) is refused with a 400 naming it.
+
+A first try needs no download: build a tiny random model (asmopt.train.tiny) with
+  {BUILD_TINY}
+then run: asmopt serve tiny-llama
+"""
+
 
 def cmd_serve(args: argparse.Namespace) -> int:
     from asmopt.policies.hf_local import HFBackend
+    from asmopt.policies.llm import PolicyError
     from asmopt.policies.serve import ModelServer, check_port
 
+    if args.model_dir is None:
+        raise ValueError(f"asmopt serve needs MODEL_DIR, a local model directory; {FIRST_TRY}")
     if not 0 <= args.port <= 65535:
         raise ValueError(f"--port must be 0..65535, got {args.port}")
     try:  # before the model loads, which takes a while
@@ -22,9 +43,12 @@ def cmd_serve(args: argparse.Namespace) -> int:
             f"cannot listen on {args.host}:{args.port} ({exc.strerror or exc}); "
             "choose another --port or stop what uses it"
         ) from None
-    backend = HFBackend(
-        args.model_dir, device=args.device, dtype=args.dtype, batch_size=args.batch_size
-    )
+    try:
+        backend = HFBackend(
+            args.model_dir, device=args.device, dtype=args.dtype, batch_size=args.batch_size
+        )
+    except PolicyError as exc:
+        raise PolicyError(f"{exc}; {FIRST_TRY}") from None
     server = ModelServer(backend, host=args.host, port=args.port, model_name=args.name)
     print(
         f"asmopt serve: model {server.model_name!r} at {server.url} "
@@ -43,9 +67,18 @@ def cmd_serve(args: argparse.Namespace) -> int:
 
 def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -> None:
     p = sub.add_parser(
-        "serve", parents=[common], help="serve a local model over an OpenAI-compatible HTTP API"
+        "serve",
+        parents=[common],
+        help="serve a local model over an OpenAI-compatible HTTP API",
+        epilog=EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    p.add_argument("model_dir", help="local Hugging Face model directory")
+    p.add_argument(
+        "model_dir",
+        nargs="?",
+        metavar="MODEL_DIR",
+        help="local Hugging Face model directory (see below for a tiny one to start with)",
+    )
     p.add_argument("--host", default="127.0.0.1")
     p.add_argument("--port", type=int, default=8000)
     p.add_argument("--name", default=None, help="model name clients must use (default: dir name)")

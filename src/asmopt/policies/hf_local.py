@@ -4,12 +4,20 @@ Loads with `local_files_only=True` (weights are never fetched at run time). The 
 own looped model is registered with the Auto classes on import, so a PLT directory loads
 like any other. Generation is batched with left padding; the tokenizer's chat template is
 used when it has one.
+
+Stop strings end generation inside `generate()` (transformers' `stop_strings`, so no tokens
+are spent past them) and the text is cut before the earliest one, as the OpenAI API does.
+Log-probabilities, when asked, come from the model's raw logits (before temperature and
+top-p), so they describe the model itself and are finite for every sampled token.
 """
 
 from __future__ import annotations
 
+import re
 import threading
 import time
+from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -22,6 +30,22 @@ WEIGHT_FILES = (
     "pytorch_model.bin.index.json",
 )
 TOKENIZER_FILES = ("tokenizer.json", "tokenizer.model", "vocab.json", "tokenizer_config.json")
+BYTE_FALLBACK = re.compile(r"<0x([0-9A-Fa-f]{2})>")
+
+
+def _byte_level_alphabet() -> dict[str, int]:
+    """Byte-level BPE's alphabet (GPT-2's, used by most BPE tokenizers): the printable
+    Latin-1 bytes stand for themselves and the other 68 bytes for code points 256, 257, ...
+    in byte order. Inverting it gives a token's exact bytes, which decoding cannot when a
+    token holds part of a UTF-8 character."""
+    printable = [*range(0x21, 0x7F), *range(0xA1, 0xAD), *range(0xAE, 0x100)]
+    others = [byte for byte in range(256) if byte not in printable]
+    alphabet = {chr(byte): byte for byte in printable}
+    alphabet.update({chr(256 + i): byte for i, byte in enumerate(others)})
+    return alphabet
+
+
+BYTE_LEVEL = _byte_level_alphabet()
 
 
 def check_model_dir(path: str | Path) -> Path:
@@ -38,6 +62,30 @@ def check_model_dir(path: str | Path) -> Path:
     return root
 
 
+@dataclass(frozen=True)
+class TokenLogprob:
+    """One token and its log-probability; `top` holds the most likely tokens at the
+    position of a generated token (the OpenAI `logprobs.content[]` entry)."""
+
+    token: str
+    token_bytes: bytes
+    logprob: float
+    top: tuple[TokenLogprob, ...] = ()
+
+
+@dataclass(frozen=True)
+class LocalCompletion(Completion):
+    """A completion with, when they were asked for, one `TokenLogprob` per counted token."""
+
+    logprobs: tuple[TokenLogprob, ...] | None = None
+
+
+def first_stop(text: str, stop: Sequence[str]) -> int | None:
+    """Where the earliest stop string starts in `text`, None when none occurs."""
+    found = [i for i in (text.find(s) for s in stop if s) if i >= 0]
+    return min(found) if found else None
+
+
 class HFBackend:
     """Batched `generate()` on a local model; thread-safe (one generation at a time)."""
 
@@ -48,6 +96,7 @@ class HFBackend:
         device: str = "cpu",
         dtype: str = "auto",
         batch_size: int = 8,
+        stop: Sequence[str] = (),
     ) -> None:
         root = check_model_dir(model_dir)
         try:
@@ -64,6 +113,7 @@ class HFBackend:
         self.name = root.name
         self.device = device
         self.batch_size = batch_size
+        self.stop = tuple(stop)
         self._lock = threading.Lock()
         try:
             self.tokenizer = transformers.AutoTokenizer.from_pretrained(root, local_files_only=True)
@@ -72,6 +122,7 @@ class HFBackend:
         self.tokenizer.padding_side = "left"
         if self.tokenizer.pad_token_id is None:
             self.tokenizer.pad_token = self.tokenizer.eos_token or self.tokenizer.unk_token
+        self._byte_level = _is_byte_level(self.tokenizer)
         torch_dtype: Any = "auto" if dtype == "auto" else getattr(torch, dtype)
         try:
             self.model = transformers.AutoModelForCausalLM.from_pretrained(
@@ -89,56 +140,163 @@ class HFBackend:
             )
         return "\n\n".join(m["content"] for m in messages)
 
-    def generate_prompts(self, prompts: list[str], params: SamplingParams) -> list[Completion]:
-        """One completion per prompt string, in batches of `batch_size`."""
-        torch = self.torch
-        out: list[Completion] = []
+    def generate_prompts(
+        self,
+        prompts: list[str],
+        params: SamplingParams,
+        *,
+        stop: Sequence[str] | None = None,
+        top_logprobs: int | None = None,
+    ) -> list[LocalCompletion]:
+        """One completion per prompt string, in batches of `batch_size`.
+
+        `stop` (default: the back-end's own) ends a completion at the earliest stop string,
+        which is cut off. `top_logprobs` None asks for no log-probabilities; 0 or more asks
+        for the sampled tokens' and that many alternatives at each position (the raw logits
+        of every step are then kept until the batch ends, so ask only when needed)."""
+        stops = self.stop if stop is None else tuple(stop)
+        out: list[LocalCompletion] = []
         with self._lock:
             if params.seed is not None:
-                torch.manual_seed(params.seed)
+                self.torch.manual_seed(params.seed)
             for i in range(0, len(prompts), self.batch_size):
                 chunk = prompts[i : i + self.batch_size]
-                enc = self.tokenizer(chunk, return_tensors="pt", padding=True).to(self.device)
-                start = time.monotonic()
-                kwargs: dict[str, Any] = {
-                    "max_new_tokens": params.max_new_tokens,
-                    "pad_token_id": self.tokenizer.pad_token_id,
-                }
-                if params.temperature > 0:
-                    kwargs.update(
-                        do_sample=True, temperature=params.temperature, top_p=params.top_p
-                    )
-                else:
-                    kwargs.update(do_sample=False)
-                with torch.no_grad():
-                    gen = self.model.generate(**enc, **kwargs)
-                elapsed = time.monotonic() - start
-                new = gen[:, enc["input_ids"].shape[1] :]
-                eos = self.tokenizer.eos_token_id
-                for row, mask in zip(new, enc["attention_mask"], strict=True):
-                    ids = row.tolist()
-                    pad = self.tokenizer.pad_token_id
-                    n_tokens = len(ids)
-                    finish = "length"
-                    if eos is not None and eos in ids:
-                        n_tokens = ids.index(eos) + 1
-                        finish = "stop"
-                    elif pad is not None and pad != eos and pad in ids:
-                        n_tokens = ids.index(pad)
-                        finish = "stop"
-                    text = self.tokenizer.decode(ids[:n_tokens], skip_special_tokens=True)
-                    out.append(
-                        Completion(
-                            text=text,
-                            prompt_tokens=int(mask.sum()),
-                            completion_tokens=n_tokens,
-                            finish_reason=finish,
-                            latency_s=elapsed / len(chunk),
-                        )
-                    )
+                out.extend(self._generate_chunk(chunk, params, stops, top_logprobs))
         return out
+
+    def _generate_kwargs(
+        self, params: SamplingParams, stop: tuple[str, ...], logits: bool
+    ) -> dict[str, Any]:
+        kwargs: dict[str, Any] = {
+            "max_new_tokens": params.max_new_tokens,
+            "pad_token_id": self.tokenizer.pad_token_id,
+            "return_dict_in_generate": True,
+            "output_logits": logits,
+        }
+        if stop:
+            kwargs.update(stop_strings=list(stop), tokenizer=self.tokenizer)
+        if params.temperature > 0:
+            kwargs.update(do_sample=True, temperature=params.temperature, top_p=params.top_p)
+        else:
+            kwargs.update(do_sample=False)
+        return kwargs
+
+    def _generate_chunk(
+        self,
+        chunk: list[str],
+        params: SamplingParams,
+        stop: tuple[str, ...],
+        top_logprobs: int | None,
+    ) -> list[LocalCompletion]:
+        torch = self.torch
+        enc = self.tokenizer(chunk, return_tensors="pt", padding=True).to(self.device)
+        kwargs = self._generate_kwargs(params, stop, logits=top_logprobs is not None)
+        start = time.monotonic()
+        with torch.no_grad():
+            gen = self.model.generate(**enc, **kwargs)
+        latency = (time.monotonic() - start) / len(chunk)
+        new = gen.sequences[:, enc["input_ids"].shape[1] :]
+        steps = torch.stack(gen.logits, dim=1) if top_logprobs is not None else None
+        out = []
+        for row, (ids, mask) in enumerate(zip(new.tolist(), enc["attention_mask"], strict=True)):
+            n_tokens, text, finish = self._finish(ids, stop)
+            logprobs = None
+            if steps is not None and top_logprobs is not None:
+                logprobs = self._logprobs(steps[row, :n_tokens], ids[:n_tokens], top_logprobs)
+            out.append(
+                LocalCompletion(
+                    text=text,
+                    prompt_tokens=int(mask.sum()),
+                    completion_tokens=n_tokens,
+                    finish_reason=finish,
+                    latency_s=latency,
+                    logprobs=logprobs,
+                )
+            )
+        return out
+
+    def _finish(self, ids: list[int], stop: tuple[str, ...]) -> tuple[int, str, str]:
+        """The tokens one generated row counts, its text and its finish reason: "stop" at
+        the end-of-sequence token, at padding (the row ended while others went on) or at a
+        stop string, which is cut off with what follows; "length" otherwise."""
+        eos, pad = self.tokenizer.eos_token_id, self.tokenizer.pad_token_id
+        n_tokens, finish = len(ids), "length"
+        if eos is not None and eos in ids:
+            n_tokens, finish = ids.index(eos) + 1, "stop"
+        elif pad is not None and pad != eos and pad in ids:
+            n_tokens, finish = ids.index(pad), "stop"
+        text = self._decode(ids[:n_tokens])
+        cut = first_stop(text, stop)
+        if cut is None:
+            return n_tokens, text, finish
+        return self._tokens_through_stop(ids[:n_tokens], stop), text[:cut], "stop"
+
+    def _decode(self, ids: list[int]) -> str:
+        return self.tokenizer.decode(ids, skip_special_tokens=True)
+
+    def _tokens_through_stop(self, ids: list[int], stop: tuple[str, ...]) -> int:
+        """The fewest leading tokens whose text holds a stop string: the tokens generated up
+        to and including the one that completed it (a binary search, a few decodes)."""
+        low, high = 1, len(ids)
+        while low < high:
+            mid = (low + high) // 2
+            if first_stop(self._decode(ids[:mid]), stop) is None:
+                low = mid + 1
+            else:
+                high = mid
+        return high
+
+    def _logprobs(self, logits: Any, ids: list[int], top: int) -> tuple[TokenLogprob, ...]:
+        """Each token's log-probability under the model and the `top` most likely tokens at
+        its position, from the raw logits of the steps that produced them."""
+        logp = logits.float().log_softmax(dim=-1)
+        chosen = logp.gather(1, self.torch.tensor(ids, device=logp.device)[:, None])[:, 0]
+        best = logp.topk(top, dim=-1) if top > 0 else None
+        entries = []
+        for pos, token_id in enumerate(ids):
+            alternatives: tuple[TokenLogprob, ...] = ()
+            if best is not None:
+                pairs = zip(best.indices[pos].tolist(), best.values[pos].tolist(), strict=True)
+                alternatives = tuple(self._token(i, lp) for i, lp in pairs)
+            entries.append(self._token(token_id, float(chosen[pos]), alternatives))
+        return tuple(entries)
+
+    def _token(
+        self, token_id: int, logprob: float, top: tuple[TokenLogprob, ...] = ()
+    ) -> TokenLogprob:
+        raw = token_bytes(self.tokenizer, token_id, self._byte_level)
+        return TokenLogprob(token_text(raw), raw, logprob, top)
 
     def generate(
         self, messages: list[dict[str, str]], n: int, params: SamplingParams
     ) -> list[Completion]:
-        return self.generate_prompts([self.render(messages)] * n, params)
+        return list(self.generate_prompts([self.render(messages)] * n, params))
+
+
+def _is_byte_level(tokenizer: Any) -> bool:
+    """Whether the tokenizer's pieces are written in the byte-level alphabet."""
+    backend = getattr(tokenizer, "backend_tokenizer", None)
+    return type(getattr(backend, "decoder", None)).__name__ == "ByteLevel"
+
+
+def token_bytes(tokenizer: Any, token_id: int, byte_level: bool) -> bytes:
+    """A token's exact bytes: special tokens by name, byte-level and byte-fallback pieces
+    byte for byte, anything else through the decoder."""
+    piece = tokenizer.convert_ids_to_tokens(token_id)
+    if token_id in tokenizer.all_special_ids:
+        return str(piece).encode()
+    if byte_level and piece and all(ch in BYTE_LEVEL for ch in piece):
+        return bytes(BYTE_LEVEL[ch] for ch in piece)
+    fallback = BYTE_FALLBACK.fullmatch(str(piece))
+    if fallback:
+        return bytes([int(fallback.group(1), 16)])
+    return tokenizer.decode([token_id]).encode()
+
+
+def token_text(raw: bytes) -> str:
+    """A token as text: itself when its bytes are whole UTF-8, else `bytes:\\xe2\\x80` (the
+    OpenAI spelling), so that two different partial tokens never read the same."""
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError:
+        return "bytes:" + "".join(f"\\x{b:02x}" for b in raw)

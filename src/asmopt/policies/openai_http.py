@@ -4,6 +4,9 @@ Only the standard library is used. Requests share a concurrency limit, retry wit
 exponential backoff on 429, 5xx and connection resets, and time out. Configuration errors
 (unreachable server, 401/403, unknown model) are raised as PolicyError at start-up by
 `preflight()`, so a run stops before it begins instead of scoring every program as failed.
+A request the server refuses (400, a parameter it cannot honour) is a PolicyError too, naming
+the parameter from the OpenAI error body. `stop` strings, when set, are sent with every
+request; the OpenAI API allows at most 4.
 """
 
 from __future__ import annotations
@@ -21,6 +24,7 @@ from typing import Any
 from asmopt.policies.llm import Completion, PolicyError, SamplingParams
 
 RETRY_STATUS = {408, 409, 429, 500, 502, 503, 504}
+MAX_STOP = 4
 
 
 class TransientError(RuntimeError):
@@ -37,6 +41,7 @@ class OpenAIBackend:
     max_retries: int = 5
     backoff_s: float = 1.0
     concurrency: int = 8
+    stop: tuple[str, ...] = ()
     _sem: threading.Semaphore = field(init=False, repr=False)
     usage: dict[str, int] = field(
         default_factory=lambda: {"prompt_tokens": 0, "completion_tokens": 0, "requests": 0}
@@ -52,6 +57,9 @@ class OpenAIBackend:
             raise PolicyError(f"api must be 'chat' or 'completions', got {self.api!r}")
         if self.concurrency < 1:
             raise PolicyError("concurrency must be at least 1")
+        self.stop = tuple(self.stop)
+        if len(self.stop) > MAX_STOP or not all(self.stop):
+            raise PolicyError(f"stop: at most {MAX_STOP} non-empty strings, got {self.stop!r}")
         self.base_url = self.base_url.rstrip("/")
         self._sem = threading.Semaphore(self.concurrency)
 
@@ -76,7 +84,7 @@ class OpenAIBackend:
                 with self._sem, urllib.request.urlopen(req, timeout=self.timeout_s) as resp:
                     raw = resp.read()
             except urllib.error.HTTPError as exc:
-                detail = exc.read()[:500].decode("utf-8", "replace")
+                detail = server_said(exc.read()[:2000])
                 if exc.code in (401, 403):
                     raise PolicyError(
                         f"{url}: authentication failed ({exc.code}); set the API key in "
@@ -88,7 +96,9 @@ class OpenAIBackend:
                         f"ends in /v1) and --model. Server said: {detail}"
                     ) from None
                 if exc.code not in RETRY_STATUS:
-                    raise PolicyError(f"{url}: HTTP {exc.code}: {detail}") from None
+                    raise PolicyError(
+                        f"{url}: the server refused the request (HTTP {exc.code}): {detail}"
+                    ) from None
                 last = f"HTTP {exc.code}: {detail[:200]}"
                 retry_after = exc.headers.get("Retry-After") if exc.headers else None
                 delay = float(retry_after) if retry_after and retry_after.isdigit() else None
@@ -136,6 +146,8 @@ class OpenAIBackend:
         }
         if seed is not None:
             body["seed"] = seed
+        if self.stop:
+            body["stop"] = list(self.stop)
         if self.api == "chat":
             body["messages"] = messages
             path = "/chat/completions"
@@ -192,3 +204,17 @@ class OpenAIBackend:
         if errors:
             raise errors[0]
         return [r for r in results if r is not None]
+
+
+def server_said(raw: bytes) -> str:
+    """An error body in a line: the OpenAI shape's message and the parameter it names, or
+    the start of whatever else the server sent."""
+    text = raw.decode("utf-8", "replace")
+    try:
+        error = json.loads(text).get("error")
+    except (json.JSONDecodeError, AttributeError):
+        error = None
+    if not isinstance(error, dict) or not isinstance(error.get("message"), str):
+        return text[:500]
+    param = error.get("param")
+    return error["message"][:500] + (f" (parameter {param!r})" if param else "")

@@ -4,7 +4,15 @@ It exists so models that vLLM cannot serve (our looped model among them) are eva
 through the same HTTP path as any served model, and so tests exercise that path for real on
 loopback. Endpoints: GET /v1/models, POST /v1/chat/completions, POST /v1/completions,
 GET /health. Generation is serialised (one batch at a time); `n` > 1 is generated as one
-batch. Streaming is not supported and is refused with a clear 400.
+batch.
+
+Every parameter is either honoured or refused with a 400 naming it, never silently ignored:
+`n`, `temperature`, `top_p`, `max_tokens` / `max_completion_tokens`, `seed`, `stop` (a
+string or up to 4; the text ends before the earliest, finish_reason "stop") and `logprobs`
+(chat: `logprobs` + `top_logprobs`; completions: `logprobs` 0..5) are honoured; parameters
+that only change nothing at one value (`presence_penalty` 0, `tools` [], `stream` false,
+...) are accepted at that value; anything else is refused. Streaming is not supported.
+A first model to try: `asmopt.train.tiny.build_tiny_model` (README, "Language models").
 """
 
 from __future__ import annotations
@@ -16,7 +24,7 @@ import threading
 import time
 import uuid
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 from pydantic import (
     BaseModel,
@@ -26,72 +34,248 @@ from pydantic import (
     StrictInt,
     StrictStr,
     ValidationError,
+    field_validator,
 )
 
-from asmopt.policies.hf_local import HFBackend
+from asmopt.policies.hf_local import HFBackend, LocalCompletion, TokenLogprob
 from asmopt.policies.llm import SamplingParams
 
 log = logging.getLogger(__name__)
 MAX_BODY = 32 << 20
+MAX_STOP = 4  # as in the OpenAI API
+DEFAULT_MAX_TOKENS = 256
 
 
 class _BadRequest(Exception):
     """A request this server refuses; becomes a 4xx JSON error in the OpenAI shape."""
 
-    def __init__(self, message: str, param: str | None = None, status: int = 400) -> None:
+    def __init__(
+        self,
+        message: str,
+        param: str | None = None,
+        status: int = 400,
+        code: str | None = None,
+    ) -> None:
         super().__init__(message)
         self.param = param
         self.status = status
+        self.code = code
 
 
-# Request bodies, validated field by field. Unknown fields are allowed (OpenAI clients send
-# `user`, `logprobs`, ... that this server ignores); null means "the default", as in the
-# OpenAI API; a wrong type is a 400 naming the field.
+# Parameters of the OpenAI API this server cannot act on, accepted only at the values that
+# change nothing (null always means the default too), so a client that spells out the
+# defaults still works and one that asks for more hears so.
+NEUTRAL: dict[str, tuple[Any, ...]] = {
+    "presence_penalty": (0,),
+    "frequency_penalty": (0,),
+    "logit_bias": ({},),
+}
+CHAT_NEUTRAL: dict[str, tuple[Any, ...]] = {
+    **NEUTRAL,
+    "tools": ([],),
+    "functions": ([],),
+    "tool_choice": ("none", "auto"),
+    "function_call": ("none", "auto"),
+    "parallel_tool_calls": (True, False),  # means nothing without tools
+    "response_format": ({"type": "text"},),
+    "modalities": (["text"],),
+    "store": (False,),
+}
+COMPLETION_NEUTRAL: dict[str, tuple[Any, ...]] = {
+    **NEUTRAL,
+    "echo": (False,),
+    "best_of": (1,),
+    "suffix": ("",),
+}
+
+
+# Request bodies, validated field by field; unknown fields are refused before these models
+# see the body (`_parse`). Null means "the default", as in the OpenAI API; a wrong type is a
+# 400 naming the field.
 class _Message(BaseModel):
-    model_config = ConfigDict(extra="allow")
+    model_config = ConfigDict(extra="forbid")
 
-    role: StrictStr
-    content: StrictStr
+    role: Literal["system", "developer", "user", "assistant"]
+    content: str
+
+    @field_validator("content", mode="before")
+    @classmethod
+    def _text(cls, value: Any) -> str:
+        """A string, or a list of text parts (joined); images and audio cannot be read."""
+        if isinstance(value, str):
+            return value
+        if isinstance(value, list) and all(
+            isinstance(p, dict) and p.get("type") == "text" and isinstance(p.get("text"), str)
+            for p in value
+        ):
+            return "".join(p["text"] for p in value)
+        raise ValueError("must be a string or a list of text parts")
 
 
 class _Request(BaseModel):
-    model_config = ConfigDict(extra="allow")
+    model_config = ConfigDict(extra="forbid")
 
     model: StrictStr | None = None
     n: Annotated[StrictInt, Field(ge=1, le=64)] | None = None
     temperature: Annotated[float, Field(ge=0, le=2, strict=True)] | None = None
     top_p: Annotated[float, Field(gt=0, le=1, strict=True)] | None = None
     max_tokens: Annotated[StrictInt, Field(ge=1, le=1 << 20)] | None = None
-    max_completion_tokens: Annotated[StrictInt, Field(ge=1, le=1 << 20)] | None = None
     seed: StrictInt | None = None
     stream: StrictBool | None = None
+    stop: tuple[str, ...] = ()
+    user: StrictStr | None = None  # an end-user id: nothing to act on
+
+    @field_validator("stop", mode="before")
+    @classmethod
+    def _stop(cls, value: Any) -> tuple[str, ...]:
+        """A string or a list of up to 4 non-empty strings, as in the OpenAI API."""
+        if value is None:
+            return ()
+        stops = [value] if isinstance(value, str) else value
+        if not isinstance(stops, list) or not all(isinstance(s, str) and s for s in stops):
+            raise ValueError("must be a non-empty string or a list of non-empty strings")
+        if len(stops) > MAX_STOP:
+            raise ValueError(f"at most {MAX_STOP} stop sequences, got {len(stops)}")
+        return tuple(stops)
 
     def sampling(self) -> SamplingParams:
         return SamplingParams(
             temperature=1.0 if self.temperature is None else self.temperature,
             top_p=1.0 if self.top_p is None else self.top_p,
-            max_new_tokens=self.max_tokens or self.max_completion_tokens or 256,
+            max_new_tokens=self.token_budget(),
             seed=self.seed,
         )
+
+    def token_budget(self) -> int:
+        return self.max_tokens or DEFAULT_MAX_TOKENS
+
+    def top_logprobs_asked(self) -> int | None:
+        """None: no log-probabilities; k >= 0: the sampled tokens' and k alternatives."""
+        return None
 
 
 class _ChatRequest(_Request):
     messages: Annotated[list[_Message], Field(min_length=1)]
+    max_completion_tokens: Annotated[StrictInt, Field(ge=1, le=1 << 20)] | None = None
+    logprobs: StrictBool | None = None
+    top_logprobs: Annotated[StrictInt, Field(ge=0, le=20)] | None = None
+
+    def token_budget(self) -> int:
+        return self.max_completion_tokens or super().token_budget()
+
+    def top_logprobs_asked(self) -> int | None:
+        if not self.logprobs:
+            if self.top_logprobs is not None:
+                raise _BadRequest(
+                    "top_logprobs needs logprobs: true", "top_logprobs", code="invalid_value"
+                )
+            return None
+        return self.top_logprobs or 0
 
 
 class _CompletionRequest(_Request):
     prompt: Annotated[StrictStr, Field(min_length=1)]
+    logprobs: Annotated[StrictInt, Field(ge=0, le=5)] | None = None
+
+    def top_logprobs_asked(self) -> int | None:
+        return self.logprobs
 
 
-def _parse(model: type[_Request], body: Any) -> _Request:
+def _refuse_unsupported(body: dict[str, Any], model: type[_Request]) -> dict[str, Any]:
+    """The body without the parameters at their do-nothing values; a 400 naming the first
+    parameter this server does not know or cannot act on at the value asked."""
+    neutral = CHAT_NEUTRAL if model is _ChatRequest else COMPLETION_NEUTRAL
+    kept = {}
+    for key, value in body.items():
+        if key in model.model_fields:
+            kept[key] = value
+        elif key in neutral:
+            if value is not None and value not in neutral[key]:
+                allowed = " or ".join(json.dumps(v) for v in neutral[key])
+                raise _BadRequest(
+                    f"{key}={json.dumps(value)[:100]} is not supported by asmopt serve "
+                    f"(only {allowed} or null)",
+                    key,
+                    code="unsupported_value",
+                )
+        else:
+            raise _BadRequest(
+                f"unsupported parameter: {key!r} is not supported by asmopt serve",
+                str(key),
+                code="unsupported_parameter",
+            )
+    return kept
+
+
+def _parse(model: type[_Request], body: dict[str, Any]) -> _Request:
     try:
-        return model.model_validate(body)
+        request = model.model_validate(_refuse_unsupported(body, model))
     except ValidationError as exc:
         err = exc.errors()[0]
         param = ".".join(str(p) for p in err["loc"]) or None
+        message = err["msg"].removeprefix("Value error, ")
+        raise _BadRequest(f"{param}: {message} (got {err.get('input')!r})"[:300], param) from None
+    if request.stream:
         raise _BadRequest(
-            f"{param}: {err['msg']} (got {err.get('input')!r})"[:300], param
-        ) from None
+            "streaming is not supported by asmopt serve; send stream: false",
+            "stream",
+            code="unsupported_value",
+        )
+    return request
+
+
+# Response bodies in the OpenAI shape.
+def _token_json(entry: TokenLogprob) -> dict[str, Any]:
+    return {"token": entry.token, "logprob": entry.logprob, "bytes": list(entry.token_bytes)}
+
+
+def _chat_logprobs(entries: tuple[TokenLogprob, ...]) -> dict[str, Any]:
+    """`choices[i].logprobs` of a chat completion: one entry per token with its alternatives."""
+    content = [{**_token_json(e), "top_logprobs": [_token_json(t) for t in e.top]} for e in entries]
+    return {"content": content, "refusal": None}
+
+
+def _text_logprobs(entries: tuple[TokenLogprob, ...]) -> dict[str, Any]:
+    """`choices[i].logprobs` of a legacy completion: parallel lists; each position's top
+    tokens include the sampled one, and text offsets count from the completion's start."""
+    offsets, at = [], 0
+    for e in entries:
+        offsets.append(at)
+        at += len(e.token)
+    return {
+        "tokens": [e.token for e in entries],
+        "token_logprobs": [e.logprob for e in entries],
+        "top_logprobs": [{t.token: t.logprob for t in (*e.top, e)} for e in entries],
+        "text_offset": offsets,
+    }
+
+
+def _choice(index: int, out: LocalCompletion, chat: bool) -> dict[str, Any]:
+    choice: dict[str, Any] = {"index": index, "finish_reason": out.finish_reason}
+    if chat:
+        choice["message"] = {"role": "assistant", "content": out.text, "refusal": None}
+        choice["logprobs"] = None if out.logprobs is None else _chat_logprobs(out.logprobs)
+    else:
+        choice["text"] = out.text
+        choice["logprobs"] = None if out.logprobs is None else _text_logprobs(out.logprobs)
+    return choice
+
+
+def _response(model_name: str, outs: list[LocalCompletion], chat: bool) -> dict[str, Any]:
+    prompt_tokens = outs[0].prompt_tokens if outs else 0
+    completion_tokens = sum(c.completion_tokens for c in outs)
+    return {
+        "id": f"asmopt-{uuid.uuid4().hex[:16]}",
+        "object": "chat.completion" if chat else "text_completion",
+        "created": int(time.time()),
+        "model": model_name,
+        "choices": [_choice(i, c, chat) for i, c in enumerate(outs)],
+        "usage": {
+            "prompt_tokens": prompt_tokens,
+            "completion_tokens": completion_tokens,
+            "total_tokens": prompt_tokens + completion_tokens,
+        },
+    }
 
 
 def make_handler(backend: HFBackend, model_name: str) -> type[BaseHTTPRequestHandler]:
@@ -118,10 +302,11 @@ def make_handler(backend: HFBackend, model_name: str) -> type[BaseHTTPRequestHan
             message: str,
             kind: str = "invalid_request_error",
             param: str | None = None,
+            code: str | None = None,
         ) -> None:
             self._send(
                 status,
-                {"error": {"message": message, "type": kind, "param": param, "code": None}},
+                {"error": {"message": message, "type": kind, "param": param, "code": code}},
             )
 
         def send_error(
@@ -181,7 +366,7 @@ def make_handler(backend: HFBackend, model_name: str) -> type[BaseHTTPRequestHan
             try:
                 self._post()
             except _BadRequest as exc:
-                self._error(exc.status, str(exc), param=exc.param)
+                self._error(exc.status, str(exc), param=exc.param, code=exc.code)
             except OSError:  # the client went away
                 self.close_connection = True
             except Exception as exc:  # a bug of ours: still an answer, and logged here
@@ -209,50 +394,22 @@ def make_handler(backend: HFBackend, model_name: str) -> type[BaseHTTPRequestHan
                 )
                 return
             request = _parse(_ChatRequest if chat else _CompletionRequest, body)
-            if request.stream:
-                raise _BadRequest("streaming is not supported by asmopt serve", "stream")
-            params = request.sampling()
-            n = request.n or 1
+            top_logprobs = request.top_logprobs_asked()
             if isinstance(request, _ChatRequest):
                 prompt = backend.render([m.model_dump() for m in request.messages])
             else:
                 assert isinstance(request, _CompletionRequest)
                 prompt = request.prompt
+            prompts = [prompt] * (request.n or 1)
             try:
-                outs = backend.generate_prompts([prompt] * n, params)
+                outs = backend.generate_prompts(
+                    prompts, request.sampling(), stop=request.stop, top_logprobs=top_logprobs
+                )
             except Exception as exc:  # reported to the client as a server error, logged here
                 log.exception("generation failed")
                 self._error(500, f"generation failed: {type(exc).__name__}: {exc}", "server_error")
                 return
-            choices = []
-            for i, c in enumerate(outs):
-                if chat:
-                    choices.append(
-                        {
-                            "index": i,
-                            "finish_reason": c.finish_reason,
-                            "message": {"role": "assistant", "content": c.text},
-                        }
-                    )
-                else:
-                    choices.append({"index": i, "finish_reason": c.finish_reason, "text": c.text})
-            prompt_tokens = outs[0].prompt_tokens if outs else 0
-            completion_tokens = sum(c.completion_tokens for c in outs)
-            self._send(
-                200,
-                {
-                    "id": f"asmopt-{uuid.uuid4().hex[:16]}",
-                    "object": "chat.completion" if chat else "text_completion",
-                    "created": int(time.time()),
-                    "model": model_name,
-                    "choices": choices,
-                    "usage": {
-                        "prompt_tokens": prompt_tokens,
-                        "completion_tokens": completion_tokens,
-                        "total_tokens": prompt_tokens + completion_tokens,
-                    },
-                },
-            )
+            self._send(200, _response(model_name, outs, chat))
 
     return Handler
 
