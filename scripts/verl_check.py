@@ -1,22 +1,33 @@
 """Run verl's own code on the verl recipe and asmopt's reward; print what happened as JSON.
 
 Runs inside verl's environment (scripts/verl_env.sh) with asmopt's `src` on PYTHONPATH;
-tests/test_verl_recipe.py calls it and asserts on the JSON. Nothing here re-implements verl:
+tests/test_verl_recipe.py calls it and asserts on the JSON. Nothing here re-implements verl,
+and nothing stands between verl's composition of the recipe and verl's use of it: the
+config that `main_ppo` hands to its trainer is the config every reward path below reads,
+unchanged (no migration of legacy keys, no copy, no edit; the check asserts it is still
+what composition made when the reward paths start).
 
 1. `verl.trainer.main_ppo.main` composes recipes/verl/asmopt_ppo.yaml with verl's Hydra
    config and runs verl's `validate_config`, exactly as `python -m verl.trainer.main_ppo`
-   does; only the hand-off to Ray and the GPUs (`run_ppo`) is replaced by a capture.
+   does; the hand-off to the trainer (`run_ppo`) is captured instead of run.
 2. `asmopt data export` writes the verl parquet, prompt-length-aware (`--max-prompt-tokens`,
    `--tokenizer`), and verl's `create_rl_dataset` / `RLHFDataset` loads it with the
    recipe's `filter_overlong_prompts`, counting with the same tokenizer plus its chat template.
-3. verl's reward loop (`RewardLoopWorker`, which loads the recipe's custom reward file by
-   path with its `reward_kwargs`, and its `naive` reward manager) scores real answers, and
-   the legacy `NaiveRewardManager` scores the same batch.
-4. `process_validation_metrics` averages every diagnostic, as verl's validation does.
+3. verl's real `run_ppo` takes the composed config: it starts Ray as it does for training
+   and hands the config to a task runner in Ray, where only the trainer (GPUs) is replaced
+   by a probe that does what both of verl's trainers do before their reward (resolve the
+   config) and then builds verl's `RewardLoopManager` from it, as the trainers do. Its
+   `compute_rm_score` (the colocated path) and one worker's `compute_score` (the agent
+   loop's streaming path) score a DataProto of real answers.
+4. The legacy managers, `NaiveRewardManager` (one answer per call) and `BatchRewardManager`
+   (the whole batch in one call), get their reward function from verl's own
+   `get_custom_reward_fn` on the composed config and score the same answers; the batch
+   manager is given rows as pandas reads them back (inputs and outputs as numpy arrays).
+5. `process_validation_metrics` averages every diagnostic, as verl's validation does.
 
 No model is downloaded: the "model" is a small tokenizer trained here on the exported
 prompts plus a model config, which is all that config validation, the dataset and the
-reward manager read from a model directory.
+reward managers read from a model directory.
 """
 
 from __future__ import annotations
@@ -87,15 +98,21 @@ def asmopt_cli(*args: str) -> dict[str, Any]:
     return json.loads(proc.stdout)
 
 
-def compose(overrides: list[str], hydra_dir: Path) -> Any:
+def compose(overrides: list[str], hydra_dir: Path) -> tuple[Any, str, Any]:
     """verl's main_ppo entry point up to (not including) `run_ppo`: Hydra composition of
-    the recipe with verl's config, `auto_set_device` and `validate_config`."""
+    the recipe with verl's config, `auto_set_device` and `validate_config`. Returns the
+    config `main` hands to `run_ppo`, the task runner it chose (verl's trainer) and verl's
+    own `run_ppo`, for the reward paths to be started the way training starts."""
     import verl.trainer.main_ppo as main_ppo
 
     captured: dict[str, Any] = {}
+    real_run_ppo = main_ppo.run_ppo
 
     def capture(config: Any, task_runner_class: Any) -> None:
         captured["config"] = config
+        # A Ray actor class keeps the name of the class it wraps in its metadata.
+        meta = getattr(task_runner_class, "__ray_metadata__", None)
+        captured["runner"] = getattr(meta, "class_name", repr(task_runner_class))
 
     main_ppo.run_ppo = capture
     argv = sys.argv
@@ -111,9 +128,10 @@ def compose(overrides: list[str], hydra_dir: Path) -> Any:
         main_ppo.main()
     finally:
         sys.argv = argv
+        main_ppo.run_ppo = real_run_ppo
     if "config" not in captured:
         raise RuntimeError("verl's main_ppo did not reach run_ppo")
-    return captured["config"]
+    return captured["config"], captured["runner"], real_run_ppo
 
 
 def answers(row: dict[str, Any]) -> dict[str, str]:
@@ -177,6 +195,56 @@ def batch(tokenizer: Any, items: list[dict[str, Any]], kinds: list[str]) -> Any:
     )
 
 
+def reward_loop_probe(data: Any, out: Path) -> Any:
+    """A task runner for verl's `run_ppo` that, in place of a trainer, builds the reward
+    loop from the config it is handed and scores `data` with it, writing JSON to `out`.
+
+    It does to the config what both of verl's task runners do before their trainer exists
+    (`OmegaConf.resolve`) and builds `RewardLoopManager(config=..., rm_resource_pool=None)`
+    as both trainers do without a reward model; then the colocated path
+    (`compute_rm_score`, whole batch) and the agent loop's path (one worker's
+    `compute_score`, one answer) score. `run_ppo` discards what a runner returns, hence
+    the file."""
+    import ray
+
+    @ray.remote(num_cpus=1)
+    class RewardLoopProbe:
+        def run(self, config: Any) -> None:
+            from omegaconf import OmegaConf
+            from verl.experimental.reward_loop import RewardLoopManager
+
+            OmegaConf.resolve(config)
+            manager = RewardLoopManager(config=config, rm_resource_pool=None)
+            began = time.monotonic()
+            scored = manager.compute_rm_score(data)
+            seconds = round(time.monotonic() - began, 2)
+            scores = scored.batch["rm_scores"].sum(dim=-1).tolist()
+            keys = scored.meta_info["reward_extra_keys"]
+            outputs = [
+                {
+                    "reward_score": score,
+                    "reward_extra_info": {k: scored.non_tensor_batch[k][i].item() for k in keys},
+                }
+                for i, score in enumerate(scores)
+            ]
+            handles = manager.reward_loop_worker_handles or []
+            single = ray.get(handles[0].compute_score.remote(data[0:1])) if handles else None
+            out.write_text(
+                json.dumps(
+                    {
+                        "workers": len(manager.reward_loop_workers),
+                        "manager_class": manager.reward_manager_cls.__name__,
+                        "seconds": seconds,
+                        "agent_loop_score": None if single is None else single["reward_score"],
+                        "outputs": outputs,
+                    },
+                    default=str,
+                )
+            )
+
+    return RewardLoopProbe
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--work", required=True, type=Path, help="scratch directory")
@@ -199,18 +267,23 @@ def main() -> int:
     model = build_model_dir(work / "model", texts)
     report["exported_rows"] = full["report"]["stats"]["rows"]
 
-    # 1. Compose and validate exactly as main_ppo does.
+    # 1. Compose and validate exactly as main_ppo does. The overrides are what a user passes
+    # on main_ppo's command line: where the data, the model and the reward file are, and two
+    # reward workers (verl's default is eight, more than the few CPUs of a CI machine need).
     overrides = [
         f"data.train_files={work}/data/train.parquet",
         f"data.val_files={work}/data/validation.parquet",
         f"actor_rollout_ref.model.path={model}",
         f"critic.model.path={model}",
-        f"custom_reward_function.path={RECIPE / 'asmopt_reward.py'}",
+        f"reward.custom_reward_function.path={RECIPE / 'asmopt_reward.py'}",
+        "reward.num_workers=2",
     ]
-    config = compose(overrides, work / "hydra")
+    config, runner, run_ppo = compose(overrides, work / "hydra")
     from omegaconf import OmegaConf
 
+    composed = OmegaConf.to_container(config)
     report["validate_config"] = "passed"
+    report["task_runner"] = runner
     rollout = config.actor_rollout_ref.rollout
     report["config"] = {
         "max_prompt_length": config.data.max_prompt_length,
@@ -218,7 +291,10 @@ def main() -> int:
         "actor_micro": config.actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu,
         "critic_micro": config.critic.ppo_micro_batch_size_per_gpu,
         "rollout_log_prob_micro": rollout.log_prob_micro_batch_size_per_gpu,
-        "reward_kwargs": OmegaConf.to_container(config.custom_reward_function.reward_kwargs),
+        "reward_manager": config.reward.reward_manager.name,
+        "reward_kwargs": OmegaConf.to_container(config.reward.custom_reward_function.reward_kwargs),
+        # The legacy top-level key stays at verl's empty default: the recipe does not use it.
+        "legacy_custom_reward_function": OmegaConf.to_container(config.custom_reward_function),
     }
 
     # 2. The prompt-length-aware export, then verl's dataset with the recipe's filter.
@@ -267,25 +343,22 @@ def main() -> int:
         items[split] = [ds[i] for i in range(len(ds))]
     report["rlhf_dataset_rows"] = loaded
 
-    # 3. verl's reward loop and legacy reward manager on real answers.
-    from verl.experimental.reward_loop.reward_loop import (
-        RewardLoopWorker,
-        migrate_legacy_reward_impl,
-    )
+    # 3. verl's reward loop, started as training starts it, on real answers.
     from verl.trainer.ppo.metric_utils import process_validation_metrics
-    from verl.trainer.ppo.reward import get_custom_reward_fn
-    from verl.workers.reward_manager.naive import NaiveRewardManager
+    from verl.trainer.ppo.reward import get_custom_reward_fn, resolve_reward_manager_cls
+    from verl.workers.reward_manager import BatchRewardManager, NaiveRewardManager
 
-    reward_config = migrate_legacy_reward_impl(OmegaConf.create(OmegaConf.to_container(config)))
     val = items["validation"]
     kinds = ["copy", "broken", "prose", "no_ret"]
     rows = [val[i % len(val)] for i in range(len(kinds) * 2)]
     row_kinds = [kinds[i % len(kinds)] for i in range(len(rows))]
     data_batch = batch(tokenizer, rows, row_kinds)
-    worker = RewardLoopWorker(reward_config)
-    t1 = time.monotonic()
-    outputs = worker.loop.run_until_complete(worker.compute_score_batch(data_batch))
-    report["reward_loop_seconds"] = round(time.monotonic() - t1, 2)
+    report["config_untouched"] = OmegaConf.to_container(config) == composed
+    loop_out = work / "reward_loop.json"
+    run_ppo(config, task_runner_class=reward_loop_probe(data_batch, loop_out))
+    loop = json.loads(loop_out.read_text())
+    report["reward_loop"] = {k: v for k, v in loop.items() if k != "outputs"}
+    outputs = loop["outputs"]
     loop_scores = [float(o["reward_score"]) for o in outputs]
     extra_keys = sorted(outputs[0]["reward_extra_info"])
     infos: dict[str, list[Any]] = {"reward": loop_scores}
@@ -303,16 +376,43 @@ def main() -> int:
     report["extra_info_types"] = {
         key: sorted({type(v).__name__ for v in values}) for key, values in infos.items()
     }
+    # verl 0.9.1's reward loop registers per-answer managers only; a batch manager named in
+    # `reward.reward_manager.name` is refused by verl itself, before anything is scored.
+    try:
+        resolve_reward_manager_cls(
+            OmegaConf.merge(config, {"reward": {"reward_manager": {"name": "batch"}}})
+        )
+        report["reward_loop_batch_manager"] = "accepted"
+    except ValueError as exc:
+        report["reward_loop_batch_manager"] = f"refused: {exc}"
 
-    legacy = NaiveRewardManager(
-        tokenizer=tokenizer, num_examine=0, compute_score=get_custom_reward_fn(reward_config)
+    # 4. The legacy managers, their reward function loaded by verl from the composed config.
+    compute_score = get_custom_reward_fn(config)
+    report["custom_reward_fn_loaded"] = compute_score is not None
+    naive = NaiveRewardManager(tokenizer=tokenizer, num_examine=0, compute_score=compute_score)
+    naive_out = naive(data_batch, return_dict=True)
+    report["legacy_scores"] = [float(x) for x in naive_out["reward_tensor"].sum(dim=-1)]
+    report["legacy_extra_keys"] = sorted(naive_out["reward_extra_info"])
+
+    # The batch manager reads the same rows as pandas gives them back: inputs and outputs are
+    # numpy arrays there, not lists.
+    frame = pd.read_parquet(config.data.val_files)
+    by_index = {}
+    for record in frame.to_dict("records"):
+        record["raw_prompt"] = [dict(m) for m in record["prompt"]]
+        by_index[record["extra_info"]["index"]] = record
+    pandas_rows = [by_index[row["extra_info"]["index"]] for row in rows]
+    report["pandas_inputs_type"] = type(pandas_rows[0]["extra_info"]["inputs"]).__name__
+    batch_manager = BatchRewardManager(
+        tokenizer=tokenizer, num_examine=0, compute_score=compute_score
     )
-    legacy_out = legacy(data_batch, return_dict=True)
-    report["legacy_scores"] = [float(x) for x in legacy_out["reward_tensor"].sum(dim=-1)]
-    legacy_extra = legacy_out["reward_extra_info"]
-    report["legacy_extra_keys"] = sorted(legacy_extra)
+    t1 = time.monotonic()
+    batch_out = batch_manager(batch(tokenizer, pandas_rows, row_kinds), return_dict=True)
+    report["batch_manager_seconds"] = round(time.monotonic() - t1, 2)
+    report["batch_scores"] = [float(x) for x in batch_out["reward_tensor"].sum(dim=-1)]
+    report["batch_extra_keys"] = sorted(batch_out["reward_extra_info"])
 
-    # 4. verl's validation metrics over everything the reward returned.
+    # 5. verl's validation metrics over everything the reward returned.
     metrics = process_validation_metrics(
         list(data_batch.non_tensor_batch["data_source"]),
         list(data_batch.non_tensor_batch["uid"]),
@@ -324,6 +424,9 @@ def main() -> int:
         for var, per in metrics[source].items()
     }
     report["seconds"] = round(time.monotonic() - t0, 1)
+    import ray
+
+    ray.shutdown()
     print("VERL_CHECK " + json.dumps(report, default=str))
     return 0
 

@@ -14,7 +14,8 @@ from pathlib import Path
 import pytest
 
 from asmopt.programs import load_builtin_suite
-from asmopt.reward.adapters import TRLReward, compute_score, dry_run_verl
+from asmopt.programs.rows import ItemError
+from asmopt.reward.adapters import TRLReward, compute_score, dry_run_verl, program_from_row
 from asmopt.reward.service import ScoreConfig
 from asmopt.toolchain import Toolchain
 from asmopt.train.data import trl_columns
@@ -58,6 +59,96 @@ def test_verl_compute_score(toolchain: Toolchain) -> None:
         compute_score("x", "y", asm, None)
     dry = dry_run_verl(reward="robust", measure="none")
     assert dry["score"] == -1.0 and not dry["excluded"]
+
+
+def _same_score(a: dict, b: dict) -> None:
+    """Two verl dicts for one answer agree on everything but how long each took."""
+    assert {k: v for k, v in a.items() if k != "seconds"} == {
+        k: v for k, v in b.items() if k != "seconds"
+    }
+
+
+def test_verl_batch_form_returns_one_dict_per_answer_as_one_at_a_time(
+    toolchain: Toolchain,
+) -> None:
+    """verl's BatchRewardManager calls compute_score(data_sources=, solution_strs=,
+    ground_truths=, extra_infos=) once for the batch and reads a list back."""
+    asm, extra = _row(toolchain)
+    answers = [f"```assembly\n{asm}```", "no code", f"```assembly\n\tbogus %rax\n{asm}```"]
+    kwargs = {"reward": "robust", "measure": "none", "workers": 2, "backend": "thread"}
+    batch = compute_score(
+        data_sources=["asmopt/builtin"] * 3,
+        solution_strs=answers,
+        ground_truths=[asm] * 3,
+        extra_infos=[dict(extra) for _ in answers],
+        **kwargs,
+    )
+    assert isinstance(batch, list) and len(batch) == 3
+    assert [b["verdict"] for b in batch] == ["pass", "extraction_error", "assemble_error"]
+    for answer, got in zip(answers, batch, strict=True):
+        one = compute_score("asmopt/builtin", answer, asm, dict(extra), **kwargs)
+        assert isinstance(one, dict)
+        _same_score(got, one)
+    # verl passes numpy arrays for data_sources and extra_infos (object dtype); they work.
+    np = pytest.importorskip("numpy")
+    again = compute_score(
+        data_sources=np.array(["asmopt/builtin"], dtype=object),
+        solution_strs=answers[:1],
+        ground_truths=[asm],
+        extra_infos=np.array([dict(extra)], dtype=object),
+        **kwargs,
+    )
+    assert isinstance(again, list)
+    _same_score(again[0], batch[0])
+
+
+def test_verl_batch_form_refuses_what_it_cannot_score(toolchain: Toolchain) -> None:
+    asm, extra = _row(toolchain)
+    with pytest.raises(TypeError, match="both"):
+        compute_score("s", "x", asm, extra, solution_strs=["x"], extra_infos=[extra])
+    with pytest.raises(ValueError, match=r"2 solution_strs.*1 extra_infos"):
+        compute_score(solution_strs=["x", "y"], extra_infos=[extra], measure="none")
+    with pytest.raises(ValueError, match=r"extra_info.*answer 1 of the batch"):
+        compute_score(solution_strs=["x", "y"], extra_infos=[extra, None], measure="none")
+    with pytest.raises(TypeError, match="for a batch"):
+        compute_score()
+
+
+def test_verl_rows_read_back_by_pandas_score_as_lists(
+    toolchain: Toolchain, tmp_path: Path
+) -> None:
+    """pandas reads a parquet row's list columns back as numpy arrays (and a caller may
+    hold tuples): they are the same tests, taken element by element, still strings only."""
+    pa = pytest.importorskip("pyarrow")
+    pq = pytest.importorskip("pyarrow.parquet")
+    pd = pytest.importorskip("pandas")
+    np = pytest.importorskip("numpy")
+    asm, extra = _row(toolchain)
+    pq.write_table(pa.Table.from_pylist([{"extra_info": extra}]), tmp_path / "rows.parquet")
+    read = pd.read_parquet(tmp_path / "rows.parquet")["extra_info"][0]
+    assert isinstance(read["inputs"], np.ndarray) and isinstance(read["outputs"], np.ndarray)
+    kwargs = {"reward": "robust", "measure": "none"}
+    copy = f"```assembly\n{asm}```"
+    listed = compute_score("s", copy, asm, extra, **kwargs)
+    assert isinstance(listed, dict) and listed["verdict"] == "pass"
+    _same_score(compute_score("s", copy, asm, read, **kwargs), listed)
+    as_tuples = dict(extra, inputs=tuple(extra["inputs"]), outputs=tuple(extra["outputs"]))
+    _same_score(compute_score("s", copy, asm, as_tuples, **kwargs), listed)
+    # numpy's own string dtype (not object) reads the same.
+    unicode = dict(extra, inputs=np.array(extra["inputs"]), outputs=np.array(extra["outputs"]))
+    program = program_from_row(unicode, asm)
+    assert [t.stdin.decode() for t in program.tests] == extra["inputs"]
+    assert all(type(t.stdin) is bytes for t in program.tests)
+
+    n = len(extra["inputs"])
+    with pytest.raises(ItemError, match="not strings"):
+        program_from_row(dict(extra, inputs=np.arange(n)), asm)
+    with pytest.raises(ItemError, match="not strings"):
+        program_from_row(dict(extra, inputs=tuple(x.encode() for x in extra["inputs"])), asm)
+    with pytest.raises(ItemError, match="not lists"):
+        program_from_row(dict(extra, inputs=np.array([extra["inputs"]])), asm)
+    with pytest.raises(ItemError, match="not lists"):
+        program_from_row(dict(extra, inputs="".join(extra["inputs"])), asm)
 
 
 def test_verl_diagnostics_are_numbers_or_strings_with_the_same_keys(toolchain: Toolchain) -> None:

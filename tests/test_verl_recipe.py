@@ -1,7 +1,8 @@
 """The verl recipe. Training needs GPUs, so CI proves everything up to them with verl's own
 code (the slow test: verl installed in its own environment by scripts/verl_env.sh, driven
-by scripts/verl_check.py); the fast tests check the reference hyper-parameters and a reward
-entry point with verl's signature that really scores."""
+by scripts/verl_check.py); the fast tests check the reference hyper-parameters, that the
+reward sits under the key verl reads, and a reward entry point with verl's signatures (one
+answer; a batch) that really scores."""
 
 from __future__ import annotations
 
@@ -37,9 +38,19 @@ def test_recipe_uses_reference_hyperparameters() -> None:
     assert cfg["trainer"]["n_gpus_per_node"] == 4 and cfg["trainer"]["total_epochs"] == 1
 
 
+def test_recipe_gives_the_reward_where_verl_reads_it() -> None:
+    """verl 0.9 reads `reward.custom_reward_function`; its trainers never migrate a
+    top-level `custom_reward_function`, so a reward given there never reaches training."""
+    cfg = yaml.safe_load((RECIPE / "asmopt_ppo.yaml").read_text())
+    assert "custom_reward_function" not in cfg
+    crf = cfg["reward"]["custom_reward_function"]
+    assert Path(crf["path"]).name == "asmopt_reward.py" and crf["name"] == "compute_score"
+    assert crf["reward_kwargs"]["reward"] == "robust"
+
+
 def test_reward_entry_point_has_verls_signature_and_scores() -> None:
     cfg = yaml.safe_load((RECIPE / "asmopt_ppo.yaml").read_text())
-    crf = cfg["custom_reward_function"]
+    crf = cfg["reward"]["custom_reward_function"]
     path = RECIPE / Path(crf["path"]).name
     spec = importlib.util.spec_from_file_location("asmopt_reward_recipe", path)
     assert spec is not None and spec.loader is not None
@@ -48,6 +59,8 @@ def test_reward_entry_point_has_verls_signature_and_scores() -> None:
     fn = getattr(module, crf["name"])
     params = list(inspect.signature(fn).parameters)
     assert params[:4] == ["data_source", "solution_str", "ground_truth", "extra_info"]
+    # BatchRewardManager's keywords, by name, as verl passes them.
+    assert {"data_sources", "solution_strs", "ground_truths", "extra_infos"} <= set(params)
     kwargs = dict(crf["reward_kwargs"], measure="none", workers=1, backend="thread")
     out = module.dry_run_verl(**kwargs)
     assert out["verdict"] == "extraction_error" and out["score"] == -1.0
@@ -88,14 +101,27 @@ def _verl_check(work: Path) -> dict:
 @pytest.mark.slow
 def test_recipe_trains_as_far_as_verls_own_code_goes_without_gpus(tmp_path: Path) -> None:
     """verl's main_ppo composition and validate_config accept the recipe; verl's dataset
-    loads our export; verl's reward loop and legacy reward manager score real answers with
-    our reward; verl's process_validation_metrics averages every diagnostic."""
+    loads our export; from the config main_ppo hands its trainer, untouched, verl's reward
+    loop (started by verl's run_ppo) and its legacy naive and batch managers score real
+    answers with our reward; verl's process_validation_metrics averages every diagnostic."""
     out = _verl_check(tmp_path)
     assert out["validate_config"] == "passed"
+    assert out["task_runner"] == "TaskRunnerV1"  # verl's default trainer took the config
     cfg = out["config"]
     assert cfg["actor_micro"] >= 1 and cfg["critic_micro"] >= 1
     assert cfg["rollout_log_prob_micro"] >= 1
     assert cfg["reward_kwargs"]["reward"] == "robust"
+    assert cfg["legacy_custom_reward_function"] == {"path": None, "name": None}
+
+    # Nothing of ours changed the config between composition and the reward paths: verl
+    # loads our reward from it by itself, and its reward loop builds from it.
+    assert out["config_untouched"] is True
+    assert out["custom_reward_fn_loaded"] is True
+    loop = out["reward_loop"]
+    assert loop["manager_class"] == "NaiveRewardManager" and loop["workers"] == 2
+    assert loop["agent_loop_score"] == out["samples"][0]["score"]
+    # verl's reward loop has no batch manager; verl itself says so, naming it.
+    assert out["reward_loop_batch_manager"] == "refused: Unknown reward manager: batch"
 
     # The export dropped (and named) what is too long, counting with the model's chat template
     # as verl does, at verl's own limit: verl's filter then keeps every exported row, verl's
@@ -127,6 +153,10 @@ def test_recipe_trains_as_far_as_verls_own_code_goes_without_gpus(tmp_path: Path
         else:  # no `ret`: falls through into whatever follows; never a pass
             assert sample["verdict"] != "pass" and sample["score"] < 0, sample
     assert out["legacy_scores"] == [s["score"] for s in out["samples"]]
+    # The batch manager, one call for the batch, on rows as pandas reads them (numpy arrays).
+    assert out["pandas_inputs_type"] == "ndarray"
+    assert out["batch_scores"] == [s["score"] for s in out["samples"]]
+    assert out["batch_extra_keys"] == out["legacy_extra_keys"]
 
     # Every diagnostic is a number or a string, never None, and verl averaged each number.
     for key, types in out["extra_info_types"].items():

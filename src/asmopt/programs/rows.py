@@ -1,7 +1,8 @@
 """Rows in the SuperCoder schema (the published dataset's verl-parquet layout) as Programs.
 
 Each row's `extra_info.c_code` is the source, `extra_info.inputs` / `extra_info.outputs`
-(lists of strings) are the tests, `extra_info.split` the split; the given -O3 assembly
+(lists of strings; tuples and one-dimensional numpy arrays, as pandas reads them back, are
+taken element by element) are the tests, `extra_info.split` the split; the given -O3 assembly
 (`reward_model.ground_truth`, else `extra_info.unoptimized_assembly`, else the fenced
 `extra_info.answer`) is kept as `metadata.baseline_asm`. Both the importer (data/) and the
 verl reward plug-in (reward/adapters.py) read rows this way, so the schema lives here, below
@@ -130,6 +131,25 @@ def _baseline(row: dict[str, Any], extra: dict[str, Any]) -> str | None:
     return None
 
 
+def row_sequence(value: object) -> list[object] | None:
+    """A row's list field as a plain list, element by element; None if it is not a list.
+
+    A row read back from parquet holds its lists as whatever the reader made of them:
+    Python lists (pyarrow, Hugging Face datasets), tuples, or one-dimensional numpy arrays
+    (pandas, and the batches verl builds from pandas frames). Each is taken element by
+    element; the elements are not converted, so the caller's check of their types stays
+    as strict as for a list. A string, a mapping or an array of any other rank is refused.
+    numpy is not imported: asmopt's reward runs where numpy may be absent, so an array is
+    recognised by its `ndim` and `tolist` (which turns numpy's own scalar strings into
+    Python ones and leaves objects as they are)."""
+    if isinstance(value, list | tuple):
+        return list(value)
+    if type(value).__module__ == "numpy" and getattr(value, "ndim", None) == 1:
+        items = value.tolist()  # type: ignore[attr-defined]
+        return items if isinstance(items, list) else None
+    return None
+
+
 def row_to_program(
     row: Any, row_no: int, where: str, prefix: str, default_split: str
 ) -> tuple[Program, str]:
@@ -149,11 +169,15 @@ def row_to_program(
     index = extra.get("index", row_no)
     pid = safe_id(prefix, split, f"{int(index):05d}" if isinstance(index, int) else str(index))
     code = extra["c_code"]
-    inputs, outputs = extra["inputs"], extra["outputs"]
+    inputs, outputs = row_sequence(extra["inputs"]), row_sequence(extra["outputs"])
     if not isinstance(code, str) or not code.strip():
         raise ItemError("bad_row", f"{where}: row {row_no} ({pid}): c_code is empty")
-    if not isinstance(inputs, list) or not isinstance(outputs, list):
-        raise ItemError("bad_row", f"{where}: row {row_no} ({pid}): inputs/outputs not lists")
+    if inputs is None or outputs is None:
+        raise ItemError(
+            "bad_row",
+            f"{where}: row {row_no} ({pid}): inputs/outputs not lists "
+            f"(got {type(extra['inputs']).__name__}, {type(extra['outputs']).__name__})",
+        )
     if len(inputs) != len(outputs):
         raise ItemError(
             "io_mismatch",

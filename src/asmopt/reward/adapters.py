@@ -3,7 +3,9 @@
 * verl: `compute_score(data_source, solution_str, ground_truth, extra_info=None, **kwargs)`
   reads SuperCoder-schema rows (the verl parquet that `asmopt data export` writes) and
   returns a dict with "score" plus diagnostics, every one a number or a string (verl
-  averages them). verl has no way to drop a sample, so an excluded sample scores 0.0 with
+  averages them). Called with `data_sources=, solution_strs=, ground_truths=,
+  extra_infos=` (verl's `BatchRewardManager`) it scores the batch concurrently and returns
+  one such dict per answer. verl has no way to drop a sample, so an excluded sample scores 0.0 with
   `excluded: 1.0` in its diagnostics. It needs only plain `asmopt` (no extras), so it runs
   inside verl's own environment (docs/training.md).
 * TRL: `TRLReward` has TRL's reward-function signature `(prompts, completions, **columns)`
@@ -75,29 +77,84 @@ def program_from_row(
 
 
 def compute_score(
-    data_source: Any,
-    solution_str: str,
-    ground_truth: str,
+    data_source: Any = None,
+    solution_str: str | None = None,
+    ground_truth: str | None = None,
     extra_info: dict[str, Any] | None = None,
+    *,
+    data_sources: Sequence[Any] | None = None,
+    solution_strs: Sequence[str] | None = None,
+    ground_truths: Sequence[str | None] | None = None,
+    extra_infos: Sequence[dict[str, Any] | None] | None = None,
     **kwargs: Any,
-) -> dict[str, Any]:
-    """verl's reward plug-in. kwargs (verl's `reward_kwargs`) may set `reward`,
-    `measure`, `workers`, `backend`, `allow_unfit` and any ScoreConfig field."""
-    if not isinstance(extra_info, dict):
+) -> dict[str, Any] | list[dict[str, Any]]:
+    """verl's reward plug-in, in both of the forms verl's reward managers call.
+
+    * One answer (`data_source, solution_str, ground_truth, extra_info`): verl's reward
+      loop managers (`naive`, `dapo`, `limited`, ...) and the legacy `NaiveRewardManager`
+      call it so, one sample at a time; the result is one dict.
+    * A batch (`data_sources=, solution_strs=, ground_truths=, extra_infos=`, all by
+      keyword): the legacy `BatchRewardManager` calls it so, once for the whole batch; the
+      result is one dict per answer, in order, each the dict the one-answer form returns
+      for that answer. The batch goes to the scoring service in one `score_batch`, so its
+      answers are scored concurrently (`workers` of them at a time) instead of in turn.
+
+    kwargs (verl's `reward_kwargs`) may set `reward`, `measure`, `workers`, `backend`,
+    `allow_unfit` and any ScoreConfig field; they apply to every answer of a batch."""
+    batch = (data_sources, solution_strs, ground_truths, extra_infos)
+    single = (data_source, solution_str, ground_truth, extra_info)
+    if all(v is None for v in batch):
+        if solution_str is None:
+            raise TypeError(
+                "compute_score takes (data_source, solution_str, ground_truth, extra_info) "
+                "for one answer, or data_sources=, solution_strs=, ground_truths=, "
+                "extra_infos= for a batch"
+            )
+        [out] = _score_verl([single], kwargs)
+        return out
+    if any(v is not None for v in single):
+        raise TypeError("compute_score got both a single answer and a batch: pass one form")
+    if solution_strs is None or extra_infos is None:
+        raise TypeError("compute_score's batch form needs solution_strs= and extra_infos=")
+    n = len(solution_strs)
+    sources = [None] * n if data_sources is None else list(data_sources)
+    truths = [None] * n if ground_truths is None else list(ground_truths)
+    infos = list(extra_infos)
+    if not len(sources) == len(truths) == len(infos) == n:
         raise ValueError(
-            "compute_score needs the row's extra_info (c_code, inputs, outputs); "
-            "use a parquet written by `asmopt data export --format verl-parquet`"
+            f"compute_score's batch form got {len(sources)} data_sources, {n} solution_strs, "
+            f"{len(truths)} ground_truths and {len(infos)} extra_infos: one each per answer"
         )
-    workers = int(kwargs.pop("workers", 1))
-    backend = str(kwargs.pop("backend", "thread"))
-    allow_unfit = bool(kwargs.pop("allow_unfit", False))
-    config = ScoreConfig(**kwargs)
-    program = program_from_row(extra_info, ground_truth, data_source)
-    [result] = _service(config, workers, backend, allow_unfit).score_batch(
-        [ScoreRequest(program, solution_str, ground_truth)]
-    )
-    _check_rewards([result.reward], 1)
-    return _verl_dict(result, program)
+    return _score_verl(list(zip(sources, solution_strs, truths, infos, strict=True)), kwargs)
+
+
+def _score_verl(
+    items: list[tuple[Any, str | None, str | None, Any]], kwargs: dict[str, Any]
+) -> list[dict[str, Any]]:
+    """Score (data_source, solution_str, ground_truth, extra_info) items in one batch of
+    the shared service: every row is read (and a bad one refused, naming its position)
+    before anything is scored."""
+    options = dict(kwargs)
+    workers = int(options.pop("workers", 1))
+    backend = str(options.pop("backend", "thread"))
+    allow_unfit = bool(options.pop("allow_unfit", False))
+    config = ScoreConfig(**options)
+    programs, requests = [], []
+    for i, (source, solution, truth, extra) in enumerate(items):
+        if not isinstance(extra, dict):
+            where = "" if len(items) == 1 else f" (answer {i} of the batch)"
+            raise ValueError(
+                f"compute_score needs the row's extra_info (c_code, inputs, outputs){where}; "
+                "use a parquet written by `asmopt data export --format verl-parquet`"
+            )
+        if not isinstance(solution, str):
+            raise TypeError(f"solution_str must be a string, got {type(solution).__name__}")
+        program = program_from_row(extra, truth, source)
+        programs.append(program)
+        requests.append(ScoreRequest(program, solution, truth))
+    results = _service(config, workers, backend, allow_unfit).score_batch(requests)
+    _check_rewards([r.reward for r in results], len(requests))
+    return [_verl_dict(r, p) for r, p in zip(results, programs, strict=True)]
 
 
 def policy_feedback(result: ScoreResult, program: Program) -> str:
@@ -271,7 +328,10 @@ class TRLReward:
 
 
 def dry_run_verl(**reward_kwargs: Any) -> dict[str, Any]:
-    """Call compute_score on a tiny built-in row, as verl would, before training starts."""
+    """Call compute_score on a tiny built-in row, in both forms verl's reward managers use
+    (one answer; a batch), before training starts: a reward that cannot be imported,
+    scored or batched fails here, not after the first rollout. Returns the one-answer
+    result."""
     program = Program(id="dry", source="int main(void){return 0;}\n", tests=())
     extra = {
         "c_code": program.source,
@@ -281,8 +341,17 @@ def dry_run_verl(**reward_kwargs: Any) -> dict[str, Any]:
         "index": 0,
     }
     out = compute_score("asmopt/dry-run", "no assembly", "\t.text\n", extra, **reward_kwargs)
-    if "score" not in out:
+    if not isinstance(out, dict) or "score" not in out:
         raise AssertionError("compute_score returned no 'score'")
+    batch = compute_score(
+        data_sources=["asmopt/dry-run"],
+        solution_strs=["no assembly"],
+        ground_truths=["\t.text\n"],
+        extra_infos=[dict(extra)],
+        **reward_kwargs,
+    )
+    if not isinstance(batch, list) or [b.get("score") for b in batch] != [out["score"]]:
+        raise AssertionError(f"compute_score's batch form returned {batch!r} for one answer")
     return out
 
 
