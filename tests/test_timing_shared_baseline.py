@@ -22,6 +22,7 @@ from asmopt.judge import Verdict
 from asmopt.measure.speedup import MeasureMode, MeasureStatus, TestSpeedup
 from asmopt.measure.timing import (
     MAX_SHARED_CANDIDATES,
+    ReferenceRun,
     Round,
     RunFailure,
     RunTiming,
@@ -305,6 +306,28 @@ def test_real_candidates_share_the_baseline_runs(
     # ran fewer times than the candidates together.
     assert counting.base_runs + counting.cand_runs < 2 * counting.cand_runs
     assert all(sp.context["charged_runs"] < sp.context["runs"] for sp in (s, a))
+
+
+def test_a_plan_is_sized_from_cpu_time_not_from_wall_time_inflated_by_load(
+    toolchain: Toolchain, sandbox: Sandbox
+) -> None:
+    """The candidate's correctness run took 8 s of wall time for a few ms of CPU (the other
+    cores were busy): its timing, on a core of its own, is still planned as a few-ms test
+    (warm-ups, a pilot round and more), not as one short round sized to an 8 s run."""
+    base = _binary(toolchain, ("-O2",))
+    run = sandbox.run_program(base, stdin=b"2000000\n")
+    tests = [TestCase("t", b"2000000\n", run.stdout)]
+    loaded = ReferenceRun(cpu_s=run.cpu_time_s, wall_s=8.0)
+    cfg = TimingConfig(min_pairs=4, max_pairs=16, max_rounds=3, budget_s=4)
+    [(speedups, failure, _)] = time_candidates(
+        sandbox, base, [base], tests, cfg, references=[[loaded]]
+    )
+    assert failure is None
+    sp = speedups[0]
+    assert sp.n >= cfg.min_pairs and sp.context["rounds"] >= 2, sp.context
+    # Its rounds had their warm-up pairs: a plan from the 8 s wall time would have made the
+    # first round a 2-pair one with no warm-up (measure_candidates' single-round plan).
+    assert sp.context["runs"] > 2 * sp.n, sp.context
 
 
 def test_real_one_candidate_through_time_tests_matches_its_plan(

@@ -520,7 +520,9 @@ def _advance(state: _TestState, config: TimingConfig, warnings: Sequence[TimingW
     settled = enough and half_width <= config.target_half_width
     decided = enough and not settled and _decided(stat, config)
     n = len(state.pairs)
-    if speedup.base_mean is not None and speedup.base_mean < TOO_FAST_S:
+    # The same test as the `too_fast` warning (either side's median run under TOO_FAST_S):
+    # a test warned too fast always gets the short-test allowance, and only such a test.
+    if str(TimingWarning.TOO_FAST) in speedup.warnings:
         factor = config.short_test_pair_factor
         config = replace(
             config, max_pairs=factor * config.max_pairs, round_pairs=factor * config.round_pairs

@@ -644,8 +644,11 @@ def time_candidates(
     )
     warnings = [] if lock.layout.isolated else [TimingWarning.NOT_ISOLATED]
     names = [t.name for t in tests]
-    # One pair of a test costs about two of the candidate's correctness runs.
-    hints = [[2.0 * r.wall_s for r in ref] if ref is not None else None for ref in refs]
+    # One pair of a test costs about two of the candidate's correctness runs, on a core of
+    # its own: their CPU time, not their wall time, which load on the other cores (where
+    # correctness runs go) inflates; a plan sized from it would shrink the measurement to
+    # one short round. A run that mostly waits (CPU far under wall) is bounded by the budget.
+    hints = [[2.0 * r.cpu_s for r in ref] if ref is not None else None for ref in refs]
     results = measure_candidates(
         executor,
         names,
