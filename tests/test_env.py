@@ -162,3 +162,97 @@ def test_garbage_is_an_extraction_error_even_with_the_sandbox_down_simulated(
     env.reset(seed=0)
     _, reward, _, _, info = env.step("```assembly\n\t.text\n```")
     assert info["verdict"] == "infra_error" and info["excluded"] and reward == 0.0
+
+
+def test_async_vector_env_with_shared_memory_steps_real_answers(
+    toolchain: Toolchain, program: Program
+) -> None:
+    """`make_vec(..., vectorization_mode="async")` with its default shared memory: AnyText
+    has shared-memory functions, and what each step returns is that step's text (gymnasium's
+    own Text reader decodes its buffer once, at start-up, and returns that forever)."""
+    asm = toolchain.baseline_assembly(program)
+    envs = gym.make_vec(
+        reward_env.ENV_ID, num_envs=2, vectorization_mode="async", program_ids=[program.id]
+    )
+    try:
+        assert envs.shared_memory
+        obs, _ = envs.reset(seed=0)
+        assert obs["program_id"] == (program.id, program.id) and obs["feedback"] == ("", "")
+        assert all("```c" in prompt for prompt in obs["prompt"])
+        assert envs.observation_space.contains(obs)
+        obs, rewards, terminated, _, info = envs.step((f"```assembly\n{asm}```", "\udcff"))
+        assert list(info["verdict"]) == ["pass", "extraction_error"]
+        assert rewards[0] == 0.0 and rewards[1] < 0 and terminated.all()
+        assert list(obs["round"]) == [1, 1] and "extraction_error" in obs["feedback"][1]
+        assert "baseline itself" in obs["feedback"][0]
+        assert isinstance(obs["feedback"], tuple) and envs.observation_space.contains(obs)
+    finally:
+        envs.close()
+
+
+def test_sync_vector_env_and_batched_spaces(program: Program) -> None:
+    envs = gym.make_vec(
+        reward_env.ENV_ID, num_envs=2, vectorization_mode="sync", program_ids=[program.id]
+    )
+    try:
+        obs, _ = envs.reset(seed=0)
+        assert envs.observation_space.contains(obs)
+        obs, rewards, _, _, info = envs.step(("no assembly here", "\udcff"))
+        assert list(info["verdict"]) == ["extraction_error"] * 2 and (rewards < 0).all()
+        assert envs.observation_space.contains(obs)
+    finally:
+        envs.close()
+    batched = gym.vector.utils.batch_space(reward_env.AnyText(16), n=3)
+    assert batched == gym.spaces.Tuple([reward_env.AnyText(16)] * 3)
+    assert batched.contains(("a", "b" * 16, "")) and not batched.contains(("a", "b" * 17, ""))
+
+
+def test_any_text_shared_memory_round_trips_any_string() -> None:
+    """Four-byte characters at the full length, non-ASCII and lone surrogates come back as
+    written; a write changes what an earlier read returns; copies are plain tuples."""
+    import copy
+    import multiprocessing
+
+    from gymnasium.vector import utils
+
+    space = reward_env.AnyText(16)
+    memory = utils.create_shared_memory(space, n=3, ctx=multiprocessing)
+    texts = utils.read_from_shared_memory(space, memory, n=3)
+    assert tuple(texts) == ("", "", "")
+    written = ["\U0001d11e" * 16, "h\u00e9llo \udcff", ""]
+    for index, text in enumerate(written):
+        utils.write_to_shared_memory(space, index, text, memory)
+    assert list(texts) == written and texts[-1] == "" and texts[:2] == tuple(written[:2])
+    snapshot = copy.deepcopy(texts)
+    utils.write_to_shared_memory(space, 2, "later", memory)
+    assert snapshot == tuple(written) and type(snapshot) is tuple and texts[2] == "later"
+    with pytest.raises(ValueError, match="17 characters"):
+        utils.write_to_shared_memory(space, 0, "x" * 17, memory)
+    with pytest.raises(IndexError):
+        texts[3]
+
+
+def test_lone_surrogates_are_extraction_errors_not_exceptions(program: Program) -> None:
+    """A str may hold a lone surrogate (JSON "\\udcff" decodes to one) that no UTF-8 file
+    can: the answer is the model's extraction_error, bare or inside an assembly fence (which
+    would otherwise reach the build and come back as our infra_error), and the episode's
+    history still stores and digests it."""
+    from asmopt.reward.service import ScoreConfig
+
+    bare = "\t.text\n\t.globl main\nmain:\n\tret # \udcff\n"
+    fenced = "```assembly\n\t.text\n# \udcff\n```"
+    env = reward_env.AsmOptEnv(program_ids=[program.id], measure="none", max_rounds=3)
+    env.reset(seed=0)
+    for action in ("\udcff", fenced, bare):
+        _, reward, _, _, info = env.step(action)
+        assert info["verdict"] == "extraction_error", action
+        assert not info["excluded"] and reward < 0
+    state = json.loads(json.dumps(env.get_state()))
+    assert [h["action"] for h in state["history"]] == ["\udcff", fenced, bare]
+    assert len({h["action_sha256"] for h in state["history"]}) == 3
+    diffs = reward_env.AsmOptEnv(
+        program_ids=[program.id], score_config=ScoreConfig(measure="none", edit_format="diff")
+    )
+    diffs.reset(seed=0)
+    _, reward, _, _, info = diffs.step("```diff\n@@ -1 +1 @@\n-\t.text\n+\udcff\n```")
+    assert info["verdict"] == "extraction_error" and reward < 0

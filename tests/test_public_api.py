@@ -30,11 +30,12 @@ def test_the_readme_python_example_runs(tmp_path: Path) -> None:
 
 
 def test_the_api_is_lazy_and_named() -> None:
-    """`import asmopt` loads no sandbox, toolchain or model code until the API is used."""
+    """`import asmopt` loads no sandbox, toolchain or model code, nor the optional libraries
+    it registers with (Gymnasium, transformers), until they are used."""
     code = (
         "import sys, asmopt; "
         "heavy = [m for m in sys.modules if m.startswith(('asmopt.run', 'asmopt.sandbox', "
-        "'asmopt.reward', 'torch'))]; "
+        "'asmopt.reward', 'asmopt.models', 'torch', 'transformers', 'gymnasium'))]; "
         "print(heavy); print(callable(asmopt.run_eval), callable(asmopt.check), "
         "callable(asmopt.score))"
     )

@@ -7,8 +7,11 @@ The main jobs, from Python (imported on first use, so `import asmopt` stays ligh
 * `asmopt.check(program, assembly)`: build and run one candidate against a program's tests;
 * `asmopt.score(program, completion)`: the reward of one model answer (build, tests, timing).
 
-`import asmopt` also makes `gymnasium.make("asmopt/AsmOpt-v0")` work (with the `rl` extra),
-without importing Gymnasium itself (see `asmopt.gym_registration`).
+`import asmopt` also makes `gymnasium.make("asmopt/AsmOpt-v0")` work (with the `rl` extra)
+and lets transformers' Auto classes load our model types (`asmopt_plt`, `iquestpltcoder`,
+`iquestloopcoder`; the `ml` extra), without importing Gymnasium, transformers or torch
+itself: each registration happens when, and if, the program imports that library (see
+`asmopt.import_hooks`, `asmopt.gym_registration`, `asmopt.transformers_registration`).
 """
 
 from __future__ import annotations
@@ -17,6 +20,7 @@ import importlib
 from typing import Any
 
 from asmopt import gym_registration as _gym_registration
+from asmopt import transformers_registration as _transformers_registration
 
 __version__ = "0.1.0"
 
@@ -34,6 +38,7 @@ __all__ = ["__version__", *_API]
 
 
 _gym_registration.install()
+_transformers_registration.install()
 
 
 def __getattr__(name: str) -> Any:

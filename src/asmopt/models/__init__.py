@@ -1,6 +1,6 @@
 """Model architectures implemented natively in this package (no `trust_remote_code`).
 
-Importing a subpackage registers its classes with transformers' Auto classes, e.g.
-`import asmopt.models.plt` makes `AutoModelForCausalLM.from_pretrained` load PLT and
-LoopCoder directories.
+`import asmopt` makes transformers' Auto classes know their model types (see
+`asmopt.transformers_registration`), e.g. `AutoModelForCausalLM.from_pretrained` loads PLT
+and LoopCoder directories; the subpackages import their model code on first use.
 """

@@ -33,6 +33,17 @@ def _blocks(text: str) -> list[tuple[str, str, bool]]:
         pos = c.end()
 
 
+def _writable(body: str) -> str | None:
+    """`body`, or None when it holds a lone surrogate (a str that decoded JSON or Python
+    code can hold, but no UTF-8 file can): such an answer has no file to assemble or
+    patch, so it is the model's extraction_error, never a failure of the build behind it."""
+    try:
+        body.encode("utf-8")
+    except UnicodeEncodeError:
+        return None
+    return body
+
+
 def _looks_like_assembly(body: str) -> bool:
     return bool(re.search(r"^\s*(main:|\.globl|\.text|\.section)", body, re.M))
 
@@ -42,7 +53,7 @@ def extract_fenced(text: str, tags: tuple[str, ...]) -> str | None:
     if not blocks:
         return None
     body = blocks[-1][1]
-    return body if body.strip() else None
+    return _writable(body) if body.strip() else None
 
 
 def extract_assembly(text: str) -> str | None:
@@ -55,9 +66,9 @@ def extract_assembly(text: str) -> str | None:
     untagged = [b for b in _blocks(text) if b[0] == "" and _looks_like_assembly(b[1])]
     if untagged:
         body = untagged[-1][1]
-        return body if body.endswith("\n") else body + "\n"
+        return _writable(body if body.endswith("\n") else body + "\n")
     if "```" not in text and _looks_like_assembly(text) and "main:" in text:
-        return text if text.endswith("\n") else text + "\n"
+        return _writable(text if text.endswith("\n") else text + "\n")
     return None
 
 
@@ -67,5 +78,5 @@ def extract_diff(text: str) -> str | None:
     if found is not None:
         return found
     if re.search(r"^@@ ", text, re.M):
-        return text
+        return _writable(text)
     return None

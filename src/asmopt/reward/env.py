@@ -26,11 +26,20 @@ quote test data.
 from __future__ import annotations
 
 import hashlib
+import multiprocessing
 import string
-from typing import Any
+from collections.abc import Iterator, Sequence
+from types import ModuleType
+from typing import Any, overload
 
 import gymnasium as gym
+import numpy as np
 from gymnasium import spaces
+from gymnasium.vector.utils import (
+    create_shared_memory,
+    read_from_shared_memory,
+    write_to_shared_memory,
+)
 
 from asmopt.gym_registration import ENV_ID, register
 from asmopt.policies.feedback import message_feedback
@@ -69,6 +78,101 @@ class AnyText(spaces.Space[str]):
 
     def __eq__(self, other: object) -> bool:
         return isinstance(other, AnyText) and other.max_length == self.max_length
+
+
+# --- AnyText in the shared memory of gymnasium's AsyncVectorEnv ----------------------------
+#
+# AsyncVectorEnv (shared_memory=True, its default) has each worker write its observation
+# into one buffer per space and reads the buffers once, at start-up: what it returns after
+# each reset and step is that one object, so a space's reader must return a live view of the
+# buffer (Box's is a numpy view). Gymnasium's own Text reader decodes the buffer into a tuple
+# of strings at start-up, which never changes afterwards; AnyText returns `SharedTexts`,
+# decoded when read, and a plain tuple of strings when copied (AsyncVectorEnv copies what
+# it returns unless `copy=False`).
+#
+# One slot per environment: an 8-byte little-endian length, then the text in UTF-8 (lone
+# surrogates kept, "surrogatepass", so any Python string round-trips). A character takes at
+# most 4 bytes, so a slot holds 4 * max_length bytes: 16 MiB for the 4 Mi-character prompt
+# and feedback fields, about 32 MiB per environment in all.
+
+_LENGTH = 8
+
+
+def _slot(space: AnyText) -> int:
+    return _LENGTH + 4 * space.max_length
+
+
+def _buffer(shared_memory: Any) -> np.ndarray:
+    return np.frombuffer(shared_memory.get_obj(), dtype=np.uint8)
+
+
+class SharedTexts(Sequence[str]):
+    """The current texts of the environments, one per slot of an AnyText shared buffer."""
+
+    def __init__(self, space: AnyText, shared_memory: Any, n: int) -> None:
+        self._slot = _slot(space)
+        self._buffer = _buffer(shared_memory)
+        self._n = n
+
+    def __len__(self) -> int:
+        return self._n
+
+    @overload
+    def __getitem__(self, index: int) -> str: ...
+    @overload
+    def __getitem__(self, index: slice) -> tuple[str, ...]: ...
+    def __getitem__(self, index: int | slice) -> str | tuple[str, ...]:
+        if isinstance(index, slice):
+            return tuple(self[i] for i in range(*index.indices(self._n)))
+        if not -self._n <= index < self._n:
+            raise IndexError(f"environment {index} of {self._n}")
+        start = (index % self._n) * self._slot
+        length = int.from_bytes(self._buffer[start : start + _LENGTH].tobytes(), "little")
+        data = self._buffer[start + _LENGTH : start + _LENGTH + length].tobytes()
+        return data.decode("utf-8", "surrogatepass")
+
+    def __iter__(self) -> Iterator[str]:
+        return (self[i] for i in range(self._n))
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> tuple[str, ...]:
+        return tuple(self)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Sequence) and tuple(self) == tuple(other)
+
+    __hash__ = None  # type: ignore[assignment]  # the texts change
+
+    def __repr__(self) -> str:
+        return f"SharedTexts({tuple(self)!r})"
+
+
+@create_shared_memory.register(AnyText)
+def _create_any_text_shared_memory(
+    space: AnyText, n: int = 1, ctx: ModuleType = multiprocessing
+) -> Any:
+    return ctx.Array("B", n * _slot(space))  # type: ignore[attr-defined]
+
+
+@read_from_shared_memory.register(AnyText)
+def _read_any_text_from_shared_memory(
+    space: AnyText, shared_memory: Any, n: int = 1
+) -> SharedTexts:
+    return SharedTexts(space, shared_memory, n)
+
+
+@write_to_shared_memory.register(AnyText)
+def _write_any_text_to_shared_memory(
+    space: AnyText, index: int, value: str, shared_memory: Any
+) -> None:
+    if not isinstance(value, str):
+        raise TypeError(f"{space} holds text, not {type(value).__name__}")
+    if len(value) > space.max_length:
+        raise ValueError(f"{len(value)} characters do not fit {space}")
+    data = value.encode("utf-8", "surrogatepass")
+    start = index * _slot(space)
+    buffer = _buffer(shared_memory)
+    buffer[start : start + _LENGTH] = np.frombuffer(len(data).to_bytes(_LENGTH, "little"), np.uint8)
+    buffer[start + _LENGTH : start + _LENGTH + len(data)] = np.frombuffer(data, np.uint8)
 
 
 class AsmOptEnv(gym.Env[dict[str, Any], str]):
@@ -181,7 +285,9 @@ class AsmOptEnv(gym.Env[dict[str, Any], str]):
         self._history.append(
             {
                 "action": text,
-                "action_sha256": hashlib.sha256(text.encode()).hexdigest(),
+                # surrogatepass: a lone surrogate is the model's (an extraction_error), not
+                # a reason for the history to fail; the digest stays that of the UTF-8 text.
+                "action_sha256": hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest(),
                 "verdict": result.verdict,
                 "reward": None if excluded else reward,
                 "feedback": self._feedback,

@@ -46,6 +46,11 @@ from torch import nn
 from transformers import initialization as init
 from transformers.activations import ACT2FN
 from transformers.cache_utils import Cache
+from transformers.conversion_mapping import (
+    get_checkpoint_conversion_mapping,
+    register_checkpoint_conversion_mapping,
+)
+from transformers.core_model_loading import WeightRenaming
 from transformers.generation import GenerationMixin
 from transformers.modeling_layers import GradientCheckpointingLayer
 from transformers.modeling_outputs import BaseModelOutputWithPast, CausalLMOutputWithPast
@@ -1160,6 +1165,26 @@ class IQuestLoopCoderForCausalLM(PLTForCausalLM):
 
     config_class = IQuestLoopCoderConfig
     config: IQuestLoopCoderConfig
+
+
+def register_checkpoint_renames() -> None:
+    """Tell transformers' loader the older tensor names of published directories
+    (idempotent). Done when the model classes are defined, since any load of weights goes
+    through them, whether reached through the Auto classes or imported directly."""
+    if get_checkpoint_conversion_mapping(IQuestPLTCoderConfig.model_type) is None:
+        register_checkpoint_conversion_mapping(
+            IQuestPLTCoderConfig.model_type,
+            [WeightRenaming(r"\.self_attn\.loop_gate_proj\.", ".self_attn.plt_gate.")],
+        )
+    if get_checkpoint_conversion_mapping(IQuestLoopCoderConfig.model_type) is None:
+        # First-generation files keep the gates in a model-level list, one per layer.
+        register_checkpoint_conversion_mapping(
+            IQuestLoopCoderConfig.model_type,
+            [WeightRenaming(r"gate_projections\.(\d+)\.", r"layers.\1.self_attn.plt_gate.")],
+        )
+
+
+register_checkpoint_renames()
 
 
 __all__ = [
