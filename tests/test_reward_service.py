@@ -480,3 +480,12 @@ def test_main_guard_detection_follows_what_spawn_re_runs(tmp_path: Path) -> None
     assert run("-m", "pkg.mod") == str(pkg / "mod.py")
     assert run(str(pkg / "mod.py")) == str(pkg / "mod.py")
     assert run(str(tmp_path / "guarded.py")) == "None"
+
+
+def test_a_lone_surrogate_is_the_answers_extraction_error_not_ours(baseline: str) -> None:
+    """Unencodable text (a lone surrogate) can be no file: the model's extraction_error,
+    scored, never an excluded infra_error a policy could hide behind."""
+    raw = ScoreConfig(reward="robust", measure="none", extract=False)
+    for config, text in ((raw, baseline + "\udcff"), (NO_TIMING, _fence(baseline + "\udcff"))):
+        result = score_one(PROGRAM, text, baseline, config)
+        assert result.verdict == "extraction_error" and result.reward is not None, result

@@ -149,6 +149,10 @@ def _coerce_text(completion: str | bytes) -> tuple[str | None, str]:
             return None, f"completion is not UTF-8 (invalid byte at offset {exc.start})"
     if not isinstance(completion, str):
         return None, f"completion must be text, got {type(completion).__name__}"
+    try:
+        completion.encode("utf-8")
+    except UnicodeEncodeError as exc:  # a lone surrogate: nothing a file could hold
+        return None, f"completion is not valid Unicode (lone surrogate at offset {exc.start})"
     return completion, ""
 
 
