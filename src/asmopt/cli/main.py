@@ -36,6 +36,7 @@ from asmopt.fresh import DEFAULT_PER_CLASS
 from asmopt.policies.llm import PolicyError
 from asmopt.programs.model import ProgramError
 from asmopt.programs.suite_io import builtin_suite_path, read_text_file
+from asmopt.safe_io import STDOUT, check_output_file, check_output_path, write_output
 from asmopt.sandbox.runner import SandboxUnavailable
 from asmopt.store import StoreError as ResultsError
 from asmopt.toolchain import ToolchainError
@@ -317,6 +318,8 @@ def cmd_check(args: argparse.Namespace) -> int:
     path = Path(args.file)
     if path.is_dir():
         raise UsageError(f"{path}: is a directory, expected an assembly file")
+    if args.save_failing:  # a path it could never write is refused before any work
+        check_output_path(args.save_failing, "--save-failing", stdout_ok=False)
     from asmopt.toolchain import MAX_ASM_BYTES
 
     assembly = read_text_file(path, "assembly file", MAX_ASM_BYTES)
@@ -387,7 +390,7 @@ def _save_failing(args: argparse.Namespace, program: Any, result: Any) -> Path |
         return None
     data = program.inputs.draw(failing.drawn["class"], int(failing.drawn["seed"]))
     path = Path(args.save_failing)
-    path.write_bytes(data)
+    write_output(path, lambda fh: fh.write(data), option="--save-failing", stdout_ok=False)
     return path
 
 
@@ -815,17 +818,22 @@ def cmd_results_compare(args: argparse.Namespace) -> int:
 def cmd_results_export(args: argparse.Namespace) -> int:
     from asmopt.report.export import export_records, write_jsonl, write_parquet
 
+    default = Path(args.run) / f"results.{args.format}"
+    to_stdout = args.output == STDOUT
+    out = Path(args.output) if args.output else default
+    if not to_stdout:  # refused before the store is read; the writer checks again
+        if out.is_dir():
+            raise UsageError(
+                f"-o {out}: is a directory; give a file name (e.g. {out / default.name})"
+            )
+        check_output_file(out)
     with _open_store(args.run) as store:
         records = export_records(store, raw=args.raw)
-    default = Path(args.run) / f"results.{args.format}"
-    out = Path(args.output) if args.output else default
-    if out.is_dir():
-        raise UsageError(f"-o {out}: is a directory; give a file name (e.g. {out / default.name})")
-    if args.format == "jsonl":
-        write_jsonl(records, out)
-    else:
-        write_parquet(records, out)
-    print(f"wrote {len(records)} samples to {out}")
+    writer = write_jsonl if args.format == "jsonl" else write_parquet
+    written = writer(records, STDOUT if to_stdout else out)
+    # With `-o -` the records are the output: the summary goes to stderr.
+    where = "standard output" if to_stdout else str(out)
+    print(f"wrote {written} samples to {where}", file=sys.stderr if to_stdout else sys.stdout)
     return 0
 
 
@@ -1045,7 +1053,13 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("run")
     p.add_argument("--format", choices=["jsonl", "parquet"], default="jsonl")
-    p.add_argument("-o", "--output", default=None, help="file (default: RUN/results.FORMAT)")
+    p.add_argument(
+        "-o",
+        "--output",
+        default=None,
+        help="file, or - for standard output (default: RUN/results.FORMAT); an existing "
+        "device, FIFO or socket is refused",
+    )
     p.add_argument("--raw", action="store_true", help="include raw timing samples")
     p.set_defaults(func=cmd_results_export)
 

@@ -56,6 +56,7 @@ from typing import Any
 
 from asmopt.programs.model import SPLITS, Program, Suite, encode_source
 from asmopt.programs.rows import INPUTS_SPEC_FIELD, PROGRAM_ID_FIELD, row_inputs_spec
+from asmopt.safe_io import check_output_file
 
 from .common import DataError, ItemError
 from .prompt import build_c_only_question, build_question, format_answer
@@ -355,6 +356,9 @@ def export_suite(
     writes a `datasets.DatasetDict` directory (load it with `datasets.load_from_disk`)."""
     fmt = canonical_format(fmt)
     out = Path(out)
+    if fmt != "hf" and out.suffix in (".parquet", ".jsonl"):  # never over a device or FIFO
+        for path in (out, out.with_name(out.name + MANIFEST_SUFFIX)):
+            check_output_file(path)
     rows, ids, report = build_rows(
         suite,
         splits=splits,

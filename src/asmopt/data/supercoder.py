@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Any
 
 from asmopt.programs.model import Program, Suite
 from asmopt.programs.rows import REQUIRED_FIELDS, ItemError, row_to_program
+from asmopt.safe_io import loads_json
 
 from .common import DataError, learn_inputs
 from .report import DataReport
@@ -95,7 +96,7 @@ def _jsonl_rows(path: Path) -> Iterator[tuple[int, Any]]:
     stripped = text.lstrip()
     if path.suffix == ".json" and stripped.startswith("["):
         try:
-            rows = json.loads(text)
+            rows = loads_json(text)
         except json.JSONDecodeError as exc:
             raise ItemError("bad_row", f"{path}: invalid JSON at line {exc.lineno}") from None
         yield from enumerate(rows)
@@ -105,7 +106,7 @@ def _jsonl_rows(path: Path) -> Iterator[tuple[int, Any]]:
         if not line.strip():
             continue
         try:
-            yield row_no, json.loads(line)
+            yield row_no, loads_json(line)
         except json.JSONDecodeError as exc:
             yield row_no, ItemError("bad_row", f"{path}:{line_no}: invalid JSON ({exc.msg})")
         row_no += 1

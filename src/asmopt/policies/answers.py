@@ -25,6 +25,7 @@ from pydantic import BaseModel, ConfigDict, Field, StrictInt, StrictStr, Validat
 from asmopt.policies.base import Candidate, PolicyRequest
 from asmopt.policies.llm import Completion, PolicyError, candidate_from_text
 from asmopt.policies.prompts import PromptTemplate, load_template
+from asmopt.safe_io import JsonNestingError, loads_json
 
 # A line longer than this is not an answer to a benchmark program (and reading it whole
 # would be how a wrong file, e.g. a binary, fills memory).
@@ -64,7 +65,9 @@ def read_answers(path: Path) -> dict[tuple[str, int], AnswerRecord]:
             if not raw.strip():
                 continue
             try:
-                data = json.loads(raw)
+                data = loads_json(raw)
+            except JsonNestingError as exc:
+                raise PolicyError(f"{where}: JSON {exc.msg}; an answer is a flat object") from None
             except (json.JSONDecodeError, UnicodeDecodeError) as exc:
                 raise PolicyError(f"{where}: not a JSON object ({exc})") from None
             try:

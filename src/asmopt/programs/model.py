@@ -12,6 +12,7 @@ import hashlib
 import json
 import math
 import re
+from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -39,6 +40,14 @@ def decode_source(data: bytes) -> str:
 def encode_source(text: str) -> bytes:
     """The exact bytes of a source decoded with `decode_source` (UTF-8 for other text)."""
     return text.encode("utf-8", "surrogateescape")
+
+
+def nul_offset(text: str) -> int | None:
+    """Where the first NUL character is, or None. A NUL cannot cross into the sandbox (an
+    argv string ends at it, gcc reads a source with one as garbage), so a program or test
+    carrying one is refused where it is built, naming the field."""
+    at = text.find("\x00")
+    return None if at < 0 else at
 
 
 def check_program_id(program_id: str) -> str:
@@ -124,6 +133,9 @@ class TestCase:
             raise ProgramError(f"test {self.name!r}: stdin and expected stdout must be bytes")
         if not all(isinstance(a, str) for a in self.argv):
             raise ProgramError(f"test {self.name!r}: argv must be a list of strings")
+        for i, arg in enumerate(self.argv):
+            if nul_offset(arg) is not None:
+                raise ProgramError(f"test {self.name!r}: field 'argv[{i}]' contains a NUL byte")
         if not isinstance(self.expected_exit, int) or not 0 <= self.expected_exit <= 255:
             raise ProgramError(
                 f"test {self.name!r}: expected exit code must be 0..255, got {self.expected_exit!r}"
@@ -155,13 +167,28 @@ class Program:
         check_program_id(self.id)
         if not self.source.strip():
             raise ProgramError(f"program {self.id!r}: C source is empty")
-        names = [t.name for t in self.tests]
-        dupes = {n for n in names if names.count(n) > 1}
+        self._check_no_nul()
+        # Counted once (a test-by-test count grew with the square of the number of tests).
+        dupes = [n for n, k in Counter(t.name for t in self.tests).items() if k > 1]
         if dupes:
             raise ProgramError(f"program {self.id!r}: duplicate test names {sorted(dupes)}")
         for hname, _ in self.headers:
             if "/" in hname or hname.startswith(".") or not hname:
                 raise ProgramError(f"program {self.id!r}: invalid header file name {hname!r}")
+
+    def _check_no_nul(self) -> None:
+        """Refuse a NUL in the source, a header or a flag, naming the field (importers
+        build programs from rows and files that a suite's loader never saw)."""
+        fields = [("source", self.source)]
+        fields += [(f"headers[{name!r}]", text) for name, text in self.headers]
+        fields += [(f"cflags[{i}]", f) for i, f in enumerate(self.cflags)]
+        fields += [(f"ldflags[{i}]", f) for i, f in enumerate(self.ldflags)]
+        for name, text in fields:
+            at = nul_offset(text)
+            if at is not None:
+                raise ProgramError(
+                    f"program {self.id!r}: field {name!r} contains a NUL byte (offset {at})"
+                )
 
     def unknown_test_names(self) -> list[str]:
         """Tests named by `examples` or by the generator's mapping that the program does

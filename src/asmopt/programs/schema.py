@@ -13,7 +13,14 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Annotated, Any, Literal, TypeVar
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    field_validator,
+)
 
 SUITE_FORMAT = "asmopt-suite"
 SUITE_VERSION = 1
@@ -22,6 +29,18 @@ M = TypeVar("M", bound=BaseModel)
 
 _STRICT = ConfigDict(extra="forbid", strict=True)
 _NonNegative = Annotated[float, Field(ge=0, allow_inf_nan=False)]
+
+
+def _no_nul(value: str) -> str:
+    """A NUL cannot reach the sandbox (argv strings and file names end at it); refused
+    here, where the message can name the field, instead of failing far from the file."""
+    if "\x00" in value:
+        raise ValueError(f"must not contain a NUL byte (offset {value.index(chr(0))})")
+    return value
+
+
+# A string that argv, a file name or a compiler flag can carry.
+Text = Annotated[str, AfterValidator(_no_nul)]
 
 
 class CompareSpec(BaseModel):
@@ -40,10 +59,10 @@ class TestSpec(BaseModel):
     __test__ = False  # not a pytest class
     model_config = _STRICT
 
-    name: Annotated[str, Field(min_length=1, max_length=128)] | None = None
-    stdin: str | None = None
-    stdout: Annotated[str, Field(min_length=1)]
-    argv: list[str] = Field(default_factory=list)
+    name: Annotated[Text, Field(min_length=1, max_length=128)] | None = None
+    stdin: Text | None = None
+    stdout: Annotated[Text, Field(min_length=1)]
+    argv: list[Text] = Field(default_factory=list)
     exit_code: Annotated[int, Field(ge=0, le=255)] = 0
     compare: CompareSpec | None = None
 
@@ -53,10 +72,10 @@ class ProgramSpec(BaseModel):
 
     model_config = _STRICT
 
-    source: Annotated[str, Field(min_length=1)] = "main.c"
-    headers: list[str] | None = None
-    cflags: list[str] = Field(default_factory=list)
-    ldflags: list[str] = Field(default_factory=lambda: ["-lm"])
+    source: Annotated[Text, Field(min_length=1)] = "main.c"
+    headers: list[Text] | None = None
+    cflags: list[Text] = Field(default_factory=list)
+    ldflags: list[Text] = Field(default_factory=lambda: ["-lm"])
     metadata: dict[str, Any] = Field(default_factory=dict)
     compare: CompareSpec | None = None
     # An explicit empty list would make every candidate pass: refused at load time.
@@ -66,7 +85,7 @@ class ProgramSpec(BaseModel):
     inputs: dict[str, Any] | None = None
     # Tests that may be shown to a model (quoted in prompts and feedback); no other test's
     # bytes ever reach a policy.
-    examples: list[str] = Field(default_factory=list)
+    examples: list[Text] = Field(default_factory=list)
 
 
 class SuiteEntry(BaseModel):
@@ -88,6 +107,14 @@ class SuiteIndex(BaseModel):
     name: str | None = None
     description: str = ""
     programs: list[SuiteEntry]
+
+    @field_validator("version", mode="before")
+    @classmethod
+    def _not_bool(cls, value: Any) -> Any:
+        """`true == 1` in Python, so a literal 1 would accept `"version": true`."""
+        if isinstance(value, bool):
+            raise ValueError(f"must be the integer {SUITE_VERSION}, not true or false")
+        return value
 
     @field_validator("programs", mode="before")
     @classmethod
@@ -115,7 +142,9 @@ def _where(loc: tuple[int | str, ...]) -> str:
     for part in loc:
         if isinstance(part, int):
             out += f"[{part}]"
-        elif part in ("str", "SuiteEntry", "TestSpec", "CompareSpec"):
+        elif part in ("str", "SuiteEntry", "TestSpec", "CompareSpec") or part.startswith(
+            "function-"
+        ):
             continue  # union branch labels, not fields
         else:
             out += f".{part}" if out else str(part)
@@ -135,7 +164,12 @@ def describe_errors(path: Path | str, exc: ValidationError) -> str:
             seen[where] = f"unknown keys: {where!r} is not a field of this format"
             continue
         expected = _EXPECTED.get(kind)
-        what = f"must be {expected}" if expected else err["msg"][0].lower() + err["msg"][1:]
+        if kind == "value_error":  # our own validators' words, without pydantic's prefix
+            what = str(err.get("ctx", {}).get("error", err["msg"]))
+        elif expected:
+            what = f"must be {expected}"
+        else:
+            what = err["msg"][0].lower() + err["msg"][1:]
         got = "" if kind == "missing" else f", got {err.get('input')!r}"[:120]
         seen[where] = f"field {where!r} {what}{got}"
     items = list(seen.values())

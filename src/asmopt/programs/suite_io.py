@@ -18,6 +18,10 @@ SUITE/
              "argv": [], "exit_code": 0, "compare": {...}}]}`.
 Without "tests", every `tests/NAME.in` with a matching `tests/NAME.out` is a test (sorted by
 name) using the program-level "compare". Paths never leave the program directory.
+
+Every file is read only if it is a regular file of at most `MAX_INPUT_FILE_BYTES`
+(256 MiB), checked before it is opened, and JSON may nest at most `MAX_JSON_DEPTH` levels
+(asmopt.safe_io); docs/suite_format.md states both limits.
 """
 
 from __future__ import annotations
@@ -48,34 +52,55 @@ from asmopt.programs.schema import (
     TestSpec,
     parse_model,
 )
+from asmopt.safe_io import (
+    MAX_INPUT_FILE_BYTES,
+    InputFileError,
+    JsonNestingError,
+    loads_json,
+    read_regular_file,
+)
 
 
 class SuiteFormatError(ProgramError):
     """The suite on disk does not follow the documented format; the message names the file."""
 
 
-def _read_json(path: Path) -> Any:
+def _read_suite_file(path: Path, what: str) -> bytes:
+    """A file of the suite, read only if it is a regular file within the size cap (a FIFO
+    would block the loader forever, a device or a huge file would fill memory)."""
     try:
-        raw = path.read_bytes()
+        return read_regular_file(path, what, MAX_INPUT_FILE_BYTES)
+    except InputFileError as exc:
+        raise SuiteFormatError(str(exc)) from None
     except FileNotFoundError:
-        raise SuiteFormatError(f"{path}: file not found") from None
+        raise SuiteFormatError(f"{path}: {what} not found") from None
     except OSError as exc:
-        raise SuiteFormatError(f"{path}: cannot read ({exc.strerror})") from None
+        raise SuiteFormatError(f"{path}: cannot read {what} ({exc.strerror})") from None
+
+
+def _read_json(path: Path) -> Any:
+    raw = _read_suite_file(path, "JSON file")
     try:
-        return json.loads(raw.decode("utf-8"))
+        return loads_json(raw)
     except UnicodeDecodeError:
         raise SuiteFormatError(f"{path}: not UTF-8 text") from None
+    except JsonNestingError as exc:
+        raise SuiteFormatError(
+            f"{path}: JSON {exc.msg} (line {exc.lineno}); the suite format needs far fewer"
+        ) from None
     except json.JSONDecodeError as exc:
         raise SuiteFormatError(f"{path}: invalid JSON at line {exc.lineno}: {exc.msg}") from None
 
 
 def _read_file_bytes(path: Path, what: str, max_bytes: int | None = None) -> bytes:
-    """A file's bytes, or an error that names it and says what is wrong. With `max_bytes`,
-    at most that much (plus one byte) is read: a device or a huge file (`/dev/zero`) is
-    refused before it fills memory. NUL bytes mean a binary file, never a text input."""
+    """A file's bytes, or an error that names it and says what is wrong. Without
+    `max_bytes` the file is one of a suite's (`_read_suite_file`: regular files only). With
+    it, any file the command line names (`/dev/stdin` included) is read to at most that
+    much plus one byte, so a device or a huge file (`/dev/zero`) is refused before it
+    fills memory. NUL bytes mean a binary file, never a text input."""
     try:
         if max_bytes is None:
-            raw = path.read_bytes()
+            raw = _read_suite_file(path, what)
         else:
             with open(path, "rb") as fh:
                 raw = fh.read(max_bytes + 1)
@@ -111,22 +136,15 @@ def read_source_file(path: Path, what: str) -> str:
     return decode_source(_read_file_bytes(path, what))
 
 
-def _inside(base: Path, rel: str, what: str) -> Path:
+def _inside(base: Path, rel: str, what: str, real_base: str | None = None) -> Path:
+    """`base / rel`, refused when it leads outside `base` (links included). `real_base`
+    is `base` already resolved: a program with thousands of tests resolves it once."""
     if not isinstance(rel, str) or not rel:
         raise SuiteFormatError(f"{base}: {what} must be a non-empty relative path")
     path = (base / rel).resolve()
-    if not str(path).startswith(str(base.resolve()) + os.sep):
+    if not str(path).startswith((real_base or str(base.resolve())) + os.sep):
         raise SuiteFormatError(f"{base}: {what} {rel!r} points outside the program directory")
     return path
-
-
-def _read_bytes(path: Path, what: str) -> bytes:
-    try:
-        return path.read_bytes()
-    except FileNotFoundError:
-        raise SuiteFormatError(f"{path}: {what} not found") from None
-    except OSError as exc:
-        raise SuiteFormatError(f"{path}: cannot read {what} ({exc.strerror})") from None
 
 
 def _program_spec(directory: Path) -> ProgramSpec:
@@ -206,45 +224,44 @@ def load_program_dir(directory: Path, program_id: str | None = None) -> Program:
         raise SuiteFormatError(f"{directory}: {exc}") from None
 
 
+def _discover_tests(tests_dir: Path) -> list[TestSpec]:
+    """Every tests/NAME.in with its tests/NAME.out, in the order of the input files' names.
+    The folder is listed once and pairs are matched by name, so the work grows with the
+    number of tests instead of costing file checks per test and per pairing."""
+    names = set(os.listdir(tests_dir)) if tests_dir.is_dir() else set()
+    ins = sorted(n for n in names if n.endswith(".in") and len(n) > 3)
+    missing = [n for n in ins if f"{n[:-3]}.out" not in names]
+    if missing:
+        raise SuiteFormatError(
+            f"{tests_dir / missing[0]}: test input has no expected output "
+            f"(missing {missing[0][:-3]}.out)"
+        )
+    orphans = sorted(
+        n for n in names if n.endswith(".out") and len(n) > 4 and f"{n[:-4]}.in" not in names
+    )
+    if orphans:
+        raise SuiteFormatError(
+            f"{tests_dir}: expected outputs without inputs: {', '.join(orphans[:5])}"
+        )
+    return [TestSpec(name=n[:-3], stdin=f"tests/{n}", stdout=f"tests/{n[:-3]}.out") for n in ins]
+
+
 def _load_tests(
     directory: Path, spec: ProgramSpec, default_compare: Comparison
 ) -> tuple[TestCase, ...]:
-    entries = spec.tests
-    if entries is None:
-        tests_dir = directory / "tests"
-        ins = sorted(tests_dir.glob("*.in")) if tests_dir.is_dir() else []
-        entries = []
-        for stdin_path in ins:
-            out_path = stdin_path.with_suffix(".out")
-            if not out_path.exists():
-                raise SuiteFormatError(
-                    f"{stdin_path}: test input has no expected output (missing {out_path.name})"
-                )
-            entries.append(
-                TestSpec(
-                    name=stdin_path.stem,
-                    stdin=f"tests/{stdin_path.name}",
-                    stdout=f"tests/{out_path.name}",
-                )
-            )
-        orphans = sorted(
-            p.name
-            for p in (tests_dir.glob("*.out") if tests_dir.is_dir() else [])
-            if not p.with_suffix(".in").exists()
-        )
-        if orphans:
-            raise SuiteFormatError(
-                f"{tests_dir}: expected outputs without inputs: {', '.join(orphans[:5])}"
-            )
+    entries = spec.tests if spec.tests is not None else _discover_tests(directory / "tests")
+    real_base = str(directory.resolve())
     tests = []
     for i, entry in enumerate(entries):
         name = entry.name or f"t{i}"
         stdin = (
-            _read_bytes(_inside(directory, entry.stdin, "stdin"), "test input")
+            _read_suite_file(_inside(directory, entry.stdin, "stdin", real_base), "test input")
             if entry.stdin
             else b""
         )
-        stdout = _read_bytes(_inside(directory, entry.stdout, "stdout"), "expected output")
+        stdout = _read_suite_file(
+            _inside(directory, entry.stdout, "stdout", real_base), "expected output"
+        )
         tests.append(
             TestCase(
                 name=name,
@@ -272,6 +289,10 @@ def load_suite(path: str | os.PathLike[str]) -> Suite:
             f"{index_path}: 'format' is {raw_index.get('format')!r}, expected {SUITE_FORMAT!r}"
         )
     version = raw_index.get("version")
+    if isinstance(version, bool):  # True == 1 in Python; in the file it is not a version
+        raise SuiteFormatError(
+            f"{index_path}: field 'version' must be an integer, got {json.dumps(version)}"
+        )
     if version != SUITE_VERSION:
         raise SuiteFormatError(
             f"{index_path}: schema version {version!r} is not supported "

@@ -14,6 +14,7 @@ from pathlib import Path
 
 from asmopt.report.build import ReportData, collect, render_html, render_markdown
 from asmopt.report.plots import PlotsUnavailable, speedup_plot
+from asmopt.safe_io import check_output_file, write_output
 from asmopt.store import ResultStore
 
 __all__ = ["PlotsUnavailable", "ReportData", "collect", "write_report"]
@@ -25,15 +26,21 @@ def write_report(
     """Write report.html and report.md (and the plot as report-speedups.png)."""
     out_dir = out_dir or store.path.parent
     out_dir.mkdir(parents=True, exist_ok=True)
+    png_path, html_path, md_path = (
+        out_dir / n for n in ("report-speedups.png", "report.html", "report.md")
+    )
+    for path in (png_path, html_path, md_path):  # all refused before any is written
+        check_output_file(path, "report file", stdout_ok=False)
     data = collect(store, wins=wins)
     png = None
     if plots and data.plot_points:
         png = speedup_plot(data.plot_points)
-        (out_dir / "report-speedups.png").write_bytes(png)
-    html_path = out_dir / "report.html"
-    md_path = out_dir / "report.md"
-    html_path.write_text(render_html(data, png), encoding="utf-8")
-    md_path.write_text(
-        render_markdown(data, "report-speedups.png" if png else None), encoding="utf-8"
-    )
+        _write(png_path, png)
+    _write(html_path, render_html(data, png).encode("utf-8"))
+    _write(md_path, render_markdown(data, png_path.name if png else None).encode("utf-8"))
     return html_path, md_path
+
+
+def _write(path: Path, data: bytes) -> None:
+    """Replace one report file atomically, never a device or FIFO at its name."""
+    write_output(path, lambda fh: fh.write(data), option="report file", stdout_ok=False)

@@ -1,4 +1,9 @@
-"""Exports of a run's stored results: one flat record per sample, as JSONL or parquet."""
+"""Exports of a run's stored results: one flat record per sample, as JSONL or parquet.
+
+Both writers go through `asmopt.safe_io.write_output`: `-` is standard output, a regular
+file is replaced atomically, anything else at the path (a device, a FIFO) is refused; each
+returns the number of records it wrote, which is what a summary may report.
+"""
 
 from __future__ import annotations
 
@@ -6,8 +11,9 @@ import json
 import math
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
+from asmopt.safe_io import write_output
 from asmopt.store import ResultStore, StoreError
 
 
@@ -58,20 +64,20 @@ def export_records(store: ResultStore, raw: bool = False) -> list[dict[str, Any]
     return out
 
 
-def write_jsonl(records: Sequence[dict[str, Any]], path: Path) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(path.suffix + ".tmp")
-    try:
-        with tmp.open("w", encoding="utf-8") as fh:
-            for rec in records:
-                fh.write(json.dumps(rec, default=str) + "\n")
-        tmp.replace(path)
-    except BaseException:  # a full disk or a bad path leaves no half-written .tmp behind
-        tmp.unlink(missing_ok=True)
-        raise
+def write_jsonl(records: Sequence[dict[str, Any]], path: Path | str) -> int:
+    """One JSON object per line; returns how many were written."""
+
+    def write(fh: BinaryIO) -> int:
+        count = 0
+        for rec in records:
+            fh.write((json.dumps(rec, default=str) + "\n").encode("utf-8"))
+            count += 1
+        return count
+
+    return write_output(path, write)
 
 
-def write_parquet(records: Sequence[dict[str, Any]], path: Path) -> None:
+def write_parquet(records: Sequence[dict[str, Any]], path: Path | str) -> int:
     """Parquet needs a fixed schema: free-form fields (tests, policy info) become JSON text."""
     try:
         import pyarrow as pa
@@ -88,5 +94,10 @@ def write_parquet(records: Sequence[dict[str, Any]], path: Path) -> None:
         }
         for rec in records
     ]
-    path.parent.mkdir(parents=True, exist_ok=True)
-    pq.write_table(pa.Table.from_pylist(rows), path)
+    table = pa.Table.from_pylist(rows)
+
+    def write(fh: BinaryIO) -> int:
+        pq.write_table(table, fh)
+        return table.num_rows
+
+    return write_output(path, write)
