@@ -9,18 +9,56 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import sys
 import types
 import typing
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, Literal
 
 # Builds a nested dataclass section: nested(cls, value, key).
 Nested = Callable[[type, Any, str], Any]
+# Device types the trainers and the study run on (`auto` picks one of the first two).
+DEVICE_TYPES = ("cpu", "cuda", "mps")
+# Longest shown value in a message: a pasted blob must not become a screenful of error.
+SHOWN_CHARS = 60
 
 
 def type_name(tp: Any) -> str:
     return getattr(tp, "__name__", None) or str(tp).replace("typing.", "")
+
+
+def show(value: Any) -> str:
+    """`repr(value)` cut to SHOWN_CHARS, for messages. An integer past Python's digit limit
+    has no repr at all, so it is shown by its length instead."""
+    if isinstance(value, int) and not isinstance(value, bool) and _too_many_digits(value):
+        return f"an integer of about {value.bit_length() * 0.30103:.0f} digits"
+    text = repr(value)
+    return text if len(text) <= SHOWN_CHARS else text[: SHOWN_CHARS - 3] + "..."
+
+
+def _too_many_digits(value: int) -> bool:
+    limit = sys.get_int_max_str_digits()
+    return bool(limit) and value.bit_length() * 0.30103 > limit - 1
+
+
+def one_line(text: str) -> str:
+    """Messages of YAML and JSON parsers span several lines; an error is one line."""
+    return " ".join(str(text).split())
+
+
+def check_device(name: str, key: str = "device") -> str:
+    """`name` if it can name a device the trainers run on, else ValueError naming `key`.
+
+    Checked when the config is read, so that `device: tpu9` is refused in one line before
+    anything is built; whether the device exists here is checked when the run starts
+    (asmopt.train.run.resolve_device), still before any model loads."""
+    kind, sep, index = name.partition(":")
+    if name == "auto" or (
+        kind in DEVICE_TYPES and (not sep or (index.isascii() and index.isdigit()))
+    ):
+        return name
+    raise ValueError(f"{key} {show(name)} is not one of auto, cpu, cuda, cuda:N, mps")
 
 
 def coerce(key: str, value: Any, tp: Any, nested: Nested | None = None) -> Any:
@@ -39,43 +77,43 @@ def coerce(key: str, value: Any, tp: Any, nested: Nested | None = None) -> Any:
                 return coerce(key, value, arg, nested)
             except ValueError as exc:
                 errors.append(str(exc))
-        raise ValueError(errors[-1] if errors else f"{key}: bad value {value!r}")
+        raise ValueError(errors[-1] if errors else f"{key}: bad value {show(value)}")
     if origin is Literal:
         if value not in args:
-            raise ValueError(f"{key}: {value!r} is not one of {', '.join(map(str, args))}")
+            raise ValueError(f"{key}: {show(value)} is not one of {', '.join(map(str, args))}")
         return value
     if origin is list:
         if not isinstance(value, list):
-            raise ValueError(f"{key}: expected a list, got {value!r}")
+            raise ValueError(f"{key}: expected a list, got {show(value)}")
         return [coerce(f"{key}[{i}]", v, args[0], nested) for i, v in enumerate(value)]
     if origin is dict:
         if not isinstance(value, dict):
-            raise ValueError(f"{key}: expected a mapping, got {value!r}")
+            raise ValueError(f"{key}: expected a mapping, got {show(value)}")
         return dict(value)
     if tp is bool:
         if isinstance(value, bool):
             return value
-        raise ValueError(f"{key}: expected true or false, got {value!r}")
+        raise ValueError(f"{key}: expected true or false, got {show(value)}")
     if tp is int:
         if isinstance(value, int) and not isinstance(value, bool):
             return value
         if isinstance(value, float) and value.is_integer():
             return int(value)
-        raise ValueError(f"{key}: expected an integer, got {value!r}")
+        raise ValueError(f"{key}: expected an integer, got {show(value)}")
     if tp is float:
         if isinstance(value, bool):
-            raise ValueError(f"{key}: expected a number, got {value!r}")
+            raise ValueError(f"{key}: expected a number, got {show(value)}")
         try:
             number = float(value)  # YAML 1.1 reads `2e-3` as a string
-        except (TypeError, ValueError):
-            raise ValueError(f"{key}: expected a number, got {value!r}") from None
+        except (TypeError, ValueError, OverflowError):
+            raise ValueError(f"{key}: expected a number, got {show(value)}") from None
         if not math.isfinite(number):
-            raise ValueError(f"{key}: expected a finite number, got {value!r}")
+            raise ValueError(f"{key}: expected a finite number, got {show(value)}")
         return number
     if tp is str:
         if isinstance(value, str):
             return value
-        raise ValueError(f"{key}: expected a string, got {value!r}")
+        raise ValueError(f"{key}: expected a string, got {show(value)}")
     if tp is Any:
         return value
     raise ValueError(f"{key}: unsupported field type {type_name(tp)}")
@@ -97,3 +135,140 @@ def config_path(name: str, config_dir: Path, what: str = "config") -> Path:
         f"{what} {name!r}: no such file and not a built-in {what} "
         f"({', '.join(builtin_configs(config_dir))})"
     )
+
+
+# --------------------------------------------------------------------------- files and text
+
+# Config and results files are small; a bigger one is a wrong path, not a config.
+MAX_FILE_BYTES = 64 * 1024 * 1024
+
+
+def read_text(path: Path, what: str = "config") -> str:
+    """The UTF-8 text of a config or results file, or ValueError naming the file: which
+    byte on which line is not UTF-8 says more than the codec's position in the stream."""
+    try:
+        with open(path, "rb") as f:
+            data = f.read(MAX_FILE_BYTES + 1)
+    except OSError as exc:
+        raise ValueError(f"{path}: cannot read {what} ({exc.strerror or exc})") from None
+    if len(data) > MAX_FILE_BYTES:
+        raise ValueError(f"{path}: over {MAX_FILE_BYTES >> 20} MiB, too large for a {what}")
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = data.count(b"\n", 0, exc.start) + 1
+        raise ValueError(
+            f"{path}: not UTF-8 text (byte 0x{data[exc.start]:02x} on line {line}); "
+            "save it as UTF-8"
+        ) from None
+
+
+def read_yaml(path: Path, what: str = "config") -> Any:
+    """The YAML document of the file `path`; every problem is one ValueError line naming it."""
+    return parse_yaml(read_text(path, what), str(path))
+
+
+def parse_yaml(text: str, source: str) -> Any:
+    """`text` read as YAML. A value YAML reads but Python cannot convert (an integer past
+    Python's digit limit, a date that does not exist) is named by its line and key: Python's
+    own message names neither, and suggests a remedy for a different problem."""
+    import yaml
+
+    try:
+        return yaml.safe_load(text)
+    except yaml.MarkedYAMLError as exc:
+        mark = exc.problem_mark
+        where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
+        raise ValueError(
+            f"{source}: not valid YAML ({one_line(exc.problem or exc)}{where})"
+        ) from None
+    except yaml.YAMLError as exc:
+        raise ValueError(f"{source}: not valid YAML ({one_line(exc)})") from None
+    except ValueError as exc:
+        raise ValueError(f"{source}: {bad_scalar(text) or one_line(exc)}") from None
+
+
+def parse_override(raw: str, label: str) -> Any:
+    """A command-line value read as YAML (numbers, lists, null); text that is not YAML is
+    kept as the string typed, for the field's type to accept or refuse."""
+    import yaml
+
+    if not raw.strip():
+        return ""
+    try:
+        return yaml.safe_load(raw)
+    except yaml.YAMLError:
+        return raw
+    except ValueError as exc:
+        raise ValueError(f"{label}: {bad_scalar(raw) or one_line(exc)}") from None
+
+
+def bad_scalar(text: str) -> str | None:
+    """Where and why the first value of a YAML text that Python cannot convert fails
+    ('line 3, train.seed: an integer of 5000 digits ...'), or None if none does."""
+    import yaml
+
+    loader = yaml.SafeLoader(text)
+    try:
+        root = loader.get_single_node()
+        for key, node in _scalars(root, "", set()):
+            try:
+                loader.construct_object(node)
+            except ValueError as exc:
+                where = f"line {node.start_mark.line + 1}, {key}: " if key else ""
+                return where + _scalar_problem(node, exc)
+    except yaml.YAMLError:
+        return None
+    finally:
+        loader.dispose()
+    return None
+
+
+def _scalars(node: Any, key: str, seen: set[int]) -> Iterator[tuple[str, Any]]:
+    """Every scalar node under `node` with its dotted key (`seen` stops alias cycles)."""
+    import yaml
+
+    if id(node) in seen:
+        return
+    seen.add(id(node))
+    if isinstance(node, yaml.MappingNode):
+        for k, v in node.value:
+            name = k.value if isinstance(k, yaml.ScalarNode) else "?"
+            yield from _scalars(k, key, seen)
+            yield from _scalars(v, f"{key}.{name}" if key else str(name), seen)
+    elif isinstance(node, yaml.SequenceNode):
+        for i, item in enumerate(node.value):
+            yield from _scalars(item, f"{key}[{i}]", seen)
+    elif isinstance(node, yaml.ScalarNode):
+        yield key, node
+
+
+def _scalar_problem(node: Any, exc: ValueError) -> str:
+    digits = sum(c.isdigit() for c in node.value)
+    if node.tag.endswith(":int") and digits >= sys.get_int_max_str_digits() > 0:
+        return long_integer(digits)
+    return one_line(exc)
+
+
+def long_integer(digits: int) -> str:
+    """The message for an integer too long to read: no setting comes anywhere near it."""
+    return f"an integer of {digits} digits, far beyond the range of any setting"
+
+
+# --------------------------------------------------------------------------- attribution
+
+
+def culprits(error: str, without: Callable[[int], object], count: int) -> list[int]:
+    """Which of `count` command-line overrides a config error comes from: those without
+    which the config is built with another error or none (`without(i)` builds it leaving
+    override i out). So `--set total_steps=-5` over a good file is reported as the command
+    line's mistake, and a file's own mistake as the file's, whatever else `--set` changes."""
+    blamed = []
+    for i in range(count):
+        try:
+            without(i)
+        except ValueError as exc:
+            if str(exc) == error:
+                continue
+        blamed.append(i)
+    return blamed

@@ -82,9 +82,12 @@ def cmd_train_lm(args: argparse.Namespace) -> int:
     if args.print_config:
         sys.stdout.write(to_yaml(cfg))
         return 0
+    from asmopt.cli.train import reporting_full_disk
     from asmopt.study.lm import train_lm
 
-    summary = train_lm(cfg, args.loops, progress=_progress(args))
+    summary = reporting_full_disk(
+        lambda: train_lm(cfg, args.loops, progress=_progress(args)), cfg.output_dir
+    )
     if args.json:
         json.dump({k: v for k, v in summary.items() if k != "config"}, sys.stdout, indent=2)
         sys.stdout.write("\n")
@@ -103,15 +106,20 @@ def cmd_loops(args: argparse.Namespace) -> int:
 
     cfg = _config(args)
     report = args.report or str(Path(cfg.output_dir) / "report.md")
-    result = run_study(
-        cfg,
-        args.loops,
-        seeds=args.seeds,
-        report=report,
-        notes=args.notes,
-        command=command_line(),
-        reevaluate=args.reevaluate,
-        progress=_progress(args) and not args.json,
+    from asmopt.cli.train import reporting_full_disk
+
+    result = reporting_full_disk(
+        lambda: run_study(
+            cfg,
+            args.loops,
+            seeds=args.seeds,
+            report=report,
+            notes=args.notes,
+            command=command_line(),
+            reevaluate=args.reevaluate,
+            progress=_progress(args) and not args.json,
+        ),
+        cfg.output_dir,
     )
     if args.json:
         json.dump(
@@ -136,12 +144,22 @@ def cmd_loops(args: argparse.Namespace) -> int:
 def cmd_report(args: argparse.Namespace) -> int:
     from asmopt.study.loops import findings
     from asmopt.study.report import load_result, write_report
+    from asmopt.typed_config import read_text
 
     result = load_result(args.study)
-    # The reading is derived from the numbers by the current rules, not taken from the file.
-    result["findings"] = findings(result)
-    notes = Path(args.notes).read_text(encoding="utf-8") if args.notes else None
-    path = write_report(result, Path(args.output), notes=notes)
+    notes = read_text(Path(args.notes), "notes file") if args.notes else None
+    try:
+        # The reading is derived from the numbers by the current rules, not taken from the
+        # file.
+        result["findings"] = findings(result)
+        path = write_report(result, Path(args.output), notes=notes)
+    except (KeyError, TypeError, IndexError, AttributeError) as exc:
+        # load_result checks the top level; deeper, the file is read as it goes.
+        detail = f"no {exc.args[0]!r}" if isinstance(exc, KeyError) else str(exc)
+        raise ValueError(
+            f"{args.study}: not the study.json a study run writes ({detail}); write the "
+            "report from the run's own study.json"
+        ) from None
     print(f"wrote {path}")
     return 0
 

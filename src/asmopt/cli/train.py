@@ -100,8 +100,22 @@ def _run_trainer(args: argparse.Namespace, config_name: str, trainer: str) -> in
         train = getattr(importlib.import_module(module), function)
     except ImportError as exc:
         raise _usage_error(MISSING_DEPS.format(exc)) from None
-    _emit(train(cfg, progress=_progress(args)), args)
+    _emit(reporting_full_disk(lambda: train(cfg, progress=_progress(args)), cfg.output_dir), args)
     return 0
+
+
+def reporting_full_disk(work: Callable[[], Any], output_dir: str) -> Any:
+    """`work()`; a disk that fills on the way (a checkpoint, the metrics, the final model,
+    whatever raises it) is one line naming the full directory and how the run resumes."""
+    from asmopt.train.checkpoint import disk_full
+    from asmopt.train.run import disk_full_message
+
+    try:
+        return work()
+    except Exception as exc:
+        if disk_full(exc):
+            raise _usage_error(disk_full_message(exc, output_dir)) from None
+        raise
 
 
 def cmd_ppo(args: argparse.Namespace) -> int:

@@ -17,6 +17,7 @@ field types. `--set train.max_steps=10` style overrides use the same checks.
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 import difflib
 import typing
@@ -107,6 +108,7 @@ class TrainSpec:
     num_threads: int = 2
 
     def validate(self) -> None:
+        typed_config.check_device(self.device, "train.device")
         for name in ("seq_len", "batch_size", "grad_accum", "max_steps", "log_every"):
             if getattr(self, name) < 1:
                 raise ValueError(f"train.{name} must be at least 1, got {getattr(self, name)}")
@@ -204,27 +206,54 @@ def _set_path(data: dict[str, Any], dotted: str, value: Any) -> None:
     node[parts[-1]] = value
 
 
+def _parse_overrides(overrides: list[str]) -> list[tuple[str, Any]]:
+    """(dotted key, value) of each `--set section.key=value`, the value read as YAML."""
+    parsed = []
+    for item in overrides:
+        if "=" not in item:
+            raise ValueError(f"--set expects SECTION.KEY=VALUE, got {typed_config.show(item)}")
+        key, raw = item.split("=", 1)
+        key = key.strip()
+        parsed.append((key, typed_config.parse_override(raw, f"--set {key}")))
+    return parsed
+
+
+def _build(data: dict[str, Any], overrides: list[tuple[str, Any]]) -> StudyConfig:
+    """The checked config of the file's `data` with `overrides` applied (on a copy: the
+    same data is built again without one override to find which one an error comes from)."""
+    merged = copy.deepcopy(data)
+    for key, value in overrides:
+        _set_path(merged, key, value)
+    cfg = from_dict(StudyConfig, merged)
+    cfg.validate()
+    return cfg
+
+
 def load_study_config(
     name: str | Path | None = None, overrides: list[str] | None = None
 ) -> StudyConfig:
-    """Defaults, then the YAML file, then `--set section.key=value` overrides (YAML values)."""
-    import yaml
-
+    """Defaults, then the YAML file, then `--set section.key=value` overrides (YAML values).
+    An error is reported against what caused it: the file, or the `--set` options."""
     data: dict[str, Any] = {}
+    source = "config"
     if name is not None:
         path = config_path(str(name))
-        loaded = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+        source = str(path)
+        loaded = typed_config.read_yaml(path, "study config") or {}
         if not isinstance(loaded, dict):
             raise ValueError(f"{path}: expected a mapping of sections at the top level")
         data = loaded
-    for item in overrides or []:
-        if "=" not in item:
-            raise ValueError(f"--set expects SECTION.KEY=VALUE, got {item!r}")
-        key, raw = item.split("=", 1)
-        _set_path(data, key.strip(), yaml.safe_load(raw) if raw.strip() else "")
-    cfg = from_dict(StudyConfig, data)
-    cfg.validate()
-    return cfg
+    parsed = _parse_overrides(overrides or [])
+    try:
+        return _build(data, parsed)
+    except ValueError as exc:
+        if str(exc).startswith("--set "):  # already names its option
+            raise
+        blamed = typed_config.culprits(
+            str(exc), lambda i: _build(data, parsed[:i] + parsed[i + 1 :]), len(parsed)
+        )
+        where = ", ".join(f"--set {parsed[i][0]}" for i in blamed) or source
+        raise ValueError(f"{where}: {exc}") from None
 
 
 def to_dict(cfg: Any) -> dict[str, Any]:

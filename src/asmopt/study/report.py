@@ -9,9 +9,11 @@ Plots are small (about 100 dpi, a few hundred pixels per panel) so they stay wel
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 from typing import Any
 
+from asmopt import typed_config
 from asmopt.study.diagnostics import METRICS
 from asmopt.study.loops import MIN_SEEDS_FOR_RANKING, first_seed, seed_runs
 
@@ -658,5 +660,82 @@ def write_report(result: dict[str, Any], path: Path, *, notes: str | None = None
     return path
 
 
+# Top-level keys of a study.json the report reads, with the JSON kind each must have.
+RESULT_KEYS: dict[str, tuple[type, ...]] = {
+    "loops": (list,),
+    "models": (dict,),
+    "comparisons": (list,),
+    "config": (dict,),
+    "environment": (dict,),
+    "corpus": (dict,),
+    "command": (str, type(None)),
+}
+JSON_KINDS = {dict: "an object", list: "a list", str: "a string", type(None): "null"}
+
+
+class _LongInt(str):
+    """An integer of a study.json too long for Python to read, kept as its digits so that
+    the key holding it can be named."""
+
+
+def _parse_int(text: str) -> int | _LongInt:
+    limit = sys.get_int_max_str_digits()
+    return _LongInt(text) if limit and len(text.lstrip("-")) > limit else int(text)
+
+
 def load_result(path: str | Path) -> dict[str, Any]:
-    return json.loads(Path(path).read_text(encoding="utf-8"))
+    """The study.json of a run, checked to hold what the report reads at its top level;
+    anything else is one ValueError naming the file and the key."""
+    text = typed_config.read_text(Path(path), "study.json")
+    try:
+        data = json.loads(text, parse_int=_parse_int)
+    except json.JSONDecodeError as exc:
+        raise ValueError(
+            f"{path}: not JSON ({exc.msg} at line {exc.lineno}, column {exc.colno}); give "
+            "the study.json a study run wrote"
+        ) from None
+    _refuse_long_ints(data, "", path)
+    if not isinstance(data, dict):
+        raise ValueError(f"{path}: expected a JSON object (a study's results), got {_kind(data)}")
+    _check_result(data, path)
+    return data
+
+
+def _kind(value: Any) -> str:
+    return JSON_KINDS.get(type(value), "a number" if isinstance(value, int | float) else "?")
+
+
+def _refuse_long_ints(value: Any, key: str, path: str | Path) -> None:
+    """A too-long integer anywhere in the file, named by its key (`models.1.steps`)."""
+    if isinstance(value, _LongInt):
+        where = f"{key}: " if key else ""
+        raise ValueError(f"{path}: {where}{typed_config.long_integer(len(value.lstrip('-')))}")
+    if isinstance(value, dict):
+        for k, v in value.items():
+            _refuse_long_ints(v, f"{key}.{k}" if key else str(k), path)
+    elif isinstance(value, list):
+        for i, v in enumerate(value):
+            _refuse_long_ints(v, f"{key}[{i}]", path)
+
+
+def _check_result(data: dict[str, Any], path: str | Path) -> None:
+    """The top-level keys and kinds the report needs, and a model for every loop count
+    (the loop counts and their models first: without them nothing else can be read)."""
+    for key in ("loops", "models"):
+        _check_key(data, key, path)
+    loops = data["loops"]
+    if not loops or not all(isinstance(r, int) and not isinstance(r, bool) for r in loops):
+        raise ValueError(f"{path}: 'loops' must be a non-empty list of loop counts")
+    missing = [r for r in loops if not isinstance(data["models"].get(str(r)), dict)]
+    if missing:
+        raise ValueError(f"{path}: 'models' holds no model for R = {missing[0]}")
+    for key in RESULT_KEYS:
+        _check_key(data, key, path)
+
+
+def _check_key(data: dict[str, Any], key: str, path: str | Path) -> None:
+    kinds = RESULT_KEYS[key]
+    if key not in data:
+        raise ValueError(f"{path}: no {key!r}; not the study.json of a study run")
+    if not isinstance(data[key], kinds):
+        raise ValueError(f"{path}: {key!r} is {_kind(data[key])}, expected {JSON_KINDS[kinds[0]]}")

@@ -21,7 +21,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, TypeVar
 
-from asmopt.typed_config import coerce
+from asmopt import typed_config
+from asmopt.typed_config import coerce, show
 
 # --------------------------------------------------------------------------- shared fields
 
@@ -300,16 +301,17 @@ class SFTConfig(RunFields, DataFields, ModelFields):
 def _positive(cfg: Any, *names: str) -> None:
     for name in names:
         if getattr(cfg, name) < 1:
-            raise ValueError(f"{name} must be at least 1, got {getattr(cfg, name)}")
+            raise ValueError(f"{name} must be at least 1, got {show(getattr(cfg, name))}")
 
 
 def _non_negative(cfg: Any, *names: str) -> None:
     for name in names:
         if getattr(cfg, name) < 0:
-            raise ValueError(f"{name} must be >= 0, got {getattr(cfg, name)}")
+            raise ValueError(f"{name} must be >= 0, got {show(getattr(cfg, name))}")
 
 
 def _validate_common(cfg: Any) -> None:
+    typed_config.check_device(cfg.device)
     _non_negative(
         cfg,
         "total_steps",
@@ -345,87 +347,82 @@ def field_types(cls: type) -> dict[str, Any]:
 
 def config_from_dict(cls: type[C], data: dict[str, Any], *, source: str = "config") -> C:
     """A validated config; unknown keys and mistyped values are errors naming the key."""
+    try:
+        return _build(cls, data)
+    except ValueError as exc:
+        raise ValueError(f"{source}: {exc}") from None
+
+
+def _build(cls: type[C], data: Any) -> C:
+    """`cls` from `data`, checked key by key and then as a whole; errors name the key but
+    not the source, which the caller knows."""
     if not isinstance(data, dict):
-        raise ValueError(f"{source}: expected a mapping of settings, got {type(data).__name__}")
+        raise ValueError(f"expected a mapping of settings, got {type(data).__name__}")
     types_ = field_types(cls)
     unknown = [k for k in data if k not in types_]
     if unknown:
-        key = unknown[0]
-        close = difflib.get_close_matches(str(key), list(types_), n=1)
-        hint = f"; did you mean {close[0]!r}?" if close else ""
-        raise ValueError(
-            f"{source}: unknown key {key!r} for {cls.__name__}{hint} "
-            f"(see docs/training.md for the fields)"
-        )
-    values = {}
-    for key, value in data.items():
-        try:
-            values[key] = coerce(key, value, types_[key])
-        except ValueError as exc:
-            raise ValueError(f"{source}: {exc}") from None
+        raise ValueError(_unknown_key(cls, unknown[0], types_))
+    values = {key: coerce(key, value, types_[key]) for key, value in data.items()}
     cfg = cls(**values)
-    try:
-        cfg.validate()
-    except ValueError as exc:
-        raise ValueError(f"{source}: {exc}") from None
+    cfg.validate()
     return cfg
+
+
+def _unknown_key(cls: type, key: Any, types_: dict[str, Any]) -> str:
+    close = difflib.get_close_matches(str(key), list(types_), n=1)
+    hint = f"; did you mean {close[0]!r}?" if close else ""
+    return f"unknown key {key!r} for {cls.__name__}{hint} (see docs/training.md for the fields)"
 
 
 def parse_override(text: str) -> tuple[str, Any]:
     """`key=value` from the command line; the value is read as YAML (numbers, lists, null)."""
-    import yaml
-
     if "=" not in text:
-        raise ValueError(f"--set expects KEY=VALUE, got {text!r}")
+        raise ValueError(f"--set expects KEY=VALUE, got {show(text)}")
     key, raw = text.split("=", 1)
-    try:
-        value = yaml.safe_load(raw) if raw.strip() else ""
-    except yaml.YAMLError:
-        value = raw
-    return key.strip(), value
+    key = key.strip()
+    return key, typed_config.parse_override(raw, f"--set {key}")
 
 
 def load_config(
     cls: type[C], path: str | Path | None = None, overrides: dict[str, Any] | None = None
 ) -> C:
-    """Defaults, then the YAML file, then `overrides` (later wins)."""
-    import yaml
-
+    """Defaults, then the YAML file, then `overrides` (later wins). An error is reported
+    against what caused it: the file, or the `--set` options it would not have without."""
     data: dict[str, Any] = {}
     source = "config"
     if path is not None:
         source = str(path)
-        try:
-            text = Path(path).read_text(encoding="utf-8")
-        except OSError as exc:
-            raise ValueError(f"{path}: cannot read config ({exc.strerror or exc})") from None
-        try:
-            loaded = yaml.safe_load(text)
-        except yaml.YAMLError as exc:
-            raise ValueError(f"{path}: not valid YAML ({exc})") from None
+        loaded = typed_config.read_yaml(Path(path))
         if loaded is None:
             loaded = {}
         if not isinstance(loaded, dict):
             raise ValueError(f"{path}: expected a mapping of settings at the top level")
         data.update(loaded)
-    if overrides:
-        # Checked on their own first: a bad `--set` must be reported as the command line's,
-        # not as an error in the config file it overrides.
-        types_ = field_types(cls)
-        for key, value in overrides.items():
-            if key not in types_:
-                close = difflib.get_close_matches(str(key), list(types_), n=1)
-                hint = f"; did you mean {close[0]!r}?" if close else ""
-                raise ValueError(
-                    f"--set {key}: unknown key {key!r} for {cls.__name__}{hint} "
-                    "(see docs/training.md for the fields)"
-                )
-            try:
-                coerce(key, value, types_[key])
-            except ValueError as exc:
-                raise ValueError(f"--set {key}: {exc}") from None
-        data.update(overrides)
-    return config_from_dict(cls, data, source=source)
+    overrides = overrides or {}
+    _check_overrides(cls, overrides)
+    try:
+        return _build(cls, {**data, **overrides})
+    except ValueError as exc:
+        keys = list(overrides)
+        blamed = typed_config.culprits(
+            str(exc),
+            lambda i: _build(cls, {**data, **{k: overrides[k] for k in keys if k != keys[i]}}),
+            len(keys),
+        )
+        where = ", ".join(f"--set {keys[i]}" for i in blamed) or source
+        raise ValueError(f"{where}: {exc}") from None
+
+
+def _check_overrides(cls: type, overrides: dict[str, Any]) -> None:
+    """Each override's key and type on its own, reported as the command line's."""
+    types_ = field_types(cls)
+    for key, value in overrides.items():
+        if key not in types_:
+            raise ValueError(f"--set {key}: {_unknown_key(cls, key, types_)}")
+        try:
+            coerce(key, value, types_[key])
+        except ValueError as exc:
+            raise ValueError(f"--set {key}: {exc}") from None
 
 
 def config_to_dict(cfg: Any) -> dict[str, Any]:

@@ -23,6 +23,8 @@ from typing import Any
 import torch
 from torch import nn
 
+from asmopt.typed_config import one_line
+
 DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
 
 
@@ -40,17 +42,46 @@ def load_tokenizer(path: str | Path) -> Any:
 
 
 def load_causal_lm(path: str | Path, dtype: str, device: torch.device) -> Any:
+    """The model of a local directory; its weight files are checked first, so a damaged
+    one is named (transformers reports it as a deserialisation error of no file)."""
     import transformers
+    from safetensors import SafetensorError
 
     import asmopt.models.plt  # noqa: F401  (registers the looped model with the Auto classes)
 
+    check_weight_files(Path(path))
     try:
         model = transformers.AutoModelForCausalLM.from_pretrained(
             path, local_files_only=True, dtype=DTYPES[dtype]
         )
-    except (OSError, ValueError) as exc:
-        raise ValueError(f"{path}: cannot load the model: {exc}") from None
+    except (OSError, ValueError, RuntimeError, EOFError, SafetensorError) as exc:
+        raise ValueError(f"{path}: cannot load the model: {one_line(str(exc))[:300]}") from None
     return model.to(device)
+
+
+def check_weight_files(model_dir: Path) -> None:
+    """Every safetensors file of `model_dir` has a readable header that covers the file
+    exactly (so a truncated or overwritten file is found before loading), or ValueError
+    naming the file and the way out."""
+    from safetensors import SafetensorError, safe_open
+
+    for file in sorted(model_dir.glob("*.safetensors")):
+        try:
+            with safe_open(str(file), framework="pt"):
+                pass
+        except (SafetensorError, OSError) as exc:
+            raise ValueError(
+                f"{file}: damaged model weights ({one_line(str(exc))[:160]}); "
+                f"{_weights_way_out(model_dir)}"
+            ) from None
+
+
+def _weights_way_out(model_dir: Path) -> str:
+    from asmopt.train.tiny import MARKER
+
+    if (model_dir / MARKER).is_file():
+        return f"delete {model_dir} and rerun: a tiny:* model is built again from its seed"
+    return "copy the model directory again from where it came from"
 
 
 def prepare_trainable(model: Any, cfg: Any) -> Any:

@@ -38,8 +38,10 @@ from asmopt.policies.prompts import render_prompt
 from asmopt.train import ppo_core as core
 from asmopt.train.checkpoint import (
     load_trainable_state,
+    restoring,
     rng_state,
     set_rng_state,
+    staged_dir,
     trainable_state,
 )
 from asmopt.train.config import PPOConfig, config_to_yaml
@@ -415,7 +417,7 @@ def train_ppo(
     `cfg.reward` (for rewards that are objects built by the caller)."""
     cfg.validate()
     check_edit_format(cfg)
-    start = begin_run(cfg)
+    start = begin_run(cfg, "ppo")
     device, out = start.device, start.out
     echo(f"PPO config:\n{config_to_yaml(cfg).rstrip()}")
 
@@ -429,8 +431,9 @@ def train_ppo(
     echo(plan_summary(cfg, data, total_steps, device))
     opts = build_optimisers(models, cfg, total_steps)
     step = 0
-    if start.ckpt is not None:
-        step = restore(start.ckpt, models, opts, sampler)
+    if start.ckpt is not None and start.resume_from is not None:
+        with restoring(start.resume_from, start.explicit):
+            step = restore(start.ckpt, models, opts, sampler)
         echo(f"resumed from {start.resume_from} at step {step}")
     log = open_run_dir(cfg, start, step)
 
@@ -498,8 +501,9 @@ def save_final_model(models: Models, cfg: PPOConfig, path: Path) -> Path:
     actor = models.actor
     if cfg.lora_r:
         actor = actor.merge_and_unload()
-    actor.save_pretrained(path)
-    models.tokenizer.save_pretrained(path)
+    with staged_dir(path) as tmp:  # a full disk leaves the previous final/, not half of one
+        actor.save_pretrained(tmp)
+        models.tokenizer.save_pretrained(tmp)
     return path
 
 

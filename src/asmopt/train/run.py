@@ -21,8 +21,13 @@ from typing import Any
 import torch
 
 from asmopt.train.checkpoint import (
+    KEY_MEANINGS,
+    STATE_FILE,
+    damaged,
+    find_checkpoint,
     load_checkpoint,
     resolve_resume,
+    restoring,
     rng_state,
     save_checkpoint,
     seed_everything,
@@ -31,17 +36,56 @@ from asmopt.train.checkpoint import (
 from asmopt.train.config import changed_fields, config_to_dict, config_to_yaml
 from asmopt.train.data import RowSampler
 from asmopt.train.metrics_log import MetricsLog
+from asmopt.typed_config import DEVICE_TYPES
 
 
 def resolve_device(name: str) -> torch.device:
-    """`auto` is CUDA when torch sees a GPU, else the CPU; a CUDA device asked for by name
-    on a machine without one is refused here, not found out later by the first tensor."""
+    """`auto` is CUDA when torch sees a GPU, else the CPU. A device torch cannot name, or
+    one this machine does not have, is refused here, before any model loads, not found out
+    later by the first tensor."""
     if name == "auto":
         return torch.device("cuda" if torch.cuda.is_available() else "cpu")
-    device = torch.device(name)
-    if device.type == "cuda" and not torch.cuda.is_available():
-        raise ValueError(f"device {name!r} asked for, but torch sees no CUDA device")
+    try:
+        device = torch.device(name)
+    except RuntimeError:
+        device = None
+    if device is None or device.type not in DEVICE_TYPES:
+        raise ValueError(f"device {name!r} is not one of auto, cpu, cuda, cuda:N, mps")
+    _check_available(name, device)
     return device
+
+
+def _check_available(name: str, device: torch.device) -> None:
+    if device.type == "mps" and not torch.backends.mps.is_available():
+        raise ValueError(f"device {name!r}: torch sees no MPS device here (use device: cpu)")
+    if device.type != "cuda":
+        return
+    if not torch.cuda.is_available():
+        raise ValueError(
+            f"device {name!r} asked for, but torch sees no CUDA device here "
+            "(use device: cpu, or auto)"
+        )
+    count = torch.cuda.device_count()
+    if device.index is not None and device.index >= count:
+        raise ValueError(
+            f"device {name!r} asked for, but torch sees {count} CUDA device(s): "
+            f"cuda:0 to cuda:{count - 1}"
+        )
+
+
+def disk_full_message(exc: BaseException, output_dir: str | Path) -> str:
+    """The one line for a disk that filled during a run: which directory is full, and that
+    the same command resumes from the last checkpoint once there is space."""
+    filename = getattr(exc, "filename", None)
+    where = Path(filename) if filename else Path(output_dir)
+    while not where.is_dir() and where != where.parent:  # a file, or one removed since
+        where = where.parent
+    last = find_checkpoint(output_dir)
+    resume = f"resume from {last.name}" if last is not None else "resume"
+    return (
+        f"{where}: no space left on device; free disk space, then rerun the same command "
+        f"to {resume}"
+    )
 
 
 def quiet_transformers() -> None:
@@ -53,16 +97,22 @@ def quiet_transformers() -> None:
 
 @dataclass
 class RunStart:
-    """Where a run writes, what it runs on, and the checkpoint it continues (if any)."""
+    """Where a run writes, what it runs on, and the checkpoint it continues (if any);
+    `explicit`: that checkpoint was named by `resume`, not found in the run directory."""
 
     device: torch.device
     out: Path
     resume_from: Path | None
     ckpt: dict[str, Any] | None
+    explicit: bool = False
 
 
 # checkpoint -> the settings that differ from the run resuming it (empty: same recipe)
 ChangedSettings = Callable[[dict[str, Any]], list[str]]
+# Keys every PPO and SFT checkpoint holds (save_trainer_checkpoint writes them).
+TRAINER_KEYS = ("kind", "step", "config", "weights", "optimizers", "schedulers", "data", "rng")
+# Keys of any checkpoint a run resumes from (the study's LM trainer's included).
+COMMON_KEYS = ("step", "config", "rng")
 
 
 def start_run(
@@ -73,12 +123,14 @@ def start_run(
     out: Path,
     resume: str,
     changed: ChangedSettings,
+    required: tuple[str, ...] = COMMON_KEYS,
 ) -> RunStart:
     """Threads, quiet library logs, the seed, the device and the checkpoint to resume.
 
     `seed` None leaves the random generators alone (the study seeds around model
     construction itself); `resume` is the policy of `resolve_resume` ("auto", "never" or a
-    checkpoint directory). A checkpoint for which `changed` names any setting is refused."""
+    checkpoint directory). A checkpoint that cannot be read or lacks a `required` key is a
+    CheckpointError naming the file; one for which `changed` names any setting is refused."""
     if num_threads:
         torch.set_num_threads(num_threads)
     quiet_transformers()
@@ -86,30 +138,71 @@ def start_run(
         seed_everything(seed)
     torch_device = resolve_device(device)
     resume_from = resolve_resume(resume, out)
-    ckpt = load_checkpoint(resume_from) if resume_from is not None else None
-    if ckpt is not None:
-        differ = changed(ckpt)
+    explicit = resume not in ("auto", "never")
+    ckpt = None
+    if resume_from is not None:
+        ckpt = load_checkpoint(resume_from, required=required, explicit=explicit)
+        with restoring(resume_from, explicit):
+            differ = changed(ckpt)
         if differ:
             raise ValueError(
                 f"cannot resume {resume_from}: the config changed in {', '.join(differ)}; "
                 "a resumed run must compute what the original would have (use a new "
                 "output_dir, or delete that run)"
             )
-    return RunStart(device=torch_device, out=out, resume_from=resume_from, ckpt=ckpt)
+    return RunStart(torch_device, out, resume_from, ckpt, explicit)
 
 
-def begin_run(cfg: Any) -> RunStart:
-    """`start_run` for a trainer config (PPOConfig, SFTConfig): seeded, resumed as
-    `cfg.resume` says, refused when a field outside RESUMABLE_CHANGES differs."""
+def begin_run(cfg: Any, kind: str) -> RunStart:
+    """`start_run` for a trainer config (PPOConfig, SFTConfig; `kind` "ppo" or "sft"):
+    seeded, resumed as `cfg.resume` says, refused when a field outside RESUMABLE_CHANGES
+    differs or the checkpoint lacks a part this trainer restores. All of it before any
+    model loads, so a damaged checkpoint costs no loading time."""
     current = config_to_dict(cfg)
-    return start_run(
+    start = start_run(
         device=cfg.device,
         num_threads=cfg.num_threads,
         seed=cfg.seed,
         out=Path(cfg.output_dir),
         resume=cfg.resume,
         changed=lambda ckpt: changed_fields(ckpt["config"], current),
+        required=TRAINER_KEYS,
     )
+    if start.ckpt is not None and start.resume_from is not None:
+        _check_parts(start.ckpt, kind, current, start.resume_from, start.explicit)
+    return start
+
+
+def required_parts(kind: str, config: dict[str, Any]) -> dict[str, tuple[str, ...]]:
+    """The parts a checkpoint of `kind` holds under each of its keys, by part name: what
+    `save_trainer_checkpoint` writes for that trainer and config, and what it restores."""
+    if kind == "sft":
+        return {"weights": ("model",), "optimizers": ("model",), "schedulers": ("model",)}
+    separate = config.get("critic_mode") == "separate"
+    return {
+        "weights": ("actor", "value_head", *(("critic",) if separate else ())),
+        "optimizers": ("actor", "critic"),
+        "schedulers": ("actor", "critic"),
+    }
+
+
+def _check_parts(
+    ckpt: dict[str, Any], kind: str, config: dict[str, Any], path: Path, explicit: bool
+) -> None:
+    """Each part `required_parts` names is in the checkpoint, checked before any model
+    loads (the trainers would otherwise find a missing part after loading them all)."""
+    file = path / STATE_FILE if path.is_dir() else path
+    if ckpt["kind"] != kind:
+        problem = f"it was written by {ckpt['kind']!r} training, not {kind!r}"
+        raise damaged(file, problem, explicit, label="unusable checkpoint")
+    for key, parts in required_parts(kind, config).items():
+        held = ckpt[key]
+        missing = [p for p in parts if not isinstance(held, dict) or p not in held]
+        if missing:
+            what = KEY_MEANINGS.get(key, key)
+            raise damaged(
+                file, f"it has no {what} for the {missing[0]} ({key}.{missing[0]})", explicit
+            )
 
 
 # --------------------------------------------------------------------------- PPO and SFT

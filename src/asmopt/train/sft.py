@@ -22,6 +22,8 @@ from asmopt.policies.prompts import render_prompt
 from asmopt.train import ppo_core as core
 from asmopt.train.checkpoint import (
     load_trainable_state,
+    restoring,
+    staged_dir,
     trainable_state,
 )
 from asmopt.train.config import SFTConfig, config_to_yaml
@@ -189,15 +191,16 @@ def save_final_model(model: Any, tokenizer: Any, cfg: SFTConfig, path: Path) -> 
     """The model as a plain Hugging Face directory (LoRA merged) that PPO and `hf_local`
     load."""
     final = model.merge_and_unload() if cfg.lora_r else model
-    final.save_pretrained(path)
-    tokenizer.save_pretrained(path)
+    with staged_dir(path) as tmp:  # a full disk leaves the previous final/, not half of one
+        final.save_pretrained(tmp)
+        tokenizer.save_pretrained(tmp)
     return path
 
 
 def train_sft(cfg: SFTConfig, *, progress: bool = True, echo: Echo = echo_stderr) -> dict[str, Any]:
     """Runs (or resumes) supervised fine-tuning as `cfg` says; returns a summary."""
     cfg.validate()
-    start = begin_run(cfg)
+    start = begin_run(cfg, "sft")
     device, out = start.device, start.out
     echo(f"SFT config:\n{config_to_yaml(cfg).rstrip()}")
 
@@ -214,11 +217,12 @@ def train_sft(cfg: SFTConfig, *, progress: bool = True, echo: Echo = echo_stderr
     scheduler = make_scheduler(optimizer, cfg.lr_schedule, cfg.warmup_steps, total_steps)
 
     step = 0
-    if start.ckpt is not None:
-        load_trainable_state(model, start.ckpt["weights"]["model"], "model")
-        optimizer.load_state_dict(start.ckpt["optimizers"]["model"])
-        scheduler.load_state_dict(start.ckpt["schedulers"]["model"])
-        step = restore_position(start.ckpt, sampler)
+    if start.ckpt is not None and start.resume_from is not None:
+        with restoring(start.resume_from, start.explicit):
+            load_trainable_state(model, start.ckpt["weights"]["model"], "model")
+            optimizer.load_state_dict(start.ckpt["optimizers"]["model"])
+            scheduler.load_state_dict(start.ckpt["schedulers"]["model"])
+            step = restore_position(start.ckpt, sampler)
         echo(f"resumed from {start.resume_from} at step {step}")
     log = open_run_dir(cfg, start, step)
     pad_id = tokenizer.pad_token_id

@@ -13,6 +13,8 @@ import json
 from pathlib import Path
 from typing import Any
 
+from asmopt.train.checkpoint import staged_dir
+
 TINY_ARCHS = ("llama", "plt")
 CHAT_TEMPLATE = (
     "{% for m in messages %}<|{{ m['role'] }}|>\n{{ m['content'] }}\n{% endfor %}"
@@ -86,13 +88,21 @@ def build_tiny_model(
             model: Any = PLTForCausalLM(PLTConfig(**fields))
         else:
             model = LlamaForCausalLM(LlamaConfig(**fields))
+    marker = {"arch": arch, "overrides": overrides or {}, "seed": seed}
+    if out.is_dir() and any(out.iterdir()):  # a directory with other files: add to it
+        _write_model(out, tokenizer, model, marker)
+        return out
+    with staged_dir(out) as tmp:  # a full disk or an interrupt leaves no half-built model
+        _write_model(tmp, tokenizer, model, marker)
+    return out
+
+
+def _write_model(out: Path, tokenizer: Any, model: Any, marker: dict[str, Any]) -> None:
+    """Tokenizer, weights, then the marker: a directory with a marker is complete."""
     out.mkdir(parents=True, exist_ok=True)
     tokenizer.save_pretrained(out)
     model.save_pretrained(out)
-    (out / MARKER).write_text(
-        json.dumps({"arch": arch, "overrides": overrides or {}, "seed": seed}, indent=2) + "\n"
-    )
-    return out
+    (out / MARKER).write_text(json.dumps(marker, indent=2) + "\n")
 
 
 def resolve_model(
@@ -113,7 +123,7 @@ def resolve_model(
         wanted = {"arch": arch, "overrides": overrides or {}, "seed": seed}
         marker = out / MARKER
         if marker.is_file():
-            built = json.loads(marker.read_text())
+            built = _read_marker(marker)
             if built != wanted:
                 raise ValueError(
                     f"{out} holds a different tiny model ({built}) than asked ({wanted}); "
@@ -127,3 +137,15 @@ def resolve_model(
         return check_model_dir(spec)
     except PolicyError as exc:
         raise ValueError(str(exc)) from None
+
+
+def _read_marker(marker: Path) -> Any:
+    """What the tiny model of a run directory was built from; a damaged marker is named,
+    with the way out (the model is rebuilt from its seed)."""
+    try:
+        return json.loads(marker.read_text(encoding="utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError):
+        raise ValueError(
+            f"{marker}: damaged (not the JSON this file holds); delete {marker.parent} and "
+            "rerun: a tiny:* model is built again from its seed"
+        ) from None
