@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import resource
 import subprocess
+from pathlib import Path
 
 import pytest
 from faultkit import asmopt_cmd, env, error_line, run_asmopt
@@ -50,4 +51,15 @@ def test_fault11_check_refuses_an_endless_input_before_reading_it() -> None:
 def test_fault11_numeric_flags_are_bounded(args: tuple[str, ...], needle: str) -> None:
     assert needle in error_line(
         run_asmopt(*args, "--measure", "none") if args[0] == "eval" else run_asmopt(*args)
+    )
+
+
+def test_an_invalid_hf_device_is_refused_before_the_model_loads(tmp_path: Path) -> None:
+    proc = run_asmopt(
+        "eval", "--policy", "hf", "--model", str(tmp_path / "no-model"), "--device", "tpu9",
+        "--only", "gcd_pairs", "--measure", "none", "--run-dir", str(tmp_path / "run"),
+    )  # fmt: skip
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr
+    assert error_line(proc) == (
+        "asmopt: error: --device 'tpu9' is not one of auto, cpu, cuda, cuda:N, mps"
     )

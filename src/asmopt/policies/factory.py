@@ -93,7 +93,12 @@ def make_policy(args: argparse.Namespace, toolchain: Any, sandbox: Any) -> Polic
             label = f"openai:{args.model}"
         else:
             from asmopt.policies.hf_local import HFBackend
+            from asmopt.typed_config import check_device
 
+            try:  # before the model loads: `--device tpu9` is one line, not a late traceback
+                check_device(args.device, "--device")
+            except ValueError as exc:
+                raise PolicyError(str(exc)) from None
             backend = HFBackend(args.model, device=args.device, dtype=args.dtype)
             label = f"hf:{backend.name}"
         if template.name != "reference":
