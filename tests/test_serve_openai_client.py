@@ -189,6 +189,16 @@ def test_bad_requests_name_the_parameter(client: Any, params: dict[str, Any], pa
     assert err.status_code == 400 and err.param == param and err.type == "invalid_request_error"
 
 
+def test_over_context_is_bad_request_naming_both_numbers(client: Any) -> None:
+    """The tiny model's context is 8192 tokens: 9000 more cannot fit, and the server says
+    so before generating anything (OpenAI's code for it: context_length_exceeded)."""
+    with pytest.raises(openai.BadRequestError) as info:
+        chat(client, max_tokens=9000)
+    err = info.value
+    assert err.param == "max_tokens" and err.code == "context_length_exceeded"
+    assert "8192" in err.message and "9000" in err.message
+
+
 def test_do_nothing_values_are_accepted(client: Any) -> None:
     resp = chat(
         client,

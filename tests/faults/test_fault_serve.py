@@ -1,13 +1,19 @@
-"""Fault 12: every malformed request to `asmopt serve` gets a 4xx JSON error in the OpenAI
-shape, never a dropped connection; a busy port is reported before the model loads
-(docs/faults.md)."""
+"""`asmopt serve` under bad and heavy use (docs/faults.md): every malformed request gets a
+4xx JSON error in the OpenAI shape, never a dropped connection (fault 12); limits derived
+from the model's context (body size before it is read, prompt + max_tokens before any
+generation), a 429 when the generation queue is full, a 503 past the connection limit, a
+read timeout; a busy port is reported before the model loads. Numbers follow the tiny
+model's context C (4096 tokens): its body cap is 64 KiB + 64 * C bytes."""
 
 from __future__ import annotations
 
 import http.client
 import json
+import re
 import socket
-from collections.abc import Iterator
+import threading
+import time
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -16,23 +22,65 @@ from faultkit import error_line, run_asmopt
 
 
 @pytest.fixture(scope="module")
-def server(tiny_model_dir: Path) -> Iterator[Any]:
+def backend(tiny_model_dir: Path) -> Any:
     from asmopt.policies.hf_local import HFBackend
+
+    return HFBackend(tiny_model_dir)
+
+
+@pytest.fixture(scope="module")
+def context(backend: Any) -> int:
+    return int(backend.context_length)
+
+
+def _body_cap(context: int) -> int:
+    """The documented cap: 64 KiB plus 64 bytes per token of the context."""
+    return (64 << 10) + 64 * context
+
+
+@pytest.fixture(scope="module")
+def server(backend: Any) -> Iterator[Any]:
     from asmopt.policies.serve import ModelServer
 
-    srv = ModelServer(HFBackend(tiny_model_dir), port=0, model_name="tiny").start()
+    srv = ModelServer(backend, port=0, model_name="tiny").start()
     yield srv
     srv.stop()
 
 
-def _raw(srv: Any, request: bytes) -> tuple[int, dict[str, Any]]:
-    """Send raw bytes, read one HTTP response (status and JSON body)."""
-    host, port = srv.httpd.server_address[:2]
-    with socket.create_connection((host, port), timeout=60) as sock:
+@pytest.fixture()
+def limited(backend: Any) -> Iterator[Callable[..., Any]]:
+    """Start a server with the given limits (ServeLimits fields); stopped after the test."""
+    from asmopt.policies.serve import ModelServer, ServeLimits
+
+    started: list[Any] = []
+
+    def start(**limits: Any) -> Any:
+        srv = ModelServer(backend, port=0, model_name="tiny", limits=ServeLimits(**limits))
+        started.append(srv.start())
+        return srv
+
+    yield start
+    for srv in started:
+        srv.stop()
+
+
+def _answer(sock: socket.socket) -> tuple[int, dict[str, Any], dict[str, str]]:
+    """One HTTP response from `sock`: status, JSON body, headers."""
+    response = http.client.HTTPResponse(sock)
+    response.begin()
+    return response.status, json.loads(response.read()), dict(response.getheaders())
+
+
+def _exchange(srv: Any, request: bytes) -> tuple[int, dict[str, Any], dict[str, str]]:
+    """Send raw bytes, read one HTTP response (status, JSON body, headers)."""
+    with socket.create_connection(srv.httpd.server_address[:2], timeout=60) as sock:
         sock.sendall(request)
-        response = http.client.HTTPResponse(sock)
-        response.begin()
-        return response.status, json.loads(response.read())
+        return _answer(sock)
+
+
+def _raw(srv: Any, request: bytes) -> tuple[int, dict[str, Any]]:
+    status, payload, _ = _exchange(srv, request)
+    return status, payload
 
 
 def _post(srv: Any, body: bytes, path: str = "/v1/chat/completions", **headers: str) -> Any:
@@ -52,6 +100,10 @@ BAD_BODIES = [
     ({"messages": MSG, "max_tokens": -3}, "max_tokens"),
     ({"messages": MSG, "seed": 1.5}, "seed"),
     ({"messages": MSG, "stream": True}, "stream"),
+    ({"messages": MSG, "seed": 2**70}, "seed"),
+    ({"messages": MSG, "seed": -(2**64)}, "seed"),
+    ({"messages": [{"role": "user", "content": "hi\ud800"}]}, "messages.0.content"),
+    ({"messages": MSG, "stop": ["\udfff"]}, "stop"),
 ]
 
 
@@ -73,6 +125,7 @@ def test_fault12_bad_fields_are_400_in_openai_shape(server: Any, body: Any, para
         (b"not json", {}, 400),
         (b"[1, 2]", {}, 400),
         (b'{"prompt": 5}', {}, 400),
+        (b'{"messages": [], "n": 1' + b"0" * 5000 + b"}", {}, 400),  # past int's digit limit
     ],
 )
 def test_fault12_malformed_requests_get_an_answer(
@@ -98,3 +151,188 @@ def test_fault12_busy_port_is_reported_before_the_model_loads(tmp_path: Path) ->
         # No model at all in this directory: the port is what must be reported.
         line = error_line(run_asmopt("serve", str(tmp_path), "--port", str(port)))
     assert f"127.0.0.1:{port}" in line and "--port" in line
+
+
+def _chat(srv: Any, content: str, **params: Any) -> tuple[int, dict[str, Any]]:
+    body = json.dumps({"messages": [{"role": "user", "content": content}], **params})
+    return _post(srv, body.encode())
+
+
+def _numbers(message: str) -> set[int]:
+    return {int(n) for n in re.findall(r"\d+", message)}
+
+
+@pytest.mark.ml
+@pytest.mark.parametrize(
+    "chars, tokens, param",
+    [
+        (lambda c: 80_000, lambda c: 2, "messages"),  # the reported 80,020-token prompt
+        (lambda c: c + 1_000, lambda c: None, "messages"),
+        (lambda c: 10, lambda c: c + 1_000, "max_tokens"),
+        (lambda c: c // 2, lambda c: c // 2 + 100, "max_completion_tokens"),
+    ],
+    ids=["reported", "prompt-alone", "max_tokens", "max_completion_tokens"],
+)
+def test_serve_limits_over_context_is_400_naming_both_numbers(
+    server: Any,
+    backend: Any,
+    context: int,
+    chars: Callable[[int], int],
+    tokens: Callable[[int], int | None],
+    param: str,
+) -> None:
+    content = "@" * chars(context)  # "@" is one token of the tiny tokenizer
+    prompt = backend.render([{"role": "user", "content": content}])
+    prompt_tokens = backend.count_tokens(prompt, context).tokens
+    wanted = tokens(context)
+    name = "max_tokens" if param == "messages" else param
+    params = {} if wanted is None else {name: wanted}
+    start = time.monotonic()
+    status, payload = _chat(server, content, **params)
+    assert time.monotonic() - start < 10  # refused before any generation
+    err = payload["error"]
+    assert status == 400 and err["param"] == param, payload
+    assert err["type"] == "invalid_request_error" and err["code"] == "context_length_exceeded"
+    asked = set() if param == "messages" else {wanted}  # the prompt alone is too long
+    assert {context, prompt_tokens, *asked} <= _numbers(err["message"]), err
+
+
+@pytest.mark.ml
+def test_serve_limits_missing_max_tokens_defaults_to_what_fits(
+    server: Any, backend: Any, context: int
+) -> None:
+    content = "@" * (context - 40)
+    prompt = backend.render([{"role": "user", "content": content}])
+    room = context - backend.count_tokens(prompt, context).tokens
+    assert 0 < room < 100
+    status, payload = _chat(server, content, temperature=1.0, seed=5)
+    assert status == 200, payload
+    usage = payload["usage"]
+    assert usage["total_tokens"] <= context and usage["completion_tokens"] <= room
+
+
+@pytest.mark.ml
+@pytest.mark.parametrize(
+    "method, path, allowed",
+    [
+        ("BREW", "/v1/chat/completions", "POST"),
+        ("PUT", "/v1/models", "GET"),
+        ("DELETE", "/", "GET, POST"),
+        ("GET", "/v1/completions", "POST"),
+        ("POST", "/health", "GET"),
+    ],
+)
+def test_serve_limits_unknown_method_is_405_with_allow(
+    server: Any, method: str, path: str, allowed: str
+) -> None:
+    body = b'{"messages": []}'
+    request = f"{method} {path} HTTP/1.1\r\nHost: x\r\nContent-Length: {len(body)}\r\n\r\n"
+    status, payload, headers = _exchange(server, request.encode() + body)
+    assert status == 405 and headers["Allow"] == allowed
+    assert (
+        payload["error"]["type"] == "invalid_request_error"
+        and method in payload["error"]["message"]
+    )
+
+
+@pytest.mark.ml
+@pytest.mark.parametrize("over", [1, 30_000_000], ids=["just-over", "30MB"])
+def test_serve_limits_body_over_cap_is_413_before_it_is_read(
+    server: Any, context: int, over: int
+) -> None:
+    """Only the headers are sent: an answer proves the body was not waited for."""
+    length = max(_body_cap(context) + 1, over)
+    with socket.create_connection(server.httpd.server_address[:2], timeout=10) as sock:
+        head = "POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\n"
+        sock.sendall(f"{head}Content-Length: {length}\r\n\r\n".encode())
+        status, payload, headers = _answer(sock)
+    assert status == 413 and headers["Connection"] == "close"
+    assert {length, _body_cap(context), context} <= _numbers(payload["error"]["message"])
+    assert payload["error"]["type"] == "invalid_request_error"
+
+
+def _first_line_after_expect(srv: Any, length: int) -> bytes:
+    with socket.create_connection(srv.httpd.server_address[:2], timeout=10) as sock:
+        head = "POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nExpect: 100-continue\r\n"
+        sock.sendall(f"{head}Content-Length: {length}\r\n\r\n".encode())
+        return sock.makefile("rb").readline()
+
+
+@pytest.mark.ml
+def test_serve_limits_expect_100_continue_only_for_a_body_it_will_read(
+    server: Any, context: int
+) -> None:
+    """A client that asks before sending (curl does for large bodies) hears the refusal
+    instead of a "100 Continue" that would make it send the whole body first; a body
+    within the cap still gets its "100 Continue"."""
+    assert _first_line_after_expect(server, _body_cap(context) + 1).split()[1] == b"413"
+    assert _first_line_after_expect(server, 2).split()[1] == b"100"
+
+
+def _health(srv: Any) -> dict[str, Any]:
+    status, payload = _raw(srv, b"GET /health HTTP/1.1\r\nHost: x\r\n\r\n")
+    assert status == 200
+    return payload
+
+
+@pytest.mark.ml
+def test_serve_limits_full_queue_is_429_with_retry_after(limited: Callable[..., Any]) -> None:
+    srv = limited(max_concurrent=1, max_queue=0)
+    held: list[tuple[int, dict[str, Any]]] = []
+    # Greedy from "hi" never ends early on this model: the request generates for seconds.
+    long = json.dumps({"prompt": "hi", "temperature": 0, "max_tokens": 300}).encode()
+    holder = threading.Thread(target=lambda: held.append(_post(srv, long, "/v1/completions")))
+    holder.start()
+    deadline = time.monotonic() + 30
+    while _health(srv)["generating"] == 0:
+        assert time.monotonic() < deadline and holder.is_alive(), held
+        time.sleep(0.02)
+    request = json.dumps({"messages": MSG, "max_tokens": 2}).encode()
+    head = f"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Length: {len(request)}"
+    status, payload, headers = _exchange(srv, f"{head}\r\n\r\n".encode() + request)
+    holder.join(timeout=120)
+    assert status == 429 and int(headers["Retry-After"]) >= 1
+    err = payload["error"]
+    assert set(err) == {"message", "type", "param", "code"}
+    assert err["code"] == "rate_limit_exceeded" and "busy" in err["message"]
+    assert held and held[0][0] == 200
+    assert _chat(srv, "hi", max_tokens=2)[0] == 200  # the slot is free again
+
+
+@pytest.mark.ml
+def test_serve_limits_connections_past_the_limit_get_503(limited: Callable[..., Any]) -> None:
+    srv = limited(max_connections=1)
+    with socket.create_connection(srv.httpd.server_address[:2], timeout=10):  # holds the one
+        time.sleep(0.2)  # accepted and handed to its thread
+        status, payload, headers = _exchange(srv, b"GET /health HTTP/1.1\r\nHost: x\r\n\r\n")
+    assert status == 503 and int(headers["Retry-After"]) >= 1
+    assert payload["error"]["code"] == "server_busy"
+
+
+@pytest.mark.ml
+def test_serve_limits_a_stalled_body_is_408_after_the_read_timeout(
+    limited: Callable[..., Any],
+) -> None:
+    srv = limited(read_timeout_s=1)
+    with socket.create_connection(srv.httpd.server_address[:2], timeout=10) as sock:
+        head = "POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\n"
+        sock.sendall(head.encode() + b'{"messages": ')  # and then nothing
+        start = time.monotonic()
+        status, payload, _ = _answer(sock)
+    assert status == 408 and time.monotonic() - start < 5
+    assert payload["error"]["type"] == "invalid_request_error"
+
+
+@pytest.mark.parametrize(
+    "flag, value, needle",
+    [
+        ("--max-concurrent", "0", "--max-concurrent must be 1..256"),
+        ("--max-queue", "-1", "--max-queue must be 0..100000"),
+        ("--read-timeout", "nan", "--read-timeout must be"),
+    ],
+)
+def test_serve_limits_flags_are_checked_before_the_model_loads(
+    tmp_path: Path, flag: str, value: str, needle: str
+) -> None:
+    line = error_line(run_asmopt("serve", str(tmp_path), "--port", "0", flag, value))
+    assert needle in line

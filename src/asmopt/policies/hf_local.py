@@ -9,17 +9,24 @@ Stop strings end generation inside `generate()` (transformers' `stop_strings`, s
 are spent past them) and the text is cut before the earliest one, as the OpenAI API does.
 Log-probabilities, when asked, come from the model's raw logits (before temperature and
 top-p), so they describe the model itself and are finite for every sampled token.
+
+The model's context (`context_length`) and a bounded token count (`count_tokens`) are what
+`asmopt serve` derives its per-request limits from: a prompt is counted before it is
+generated from, in pieces, so a huge prompt costs memory in proportion to the context, not
+to its own size.
 """
 
 from __future__ import annotations
 
+import copy
+import logging
 import re
 import threading
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from asmopt.policies.llm import Completion, PolicyError, SamplingParams
 
@@ -31,6 +38,13 @@ WEIGHT_FILES = (
 )
 TOKENIZER_FILES = ("tokenizer.json", "tokenizer.model", "vocab.json", "tokenizer_config.json")
 BYTE_FALLBACK = re.compile(r"<0x([0-9A-Fa-f]{2})>")
+# Where configs keep the number of positions a model was made for (Llama and most: the
+# first; GPT-2: n_positions; others: the rest); a tokenizer's model_max_length is the next
+# guess, unless it is the "no limit" sentinel (about 1e30) transformers writes.
+CONTEXT_FIELDS = ("max_position_embeddings", "n_positions", "max_sequence_length", "seq_length")
+FALLBACK_CONTEXT = 2048
+COUNT_CHUNK_CHARS = 1 << 18  # a prompt longer than this is counted a piece at a time
+log = logging.getLogger(__name__)
 
 
 def _byte_level_alphabet() -> dict[str, int]:
@@ -78,6 +92,34 @@ class LocalCompletion(Completion):
     """A completion with, when they were asked for, one `TokenLogprob` per counted token."""
 
     logprobs: tuple[TokenLogprob, ...] | None = None
+
+
+class TokenCount(NamedTuple):
+    """How many tokens a prompt is; `exact` False: a lower bound, already over the limit
+    the count was asked against (counting stopped there)."""
+
+    tokens: int
+    exact: bool
+
+
+def context_length(config: Any, tokenizer: Any) -> int:
+    """The most tokens (prompt and completion together) the model is made for: its
+    config's position count, else the tokenizer's declared maximum, else FALLBACK_CONTEXT
+    (logged), so that every limit derived from it is finite."""
+    for name in CONTEXT_FIELDS:
+        value = getattr(_text_config(config), name, None)
+        if isinstance(value, int) and not isinstance(value, bool) and value > 0:
+            return value
+    declared = getattr(tokenizer, "model_max_length", None)
+    if isinstance(declared, int) and 0 < declared < 1 << 24:
+        return declared
+    log.warning("the model declares no context length; assuming %d tokens", FALLBACK_CONTEXT)
+    return FALLBACK_CONTEXT
+
+
+def _text_config(config: Any) -> Any:
+    """The language model's part of a config (itself for a text-only model)."""
+    return config.get_text_config() if hasattr(config, "get_text_config") else config
 
 
 def first_stop(text: str, stop: Sequence[str]) -> int | None:
@@ -132,6 +174,44 @@ class HFBackend:
             raise PolicyError(f"{root}: cannot load the model: {exc}") from None
         self.model.to(device)
         self.model.eval()
+        self.context_length = context_length(self.model.config, self.tokenizer)
+        vocab = getattr(_text_config(self.model.config), "vocab_size", None)
+        self.vocab_size = int(vocab or len(self.tokenizer))
+        # Counting runs in request threads while a generation may use the tokenizer; a
+        # fast tokenizer is not safe to share between threads ("Already borrowed"), so
+        # counting has its own copy and its own lock.
+        self._counter = copy.deepcopy(self.tokenizer)
+        self._count_lock = threading.Lock()
+        self._longest_token = max((len(t) for t in self.tokenizer.get_vocab()), default=1)
+
+    def count_tokens(self, text: str, limit: int) -> TokenCount:
+        """The tokens `text` is as a prompt (special tokens included, as `generate_prompts`
+        encodes it): exact when the text is short or the count stays within `limit`.
+
+        A long text is counted a piece of COUNT_CHUNK_CHARS at a time, and counting stops
+        as soon as the pieces are surely over `limit` (each cut may split at most one
+        token into as many pieces as the longest token has characters), so tokenising a
+        30 MB prompt never holds more than one piece's encoding."""
+        with self._count_lock:
+            if len(text) <= COUNT_CHUNK_CHARS:
+                return TokenCount(self._count(text, special=True), exact=True)
+            total = self._count("", special=True)
+            for cut, start in enumerate(range(0, len(text), COUNT_CHUNK_CHARS)):
+                total += self._count(text[start : start + COUNT_CHUNK_CHARS], special=False)
+                surely = total - cut * self._longest_token
+                if surely > limit:
+                    return TokenCount(surely, exact=False)
+            return TokenCount(self._count(text, special=True), exact=True)
+
+    def _count(self, text: str, special: bool) -> int:
+        return len(self._counter(text, add_special_tokens=special)["input_ids"])
+
+    def logits_bytes(self, n: int, max_new_tokens: int) -> int:
+        """The memory the raw logits of one batch take when log-probabilities are asked:
+        float32 per vocabulary entry per step per row, held by `generate` and once more
+        when stacked."""
+        rows = min(n, self.batch_size)
+        return 2 * 4 * rows * max_new_tokens * self.vocab_size
 
     def render(self, messages: list[dict[str, str]]) -> str:
         if getattr(self.tokenizer, "chat_template", None):
