@@ -124,6 +124,23 @@ def test_hf_backend_batched_and_seeded(tiny_model_dir: Path) -> None:
     assert greedy[0].text == greedy[1].text
 
 
+@pytest.mark.ml  # a tiny local model
+def test_hf_backend_never_generates_past_the_models_context(tiny_model_dir: Path) -> None:
+    """The eval default asks for a whole answer's worth of tokens; a model with a shorter
+    context answers what fits and says "length", and a prompt filling it is refused."""
+    from asmopt.policies.hf_local import HFBackend
+
+    backend = HFBackend(tiny_model_dir)
+    msgs = [{"role": "user", "content": "optimize main"}]
+    [probe] = backend.generate(msgs, 1, SamplingParams(max_new_tokens=1))
+    backend.context_length = probe.prompt_tokens + 5
+    [short] = backend.generate(msgs, 1, SamplingParams())  # default: 8192 new tokens
+    assert short.completion_tokens <= 5
+    backend.context_length = probe.prompt_tokens
+    with pytest.raises(PolicyError, match="no room to answer"):
+        backend.generate(msgs, 1, SamplingParams())
+
+
 @pytest.mark.ml  # served by a tiny local model
 def test_serve_and_openai_policy_end_to_end(server: object) -> None:
     backend = OpenAIBackend(base_url=server.url, model="tiny", api="chat")  # type: ignore[attr-defined]

@@ -52,7 +52,7 @@ def build_tiny_model(out: Path, chat_template: bool = True, seed: int = 0) -> Pa
         num_hidden_layers=2,
         num_attention_heads=4,
         num_key_value_heads=2,
-        max_position_embeddings=4096,
+        max_position_embeddings=8192,
         eos_token_id=fast.eos_token_id,
         pad_token_id=fast.pad_token_id,
         bos_token_id=None,

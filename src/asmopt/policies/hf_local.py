@@ -24,7 +24,7 @@ import re
 import threading
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -270,6 +270,16 @@ class HFBackend:
     ) -> list[LocalCompletion]:
         torch = self.torch
         enc = self.tokenizer(chunk, return_tensors="pt", padding=True).to(self.device)
+        # No position past the model's context: a longer `max_new_tokens` (the eval default
+        # is a whole answer's worth) is cut to what fits, and such a row ends "length". The
+        # server refuses such requests before they get here.
+        room = self.context_length - int(enc["input_ids"].shape[1])
+        if room < 1:
+            raise PolicyError(
+                f"the prompt is {enc['input_ids'].shape[1]} tokens, the model's whole context "
+                f"({self.context_length}); no room to answer"
+            )
+        params = replace(params, max_new_tokens=min(params.max_new_tokens, room))
         kwargs = self._generate_kwargs(params, stop, logits=top_logprobs is not None)
         start = time.monotonic()
         with torch.no_grad():
