@@ -293,5 +293,13 @@ def _num(text: str) -> float:
 
 def evaluate_cmake(path: Path, defines: dict[str, str] | None = None) -> CMakeResult:
     """Evaluate a directory's CMakeLists.txt (CMakeError if it cannot be parsed)."""
-    text = path.read_text(encoding="utf-8", errors="replace")
-    return _Interpreter(path.parent, defines or {}).run(parse_commands(text))
+    return evaluate_cmake_text(path.read_bytes(), path.parent, defines)
+
+
+def evaluate_cmake_text(
+    data: bytes, directory: Path, defines: dict[str, str] | None = None
+) -> CMakeResult:
+    """Evaluate the bytes of `directory`'s CMakeLists.txt, read by the caller (an importer
+    reads it through its tree, data/paths.py, so a link out of it is never followed)."""
+    text = data.decode("utf-8", errors="replace")
+    return _Interpreter(directory, defines or {}).run(parse_commands(text))

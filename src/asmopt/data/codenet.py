@@ -14,11 +14,13 @@ ROOT/derived/input_output/data/pNNNNN/input.txt, output.txt
 Only rows whose `language` is C and `status` is Accepted are read, at most `per_problem`
 per problem (10 in the reference dataset), in the CSV's order; rows skipped by those
 filters are counted, not reported one by one. A submission that cannot be used (missing
-file, not UTF-8, duplicate id) is dropped with its reason and the next accepted one takes
-its place. Program ids are `PROBLEM-SUBMISSION`; `metadata.problem` keeps the problem so
-splits never separate submissions to one problem. With `mutator=True` every submission
-also gets an input generator learnt from the problem's tests where its builds accept the
-drawn inputs (`common.learn_inputs`, data/mutator.py).
+file, not UTF-8, duplicate id, a file that is a symlink or a CSV-given path out of the
+checkout or a FIFO (data/paths.py), a program the suite loader would refuse once written)
+is dropped with its reason and the next accepted one takes its place. Program ids are
+`PROBLEM-SUBMISSION`; `metadata.problem` keeps the problem so splits never separate
+submissions to one problem. With `mutator=True` every submission also gets an input
+generator learnt from the problem's tests where its builds accept the drawn inputs
+(`common.learn_inputs`, data/mutator.py).
 """
 
 from __future__ import annotations
@@ -33,11 +35,12 @@ from .common import (
     DataError,
     ItemError,
     assign_splits,
+    check_loadable,
     decode_text,
     learn_inputs,
-    read_bytes,
     safe_id,
 )
+from .paths import Tree
 from .report import DataReport
 from .testfiles import pair_test_files
 
@@ -49,11 +52,8 @@ REQUIRED_COLUMNS = ("submission_id", "problem_id", "language", "status")
 DEFAULT_PER_PROBLEM = 10
 
 
-def _read_csv(path: Path) -> list[dict[str, str]]:
-    try:
-        text = path.read_bytes().decode("utf-8", errors="replace")
-    except OSError as exc:
-        raise ItemError("unreadable", f"{path}: cannot read ({exc.strerror})") from None
+def _read_csv(path: Path, tree: Tree) -> list[dict[str, str]]:
+    text = tree.read(path, "metadata file").decode("utf-8", errors="replace")
     reader = csv.DictReader(text.splitlines())
     columns = [c.strip() for c in reader.fieldnames or []]
     missing = [c for c in REQUIRED_COLUMNS if c not in columns]
@@ -89,6 +89,8 @@ def import_codenet(
     if per_problem < 1:
         raise DataError(f"--per-problem must be at least 1, got {per_problem}")
     io_root = Path(io_dir) if io_dir else root / "derived" / "input_output" / "data"
+    tree = Tree(root, "the CodeNet checkout")
+    io_tree = Tree(io_root, "the --io-dir directory") if io_dir else tree
     report = DataReport("import codenet")
     csvs = sorted(p for p in meta_dir.glob("p*.csv") if p.stem != "problem_list")
     if problems:
@@ -103,7 +105,7 @@ def import_codenet(
     for csv_path in tqdm(csvs, desc="codenet", unit="problem", disable=not progress):
         problem = csv_path.stem
         try:
-            rows = _read_csv(csv_path)
+            rows = _read_csv(csv_path, tree)
         except ItemError as exc:
             report.drop(problem, exc.reason, exc.detail)
             continue
@@ -116,7 +118,8 @@ def import_codenet(
         if not chosen:
             continue
         try:
-            tests = pair_test_files(io_root / problem) if (io_root / problem).is_dir() else None
+            problem_io = io_root / problem
+            tests = pair_test_files(problem_io, io_tree) if problem_io.is_dir() else None
             if tests is None:
                 raise ItemError("no_tests", f"{io_root / problem}: no test directory")
         except ItemError as exc:
@@ -127,7 +130,7 @@ def import_codenet(
             if taken >= per_problem:
                 report.filter(f"beyond {per_problem} submissions per problem")
                 continue
-            program = _submission(root, problem, row, tests, programs, report)
+            program = _submission(tree, problem, row, tests, programs, report)
             if program is not None:
                 programs[program.id] = program
                 taken += 1
@@ -148,7 +151,7 @@ def import_codenet(
 
 
 def _submission(
-    root: Path,
+    tree: Tree,
     problem: str,
     row: dict[str, str],
     tests: list[TestCase],
@@ -158,6 +161,7 @@ def _submission(
     sub = row["submission_id"]
     pid = safe_id(problem, sub)
     ext = row.get("filename_ext") or "c"
+    root = tree.root
     path = root / "data" / problem / row["language"] / f"{sub}.{ext}"
     try:
         if row["problem_id"] and row["problem_id"] != problem:
@@ -166,8 +170,8 @@ def _submission(
             )
         if pid in programs:
             raise ItemError("duplicate_id", f"{problem}.csv: submission {sub} listed twice")
-        source = decode_text(read_bytes(path, "source"), str(path.relative_to(root)))
-        return Program(
+        source = decode_text(tree.read(path, "source"), str(path.relative_to(root)))
+        program = Program(
             id=pid,
             source=source,
             tests=tuple(tests),
@@ -178,6 +182,8 @@ def _submission(
                 ("submission", sub),
             ),
         )
+        check_loadable(program)
+        return program
     except ItemError as exc:
         report.drop(pid, exc.reason, exc.detail)
     except ProgramError as exc:

@@ -1,18 +1,25 @@
-"""Helpers every importer shares: errors, safe ids, text decoding, splits, writing suites,
-and the two checks every import ends with (fresh inputs learnt from the tests, test
-adequacy)."""
+"""Helpers every importer shares: errors, safe ids, text decoding, splits, the check that
+a program the importer keeps can be loaded once written, writing suites, and the two
+checks every import ends with (fresh inputs learnt from the tests, test adequacy). Where
+an importer may read files is data/paths.py."""
 
 from __future__ import annotations
 
+import errno
 import hashlib
+import os
 import shutil
+import tempfile
 from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from pydantic import ValidationError
+
 from asmopt.programs.model import Program, ProgramError, Suite
 from asmopt.programs.rows import ItemError, json_safe, normalize_split_name, safe_id
-from asmopt.programs.suite_io import save_suite
+from asmopt.programs.schema import describe_errors
+from asmopt.programs.suite_io import load_program_dir, save_suite
 
 from .report import DataReport
 
@@ -44,13 +51,52 @@ def decode_text(data: bytes, where: str, what: str = "source") -> str:
         ) from None
 
 
-def read_bytes(path: Path, what: str) -> bytes:
+# ---------------------------------------------------------------------------- loadable
+NOT_LOADABLE = "not_loadable"
+# Write errors that are the program's own fault (a name no file system takes); any other
+# error writing to the scratch directory is ours (a full or missing $TMPDIR).
+_PROGRAM_WRITE_ERRORS = (errno.ENAMETOOLONG, errno.EILSEQ, errno.EINVAL)
+
+
+def check_loadable(program: Program) -> None:
+    """ItemError('not_loadable') unless the suite loader reads `program` back once written.
+
+    A program the loader refuses (a NUL in its source or an argv string, a generator that
+    names a test it lacks, text no file can hold) would otherwise be written with the rest
+    and make the whole suite unloadable. The program is written exactly as `save_suite`
+    writes it, into a scratch directory, and read back with `load_program_dir`, so the
+    rule is the loader's own and never a second copy of it."""
     try:
-        return path.read_bytes()
-    except FileNotFoundError:
-        raise ItemError("missing_file", f"{path}: {what} not found") from None
+        with tempfile.TemporaryDirectory(prefix="asmopt-import-check-") as tmp:
+            problem = _loader_refusal(program, Path(os.path.realpath(tmp)))
     except OSError as exc:
-        raise ItemError("unreadable", f"{path}: cannot read {what} ({exc.strerror})") from None
+        raise DataError(
+            f"{tempfile.gettempdir()}: cannot check imported programs there ({exc.strerror}); "
+            "free space or point TMPDIR elsewhere"
+        ) from None
+    if problem is not None:
+        raise ItemError(
+            NOT_LOADABLE, f"{program.id}: the suite loader would refuse it once written: {problem}"
+        )
+
+
+def _loader_refusal(program: Program, scratch: Path) -> str | None:
+    """Why the loader refuses `program` written under `scratch`, or None; scratch paths
+    are cut from the message, which then names only files of the program (`main.c`)."""
+    pdir = scratch / "programs" / program.id
+    try:
+        save_suite(Suite("check", {program.id: program}, {program.id: "test"}), scratch)
+        load_program_dir(pdir, program.id)
+        return None
+    except ValidationError as exc:  # the schema refused what save_suite would write
+        problem = describe_errors("program.json", exc)
+    except (ProgramError, ValueError, TypeError) as exc:  # the loader; text or JSON writing
+        problem = str(exc)
+    except OSError as exc:
+        if exc.errno not in _PROGRAM_WRITE_ERRORS:
+            raise
+        problem = f"cannot be written ({exc.strerror})"
+    return problem.replace(f"{pdir}{os.sep}", "").replace(str(pdir), "program directory")
 
 
 # ---------------------------------------------------------------------------- splits

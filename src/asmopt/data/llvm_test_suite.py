@@ -36,6 +36,12 @@ A SingleSource directory holds `NAME.c` programs (plus headers included with quo
   (the build directory, where bundled headers are written).
 * Sources are kept byte for byte: a Latin-1 byte in a comment does not stop gcc, so it
   does not drop the program (the import notes it). C++ sources are counted as skipped.
+* Reading: every file (CMakeLists.txt, sources, headers, references, `STDIN_FILENAME`)
+  must stay inside the checkout the directory sits in (else inside the directory given)
+  and be a regular file (data/paths.py); a `Source`, `STDIN_FILENAME` or `-I` path that
+  is absolute or climbs out with `..`, a symlink out, or a FIFO drops the program, named.
+  A program the suite loader would refuse once written is dropped too
+  (`common.check_loadable`).
 
 Every imported program is then verified like `asmopt suite verify` (compiled at -O0 and
 -O3 in the sandbox, every test run), under a CPU limit below the default one so the
@@ -63,8 +69,9 @@ from asmopt.programs.model import (
     decode_source,
 )
 
-from .cmake import CMakeError, CMakeResult, evaluate_cmake
-from .common import DataError, ItemError, learn_inputs, read_bytes, safe_id
+from .cmake import CMakeError, CMakeResult, evaluate_cmake_text
+from .common import DataError, ItemError, check_loadable, learn_inputs, safe_id
+from .paths import Tree
 from .report import DataReport
 
 if TYPE_CHECKING:
@@ -164,9 +171,10 @@ def _resolve_include_dir(raw: str, directory: Path, root: Path | None) -> Path |
 
 
 def _include_dirs(
-    flags: list[str], directory: Path, root: Path | None, origin: str
+    flags: list[str], directory: Path, root: Path | None, origin: str, tree: Tree
 ) -> tuple[list[str], list[Path]]:
-    """(flags without their -I directories, the resolved directories in order)."""
+    """(flags without their -I directories, the resolved directories in order). A
+    directory outside the tree is refused: its headers would be bundled with the program."""
     kept: list[str] = []
     dirs: list[Path] = []
     i = 0
@@ -189,12 +197,12 @@ def _include_dirs(
                 "checkout; import from a full llvm-test-suite checkout so CMAKE_SOURCE_DIR "
                 "resolves, or copy that directory beside the program's",
             )
-        dirs.append(found)
+        dirs.append(tree.inside(found, f"include directory {raw!r} (from CMakeLists.txt)"))
     return kept, dirs
 
 
 def _bundled_headers(
-    directory: Path, include_dirs: list[Path], source: str, origin: str
+    directory: Path, include_dirs: list[Path], source: str, origin: str, tree: Tree
 ) -> tuple[list[tuple[str, str]], bool]:
     """(headers the source includes that live in the checkout, transitively; whether any
     came from an -I directory). Quotes look beside the source, then in the -I
@@ -221,7 +229,7 @@ def _bundled_headers(
             if path.parent != directory:
                 from_dirs = True
             where[name] = path
-            data = read_bytes(path, "header")
+            data = tree.read(path, "header")
             if b"\x00" in data:
                 raise ItemError("unreadable", f"{path}: header is binary (contains NUL bytes)")
             found[name] = decode_source(data)
@@ -262,27 +270,66 @@ def _non_utf8_note(data: bytes, origin: str) -> str | None:
     return None
 
 
+def _tree(checkout: Path | None, root: Path) -> Tree:
+    """What a directory's programs may read: the llvm-test-suite checkout it sits in
+    (CMAKE_SOURCE_DIR, whose -I directories and data files its CMakeLists.txt names), or,
+    for a directory copied out of a checkout, the directory tree that was given."""
+    if checkout is not None:
+        return Tree(checkout, "the llvm-test-suite checkout")
+    return Tree(root, "the imported directory")
+
+
+def _read_cmake(
+    directory: Path, tree: Tree, defines: dict[str, str], report: DataReport
+) -> CMakeResult:
+    """The evaluated CMakeLists.txt (empty without one, noted); ItemError when it is a
+    link out of the tree or not a regular file, which drops the directory's programs."""
+    cmake_path = directory / "CMakeLists.txt"
+    if not os.path.lexists(cmake_path):
+        report.note(f"{directory}: no CMakeLists.txt; compiling with no extra flags")
+        return CMakeResult()
+    data = tree.read(cmake_path, "CMakeLists.txt")
+    try:
+        cm = evaluate_cmake_text(data, directory, defines)
+    except CMakeError as exc:
+        report.note(f"{cmake_path}: cannot evaluate ({exc}); using no extra flags")
+        return CMakeResult()
+    for name in sorted(set(cm.ignored)):
+        report.note(f"{cmake_path}: ignored CMake command {name}()")
+    return cm
+
+
+def _reference_file(directory: Path, stem: str, small: bool, origin: str) -> Path:
+    """`NAME.reference_output.small` in small mode when it exists (a link or a FIFO
+    included: reading it is what refuses those), else `NAME.reference_output`."""
+    ref = directory / f"{stem}.reference_output"
+    ref_small = directory / f"{stem}.reference_output.small"
+    chosen = ref_small if small and os.path.lexists(ref_small) else ref
+    if not os.path.lexists(chosen):
+        raise ItemError(
+            "missing_file",
+            f"{origin}: no {chosen.name} beside it (llvm-test-suite runs it without a "
+            "reference, so there is nothing to check its output against)",
+        )
+    return chosen
+
+
 def _import_directory(
     directory: Path, root: Path, size: str, report: DataReport, seen: set[str]
 ) -> list[Program]:
     small = size == "small"
-    cmake_path = directory / "CMakeLists.txt"
-    cm = CMakeResult()
     rel_dir = directory.relative_to(root.parent)
     checkout = checkout_root(directory)
+    tree = _tree(checkout, root)
     defines = {"SMALL_PROBLEM_SIZE": "ON" if small else "OFF"}
     if checkout is not None:
         defines["CMAKE_SOURCE_DIR"] = str(checkout)
         defines["PROJECT_SOURCE_DIR"] = str(checkout)
-    if cmake_path.is_file():
-        try:
-            cm = evaluate_cmake(cmake_path, defines)
-        except (CMakeError, OSError) as exc:
-            report.note(f"{cmake_path}: cannot evaluate ({exc}); using no extra flags")
-        for name in sorted(set(cm.ignored)):
-            report.note(f"{cmake_path}: ignored CMake command {name}()")
-    else:
-        report.note(f"{directory}: no CMakeLists.txt; compiling with no extra flags")
+    try:
+        cm = _read_cmake(directory, tree, defines, report)
+    except ItemError as exc:
+        report.drop(str(rel_dir), exc.reason, exc.detail)
+        return []
 
     listed = cm.get("Source")
     if listed is not None:
@@ -323,15 +370,15 @@ def _import_directory(
         try:
             if pid in seen:
                 raise ItemError("duplicate_id", f"{origin}: id {pid!r} already imported")
-            raw = read_bytes(src, "C source")
+            raw = tree.read(src, "C source")
             if b"\x00" in raw:
                 raise ItemError("unreadable", f"{origin}: C source is binary (contains NUL bytes)")
             note = _non_utf8_note(raw, origin)
             if note:
                 report.note(note)
             source = decode_source(raw)
-            flags, include_dirs = _include_dirs(list(cflags), directory, checkout, origin)
-            headers, from_dirs = _bundled_headers(directory, include_dirs, source, origin)
+            flags, include_dirs = _include_dirs(list(cflags), directory, checkout, origin, tree)
+            headers, from_dirs = _bundled_headers(directory, include_dirs, source, origin, tree)
             if from_dirs:
                 flags = ["-I.", *flags]
             merged = any(_USES_STDERR.search(t) for t in [source, *(h for _, h in headers)])
@@ -340,16 +387,8 @@ def _import_directory(
                     raise ItemError("unsupported", f"{origin}: has a header named {STDERR_HEADER}")
                 headers = sorted([*headers, (STDERR_HEADER, STDERR_HEADER_TEXT)])
                 flags = ["-include", STDERR_HEADER, *flags]
-            ref = directory / f"{src.stem}.reference_output"
-            ref_small = directory / f"{src.stem}.reference_output.small"
-            chosen = ref_small if small and ref_small.is_file() else ref
-            if not chosen.is_file():
-                raise ItemError(
-                    "missing_file",
-                    f"{origin}: no {chosen.name} beside it (llvm-test-suite runs it without a "
-                    "reference, so there is nothing to check its output against)",
-                )
-            reference = read_bytes(chosen, "reference output")
+            chosen = _reference_file(directory, src.stem, small, origin)
+            reference = tree.read(chosen, "reference output")
             if hashed:
                 expected, code = hash_reference(reference), 0
                 compare = Comparison(mode="md5")
@@ -358,7 +397,7 @@ def _import_directory(
                 compare = _comparison(cm)
             stdin = b""
             if stdin_name:
-                stdin = read_bytes(directory / stdin_name[0], "STDIN_FILENAME input")
+                stdin = tree.read(directory / stdin_name[0], "STDIN_FILENAME input")
             test = TestCase(
                 name="reference",
                 stdin=stdin,
@@ -387,6 +426,7 @@ def _import_directory(
                 ldflags=tuple(ldflags),
                 metadata=tuple(sorted(meta.items())),
             )
+            check_loadable(program)
         except ItemError as exc:
             report.drop(pid, exc.reason, exc.detail)
             continue

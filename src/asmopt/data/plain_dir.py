@@ -15,7 +15,9 @@ may be a single problem directory. A problem with test inputs but no `.out` file
 is imported with empty expected outputs and a note: run `asmopt data build` on it, which
 regenerates every expected output from a reference build. A problem with no `tests/`
 directory gets one test with empty stdin (programs that read nothing), also to be built.
-Anything else unusual (unpaired .in/.out, non-UTF-8 text) drops that problem, named.
+Anything else unusual (unpaired .in/.out, non-UTF-8 text, a file that is a symlink out of
+the pool or a FIFO, data/paths.py) drops that problem, named; a program the suite loader
+would refuse once written is dropped too (`common.check_loadable`).
 
 With `mutator=True` every program also gets an input generator learnt from its test
 inputs where its builds accept the drawn inputs (`common.learn_inputs`, data/mutator.py).
@@ -32,11 +34,12 @@ from .common import (
     DataError,
     ItemError,
     assign_splits,
+    check_loadable,
     decode_text,
     learn_inputs,
-    read_bytes,
     safe_id,
 )
+from .paths import Tree
 from .report import DataReport
 from .testfiles import pair_test_files
 
@@ -49,22 +52,6 @@ def _problem_dirs(root: Path) -> list[Path]:
     if any(root.glob("*.c")):
         return [root]
     return sorted(d for d in root.iterdir() if d.is_dir() and not d.name.startswith("."))
-
-
-def _outside(root: Path, problem_dir: Path) -> str | None:
-    """The first file of a problem that resolves outside the pool (a symlink out of it), or
-    None. The suite loader refuses such paths; the importer must not copy what they point at
-    (`tests/t.out -> /etc/hostname` would become an expected output)."""
-    base = root.resolve()
-    tests_dir = problem_dir / "tests"
-    candidates = [problem_dir, *problem_dir.iterdir()]
-    if tests_dir.is_dir():
-        candidates += list(tests_dir.iterdir())
-    for path in candidates:
-        target = path.resolve()
-        if target != base and base not in target.parents:
-            return f"{path}: points outside the pool (to {target}); copy the file in instead"
-    return None
 
 
 def import_plain_dir(
@@ -86,14 +73,11 @@ def import_plain_dir(
     if not root.is_dir():
         raise DataError(f"{root}: directory not found")
     report = DataReport("import dir")
+    tree = Tree(root, "the pool")
     programs: dict[str, Program] = {}
     missing_outputs: list[str] = []
     for problem_dir in _problem_dirs(root):
         problem = safe_id(problem_dir.name)
-        escape = _outside(root, problem_dir)
-        if escape is not None:
-            report.drop(problem, "outside_pool", escape)
-            continue
         sources = sorted(problem_dir.glob("*.c"))
         if not sources:
             report.drop(problem, "missing_file", f"{problem_dir}: no .c source")
@@ -101,7 +85,7 @@ def import_plain_dir(
         try:
             tests_dir = problem_dir / "tests"
             if tests_dir.is_dir():
-                tests = pair_test_files(tests_dir, outputs_required=False)
+                tests = pair_test_files(tests_dir, tree, outputs_required=False)
             else:
                 tests = [TestCase(name="t0", stdin=b"", expected_stdout=b"")]
             if all(not t.expected_stdout for t in tests) and not (
@@ -109,7 +93,7 @@ def import_plain_dir(
             ):
                 missing_outputs.append(problem)
             headers = tuple(
-                (h.name, decode_text(read_bytes(h, "header"), str(h), "header"))
+                (h.name, decode_text(tree.read(h, "header"), str(h), "header"))
                 for h in sorted(problem_dir.glob("*.h"))
             )
         except ItemError as exc:
@@ -120,8 +104,8 @@ def import_plain_dir(
             try:
                 if pid in programs:
                     raise ItemError("duplicate_id", f"{src}: id {pid!r} already used")
-                text = decode_text(read_bytes(src, "C source"), str(src))
-                programs[pid] = Program(
+                text = decode_text(tree.read(src, "C source"), str(src))
+                program = Program(
                     id=pid,
                     source=text,
                     tests=tuple(tests),
@@ -132,6 +116,8 @@ def import_plain_dir(
                         ("source", "dir"),
                     ),
                 )
+                check_loadable(program)
+                programs[pid] = program
             except ItemError as exc:
                 report.drop(pid, exc.reason, exc.detail)
             except ProgramError as exc:

@@ -22,7 +22,8 @@ REASONS: dict[str, str] = {
     # bad input
     "missing_file": "a required file is missing",
     "unreadable": "a file could not be read",
-    "outside_pool": "a file is a symlink to something outside the pool",
+    "outside_pool": "a file is a symlink or path leading outside the imported tree",
+    "not_regular_file": "a file is a FIFO, device or other non-regular file (never opened)",
     "not_utf8": "source or test text is not UTF-8",
     "io_mismatch": "test inputs and expected outputs do not pair up",
     "no_tests": "no test inputs",
@@ -31,6 +32,7 @@ REASONS: dict[str, str] = {
     "duplicate_id": "an id already used by an earlier item",
     "invalid_program": "the program description is invalid",
     "unsupported": "uses a feature this format cannot express",
+    "not_loadable": "the suite loader would refuse the program once written",
     # builder / verification
     "duplicate_source": "same normalised source as an earlier program",
     "compile_failed": "gcc could not compile it",

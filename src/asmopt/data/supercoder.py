@@ -10,8 +10,12 @@ reuse it instead of recompiling. Ids are `PREFIX-SPLIT-INDEX` from `extra_info.i
 (row number when absent).
 
 A file without the `extra_info` column (or whose `extra_info` lacks c_code, inputs or
-outputs) is reported as `missing_column` and skipped; a bad row is reported and skipped;
-the other files and rows are imported.
+outputs) is reported as `missing_column` and skipped; a bad row is reported and skipped,
+and so is a row whose program the suite loader would refuse once written (a NUL in
+`c_code`, a generator naming a test the row lacks; `common.check_loadable`), so one bad
+row never makes the written suite unloadable; the other files and rows are imported. A
+file found in a given directory that is a symlink out of it, or any file that is a FIFO
+or a device, is refused without being opened (data/paths.py).
 
 A row exported by asmopt may carry its program's input generator (`extra_info.inputs_spec`,
 programs/rows.py); it is kept. With `mutator=True` every other row's program gets a
@@ -22,7 +26,8 @@ generator learnt from its test inputs where its builds accept the drawn inputs
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator, Sequence
+import os
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -30,7 +35,8 @@ from asmopt.programs.model import Program, Suite
 from asmopt.programs.rows import REQUIRED_FIELDS, ItemError, row_to_program
 from asmopt.safe_io import loads_json
 
-from .common import DataError, learn_inputs
+from .common import DataError, check_loadable, learn_inputs
+from .paths import Tree, check_regular
 from .report import DataReport
 
 if TYPE_CHECKING:
@@ -39,6 +45,9 @@ if TYPE_CHECKING:
 
 
 def _files(paths: Sequence[str | Path], report: DataReport) -> list[Path]:
+    """The row files to read. A file found in a given directory must stay inside it (a
+    symlink out is refused, data/paths.py); a file named on the command line is read
+    where it leads. Either must be a regular file: a FIFO or device is never opened."""
     found: list[Path] = []
     for raw in paths:
         path = Path(raw)
@@ -47,12 +56,28 @@ def _files(paths: Sequence[str | Path], report: DataReport) -> list[Path]:
             inside = sorted(p for p in path.rglob("*") if p.suffix in (".parquet", ".jsonl"))
             if not inside:
                 report.drop(str(path), "missing_file", f"{path}: no .parquet or .jsonl files")
-            found.extend(inside)
-        elif path.is_file():
-            found.append(path)
+            tree = Tree(path, "the directory")
+            found.extend(_usable(inside, report, tree.check_file))
+        elif os.path.lexists(path):
+            found.extend(_usable([path], report, check_regular))
         else:
             report.drop(str(path), "missing_file", f"{path}: file not found")
     return found
+
+
+def _usable(
+    files: list[Path], report: DataReport, check: Callable[[Path, str], object]
+) -> list[Path]:
+    """The files `check` accepts; each refused one is dropped, named with the reason."""
+    usable = []
+    for path in files:
+        try:
+            check(path, "rows file")
+        except ItemError as exc:
+            report.drop(path.name, exc.reason, exc.detail)
+            continue
+        usable.append(path)
+    return usable
 
 
 def _parquet_rows(path: Path) -> Iterator[tuple[int, Any]]:
@@ -112,6 +137,21 @@ def _jsonl_rows(path: Path) -> Iterator[tuple[int, Any]]:
         row_no += 1
 
 
+def _row_program(
+    row: Any, row_no: int, where: str, prefix: str, default_split: str
+) -> tuple[Program, str]:
+    """`row_to_program`, with text no file can hold (a lone surrogate such as JSON's
+    `\\ud800`, which cannot be encoded as UTF-8) reported as a bad row, not a traceback."""
+    try:
+        return row_to_program(row, row_no, where, prefix, default_split)
+    except UnicodeEncodeError as exc:
+        raise ItemError(
+            "bad_row",
+            f"{where}: row {row_no}: text holds a lone surrogate ({exc.object[exc.start]!a} "
+            f"at offset {exc.start}), which UTF-8 cannot encode",
+        ) from None
+
+
 def import_supercoder(
     paths: Sequence[str | Path],
     *,
@@ -141,13 +181,14 @@ def import_supercoder(
                 try:
                     if isinstance(row, ItemError):
                         raise row
-                    program, split = row_to_program(row, row_no, path.name, prefix, default_split)
+                    program, split = _row_program(row, row_no, path.name, prefix, default_split)
                     if program.id in programs:
                         raise ItemError(
                             "duplicate_id",
                             f"{path.name}: row {row_no}: id {program.id} already imported "
                             "(same split and index)",
                         )
+                    check_loadable(program)
                 except ItemError as exc:
                     report.drop(f"{path.name}:{row_no}", exc.reason, exc.detail)
                     continue
