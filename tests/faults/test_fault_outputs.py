@@ -180,3 +180,18 @@ def test_fault16_a_replaced_export_keeps_its_permissions(
     proc = run_asmopt("results", "export", str(finished_run), "-o", str(out), timeout=TIMEOUT)
     assert proc.returncode == 0, proc.stderr
     assert stat.S_IMODE(out.stat().st_mode) == 0o640
+
+
+def test_study_report_refuses_a_device_as_its_output(tmp_path: Path) -> None:
+    """`study report -o /dev/null` would have replaced the device node with a file."""
+    from asmopt.study.report import raw_data_path
+
+    root = Path(__file__).resolve().parents[2]
+    study = root / "docs" / "study" / "loops_cpu_seeds_study.json"
+    link = tmp_path / "report.md"
+    link.symlink_to("/dev/null")
+    proc = run_asmopt("study", "report", str(study), "-o", str(link), timeout=TIMEOUT)
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr, proc.stderr
+    assert "report.md" in error_line(proc)
+    assert os.path.islink(link) and stat.S_ISCHR(os.stat(link).st_mode)
+    assert not raw_data_path(link).exists()  # refused before anything was written

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from asmopt import typed_config
+from asmopt.safe_io import check_output_path, write_output
 from asmopt.study.diagnostics import METRICS
 from asmopt.study.loops import MIN_SEEDS_FOR_RANKING, first_seed, seed_runs
 
@@ -652,12 +653,20 @@ def write_report(result: dict[str, Any], path: Path, *, notes: str | None = None
     `<stem>_study.json`), all in one directory, so that a committed report carries its data
     and `asmopt study report <stem>_study.json -o <report>` redraws it."""
     path = Path(path)
+    raw = raw_data_path(path)
+    for target in (path, raw):  # a device, FIFO or directory there is refused, before work
+        check_output_path(target, stdout_ok=False)
     path.parent.mkdir(parents=True, exist_ok=True)
     plots = draw_plots(result, path.parent, path.stem)
-    raw = raw_data_path(path)
-    raw.write_text(json.dumps(result, indent=1) + "\n", encoding="utf-8")
-    path.write_text(render_markdown(result, plots, notes, raw.name), encoding="utf-8")
+    _write_text(raw, json.dumps(result, indent=1) + "\n")
+    _write_text(path, render_markdown(result, plots, notes, raw.name))
     return path
+
+
+def _write_text(path: Path, text: str) -> None:
+    """Replace `path` atomically (safe_io.write_output: never through a device or FIFO)."""
+    data = text.encode("utf-8")
+    write_output(path, lambda f: f.write(data), stdout_ok=False)
 
 
 # Top-level keys of a study.json the report reads, with the JSON kind each must have.
