@@ -139,6 +139,7 @@ def test_asmopt_first_then_the_auto_classes_load_every_type(
     assert lines[1:] == [expected(saved, t) for t in TYPES]
 
 
+@pytest.mark.slow  # a fresh interpreter importing torch and transformers: ~10 s each
 @pytest.mark.ml
 def test_transformers_first_then_asmopt_also_registers(
     saved: dict[str, tuple[Path, str]],
@@ -151,6 +152,7 @@ def test_transformers_first_then_asmopt_also_registers(
     assert out.splitlines() == [expected(saved, t) for t in TYPES]
 
 
+@pytest.mark.slow  # a fresh interpreter importing torch and transformers: ~10 s each
 @pytest.mark.ml
 def test_half_imported_transformers_then_asmopt_registers(
     saved: dict[str, tuple[Path, str]],
@@ -163,6 +165,7 @@ def test_half_imported_transformers_then_asmopt_registers(
     assert out.splitlines() == [expected(saved, t) for t in TYPES]
 
 
+@pytest.mark.slow  # a fresh interpreter importing torch and transformers: ~10 s each
 @pytest.mark.ml
 @pytest.mark.parametrize(
     "first",
@@ -182,6 +185,7 @@ def test_auto_modules_loaded_from_inside_other_imports_still_register(
     assert out.splitlines() == [expected(saved, t) for t in TYPES]
 
 
+@pytest.mark.slow  # a fresh interpreter importing torch and transformers: ~10 s each
 @pytest.mark.ml
 def test_auto_model_gives_the_base_model_and_the_real_class_replaces_its_stand_in(
     saved: dict[str, tuple[Path, str]],
@@ -202,6 +206,7 @@ def test_auto_model_gives_the_base_model_and_the_real_class_replaces_its_stand_i
     assert out.splitlines() == ["True", "PLTModel", "True", "PLTForCausalLM"]
 
 
+@pytest.mark.slow  # a fresh interpreter importing torch and transformers: ~10 s each
 @pytest.mark.ml
 def test_older_gate_names_are_renamed_when_loaded_through_the_auto_classes(
     saved: dict[str, tuple[Path, str]], tmp_path: Path

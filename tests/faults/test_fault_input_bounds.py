@@ -65,6 +65,7 @@ def _load_seconds(root: Path) -> float:
     return best
 
 
+@pytest.mark.slow  # loads 10k- and 2.5k-test programs three times each
 def test_fault19_loading_grows_linearly_with_the_number_of_tests(tmp_path: Path) -> None:
     small = _load_seconds(_many_tests(tmp_path / "small", 2_500))
     large = _load_seconds(_many_tests(tmp_path / "large", 10_000))

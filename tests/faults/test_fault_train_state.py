@@ -19,6 +19,10 @@ from pathlib import Path
 import pytest
 from faultkit import env, error_line, run_asmopt
 
+# Each test trains a tiny model for real (a checkpoint to damage, a disk to fill): minutes
+# in all, so they run with `make test-slow`.
+pytestmark = pytest.mark.slow
+
 torch = pytest.importorskip("torch")
 pytest.importorskip("transformers")
 pytest.importorskip("yaml")
@@ -277,6 +281,7 @@ import torch
 from safetensors.torch import save_file
 
 from asmopt.train.checkpoint import disk_full, staged_dir
+
 
 final = Path(sys.argv[1]) / "final"
 try:
