@@ -63,3 +63,9 @@ def test_an_invalid_hf_device_is_refused_before_the_model_loads(tmp_path: Path) 
     assert error_line(proc) == (
         "asmopt: error: --device 'tpu9' is not one of auto, cpu, cuda, cuda:N, mps"
     )
+
+
+def test_an_invalid_serve_device_is_refused_before_the_model_loads(tmp_path: Path) -> None:
+    proc = run_asmopt("serve", str(tmp_path / "no-model"), "--device", "tpu9", "--port", "0")
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr
+    assert "--device 'tpu9' is not one of" in error_line(proc)

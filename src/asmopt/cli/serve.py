@@ -53,12 +53,14 @@ def cmd_serve(args: argparse.Namespace) -> int:
     from asmopt.policies.hf_local import HFBackend
     from asmopt.policies.llm import PolicyError
     from asmopt.policies.serve import ModelServer, ServeLimits, check_port
+    from asmopt.typed_config import check_device
 
     if args.model_dir is None:
         raise ValueError(f"asmopt serve needs MODEL_DIR, a local model directory; {FIRST_TRY}")
     if not 0 <= args.port <= 65535:
         raise ValueError(f"--port must be 0..65535, got {args.port}")
     _check_limits(args)
+    check_device(args.device, "--device")  # before the model loads: one line, not a traceback
     limits = ServeLimits(
         max_concurrent=args.max_concurrent,
         max_queue=args.max_queue,
