@@ -23,7 +23,7 @@ import time
 import traceback
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from concurrent.futures import ThreadPoolExecutor, as_completed
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -387,7 +387,7 @@ def evaluate_programs(
                 for p in programs
                 if todo[p.id]
             }
-            for fut in as_completed(futures):
+            for fut in _completed(futures):
                 program = futures[fut]
                 if fut.cancelled():
                     continue
@@ -422,6 +422,18 @@ def evaluate_programs(
     if fatal:
         raise fatal[0]
     return [results[(p.id, i)] for p in programs for i in range(samples) if (p.id, i) in results]
+
+
+def _completed(futures: Iterable[Future[Any]], poll_s: float = 0.2) -> Iterator[Future[Any]]:
+    """`as_completed`, but the main thread wakes every `poll_s`. A signal (Ctrl-C, SIGTERM)
+    may be delivered to any thread of the process; Python runs its handler in the main
+    thread only, and only when that thread runs again, and a wait with no timeout on a
+    worker's result would not run again until a sample finished (a 45 s sample kept the
+    first Ctrl-C unanswered for 45 s)."""
+    pending = set(futures)
+    while pending:
+        done, pending = wait(pending, timeout=poll_s, return_when=FIRST_COMPLETED)
+        yield from done
 
 
 def record_unfit(store: ResultStore, programs: Iterable[Program]) -> dict[str, str]:
@@ -512,7 +524,7 @@ def verify_programs(
         bar = tqdm(
             total=len(futures), desc="verify", unit="prog", disable=not progress, leave=False
         )
-        for fut in as_completed(futures):
+        for fut in _completed(futures):
             out[futures[fut].id] = fut.result()
             bar.update(1)
         bar.close()
