@@ -117,7 +117,7 @@ def main() -> int:
                 if failure is not None:
                     continue
                 pi = ProgramSpeedup.from_tests(MeasureMode.INSTRUCTIONS, inst)
-                pt = ProgramSpeedup.from_tests(MeasureMode.TIME, timed, TimingConfig().resolution)
+                pt = ProgramSpeedup.from_tests(MeasureMode.TIME, timed)
                 agree = (pi.ratio > 1) == (pt.ratio > 1) or pt.low <= 1 <= pt.high
                 bias_rows.append(
                     (

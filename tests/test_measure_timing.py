@@ -16,6 +16,7 @@ from asmopt.measure.timing import (
     Round,
     RunFailure,
     RunTiming,
+    SandboxSpread,
     TimingConfig,
     measure_pairs,
     time_test,
@@ -44,7 +45,20 @@ class MockExecutor:
 
 
 # The pilot round (a warm-up round) is tested in test_timing_rounds.py; here the statistics.
-FAST = TimingConfig(min_pairs=4, max_pairs=50, resolution=0.0, budget_s=1e9, pilot_round=False)
+# No between-sandbox prior and one round allowed to stand alone: the plain paired statistic
+# (the rounds rule and the spread prior are tested in test_timing_rounds.py and
+# test_timing_spread.py).
+NO_SPREAD = SandboxSpread(((0.001, 0.0),), df=0.0, source="none")
+FAST = TimingConfig(
+    min_pairs=4,
+    max_pairs=50,
+    resolution=0.0,
+    budget_s=1e9,
+    pilot_round=False,
+    spread=NO_SPREAD,
+    min_rounds=1,
+    confidence=0.95,
+)
 
 
 def test_known_samples_give_known_interval() -> None:
@@ -192,7 +206,9 @@ def test_candidate_failing_during_timing_is_its_fault(
     test = TestCase("t1", b"1000\n", b"1000\n")
     out = time_test(sandbox, good, bad, test, TimingConfig())
     assert out.failure is not None and out.failure.candidate_fault
-    assert out.failure.verdict == "wrong_output" and "timing run 2" in out.failure.message
+    # The first run of the candidate (run 1 or 2: a block's order starts at random).
+    assert out.failure.verdict == "wrong_output"
+    assert "timing run 1 of" in out.failure.message or "timing run 2 of" in out.failure.message
 
 
 def test_tests_share_a_sandbox_and_failures_name_their_test(

@@ -194,27 +194,77 @@ def _executor(n: int, tests: Sequence[TestCase]) -> SharedSandboxExecutor:
     )
 
 
-def test_blocks_alternate_direction_and_shrink_as_candidates_finish() -> None:
+def test_blocks_rotate_and_shrink_as_candidates_finish(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr("asmopt.measure.timing.executor.secrets.randbelow", lambda n: 0)
     tests = [TestCase("t0", b"1\n", b"1\n"), TestCase("t1", b"2\n", b"2\n")]
     ex = _executor(3, tests)
     # Candidate 0: 3 pairs + 1 warm-up on t0; candidate 2: 1 + 1 on t0, 2 + 1 on t1.
     batch = ex._plan([(0, 0, 3, 1), (2, 0, 1, 1), (2, 1, 2, 1)])
     assert batch.cands == [0, 2] and batch.tests == [0, 1]
-    # Binary 0 is the baseline, 1 candidate 0, 2 candidate 2.
-    t0 = [0, 1, 2] + [2, 1, 0] + [0, 1] + [1, 0]
+    # Binary 0 is the baseline, 1 candidate 0, 2 candidate 2: the cycle (0, 1, 2) rotated
+    # by one place per block, then (0, 1) once candidate 2 is done.
+    t0 = [0, 1, 2] + [1, 2, 0] + [0, 1] + [1, 0]
     t1 = [0, 2] + [2, 0] + [0, 2]
     assert batch.order == t0 + t1
     assert batch.feed == [0] * len(t0) + [1] * len(t1)
     plan = {key: (blocks, warmup) for key, blocks, warmup in batch.plan}
     # Each pair is (the block's baseline run, the candidate's own run, candidates in it).
-    assert plan[0, 0] == ([(0, 1, 2), (5, 4, 2), (6, 7, 1), (9, 8, 1)], 1)
-    assert plan[2, 0] == ([(0, 2, 2), (5, 3, 2)], 1)
+    assert plan[0, 0] == ([(0, 1, 2), (5, 3, 2), (6, 7, 1), (9, 8, 1)], 1)
+    assert plan[2, 0] == ([(0, 2, 2), (5, 4, 2)], 1)
     assert plan[2, 1] == ([(10, 11, 1), (13, 12, 1), (14, 15, 1)], 1)
-    # A baseline run serves every candidate of its block; its failure goes to the one
-    # beside it (candidate 0 at runs 1 and 4), a candidate run's to its own candidate.
+    # A baseline run serves every candidate of its block; its failure goes to the first
+    # candidate of the block, a candidate run's to its own candidate.
     assert batch.block[0] == batch.block[5] == (0, 2) and batch.block[6] == (0,)
     assert batch.key(0) == batch.key(5) == (0, 0)
-    assert batch.key(3) == (2, 0) and batch.key(13) == (2, 1)
+    assert batch.key(4) == (2, 0) and batch.key(13) == (2, 1)
+
+
+def _old_block_order(inside: Sequence[int], turn: int) -> list[int]:
+    """The plan before rotation: A B1 .. Bk, then Bk .. B1 A."""
+    return [-1, *inside] if turn % 2 == 0 else [*reversed(inside), -1]
+
+
+def _carryover_logs(
+    order: Sequence[int], blocks: dict[int, list[tuple[int, int]]]
+) -> dict[int, float]:
+    """Each candidate's mean log-ratio when every binary is identical except that a run
+    directly after a run of its own binary is 2% faster (its code still in the caches)."""
+    times = [0.98 if k and order[k - 1] == b else 1.0 for k, b in enumerate(order)]
+    return {
+        c: sum(math.log(times[base] / times[own]) for base, own in pairs) / len(pairs)
+        for c, pairs in blocks.items()
+    }
+
+
+@pytest.mark.parametrize("k", [2, 3, 5, 8])
+def test_a_shared_baseline_gives_each_candidate_what_it_would_get_alone(
+    monkeypatch: pytest.MonkeyPatch, k: int
+) -> None:
+    """Identical candidates sharing the baseline must all read 1.0, whatever an order effect
+    does: with rotated blocks no binary follows itself, and over a full cycle every binary
+    takes every place. The old alternating plan gave the repeat to the baseline and the last
+    candidate only, so an effect of running twice in a row biased the other candidates."""
+    import asmopt.measure.timing.executor as executor_module
+
+    tests = [TestCase("t0", b"1\n", b"1\n")]
+    blocks_per_candidate = 4 * (k + 1)  # whole cycles
+    for start in range(k + 1):
+        monkeypatch.setattr(executor_module.secrets, "randbelow", lambda n, s=start: s)
+        batch = _executor(k, tests)._plan([(c, 0, blocks_per_candidate, 0) for c in range(k)])
+        order = batch.order
+        assert all(order[j] != order[j + 1] for j in range(len(order) - 1))
+        blocks = {c: [(b, o) for b, o, _ in bl] for (c, _), bl, _ in batch.plan}
+        # Linear drift cancels: each candidate's run is as often before its baseline run
+        # as after it, by the same distances.
+        for pairs in blocks.values():
+            assert sum(own - base for base, own in pairs) == 0
+        assert all(abs(x) < 1e-12 for x in _carryover_logs(order, blocks).values())
+    # The old plan, on the same order effect, was biased for every candidate but the last.
+    monkeypatch.setattr(executor_module, "_block_order", _old_block_order)
+    batch = _executor(k, tests)._plan([(c, 0, blocks_per_candidate, 0) for c in range(k)])
+    blocks = {c: [(b, o) for b, o, _ in bl] for (c, _), bl, _ in batch.plan}
+    old = _carryover_logs(batch.order, blocks)
+    assert all(old[c] < -0.005 for c in range(k - 1)) and abs(old[k - 1]) < 0.002
 
 
 def test_more_candidates_than_a_sandbox_holds_are_spread_evenly() -> None:

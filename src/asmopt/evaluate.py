@@ -87,8 +87,6 @@ class CheckResult:
         }
 
 
-
-
 def _overall(program_id: str, tests: list[TestVerdict]) -> CheckResult:
     failures = [t for t in tests if t.verdict.is_candidate_failure]
     if failures:
@@ -239,8 +237,7 @@ def _check_drawn_inputs(
         ]
     limits = limits or sandbox.limits
     drawn = [
-        _blame(v, sandbox, limits) if v.verdict == Verdict.INFRA_ERROR and not sandbox.unsafe
-        else v
+        _blame(v, sandbox, limits) if v.verdict == Verdict.INFRA_ERROR and not sandbox.unsafe else v
         for v in drawn
     ]
     tests = result.tests + drawn
@@ -476,7 +473,9 @@ class Measurer:
 
     def _finish(self, check: CheckResult, per_test: Sequence[TestSpeedup]) -> None:
         mode = self.options.mode
-        resolution = self.options.timing.resolution if mode == MeasureMode.TIME else 0.0
+        # Timed tests carry the resolution they were measured with (the engine derives it
+        # from this machine's between-sandbox spread); counts are exact.
+        resolution = None if mode == MeasureMode.TIME else 0.0
         check.speedup = ProgramSpeedup.from_tests(mode, list(per_test), resolution)
         self._attach(check)
 

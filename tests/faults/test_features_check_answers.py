@@ -26,7 +26,7 @@ def test_check_measure_prints_speedup_and_interval(tmp_path: Path) -> None:
     proc = run_asmopt("check", "--suite", str(suite), "a", str(o1), "--measure", "instructions")
     assert proc.returncode == 0, proc.stderr
     line = next(ln for ln in proc.stdout.splitlines() if ln.startswith("speedup over -O3"))
-    assert "(instructions)" in line and "95% interval [" in line
+    assert "(instructions)" in line and "98% interval [" in line
     proc = run_asmopt(
         "check", "--suite", str(suite), "a", str(o1), "--measure", "instructions", "--json"
     )

@@ -3,8 +3,10 @@
 Every measurement depends on things outside the package: bubblewrap and the kernel's
 namespaces (the sandbox), gcc (the toolchain), which cores time and which lock files every
 asmopt process on the machine shares, whether real-time priority is permitted, valgrind
-(instruction mode). When a result looks odd, this is the first thing to run; it never
-changes anything but creates the lock directory if it is missing.
+(instruction mode), and how much one timing sandbox differs from the next here (the
+between-sandbox spread the timing engine allows for). When a result looks odd, this is
+the first thing to run; it changes nothing but creates the lock directory if it is
+missing, and with `--calibrate` measures the spread again (a few seconds per timing core).
 """
 
 from __future__ import annotations
@@ -56,7 +58,33 @@ def _realtime() -> str:
     return "normal or nice -20 only: SCHED_FIFO needs root, CAP_SYS_NICE or RLIMIT_RTPRIO >= 2"
 
 
-def diagnose() -> dict[str, Any]:
+def _spread(lock: Any, calibrate: bool) -> dict[str, Any]:
+    """The between-sandbox spread: measured now with `calibrate`, else the stored one."""
+    from asmopt.measure.timing.spread import _machine_key, _read_stored, machine_spread, spread_path
+
+    if calibrate:
+        from asmopt.sandbox.runner import default_sandbox
+
+        found = machine_spread(default_sandbox(), lock, refresh=True)
+    else:
+        found = _read_stored(spread_path(), _machine_key(tuple(lock.layout.timing)))
+        if found is None:
+            return {
+                "measured": False,
+                "detail": "not measured yet on this boot: measured "
+                "before the first timing, or now with `asmopt doctor --calibrate`",
+            }
+    return {
+        "measured": not found.source.startswith("default"),
+        "source": found.source,
+        "df": found.df,
+        "points": [
+            {"run_ms": round(s * 1e3, 3), "sd_pct": round(t * 100, 3)} for s, t in found.points
+        ],
+    }
+
+
+def diagnose(calibrate: bool = False) -> dict[str, Any]:
     from asmopt import __version__
     from asmopt.cache import cache_root
     from asmopt.measure.timing.cores import CoreLayout, CoreLock, lock_states
@@ -83,13 +111,14 @@ def diagnose() -> dict[str, Any]:
             ],
             "priority": _realtime(),
             "load_average": [round(x, 2) for x in os.getloadavg()],
+            "spread": _spread(lock, calibrate),
         }
     report["cache_dir"] = str(cache_root())
     return report
 
 
 def cmd_doctor(args: argparse.Namespace) -> int:
-    report = diagnose()
+    report = diagnose(calibrate=args.calibrate)
     if args.json:
         emit_json(report)
     else:
@@ -111,6 +140,15 @@ def cmd_doctor(args: argparse.Namespace) -> int:
             for entry in timing["locks"]:
                 who = entry["held_by"] or "free"
                 print(f"             cpu {entry['cpu']}: {entry['file']}: {who}")
+            spread = timing["spread"]
+            if not spread["measured"]:
+                detail = spread.get("detail", spread.get("source"))
+                print(f"           between-sandbox spread: {detail}")
+            else:
+                points = ", ".join(
+                    f"{p['sd_pct']:.2f}% at {p['run_ms']:.3g} ms" for p in spread["points"]
+                )
+                print(f"           between-sandbox spread (sd): {points}; {spread['source']}")
         print(f"cache      {report['cache_dir']}")
     essential = ("sandbox", "toolchain", "timing")
     return 0 if all(report[k]["ok"] for k in essential) else 1
@@ -121,5 +159,10 @@ def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -
         "doctor",
         parents=[common],
         help="check the sandbox, compiler, timing cores and their machine-wide locks",
+    )
+    p.add_argument(
+        "--calibrate",
+        action="store_true",
+        help="measure the between-sandbox timing spread again (A/A, a few seconds per core)",
     )
     p.set_defaults(func=cmd_doctor)

@@ -33,6 +33,7 @@ from asmopt.cli.common import (
     print_table,
 )
 from asmopt.fresh import DEFAULT_PER_CLASS
+from asmopt.measure.speedup import INTERVAL_NAME
 from asmopt.policies.llm import PolicyError
 from asmopt.programs.model import ProgramError
 from asmopt.programs.suite_io import builtin_suite_path, read_text_file
@@ -352,14 +353,20 @@ def cmd_check(args: argparse.Namespace) -> int:
         if result.message and not result.correct:
             print(result.message)
         if program.fixed_inputs:
-            print("inputs: fixed only (the program has no input generator: a candidate could "
-                  "know every input in advance)")
+            print(
+                "inputs: fixed only (the program has no input generator: a candidate could "
+                "know every input in advance)"
+            )
         elif fresh.enabled:
-            print(f"inputs: fixed tests and {fresh.per_class} drawn per size class, seed "
-                  f"{fresh.seed} (replay: --input-seed {fresh.seed} --sample {args.sample})")
+            print(
+                f"inputs: fixed tests and {fresh.per_class} drawn per size class, seed "
+                f"{fresh.seed} (replay: --input-seed {fresh.seed} --sample {args.sample})"
+            )
         else:
-            print("inputs: fixed tests only (--fixed-inputs-only: every input was one a "
-                  "candidate could know in advance)")
+            print(
+                "inputs: fixed tests only (--fixed-inputs-only: every input was one a "
+                "candidate could know in advance)"
+            )
         if saved is not None:
             print(f"wrote the failing drawn input to {saved}")
         sp = result.speedup
@@ -370,7 +377,7 @@ def cmd_check(args: argparse.Namespace) -> int:
                 print(f"speedup over -O3 ({what}): not measured: {sp.message or note}")
             else:
                 print(
-                    f"speedup over -O3 ({what}): {speed}, 95% interval {interval}"
+                    f"speedup over -O3 ({what}): {speed}, {INTERVAL_NAME} {interval}"
                     + (f" ({note})" if note else "")
                 )
                 for t in sp.tests:
@@ -383,9 +390,7 @@ def _save_failing(args: argparse.Namespace, program: Any, result: Any) -> Path |
     where the person asked (the input itself is never stored or shown to a policy)."""
     if not args.save_failing or program.inputs is None:
         return None
-    failing = next(
-        (t for t in result.tests if t.drawn is not None and t.verdict != "pass"), None
-    )
+    failing = next((t for t in result.tests if t.drawn is not None and t.verdict != "pass"), None)
     if failing is None:
         return None
     data = program.inputs.draw(failing.drawn["class"], int(failing.drawn["seed"]))
@@ -425,6 +430,7 @@ def _measure_checked(
             target_half_width=args.timing_target,
             max_pairs=args.timing_max_pairs,
             budget_s=args.timing_budget,
+            precision=args.timing_precision,
         ),
         lock=default_core_lock() if mode == MeasureMode.TIME else None,
     )
@@ -502,6 +508,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
             target_half_width=args.timing_target,
             max_pairs=args.timing_max_pairs,
             budget_s=args.timing_budget,
+            precision=args.timing_precision,
         ),
         time_copies=args.time_copies,
         run_dir=Path(args.run_dir) if args.run_dir else None,
@@ -559,7 +566,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
             "verdict",
             "tests",
             "speedup",
-            "95% interval",
+            INTERVAL_NAME,
             "note",
             "warnings",
             "wall s",
@@ -648,7 +655,7 @@ def _print_searches(outcomes: Sequence[Any], variants: bool) -> None:
         print(search_heading(search))
         if variants:
             print_table(
-                variant_rows(search), ["  variant", "outcome", "speedup", "95% interval", "detail"]
+                variant_rows(search), ["  variant", "outcome", "speedup", INTERVAL_NAME, "detail"]
             )
     scored = sum(s.selected_on_scored_input for s in searches)
     if scored:
@@ -702,7 +709,7 @@ def cmd_results_show(args: argparse.Namespace) -> int:
     print()
     print_table(
         _program_summary(outcomes),
-        ["program", "sample", "verdict", "speedup", "95% interval", "note", "warnings", "wall s"],
+        ["program", "sample", "verdict", "speedup", INTERVAL_NAME, "note", "warnings", "wall s"],
     )
     _print_searches(outcomes, variants=args.verbose)
     print()
@@ -865,11 +872,19 @@ def _add_timing_options(p: argparse.ArgumentParser) -> None:
         "--timing-target",
         type=float,
         default=0.02,
-        help="stop timing a test when the 95%% interval is within +-this (default 0.02)",
+        help="stop timing a test when the 98%% interval is within +-this (default 0.02)",
     )
     p.add_argument("--timing-max-pairs", type=int, default=200, help="timed pairs per test")
     p.add_argument(
         "--timing-budget", type=float, default=20.0, help="seconds of timing per test at most"
+    )
+    p.add_argument(
+        "--timing-precision",
+        choices=["target", "decision"],
+        default="target",
+        help="target (default): every test to the +-target interval, a number for a person; "
+        "decision: stop once faster / not / slower is settled (an answer within +-3%% of "
+        "the baseline needs no +-2%% interval), as the reward service does",
     )
 
 
@@ -969,7 +984,7 @@ def build_parser() -> argparse.ArgumentParser:
         choices=["none", "time", "instructions"],
         default="none",
         help="also measure a correct candidate against the -O3 baseline and print the "
-        "speedup with its 95%% interval (as `asmopt eval` does); default: correctness only",
+        "speedup with its 98%% interval (as `asmopt eval` does); default: correctness only",
     )
     _add_timing_options(p)
     _add_input_options(p)

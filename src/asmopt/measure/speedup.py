@@ -48,6 +48,14 @@ class MeasureStatus(StrEnum):
     NOT_MEASURED = "not_measured"  # measurement switched off (--measure none)
 
 
+# The confidence of every timing interval. A claim of "faster" (the interval above 1.0) is
+# then wrong at most 1% of the time for an answer no faster than the baseline, one side of
+# a 98% interval: rewards are paid on that claim, and a policy that writes many near-copies
+# of the baseline would collect every false one (at 95%, 2.5% of them).
+INTERVAL_CONFIDENCE = 0.98
+INTERVAL_NAME = f"{INTERVAL_CONFIDENCE:.0%} interval"
+
+
 class TimingWarning(StrEnum):
     """Things that may bias or weaken a timing; each says what to do about it."""
 
@@ -57,6 +65,7 @@ class TimingWarning(StrEnum):
     HIGH_LOAD = "high_load"
     NOT_ISOLATED = "not_isolated"
     STALLED = "stalled"
+    ONE_ROUND = "one_round"
 
     @property
     def advice(self) -> str:
@@ -82,6 +91,11 @@ _ADVICE = {
         "core itself was contended (timed runs preempted, or rounds stalled), which is the "
         "likely cause of this unreliable result: evaluate with fewer --jobs or on an idle "
         "machine"
+    ),
+    TimingWarning.ONE_ROUND: (
+        "the measurement ended on one sandbox's pairs (a budget ran out), so what differs "
+        "between sandboxes is covered only by this machine's general figure, not by the "
+        "test itself: raise --timing-budget or give the test a smaller input"
     ),
     TimingWarning.STALLED: (
         "the timing core was repeatedly taken away from the timed runs (their wall time far "
@@ -123,8 +137,9 @@ class TestSpeedup:
 
     @property
     def interval(self) -> RatioInterval:
+        confidence = float(self.context.get("config", {}).get("confidence", INTERVAL_CONFIDENCE))
         return RatioInterval(
-            self.ratio, self.low, self.high, self.n, self.log_mean, self.log_se, self.df, 0.95
+            self.ratio, self.low, self.high, self.n, self.log_mean, self.log_se, self.df, confidence
         )
 
     def to_dict(self, raw: bool = False) -> dict[str, Any]:
@@ -205,9 +220,16 @@ class ProgramSpeedup:
 
     @classmethod
     def from_tests(
-        cls, mode: MeasureMode, tests: list[TestSpeedup], resolution: float = 0.0
+        cls, mode: MeasureMode, tests: list[TestSpeedup], resolution: float | None = None
     ) -> ProgramSpeedup:
-        """Aggregate per-test results; any non-measured test decides the program's status."""
+        """Aggregate per-test results; any non-measured test decides the program's status.
+
+        The program's interval is never narrower than `resolution`; None takes the largest
+        resolution its tests were measured with. The tests of a program share each
+        sandbox, so what differs between sandboxes moves them together and averaging over
+        tests does not shrink it."""
+        if resolution is None:
+            resolution = _tests_resolution(tests)
         if not tests:
             return cls(mode, MeasureStatus.NOT_MEASURED, message="no tests", tests=tests)
         for status in (MeasureStatus.INFRA_ERROR, MeasureStatus.UNMEASURABLE):
@@ -222,7 +244,9 @@ class ProgramSpeedup:
                 )
         if all(t.status == MeasureStatus.COPY for t in tests):
             return cls(mode, MeasureStatus.COPY, message=tests[0].message, tests=tests)
-        combined = with_resolution(combine_geometric(_parts(tests)), resolution)
+        parts = _parts(tests)
+        confidence = min((p.confidence for p in parts), default=INTERVAL_CONFIDENCE)
+        combined = with_resolution(combine_geometric(parts, confidence), resolution)
         unreliable = [t.test for t in tests if not t.reliable]
         return cls(
             mode,
@@ -242,14 +266,13 @@ class ProgramSpeedup:
             return self
         if any(t.status not in (MeasureStatus.MEASURED, MeasureStatus.COPY) for t in self.tests):
             return self
-        resolution = max(
-            float(t.context.get("config", {}).get("resolution", 0.0)) for t in self.tests
-        )
-        return self._set_means(resolution)
+        return self._set_means(_tests_resolution(self.tests))
 
     def _set_means(self, resolution: float) -> ProgramSpeedup:
         """The arithmetic mean of the per-test speedups with its own interval; returns self."""
-        mean = with_resolution(combine_arithmetic(_parts(self.tests)), resolution)
+        parts = _parts(self.tests)
+        confidence = min((p.confidence for p in parts), default=INTERVAL_CONFIDENCE)
+        mean = with_resolution(combine_arithmetic(parts, confidence), resolution)
         self.mean_ratio, self.mean_low, self.mean_high = mean.ratio, mean.low, mean.high
         return self
 
@@ -265,6 +288,15 @@ class ProgramSpeedup:
         return cls(MeasureMode.NONE, MeasureStatus.NOT_MEASURED, message="--measure none")
 
 
+def _tests_resolution(tests: list[TestSpeedup]) -> float:
+    """The largest resolution the tests were measured with (0 for counts and copies)."""
+    found = [float(t.context.get("config", {}).get("resolution", 0.0) or 0.0) for t in tests]
+    return max(found, default=0.0)
+
+
 def _parts(tests: list[TestSpeedup]) -> list[RatioInterval]:
     """Each test's interval; a copied test is exactly 1.0."""
-    return [exact_ratio(1.0) if t.status == MeasureStatus.COPY else t.interval for t in tests]
+    return [
+        exact_ratio(1.0, INTERVAL_CONFIDENCE) if t.status == MeasureStatus.COPY else t.interval
+        for t in tests
+    ]

@@ -32,6 +32,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from asmopt.compare import DIFFERENCE_KIND
+from asmopt.measure.speedup import INTERVAL_NAME
 
 if TYPE_CHECKING:
     from asmopt.evaluate import CheckResult
@@ -147,7 +148,7 @@ def format_feedback(
                 note = "not distinguishable from the baseline"
             lines.append(
                 f"All tests passed. Measured speedup {speedup:.3f}x "
-                f"(95% interval {low:.3f}-{high:.3f}): {note}."
+                f"({INTERVAL_NAME} {low:.3f}-{high:.3f}): {note}."
             )
         else:
             lines.append("All tests passed.")

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from asmopt.evaluate import SampleOutcome
-from asmopt.measure.speedup import MeasureStatus
+from asmopt.measure.speedup import INTERVAL_NAME, MeasureStatus
 from asmopt.report.search import (
     ProgramSearch,
     budget_hits,
@@ -26,7 +26,7 @@ from asmopt.store import ResultStore
 _DEFINITIONS = (
     "Speedup = baseline time / candidate time (> 1: faster), per test from interleaved "
     "CPU-time runs (or exact instruction counts), per answer the geometric mean over tests "
-    "with a 95% interval. Reference metrics follow the SuperCoder definitions (per-test "
+    f"with a {INTERVAL_NAME}. Reference metrics follow the SuperCoder definitions (per-test "
     "speedups floored at 1.0, failures and copies count 1.0, geometric mean over answers). "
     "Strict metrics use the intervals: 'significantly faster' means the whole interval is "
     "above 1.0 and the measurement is reliable; strict %Opt counts those answers whose "
@@ -285,7 +285,7 @@ def _fingerprint_rows(meta: dict[str, Any]) -> list[tuple[str, str]]:
             (
                 "timing",
                 f"target ±{100 * timing.get('target_half_width', 0):.1f}%, resolution "
-                f"±{100 * timing.get('resolution', 0):.1f}%, metric {timing.get('metric')}, "
+                f"{_resolution_text(timing)}, metric {timing.get('metric')}, "
                 f"priority {timing.get('priority')}, cores {timing.get('timing_cores')} "
                 f"(others: {timing.get('general_cores')})",
             )
@@ -416,7 +416,7 @@ def render_html(data: ReportData, png: bytes | None) -> str:
                 "verdict",
                 "tests",
                 "speedup",
-                "95% interval",
+                INTERVAL_NAME,
                 "significant",
                 "note",
                 "warnings",
@@ -443,7 +443,7 @@ def render_html(data: ReportData, png: bytes | None) -> str:
             parts.append(f"<h3>{esc(search_heading(search))}</h3>")
             parts.append(
                 _table(
-                    ["variant", "outcome", "speedup", "95% interval", "detail"],
+                    ["variant", "outcome", "speedup", INTERVAL_NAME, "detail"],
                     [[esc(c) for c in row] for row in variant_rows(search)],
                     {2},
                 )
@@ -489,7 +489,7 @@ def render_markdown(data: ReportData, png_name: str | None) -> str:
         "",
         "## Per answer",
         "",
-        "| program | # | verdict | tests | speedup | 95% interval | significant | note | "
+        f"| program | # | verdict | tests | speedup | {INTERVAL_NAME} | significant | note | "
         "warnings | wall s |",
         "|---|---|---|---|---|---|---|---|---|---|",
     ]
@@ -519,3 +519,12 @@ def render_markdown(data: ReportData, png_name: str | None) -> str:
     lines += ["", "## Environment", "", "| | |", "|---|---|"]
     lines += [f"| {k} | {v.replace('|', '/')} |" for k, v in _fingerprint_rows(data.meta)]
     return "\n".join(lines) + "\n"
+
+
+def _resolution_text(timing: dict[str, Any]) -> str:
+    """A fixed resolution, or the rule that derives one per test from the machine."""
+    fixed = timing.get("resolution")
+    if fixed is not None:
+        return f"±{100 * float(fixed):.1f}%"
+    floor = 100 * float(timing.get("min_resolution", 0.01))
+    return f"per test: ±{floor:.1f}% or the machine's between-sandbox spread, if larger"

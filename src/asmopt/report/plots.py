@@ -11,6 +11,8 @@ import math
 from collections.abc import Sequence
 from typing import Any
 
+from asmopt.measure.speedup import INTERVAL_NAME
+
 
 class PlotsUnavailable(RuntimeError):
     """matplotlib is not installed."""
@@ -70,7 +72,7 @@ def speedup_plot(points: Sequence[tuple[str, float, float, float, bool]]) -> byt
     ax_ci.set_yticks(range(len(shown)))
     ax_ci.set_yticklabels([p[0] for p in shown], fontsize=7)
     ax_ci.axvline(1.0, color="black", linewidth=1)
-    ax_ci.set_xlabel("speedup with 95% interval (green: significantly faster)")
+    ax_ci.set_xlabel(f"speedup with {INTERVAL_NAME} (green: significantly faster)")
     ax_ci.set_title(f"intervals (top {len(shown)} by speedup)")
     fig.tight_layout()
     buf = io.BytesIO()

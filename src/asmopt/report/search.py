@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from asmopt.evaluate import SampleOutcome
+from asmopt.measure.speedup import INTERVAL_NAME
 
 # How each stored variant status reads in a table.
 STATUS_TEXT = {
@@ -138,7 +139,10 @@ def markdown_lines(searches: Sequence[ProgramSearch]) -> list[str]:
         ]
     for s in searches:
         out += [f"### {search_heading(s)}", ""]
-        out += ["| variant | outcome | speedup | 95% interval | detail |", "|---|---|---|---|---|"]
+        out += [
+            f"| variant | outcome | speedup | {INTERVAL_NAME} | detail |",
+            "|---|---|---|---|---|",
+        ]
         out += ["| " + " | ".join(c.replace("|", "/") for c in r) + " |" for r in variant_rows(s)]
         out.append("")
     return out

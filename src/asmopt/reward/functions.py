@@ -26,7 +26,7 @@ class RewardInput:
     """A judged candidate, reduced to what rewards need.
 
     `speedup` is the reference's s: the mean over tests of t_baseline / t_candidate.
-    `speedup_low`/`speedup_high` bound its 95% interval (None when not measured).
+    `speedup_low`/`speedup_high` bound its 98% interval (None when not measured).
     `identical` is a verbatim copy; `is_copy` a copy after canonicalisation."""
 
     verdict: str

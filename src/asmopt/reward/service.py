@@ -54,13 +54,17 @@ class ScoreConfig:
     timing_target_half_width: float = 0.02
     timing_max_pairs: int = 60
     timing_budget_s: float = 10.0
+    # A reward needs a decision (faster / not / slower, and a real speedup's size to the
+    # reward's resolution), not +-2% on every test: "decision" stops a test as soon as
+    # that is settled (TimingConfig.precision); "target" times every test to the target.
+    timing_precision: Literal["decision", "target"] = "decision"
     extract: bool = True  # completions are raw model text (else: assembly already)
     # `diff`: the completion is a unified diff against the baseline assembly (the `diff`
     # prompt template), applied before the build; one that does not apply is an
     # extraction_error naming the hunk.
     edit_format: Literal["assembly", "diff"] = "assembly"
     deadline_s: float = 300.0  # per sample, build + tests + timing
-    # A speedup whose 95% interval contains 1 is reported to the reward as exactly 1.0: the
+    # A speedup whose 98% interval contains 1 is reported to the reward as exactly 1.0: the
     # measurement cannot tell it from the baseline, so no reward (design 1 and 2 included)
     # may pay for it. The raw estimate stays in `raw_speedup`.
     snap_insignificant: bool = True
@@ -83,6 +87,10 @@ class ScoreConfig:
             raise ValueError(f"measure must be time, instructions or none, got {self.measure!r}")
         if self.deadline_s <= 0:
             raise ValueError("deadline_s must be positive")
+        if self.timing_precision not in ("decision", "target"):
+            raise ValueError(
+                f"timing_precision must be decision or target, got {self.timing_precision!r}"
+            )
 
 
 @dataclass
@@ -115,6 +123,11 @@ class ScoreResult:
     # Seconds from the start of the service's batch until this score was final (None
     # outside a batch): where a batch's wall time went.
     batch_finish_s: float | None = None
+    # Where this score's time went: `check_s` (extraction, build and correctness runs, on
+    # the general cores), and for a timed answer `timing_s` (the timing core's seconds
+    # charged to it), `waited_s` (waiting for a timing core), `timed_runs` and `stopped`
+    # (why its tests stopped, counted). For throughput accounting, never for a policy.
+    cost: dict[str, Any] = field(default_factory=dict)
 
     @property
     def excluded(self) -> bool:
@@ -204,6 +217,7 @@ def _finish(result: ScoreResult, config: ScoreConfig, start: float) -> ScoreResu
         raise ValueError(f"reward {config.reward} produced a non-finite value {value}")
     result.reward = value
     result.seconds = time.monotonic() - start
+    result.cost.setdefault("check_s", round(result.seconds, 4))  # nothing was timed
     return result
 
 
@@ -374,22 +388,24 @@ def _measure(
     from asmopt.measure.timing import TimingConfig
 
     result, check = job.result, job.check
+    result.cost["check_s"] = round(result.seconds, 4)
     options = MeasureOptions(
         mode=MeasureMode(config.measure),
         timing=TimingConfig(
             target_half_width=config.timing_target_half_width,
             max_pairs=max(4, config.timing_max_pairs),
             budget_s=config.timing_budget_s,
+            precision=config.timing_precision,
         ),
         time_copies=config.time_copies,
     )
-    Measurer(program, job.baseline_asm, toolchain, sandbox, options, None).measure(
-        check, job.copy
-    )
+    Measurer(program, job.baseline_asm, toolchain, sandbox, options, None).measure(check, job.copy)
     result.verdict = str(check.verdict)  # a flaky answer can fail during timing
     result.message = check.message
     result.passed = check.passed
     sp = check.speedup
+    if sp is not None and sp.tests:
+        result.cost.update(_timing_cost(sp.tests))
     if sp is not None and sp.status == MeasureStatus.INFRA_ERROR:
         result.verdict, result.message = "infra_error", f"measurement: {sp.message}"
     elif sp is not None and sp.has_ratio:
@@ -406,6 +422,24 @@ def _measure(
         result.speedup, result.speedup_low, result.speedup_high = 1.0, 1.0, 1.0
         result.geomean_speedup, result.geomean_low, result.geomean_high = 1.0, 1.0, 1.0
     return _feedback_and_finish(result, check, program, config, start)
+
+
+def _timing_cost(tests: Sequence[Any]) -> dict[str, Any]:
+    """What timing an answer's tests cost (their records' context), summed."""
+    stopped: dict[str, int] = {}
+    for t in tests:
+        why = t.context.get("stopped")
+        if why:
+            stopped[why] = stopped.get(why, 0) + 1
+    return {
+        "timing_s": round(sum(float(t.context.get("seconds", 0.0)) for t in tests), 4),
+        "waited_s": round(sum(float(t.context.get("waited_s", 0.0)) for t in tests), 4),
+        "timed_runs": round(sum(float(t.context.get("charged_runs", 0.0)) for t in tests), 3),
+        "stopped": stopped,
+        "tests": len(tests),
+        "tests_faster": sum(t.status == "measured" and t.low > 1.0 for t in tests),
+        "tests_slower": sum(t.status == "measured" and t.high < 1.0 for t in tests),
+    }
 
 
 def _feedback_and_finish(
@@ -475,9 +509,7 @@ def _ray_init(ray: Any, address: str | None, timeout_s: float) -> None:
                 "(`ray status` on the head node) or use ray_address=None for a local instance"
             ) from None
     where = f"the Ray cluster at {address!r}" if address else "a local Ray instance"
-    timed = threading.current_thread() is threading.main_thread() and hasattr(
-        signal, "setitimer"
-    )
+    timed = threading.current_thread() is threading.main_thread() and hasattr(signal, "setitimer")
 
     def expire(signum: int, frame: Any) -> None:
         raise TimeoutError
@@ -501,9 +533,7 @@ def _ray_init(ray: Any, address: str | None, timeout_s: float) -> None:
             + _ray_auth_hint(address)
         ) from None
     except ConnectionError as exc:
-        raise RuntimeError(
-            f"could not join {where}: {exc}" + _ray_auth_hint(address)
-        ) from None
+        raise RuntimeError(f"could not join {where}: {exc}" + _ray_auth_hint(address)) from None
     finally:
         if timed:
             signal.setitimer(signal.ITIMER_REAL, 0)
@@ -565,7 +595,7 @@ class RewardService:
             script = unguarded_main_script()
             if script is not None:
                 log.warning(
-                    "%s has no `if __name__ == \"__main__\":` guard, so spawned reward "
+                    '%s has no `if __name__ == "__main__":` guard, so spawned reward '
                     "workers would re-run it and die; scoring with threads instead. Put the "
                     "script's training code under the guard to use worker processes.",
                     script,

@@ -76,10 +76,12 @@ from asmopt.measure.timing.executor import (
     time_test,
     time_tests,
 )
+from asmopt.measure.timing.spread import DEFAULT_SPREAD, SandboxSpread, machine_spread
 
 __all__ = [
     "CANDIDATE_WALL_FACTOR",
     "CANDIDATE_WALL_MIN_S",
+    "DEFAULT_SPREAD",
     "INCONSISTENT_CPU_FACTOR",
     "INCONSISTENT_CPU_SLACK_S",
     "MAX_ROUND_OUTPUT",
@@ -95,6 +97,7 @@ __all__ = [
     "RunFailure",
     "RunTiming",
     "SandboxExecutor",
+    "SandboxSpread",
     "SharedSandboxExecutor",
     "TimingCancelled",
     "TimingConfig",
@@ -102,6 +105,7 @@ __all__ = [
     "default_core_lock",
     "default_lock_dir",
     "general_affinity",
+    "machine_spread",
     "measure_candidates",
     "measure_pairs",
     "measure_tests",

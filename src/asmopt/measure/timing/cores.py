@@ -95,6 +95,13 @@ class CoreLock:
         # later timing round, instead of timing on after the user asked to stop.
         self.cancel = cancel
 
+    def only(self, cpu: int) -> CoreLock:
+        """The same lock restricted to one of its timing cores (to measure that core)."""
+        if cpu not in self.layout.timing:
+            raise ValueError(f"CPU {cpu} is not a timing core of this lock")
+        layout = CoreLayout((cpu,), self.layout.general, self.layout.isolated)
+        return CoreLock(layout, self.lock_dir, cancel=self.cancel)
+
     def _check_cancelled(self) -> None:
         if self.cancel is not None and self.cancel.is_set():
             raise TimingCancelled("timing cancelled: the evaluation is being interrupted")

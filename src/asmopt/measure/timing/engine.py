@@ -13,19 +13,26 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal, Protocol
 
-from asmopt.measure.speedup import MeasureMode, MeasureStatus, TestSpeedup, TimingWarning
+from asmopt.measure.speedup import (
+    INTERVAL_CONFIDENCE,
+    MeasureMode,
+    MeasureStatus,
+    TestSpeedup,
+    TimingWarning,
+)
 from asmopt.measure.stats import (
     RatioInterval,
     outlier_flags,
+    pooled_within,
     random_effects,
     t_quantile,
     trimmed_interval,
     with_resolution,
 )
+from asmopt.measure.timing.spread import DEFAULT_SPREAD, SandboxSpread
 from asmopt.sandbox.launcher import LaunchRecord
 from asmopt.sandbox.runner import RunResult
 
-MIN_ROUNDS_FOR_RANDOM_EFFECTS = 3
 TOO_FAST_S = 0.002  # below this, process start-up dominates a run
 MAX_ROUND_OUTPUT = 256 << 20  # bytes of stdout one round may produce (all runs together)
 
@@ -34,10 +41,11 @@ MAX_ROUND_OUTPUT = 256 << 20  # bytes of stdout one round may produce (all runs 
 class TimingConfig:
     """Every knob of the timing procedure, with the reason for its default."""
 
-    # Stop when the 95% interval of the ratio is within ±2%: the issue's target, and well
-    # below the 10% that separates a real optimisation from noise in PIE's %Opt.
+    # Stop when the interval of the ratio is within ±2%: well below the 10% that separates
+    # a real optimisation from noise in PIE's %Opt. The interval is a 98% one
+    # (speedup.INTERVAL_CONFIDENCE): a "faster" claim for a no-op answer is then rare (1%).
     target_half_width: float = 0.02
-    confidence: float = 0.95
+    confidence: float = INTERVAL_CONFIDENCE
     # One discarded pair per round warms the page cache and the branch predictors; more did
     # not change A/A results on the built-in suite.
     warmup_pairs: int = 1
@@ -64,10 +72,21 @@ class TimingConfig:
     # it is spent, the candidate's unfinished tests stop where they are (flagged
     # unreliable if short of the target; `context.stopped` = "candidate_budget").
     candidate_budget_s: float = 120.0
-    # The interval is never narrower than ±1%: the size of systematic effects (layout,
-    # alignment, the machine's own drift) that pairing cannot remove, and the spread of A/A
-    # estimates on shared machines. A "significant" speedup must exceed it.
-    resolution: float = 0.01
+    # The interval is never narrower than the resolution: the size of effects fixed for a
+    # sandbox's lifetime (where the binaries land in memory, the stack's alignment) that
+    # pairing cannot remove. None: this machine's measured between-sandbox standard
+    # deviation for runs of the test's length (`spread`), and at least `min_resolution`;
+    # a number fixes it. A "significant" speedup must exceed it.
+    resolution: float | None = None
+    min_resolution: float = 0.01
+    # The between-sandbox spread (timing.spread): the prior the rounds' own spread is
+    # pooled with, from the second round on. None: the machine's measurement, resolved by
+    # the sandbox executor (time_candidates); the engine alone falls back to DEFAULT_SPREAD.
+    spread: SandboxSpread | None = None
+    # No test ends on fewer rounds (sandboxes) than this in its estimate, unless
+    # `max_rounds` allows fewer: one sandbox's pairs say nothing about what differs between
+    # sandboxes. A pilot left out for disagreeing is replaced by another round.
+    min_rounds: int = 2
     # The estimate is the 20% trimmed mean of the paired log-ratios (stats.trimmed_interval).
     trim: float = 0.2
     outlier_threshold: float = 3.5
@@ -97,11 +116,20 @@ class TimingConfig:
     # Sequential stop: a test stops before the target once the answer is settled: its
     # interval at a Bonferroni-corrected level (confidence spread over `max_rounds` looks)
     # lies wholly on one side of every decision point (1.0, faster or slower, and PIE's
-    # %Opt threshold 1.10), and its 95% half-width is within `early_stop_half_width`. A
+    # %Opt threshold 1.10), and its half-width is within `early_stop_half_width`. A
     # 2x answer needs no +-2% interval to be rewarded as 2x; an A/A pair never stops early.
     early_stop: bool = True
     early_stop_half_width: float = 0.05
     decision_points: tuple[float, ...] = (1.0, 1.10)
+    # What the measurement is for. "target": a number for a person (`check --measure
+    # time`, reports): every test runs to the target half-width unless the sequential rule
+    # settles it. "decision": a reward or a strict metric, which needs only whether an
+    # answer is faster, not, or slower, and the size of a real speedup to the reward's
+    # resolution: a test also stops once its corrected interval lies inside +-
+    # `equivalence_margin` of 1.0 (it cannot be faster or slower by more than that, so a
+    # copy-like answer needs no +-2% interval to be paid nothing).
+    precision: Literal["target", "decision"] = "target"
+    equivalence_margin: float = 0.03
 
     def __post_init__(self) -> None:
         if not 0 < self.target_half_width < 1:
@@ -128,12 +156,36 @@ class TimingConfig:
             )
         if any(not (p > 0 and math.isfinite(p)) for p in self.decision_points):
             raise ValueError(f"decision_points must be positive ratios: {self.decision_points}")
+        if self.resolution is not None and not 0 <= self.resolution < 1:
+            raise ValueError(f"resolution must be in [0, 1) or None, got {self.resolution}")
+        if not 0 <= self.min_resolution < 1:
+            raise ValueError(f"min_resolution must be in [0, 1), got {self.min_resolution}")
+        if self.min_rounds < 1:
+            raise ValueError(f"min_rounds must be at least 1, got {self.min_rounds}")
+        if self.precision not in ("target", "decision"):
+            raise ValueError(f"precision must be 'target' or 'decision', got {self.precision!r}")
+        if not 0 < self.equivalence_margin < 1:
+            raise ValueError(f"equivalence_margin must be in (0, 1), got {self.equivalence_margin}")
+
+    @property
+    def rounds_needed(self) -> int:
+        """Rounds a test's estimate must rest on before it may end (see min_rounds)."""
+        return min(self.min_rounds, self.max_rounds)
+
+    def resolution_for(self, run_s: float) -> float:
+        """The resolution of a test whose baseline runs take `run_s` seconds."""
+        if self.resolution is not None:
+            return self.resolution
+        return max(self.min_resolution, (self.spread or DEFAULT_SPREAD).tau(run_s))
 
     def to_dict(self) -> dict[str, Any]:
-        return {
-            k: list(v) if isinstance(v, tuple) else v
-            for k, v in ((k, getattr(self, k)) for k in self.__dataclass_fields__)
-        }
+        out: dict[str, Any] = {}
+        for k in self.__dataclass_fields__:
+            v = getattr(self, k)
+            if isinstance(v, SandboxSpread):
+                v = v.to_dict()
+            out[k] = list(v) if isinstance(v, tuple) else v
+        return out
 
 
 # ---------------------------------------------------------------------------- samples
@@ -282,12 +334,13 @@ def _mean_se(xs: Sequence[float]) -> tuple[float, float]:
 
 
 def _used_pairs(
-    pairs: list[tuple[RunTiming, RunTiming, int]], config: TimingConfig
+    pairs: list[tuple[RunTiming, RunTiming, int]], config: TimingConfig, tau: float = 0.0
 ) -> list[tuple[RunTiming, RunTiming, int]]:
     """The pairs the estimate rests on. Once a later round exists, the pilot round's pairs
     count only if they agree with the later rounds' (means within PILOT_AGREEMENT_Z
-    standard errors of their difference): a displaced pilot is left out, a sound one saves
-    its pairs from being paid for twice."""
+    standard errors of their difference, which counts the between-sandbox spread `tau`:
+    a pilot that differs as any other sandbox may is not displaced): a displaced pilot is
+    left out, a sound one saves its pairs from being paid for twice."""
     if not (config.pilot_round and any(r > 0 for _, _, r in pairs)):
         return pairs
     later = [p for p in pairs if p[2] > 0]
@@ -297,7 +350,8 @@ def _used_pairs(
     metric = config.metric
     m1, se1 = _mean_se([math.log(b.value(metric) / c.value(metric)) for b, c, _ in pilot])
     m2, se2 = _mean_se([math.log(b.value(metric) / c.value(metric)) for b, c, _ in later])
-    spread = math.hypot(se1, se2)
+    later_rounds = len({r for _, _, r in later})
+    spread = math.hypot(se1, se2, tau * math.sqrt(1.0 + 1.0 / later_rounds))
     if math.isfinite(spread) and abs(m1 - m2) <= PILOT_AGREEMENT_Z * spread:
         return pairs
     return later
@@ -321,29 +375,40 @@ def _summarise(
     """The interval over the used pairs; returns the speedup and the raw statistic."""
     metric = config.metric
     rounds = state.rounds
+    spread = config.spread or DEFAULT_SPREAD
+    everything = sorted(b.value(metric) for b, _, _ in state.pairs)
+    tau = spread.tau(everything[len(everything) // 2])
     used = _used_pairs(
-        state.pairs, replace(config, pilot_round=False) if state.single_round else config
+        state.pairs, replace(config, pilot_round=False) if state.slow else config, tau
     )
     logs = [math.log(b.value(metric) / c.value(metric)) for b, c, _ in used]
     flags = outlier_flags(logs, config.outlier_threshold)
     by_round: dict[int, list[float]] = {}
     for x, (_, _, r) in zip(logs, used, strict=True):
         by_round.setdefault(r, []).append(x)
-    per_round = [
-        trimmed_interval(xs, config.confidence, config.trim)
-        for xs in by_round.values()
-        if len(xs) >= 2
-    ]
-    # Rounds as a random effect only when there are enough of them: with two, the
-    # combination has one degree of freedom (t = 12.7), so one noisy round (a burst of
-    # load) blows the interval up to nothing; then the pairs are pooled, and the
-    # resolution floor stands for what differs between sandboxes.
+    per_round = pooled_within(
+        [
+            trimmed_interval(xs, config.confidence, config.trim)
+            for xs in by_round.values()
+            if len(xs) >= 2
+        ]
+    )
+    # Rounds are combined with a between-sandbox variance from the first on: the rounds'
+    # own spread pooled with this machine's (spread.py), so two rounds that agree by
+    # chance still carry the machine's allowance, and two that disagree widen it.
+    base_vals = [b.value(metric) for b, _, _ in used]
+    cand_vals = [c.value(metric) for _, c, _ in used]
+    run_s = sorted(base_vals)[len(base_vals) // 2]
+    tau = spread.tau(run_s)
     stat = (
-        random_effects(per_round, config.confidence)
-        if len(per_round) >= MIN_ROUNDS_FOR_RANDOM_EFFECTS
+        random_effects(per_round, config.confidence, prior_tau2=tau * tau, prior_df=spread.df)
+        if per_round
         else trimmed_interval(logs, config.confidence, config.trim)
     )
-    shown = with_resolution(stat, config.resolution)
+    resolution = config.resolution_for(run_s)
+    state.resolution, state.tau = resolution, tau
+    state.rounds_used, state.parts = len(per_round), per_round
+    shown = with_resolution(stat, resolution)
     n_out = sum(flags)
     warnings: list[TimingWarning] = list(extra_warnings)
     if stat.half_width > config.target_half_width and not state.decided:
@@ -352,13 +417,17 @@ def _summarise(
         warnings.append(TimingWarning.MANY_OUTLIERS)
     if state.kept_stalled:
         warnings.append(TimingWarning.STALLED)
-    base_vals = [b.value(metric) for b, _, _ in used]
-    cand_vals = [c.value(metric) for _, c, _ in used]
+    if state.rounds_used < config.rounds_needed and state.done:
+        warnings.append(TimingWarning.ONE_ROUND)
     if min(sorted(base_vals)[len(base_vals) // 2], sorted(cand_vals)[len(cand_vals) // 2]) < (
         TOO_FAST_S
     ):
         warnings.append(TimingWarning.TOO_FAST)
-    unreliable = {TimingWarning.TARGET_NOT_MET, TimingWarning.MANY_OUTLIERS}
+    unreliable = {
+        TimingWarning.TARGET_NOT_MET,
+        TimingWarning.MANY_OUTLIERS,
+        TimingWarning.ONE_ROUND,
+    }
     reliable = not any(w in unreliable for w in warnings)
     cores = sorted({c for r in rounds for c in r.cpus})
     loads = [x for r in rounds for x in (r.load_before, r.load_after) if x is not None]
@@ -379,10 +448,10 @@ def _summarise(
         "cand_nivcsw": [c.involuntary_switches for _, c, _ in used],
         "outlier": flags,
         "estimator": (
-            f"{config.trim:.0%} trimmed mean of log-ratios (Yuen); from "
-            f"{MIN_ROUNDS_FOR_RANDOM_EFFECTS} rounds on, per round, rounds combined by "
-            "random effects (DerSimonian-Laird); the pilot round left out once a later "
-            "round exists"
+            f"{config.trim:.0%} trimmed mean of log-ratios (Yuen) per round; rounds "
+            "combined by random effects, the between-round variance pooled from the "
+            "rounds' own (DerSimonian-Laird) and this machine's measured spread; the pilot "
+            "round left out where it disagrees with the later rounds"
         ),
         "order": "AB and BA pairs alternate",
         "pilot_base_cpu": [b.cpu_s for b, _, r in state.pairs if r == 0] if pilot else [],
@@ -408,10 +477,15 @@ def _summarise(
         "charged_runs": round(
             sum(r.charged_runs or 2 * (len(r.pairs) + len(r.warmups)) for r in rounds), 3
         ),
+        "rounds_used": state.rounds_used,
+        "between_sandbox_sd": round(tau, 5),
+        "spread_source": spread.source,
         "config": {
             "target_half_width": state.target or config.target_half_width,
-            "resolution": config.resolution,
+            "resolution": round(resolution, 5),
             "metric": metric,
+            "precision": config.precision,
+            "confidence": config.confidence,
         },
     }
     # Order-preserving de-duplication of the warning codes.
@@ -456,26 +530,52 @@ class _TestState:
     stopped: str = ""  # why the test stopped: target, decided, pairs, rounds, budget
     retries: int = 0
     target: float | None = None  # this test's own target half-width, if it has one
-    # Its runs are so slow that the budget affords one round: that round is the estimate.
-    single_round: bool = False
+    # Its runs are so slow that the budget affords only a few pairs: they come in short
+    # rounds without warm-up, every round in the estimate (no pilot is left out).
+    slow: bool = False
+    # From the last summary: its resolution (config.resolution_for), the rounds of two or
+    # more pairs in its estimate with their intervals, and the machine's between-sandbox
+    # standard deviation for this test's run length.
+    resolution: float = 0.0
+    rounds_used: int = 0
+    parts: list[RatioInterval] = field(default_factory=list)
+    tau: float = 0.0
 
 
-def _decided(stat: RatioInterval, config: TimingConfig) -> bool:
+def _decided(stat: RatioInterval, config: TimingConfig, resolution: float) -> bool:
     """The sequential rule (see TimingConfig.early_stop): the answer to every decision the
-    metrics make from this interval is already settled, at a corrected level."""
+    metrics make from this interval is already settled, at a corrected level; or, with
+    `precision="decision"`, the answer is equivalent to the baseline (_equivalent)."""
     if not config.early_stop or stat.df <= 0 or math.isinf(stat.log_se):
         return False
+    if config.precision == "decision" and _equivalent(stat, config):
+        return True
     if stat.half_width > config.early_stop_half_width:
         return False
     alpha = (1.0 - config.confidence) / config.max_rounds
     t = t_quantile(1.0 - alpha / 2.0, stat.df)
-    low = math.exp(stat.log_mean - t * stat.log_se) / (1.0 + config.resolution)
-    high = math.exp(stat.log_mean + t * stat.log_se) * (1.0 + config.resolution)
+    low = math.exp(stat.log_mean - t * stat.log_se) / (1.0 + resolution)
+    high = math.exp(stat.log_mean + t * stat.log_se) * (1.0 + resolution)
     return all(not (low <= point <= high) for point in config.decision_points)
 
 
+# The equivalence test of the decision precision: two one-sided tests at this level each
+# (the 90% interval inside the margin). Stopping there wrongly costs a missed reward for a
+# speedup under the margin's size, never a reward paid for nothing, so it needs no
+# correction for repeated looks; an interval that excludes 1.0 is judged at the corrected
+# level as always.
+EQUIVALENCE_ALPHA = 0.05
+
+
+def _equivalent(stat: RatioInterval, config: TimingConfig) -> bool:
+    """Whether the ratio lies within +-equivalence_margin of 1.0 (TOST at 5% per side)."""
+    t = t_quantile(1.0 - EQUIVALENCE_ALPHA, stat.df)
+    bound = math.log1p(config.equivalence_margin)
+    return abs(stat.log_mean) + t * stat.log_se <= bound
+
+
 def _far_from_decisions(stat: RatioInterval, config: TimingConfig) -> bool:
-    """Whether the 95% interval, widened threefold, still excludes every decision point."""
+    """Whether the interval, widened threefold, still excludes every decision point."""
     if stat.df <= 0 or math.isinf(stat.log_se):
         return False
     spread = 3.0 * (math.log(stat.high) - stat.log_mean)
@@ -489,8 +589,8 @@ def _plan_slow(state: _TestState, pair_s: float | None, config: TimingConfig) ->
     affordable = int(config.budget_s / pair_s)
     if affordable >= 2 * (config.min_pairs + config.warmup_pairs):
         return
-    state.single_round = True
-    state.want = max(2, min(config.min_pairs, affordable))
+    state.slow = True
+    state.want = max(2, min(config.min_pairs, affordable // config.rounds_needed))
 
 
 def _stop(
@@ -514,11 +614,14 @@ def _advance(state: _TestState, config: TimingConfig, warnings: Sequence[TimingW
     half_width = stat.half_width
     n_used = speedup.n
     clean = str(TimingWarning.MANY_OUTLIERS) not in speedup.warnings
-    # The pilot round alone never settles a test (see TimingConfig.pilot_round).
-    piloting = config.pilot_round and len(state.rounds) == 1 and not state.single_round
-    enough = n_used >= config.min_pairs and clean and not piloting
+    # No test ends on one sandbox's pairs (TimingConfig.min_rounds): the pilot alone, or a
+    # later round alone once the pilot was left out, asks for another round.
+    # The pilot round alone never settles a test either (see TimingConfig.pilot_round).
+    piloting = config.pilot_round and len(state.rounds) == 1 and not state.slow
+    short_of_rounds = state.rounds_used < config.rounds_needed
+    enough = n_used >= config.min_pairs and clean and not short_of_rounds and not piloting
     settled = enough and half_width <= config.target_half_width
-    decided = enough and not settled and _decided(stat, config)
+    decided = enough and not settled and _decided(stat, config, state.resolution)
     n = len(state.pairs)
     # The same test as the `too_fast` warning (either side's median run under TOO_FAST_S):
     # a test warned too fast always gets the short-test allowance, and only such a test.
@@ -527,12 +630,14 @@ def _advance(state: _TestState, config: TimingConfig, warnings: Sequence[TimingW
         config = replace(
             config, max_pairs=factor * config.max_pairs, round_pairs=factor * config.round_pairs
         )
+    # Budgets give way, up to twice over, to the round a test still needs.
+    over_budget = state.spent >= (2.0 if short_of_rounds else 1.0) * config.budget_s
     reasons = [
         (settled, "target"),
         (decided, "decided"),
-        (n >= config.max_pairs, "pairs"),
+        (n >= config.max_pairs and not short_of_rounds, "pairs"),
         (len(state.rounds) >= config.max_rounds, "rounds"),
-        (state.spent >= config.budget_s, "budget"),
+        (over_budget, "budget"),
     ]
     stop = next((why for hit, why in reasons if hit), "")
     if stop:
@@ -542,32 +647,52 @@ def _advance(state: _TestState, config: TimingConfig, warnings: Sequence[TimingW
         state.speedup, _ = _summarise(state, config, warnings)
         return
     state.speedup = speedup
-    # Pairs needed for the target, from the spread so far (half-width ~ 1/sqrt(n)), with
-    # 20% to spare, within the pair and time budgets. While only the pilot round exists,
-    # the next round must carry the estimate alone (the pilot is then left out).
-    have = 0 if piloting else n_used
-    floor = config.min_pairs if have == 0 else 2
-    # Where the interval so far already lies far from every decision point, plan the next
-    # round for the sequential rule's width instead of the target (it may then stop it).
+    needed = _pairs_needed(state, stat, config)
+    per_pair = state.spent / max(1, sum(len(r.pairs) + len(r.warmups) for r in state.rounds))
+    warmup = 0 if state.slow else config.warmup_pairs
+    left = config.budget_s - state.spent
+    by_time = int(left / per_pair) - warmup if per_pair > 0 else config.round_pairs
+    if by_time < 2:
+        if not short_of_rounds:
+            state.done, state.stopped = True, "budget"
+            state.speedup, _ = _summarise(state, config, warnings)
+            return
+        by_time = 2  # the smallest round that can stand as one: the budget gives way
+    state.want = max(2, min(needed, config.max_pairs - n, by_time, config.round_pairs))
+
+
+def _pairs_needed(state: _TestState, stat: RatioInterval, config: TimingConfig) -> int:
+    """Pairs for the next round, from the variance model of the estimate: a round of n
+    pairs adds precision 1 / (s2 / n + tau^2), s2 the per-pair variance within rounds and
+    tau^2 the between-sandbox variance. Enough pairs to reach the aimed standard error in
+    one more round where one round can; else the n where s2 / n = tau^2, past which more
+    pairs in a round buy little and further rounds are what narrows the interval."""
+    parts = state.parts
+    floor = config.min_pairs if len(parts) <= 1 and state.slow is False else 2
+    if not parts or not math.isfinite(stat.log_se) or stat.df <= 0:
+        return config.min_pairs
+    s2 = sum(p.log_se**2 * p.n for p in parts) / len(parts)
+    tau2 = state.tau**2
+    # The aimed standard error: the target half-width at the confidence; where it already
+    # lies far from every decision point, the sequential rule's width; with the decision
+    # precision, whichever of that and the equivalence test's needs is less.
+    df = max(stat.df, 4.0)
     aim = config.target_half_width
     if config.early_stop and _far_from_decisions(stat, config):
         aim = max(aim, 0.6 * config.early_stop_half_width)
-    if math.isfinite(half_width) and half_width > aim:
-        needed = math.ceil(max(n_used, 2) * (half_width / aim) ** 2 * 1.2) - have
+    aim_se = math.log1p(aim) / t_quantile(0.5 + config.confidence / 2.0, df)
+    if config.precision == "decision":
+        room = math.log1p(config.equivalence_margin) - abs(stat.log_mean)
+        aim_se = max(aim_se, room / t_quantile(1.0 - EQUIVALENCE_ALPHA, df))
+    have = 1.0 / stat.log_se**2
+    more = 1.0 / aim_se**2 - have
+    if more <= 0:  # precise enough already: the round is for the rounds rule
+        return max(floor, config.min_pairs)
+    if tau2 > 0 and more >= 1.0 / tau2:
+        n = s2 / tau2
     else:
-        needed = max(config.min_pairs - have, n_used // 2)
-    per_pair = state.spent / max(1, sum(len(r.pairs) + len(r.warmups) for r in state.rounds))
-    by_time = (
-        int((config.budget_s - state.spent) / per_pair) - config.warmup_pairs
-        if per_pair > 0
-        else config.round_pairs
-    )
-    if by_time < 2:
-        state.done, state.stopped = True, "budget"
-        state.speedup, _ = _summarise(state, config, warnings)
-        return
-    state.want = max(floor, min(needed, config.max_pairs - n, by_time, config.round_pairs))
-    state.want = min(state.want, max(2, by_time))
+        n = s2 / (1.0 / more - tau2)
+    return max(floor, math.ceil(1.2 * n))
 
 
 def measure_tests(
@@ -650,7 +775,7 @@ def measure_candidates(
         start = clock()
         rounds = executor.run_candidates(
             [
-                (c, i, states[c][i].want, 0 if states[c][i].single_round else config.warmup_pairs)
+                (c, i, states[c][i].want, 0 if states[c][i].slow else config.warmup_pairs)
                 for c, i in active
             ]
         )

@@ -22,6 +22,7 @@ from asmopt.measure.timing.engine import (
     TimingOutcome,
     measure_candidates,
 )
+from asmopt.measure.timing.spread import machine_spread
 from asmopt.programs.model import Comparison, TestCase
 from asmopt.sandbox.launcher import LaunchRecord
 from asmopt.sandbox.runner import MAX_BINARIES, MAX_INPUTS, Limits, RunResult, Sandbox
@@ -43,11 +44,12 @@ class SharedSandboxExecutor:
     A batch puts every requested test in ONE sandbox (their inputs as descriptors, one
     after another), so a program's tests pay for one sandbox start-up instead of one each.
     A test's runs come in blocks: the baseline once and each candidate that still wants a
-    pair once, the direction alternating (A B1 .. Bk, then Bk .. B1 A, ...) so that what
-    favours an early or late place in a block cancels out; each candidate's pair of a block
-    is (the block's baseline run, its own run). With one candidate this is the AB, BA, ...
-    of a paired measurement. Tests whose argv differ go to separate sandboxes, as do
-    batches of more than the launcher's MAX_INPUTS inputs or MAX_SHARED_CANDIDATES candidates."""
+    pair once, in a cyclic order rotated by one place per block (_block_order) so that
+    what favours a place in a block cancels out and no binary runs twice in a row; each
+    candidate's pair of a block is (the block's baseline run, its own run). With one
+    candidate this is the AB, BA, ... of a paired measurement. Tests whose argv differ go
+    to separate sandboxes, as do batches of more than the launcher's MAX_INPUTS inputs or
+    MAX_SHARED_CANDIDATES candidates."""
 
     def __init__(
         self,
@@ -93,8 +95,8 @@ class SharedSandboxExecutor:
         # its own input, draw(candidate, test index, serial), which no other pair or
         # candidate ever gets; its baseline run's output is the expected output.
         self.draw = draw
-        self.fresh_tests = list(fresh_tests) if fresh_tests is not None else [False] * len(
-            self.tests
+        self.fresh_tests = (
+            list(fresh_tests) if fresh_tests is not None else [False] * len(self.tests)
         )
         self._serial: dict[tuple[int, int], int] = {}
 
@@ -281,9 +283,10 @@ class SharedSandboxExecutor:
         the candidates in it."""
         slot = len(batch.inputs)
         batch.inputs.append(self.tests[i].stdin)
+        start = secrets.randbelow(len(members) + 1)
         for j in range(max(totals.values())):
             inside = [c for c, _, _ in members if totals[c] > j]
-            runs = [-1, *inside] if j % 2 == 0 else [*reversed(inside), -1]
+            runs = _block_order(inside, start + j)
             first = len(batch.order)
             base_run = first + runs.index(-1)
             for k, c in enumerate(runs):
@@ -442,6 +445,23 @@ class SandboxExecutor(SharedSandboxExecutor):
     def run_round(self, pairs: int, warmup_pairs: int) -> Round:
         """One test (the first): a PairExecutor for single-test callers."""
         return self.run_batch([(0, pairs, warmup_pairs)])[0]
+
+
+def _block_order(inside: Sequence[int], turn: int) -> list[int]:
+    """The runs of one block of a fixed test: the baseline (-1) and each candidate once,
+    in the cyclic order (A, B1, .., Bk) rotated by `turn`.
+
+    Successive blocks rotate by one, so over k + 1 blocks every binary takes every place
+    once (a linear drift cancels in each candidate's pairs), and with two or more
+    candidates no binary ever runs twice in a row. Both matter for what a shared baseline
+    gives each candidate: a run that directly follows its own binary finds that binary's
+    code and data still in the caches, and the earlier plan (A B1 .. Bk, then Bk .. B1 A)
+    gave that repeat to the baseline and the last candidate in every other block and to no
+    other candidate, a bias of its own in those candidates' ratios. With one candidate this
+    is AB, BA, AB, ...: both binaries repeat equally at the block boundaries."""
+    cycle = [-1, *inside]
+    r = turn % len(cycle)
+    return cycle[r:] + cycle[:r]
 
 
 @dataclass
@@ -623,6 +643,8 @@ def time_candidates(
     judged on its own: one candidate's failure does not stop the others."""
     lock = lock or default_core_lock()
     config = config or TimingConfig()
+    if config.spread is None:  # this machine's between-sandbox spread (measured once a day)
+        config = replace(config, spread=machine_spread(sandbox, lock))
     limits = limits or sandbox.limits
     refs = list(references) if references is not None else [None] * len(candidates)
     if len(refs) != len(candidates):

@@ -1,0 +1,330 @@
+"""Reward throughput: an RL-shaped batch scored through the reward service, with hyperfine's
+method on the same answers in the same run.
+
+The batch: 16 built-in programs (training split), four answers each, 64 in all:
+
+* wrong: `main` returns at once (prints nothing), so the correctness check rejects it;
+* near-copy: the -O3 assembly with one `nop` at the start of `main` (not a copy after
+  canonicalisation, so it is timed: an A/A pair of equivalent, non-identical binaries);
+* slower: the -O3 assembly with a spin loop at the start of `main` worth SLOWER of the
+  program's mean test CPU time;
+* faster: the plain -O3 assembly, scored against a baseline that carries a spin loop worth
+  FASTER[k] of the mean test time (k cycles over the programs), so the answer is truly
+  faster by a known amount (per test: (t + spin) / t, from the measured run times).
+
+It is scored twice through `RewardService.score_batch` (two workers, one timing core): with
+the reward's default "decision" timing precision, and with "target" precision (every test
+to +-2%, what the service did before decisions existed). Reported: answers per
+timing-core-hour, the split of time (check = extraction + build + correctness runs on the
+general cores; timing; waiting for the core), the A/A false-positive rate (near-copies
+called significantly faster, per program and per test), the sensitivity on the known
+answers, and hyperfine's reference method (3 warm-ups + 10 runs per binary and test,
+sequential) on the same correct answers: its CPU time beside our timing-core time.
+
+    .venv/bin/python bench/bench_reward_throughput.py [--quick] [--programs N]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import resource
+import statistics
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from bench_timing_common import (
+    RESULTS,
+    environment,
+    md_table,
+    reference,
+    setup,
+    spin_assembly,
+    write_result,
+)
+
+from asmopt.measure.timing import default_core_lock, machine_spread
+from asmopt.programs import load_builtin_suite
+from asmopt.reward.service import RewardService, ScoreConfig, ScoreRequest
+
+SLOWER = 0.10
+FASTER = (0.05, 0.10, 0.20)
+KINDS = ("wrong", "near_copy", "slower", "faster")
+
+
+def _fence(asm: str) -> str:
+    return f"```asm\n{asm}\n```"
+
+
+def _wrong(asm: str) -> str:
+    return asm.replace("\nmain:\n", "\nmain:\n\txorl\t%eax, %eax\n\tret\n", 1)
+
+
+def _near_copy(asm: str) -> str:
+    return asm.replace("\nmain:\n", "\nmain:\n\tnop\n", 1)
+
+
+def _iteration_cost(toolchain: Any, sandbox: Any, program: Any, asm: str) -> tuple[float, float]:
+    """(seconds per spin iteration, mean test CPU seconds) for this program, measured."""
+
+    def mean_cpu(assembly: str) -> float:
+        build = toolchain.assemble_and_link(assembly, program.ldflags)
+        assert build.ok and build.output is not None, build.message
+        cpus = []
+        for test in program.tests:
+            runs = [
+                sandbox.run_program(build.output, argv=test.argv, stdin=test.stdin).cpu_time_s
+                for _ in range(5)
+            ]
+            cpus.append(statistics.median(runs))
+        return statistics.mean(cpus)
+
+    plain = mean_cpu(asm)
+    n = 20_000_000
+    spun = mean_cpu(spin_assembly(asm, n))
+    return max(1e-10, (spun - plain) / n), plain
+
+
+def build_batch(toolchain: Any, sandbox: Any, programs: list[Any]) -> list[dict[str, Any]]:
+    answers = []
+    for k, program in enumerate(programs):
+        asm = toolchain.baseline_assembly(program)
+        per_iter, mean_s = _iteration_cost(toolchain, sandbox, program, asm)
+        slow_iters = int(SLOWER * mean_s / per_iter)
+        fast = FASTER[k % len(FASTER)]
+        fast_iters = int(fast * mean_s / per_iter)
+        common = {"program": program, "mean_test_ms": mean_s * 1e3}
+        answers += [
+            {**common, "kind": "wrong", "completion": _fence(_wrong(asm)), "baseline": asm},
+            {
+                **common,
+                "kind": "near_copy",
+                "completion": _fence(_near_copy(asm)),
+                "baseline": asm,
+                "expected": 1.0,
+            },
+            {
+                **common,
+                "kind": "slower",
+                "completion": _fence(spin_assembly(asm, slow_iters)),
+                "baseline": asm,
+                "expected": 1.0 / (1.0 + SLOWER),
+            },
+            {
+                **common,
+                "kind": "faster",
+                "completion": _fence(asm),
+                "baseline": spin_assembly(asm, fast_iters),
+                "expected": 1.0 + fast,
+            },
+        ]
+    return answers
+
+
+def score(answers: list[dict[str, Any]], precision: str) -> tuple[list[Any], float]:
+    config = ScoreConfig(timing_precision=precision)  # type: ignore[arg-type]
+    requests = [ScoreRequest(a["program"], a["completion"], a["baseline"]) for a in answers]
+    start = time.monotonic()
+    with RewardService(config, workers=2) as service:
+        results = service.score_batch(requests)
+    return results, time.monotonic() - start
+
+
+def reference_cost(
+    toolchain: Any, answers: list[dict[str, Any]]
+) -> tuple[float, list[float | None]]:
+    """hyperfine 3+10 on every correct answer, sequentially: its CPU seconds (hyperfine and
+    the processes it started) and each answer's reference ratio."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    ratios: list[float | None] = []
+    for a in answers:
+        if a["kind"] == "wrong":
+            ratios.append(None)
+            continue
+        program = a["program"]
+        base = toolchain.assemble_and_link(a["baseline"], program.ldflags).output
+        cand_asm = a["completion"].removeprefix("```asm\n").removesuffix("\n```")
+        cand = toolchain.assemble_and_link(cand_asm, program.ldflags).output
+        ratios.append(reference(base, cand, program.tests, workers=1).ratio)
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    return cpu, ratios
+
+
+def summarise(answers: list[dict[str, Any]], results: list[Any], wall_s: float) -> dict[str, Any]:
+    timed = [r for r in results if r.cost.get("timing_s") is not None]
+    core_s = sum(r.cost.get("timing_s", 0.0) for r in results)
+    check_s = sum(r.cost.get("check_s", 0.0) for r in results)
+    waited_s = sum(r.cost.get("waited_s", 0.0) for r in results)
+    by_kind: dict[str, list[Any]] = {k: [] for k in KINDS}
+    for a, r in zip(answers, results, strict=True):
+        by_kind[a["kind"]].append((a, r))
+    copies = by_kind["near_copy"]
+    copy_faster = sum((r.speedup_low or 0) > 1.0 for _, r in copies)
+    copy_tests = sum(r.cost.get("tests", 0) for _, r in copies)
+    copy_tests_faster = sum(r.cost.get("tests_faster", 0) for _, r in copies)
+    found = {
+        "slower": sum((r.speedup_high or 2) < 1.0 for _, r in by_kind["slower"]),
+        "faster": sum((r.speedup_low or 0) > 1.0 for _, r in by_kind["faster"]),
+    }
+    wrong_sign = sum((r.speedup_low or 0) > 1.0 for _, r in by_kind["slower"]) + sum(
+        (r.speedup_high or 2) < 1.0 for _, r in by_kind["faster"]
+    )
+    return {
+        "answers": len(results),
+        "timed": len(timed),
+        "wall_s": wall_s,
+        "core_s": core_s,
+        "check_s": check_s,
+        "waited_s": waited_s,
+        "answers_per_core_hour": len(results) / (core_s / 3600.0) if core_s > 0 else math.inf,
+        "timing_s_by_kind": {
+            k: sum(r.cost.get("timing_s", 0.0) for _, r in v) for k, v in by_kind.items()
+        },
+        "verdicts": {k: sorted({r.verdict for _, r in v}) for k, v in by_kind.items()},
+        "copy_faster_programs": copy_faster,
+        "copy_tests": copy_tests,
+        "copy_tests_faster": copy_tests_faster,
+        "copies": len(copies),
+        "found": found,
+        "wrong_sign": wrong_sign,
+        "per_answer": [
+            {
+                "program": a["program"].id,
+                "kind": a["kind"],
+                "expected": a.get("expected"),
+                "verdict": r.verdict,
+                "speedup": r.raw_speedup,
+                "low": r.speedup_low,
+                "high": r.speedup_high,
+                "reward": r.reward,
+                "cost": r.cost,
+            }
+            for a, r in zip(answers, results, strict=True)
+        ],
+    }
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--quick", action="store_true", help="4 programs (16 answers)")
+    ap.add_argument("--programs", type=int, default=16)
+    args = ap.parse_args()
+    n = 4 if args.quick else args.programs
+    toolchain, sandbox = setup()
+    suite = load_builtin_suite()
+    programs = suite.select(split="train")[:n]
+    began = time.monotonic()
+    env_before = environment()
+    spread = machine_spread(sandbox, default_core_lock())
+    answers = build_batch(toolchain, sandbox, programs)
+    runs = {}
+    for precision in ("decision", "target"):
+        results, wall = score(answers, precision)
+        runs[precision] = summarise(answers, results, wall)
+    ref_cpu, ref_ratios = reference_cost(toolchain, answers)
+    env_after = environment()
+    timed_answers = sum(a["kind"] != "wrong" for a in answers)
+    raw = {
+        "command": "bench/bench_reward_throughput.py" + (" --quick" if args.quick else ""),
+        "programs": [p.id for p in programs],
+        "spread": spread.to_dict(),
+        "runs": runs,
+        "reference": {"cpu_s": ref_cpu, "ratios": ref_ratios, "answers": timed_answers},
+        "seconds": time.monotonic() - began,
+    }
+    name = "reward_throughput" + ("_quick" if args.quick else "")
+    (RESULTS / f"{name}_raw.json").write_text(json.dumps(raw, indent=1, default=str))
+    write_result(f"{name}.md", render(raw, env_before, env_after))
+    print(render(raw, env_before, env_after))
+    return 0
+
+
+def render(raw: dict[str, Any], env_before: str, env_after: str) -> str:
+    ref = raw["reference"]
+    ref_per = ref["cpu_s"] / ref["answers"]
+    rows = []
+    for precision, r in raw["runs"].items():
+        per = r["core_s"] / max(1, r["timed"])
+        rows.append(
+            [
+                precision,
+                f"{r['wall_s']:.0f} s",
+                f"{r['check_s']:.0f} s",
+                f"{r['core_s']:.0f} s",
+                f"{r['waited_s']:.0f} s",
+                f"{r['answers_per_core_hour']:.0f}",
+                f"{per:.2f} s",
+                f"**{per / ref_per:.2f}x**",
+                f"{r['copy_faster_programs']}/{r['copies']} programs, "
+                f"{r['copy_tests_faster']}/{r['copy_tests']} tests",
+                f"{r['found']['faster']}/{r['copies']} faster, "
+                f"{r['found']['slower']}/{r['copies']} slower, {r['wrong_sign']} wrong sign",
+            ]
+        )
+    dec, tgt = raw["runs"]["decision"], raw["runs"]["target"]
+    gain = dec["answers_per_core_hour"] / tgt["answers_per_core_hour"]
+    kinds = md_table(
+        ["precision", *KINDS],
+        [
+            [p, *(f"{r['timing_s_by_kind'][k]:.0f} s" for k in KINDS)]
+            for p, r in raw["runs"].items()
+        ],
+    )
+    lines = [
+        "# Reward throughput: 64 RL-shaped answers through the reward service",
+        "",
+        f"Command: `.venv/bin/python {raw['command']}` ({raw['seconds']:.0f} s in all).",
+        f"Machine before: {env_before}.",
+        f"Machine after: {env_after}.",
+        f"Programs ({len(raw['programs'])}, training split): {', '.join(raw['programs'])}.",
+        f"Between-sandbox spread used: {raw['spread']['source']}; "
+        + ", ".join(f"{t * 100:.2f}% at {s * 1e3:.2g} ms" for s, t in raw["spread"]["points"])
+        + ".",
+        "",
+        "Per program: a wrong answer, a near-copy (one `nop`), an answer 10% slower (a spin "
+        "loop), and one truly faster by 5%, 10% or 20% (the baseline carries the spin loop). "
+        "Two service workers, one timing core. Core time is the timing core's seconds charged "
+        "to the answers; the reference is hyperfine 3 warm-ups + 10 runs per binary and test, "
+        "run sequentially on the same 48 correct answers, its CPU time counted from rusage.",
+        "",
+        md_table(
+            [
+                "precision",
+                "wall",
+                "check",
+                "timing core",
+                "waited",
+                "answers / core-hour",
+                "core per timed answer",
+                "vs hyperfine CPU",
+                "near-copies called faster",
+                "known answers",
+            ],
+            rows,
+        ),
+        "",
+        f"hyperfine's method: {ref['cpu_s']:.0f} s of CPU for {ref['answers']} answers "
+        f"({ref_per:.2f} s each).",
+        "",
+        f"Throughput, decision over target precision (same code, same batch, same run): "
+        f"**{gain:.2f}x**.",
+        "",
+        "Timing-core seconds by kind of answer:",
+        "",
+        kinds,
+        "",
+        "Raw data: `"
+        + ("reward_throughput_quick" if "quick" in raw["command"] else "reward_throughput")
+        + "_raw.json`.",
+    ]
+    return "\n".join(lines) + "\n"
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,323 @@
+"""How much one sandbox differs from the next on this machine: the between-sandbox spread.
+
+Pairing inside a sandbox cancels drift, but not what is fixed for the sandbox's lifetime:
+where the fresh binary copies land in physical memory, the environment padding that moves
+the stack, the state a sandbox start leaves in the caches. Such an effect shifts every
+pair of a round alike, so the pairs of one round say nothing about it; only several
+rounds do, and two rounds say little (one degree of freedom). The engine therefore pools
+what a test's own rounds show with what this machine shows in general: the standard
+deviation `tau` of the per-sandbox mean log-ratio of two identical binaries, measured
+here by `calibrate` (A/A, several sandboxes, several run lengths, on every timing core)
+and kept in the cache (`machine_spread`), refreshed after a reboot, a day, or by
+`asmopt doctor --calibrate` (about ten seconds per timing core).
+
+The same figure sets the engine's resolution: an interval is never narrower than one
+between-sandbox standard deviation, the size of difference this machine cannot tell from
+where a binary happened to land.
+
+Short runs vary more between sandboxes than long ones (start-up and page-fault work is a
+larger share of them), so the spread is a function of the run length, interpolated on a
+log scale between the measured lengths and held constant beyond them.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import itertools
+import json
+import logging
+import math
+import os
+import platform
+import shutil
+import tempfile
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from asmopt.measure.stats import trimmed_interval
+
+log = logging.getLogger(__name__)
+
+SPREAD_VERSION = 1
+MAX_AGE_S = 24 * 3600.0  # a measurement older than a day is taken again
+# Rounds (sandboxes) and timed pairs per round of the calibration: 24 rounds give tau on
+# 23 degrees of freedom, a prior that a test's own few rounds refine but cannot overturn.
+CALIBRATION_ROUNDS = 24
+CALIBRATION_PAIRS = 10
+# The spread kept is an upper confidence bound of the measured one, at this level: a
+# calibration that came out low by chance would let every later test claim more than the
+# machine can resolve (on a mock with a 1% sandbox effect, a calibration that read 0.66%
+# let 6% of A/A tests read "faster"), while one that came out high only costs pairs.
+UPPER_BOUND_LEVEL = 0.95
+# Loop counts of the calibration program (about 1, 2.5 and 13 ms of CPU on a 3 GHz core).
+CALIBRATION_SIZES = (2, 25, 200)
+
+
+@dataclass(frozen=True)
+class SandboxSpread:
+    """The between-sandbox standard deviation of an A/A log-ratio, by run length.
+
+    `points` are (run seconds, tau) in increasing run length; `df` the degrees of freedom
+    of each tau (rounds - 1 of the calibration); `source` says where it came from."""
+
+    points: tuple[tuple[float, float], ...]
+    df: float
+    source: str
+
+    def __post_init__(self) -> None:
+        if not self.points:
+            raise ValueError("a spread needs at least one point")
+        if any(not (s > 0 and t >= 0 and math.isfinite(t)) for s, t in self.points):
+            raise ValueError(f"spread points must be (positive seconds, tau >= 0): {self.points}")
+        if list(self.points) != sorted(self.points):
+            raise ValueError("spread points must be in increasing run length")
+        if self.df < 0:
+            raise ValueError("df must be non-negative")
+
+    def tau(self, run_s: float) -> float:
+        """The spread for runs of `run_s` seconds (log-linear between measured lengths)."""
+        pts = self.points
+        if run_s <= pts[0][0] or len(pts) == 1:
+            return pts[0][1]
+        if run_s >= pts[-1][0]:
+            return pts[-1][1]
+        for (s0, t0), (s1, t1) in itertools.pairwise(pts):
+            if s0 <= run_s <= s1:
+                f = math.log(run_s / s0) / math.log(s1 / s0)
+                return t0 + f * (t1 - t0)
+        return pts[-1][1]  # unreachable: the points are sorted
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"points": [list(p) for p in self.points], "df": self.df, "source": self.source}
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> SandboxSpread:
+        return cls(
+            tuple((float(s), float(t)) for s, t in data["points"]),
+            float(data["df"]),
+            str(data["source"]),
+        )
+
+    @classmethod
+    def worst_of(cls, spreads: Sequence[SandboxSpread], source: str) -> SandboxSpread:
+        """One spread for several timing cores: the largest tau at each length, so a test
+        that may land on any of them is never given less allowance than its core needs."""
+        lengths = sorted({s for sp in spreads for s, _ in sp.points})
+        points = tuple((s, max(sp.tau(s) for sp in spreads)) for s in lengths)
+        return cls(points, min(sp.df for sp in spreads), source)
+
+
+# Where nothing was measured (a mock executor, calibration impossible): figures at the high
+# end of what A/A checks found on shared 2-core machines (per test, DerSimonian-Laird:
+# under 2 ms p75 1.4%, heavier tests p75 0.6%), on few degrees of freedom so a test's own
+# rounds soon outweigh them.
+DEFAULT_SPREAD = SandboxSpread(
+    ((0.001, 0.015), (0.005, 0.0075), (0.05, 0.005)),
+    df=4.0,
+    source="default (not measured on this machine)",
+)
+
+
+# ---------------------------------------------------------------------------- estimation
+def chi2_quantile(p: float, df: float) -> float:
+    """The p-quantile of chi-square on `df` degrees of freedom (Wilson-Hilferty: within
+    about 1% from 5 degrees of freedom on, enough for a confidence bound on a spread)."""
+    from statistics import NormalDist
+
+    z = NormalDist().inv_cdf(p)
+    c = 2.0 / (9.0 * df)
+    return df * max(1e-6, 1.0 - c + z * math.sqrt(c)) ** 3
+
+
+def spread_from_rounds(
+    rounds_by_length: dict[float, Sequence[Sequence[float]]], source: str
+) -> SandboxSpread:
+    """tau per run length from A/A rounds: for each length, the log-ratios of each round
+    (one sandbox); each round's 20% trimmed mean and its standard error, then the
+    DerSimonian-Laird between-round variance, kept as its UPPER_BOUND_LEVEL upper bound
+    (tau^2 df / chi2(1 - level, df)). The df is the fewest rounds less one."""
+    points = []
+    rounds_used = []
+    for run_s in sorted(rounds_by_length):
+        parts = [trimmed_interval(r) for r in rounds_by_length[run_s] if len(r) >= 2]
+        if len(parts) < 2:
+            raise ValueError(f"need at least two rounds of two pairs at {run_s:.4g} s")
+        v = [max(p.log_se**2, 1e-12) for p in parts]
+        w = [1.0 / x for x in v]
+        sw = sum(w)
+        mean = sum(wi * p.log_mean for wi, p in zip(w, parts, strict=True)) / sw
+        q = sum(wi * (p.log_mean - mean) ** 2 for wi, p in zip(w, parts, strict=True))
+        denom = sw - sum(wi * wi for wi in w) / sw
+        tau2 = max(0.0, (q - (len(parts) - 1)) / denom) if denom > 0 else 0.0
+        df = len(parts) - 1
+        points.append((run_s, math.sqrt(tau2 * df / chi2_quantile(1.0 - UPPER_BOUND_LEVEL, df))))
+        rounds_used.append(len(parts))
+    # tau must not fall as runs get shorter (a noisy estimate can): shorter runs share every
+    # source of sandbox variation that longer ones have.
+    fixed = []
+    for s, t in reversed(points):
+        fixed.append((s, max(t, fixed[-1][1]) if fixed else t))
+    return SandboxSpread(tuple(reversed(fixed)), float(min(rounds_used) - 1), source)
+
+
+def calibration_rounds(
+    run_batch: Callable[[Sequence[tuple[int, int, int]]], dict[int, Any]],
+    lengths: int,
+    metric: str = "cpu",
+    rounds: int = CALIBRATION_ROUNDS,
+    pairs: int = CALIBRATION_PAIRS,
+) -> dict[float, list[list[float]]]:
+    """Run `rounds` A/A batches of `lengths` tests through a BatchExecutor's `run_batch`
+    (one sandbox each, one warm-up pair per test) and return each test's log-ratios by
+    round, keyed by the test's median baseline run length."""
+    logs: list[list[list[float]]] = [[] for _ in range(lengths)]
+    base: list[list[float]] = [[] for _ in range(lengths)]
+    for _ in range(rounds):
+        out = run_batch([(i, pairs, 1) for i in range(lengths)])
+        for i in range(lengths):
+            rnd = out.get(i)
+            if rnd is None or rnd.failure is not None or not rnd.pairs:
+                why = rnd.failure.message if rnd is not None and rnd.failure else "no pairs"
+                raise RuntimeError(f"calibration round failed: {why}")
+            logs[i].append([math.log(b.value(metric) / c.value(metric)) for b, c in rnd.pairs])
+            base[i] += [b.value(metric) for b, _ in rnd.pairs]
+    return {sorted(base[i])[len(base[i]) // 2]: logs[i] for i in range(lengths)}
+
+
+# ---------------------------------------------------------------------------- the machine
+# The calibration program: an A/A pair of it is two copies of one binary. It mixes
+# register work with a 256 KiB working set (the size where placement in memory matters),
+# and its loop count comes on stdin.
+CALIBRATION_SOURCE = r"""
+#include <stdio.h>
+static unsigned buf[1 << 16];
+int main(void) {
+    long n;
+    if (scanf("%ld", &n) != 1 || n < 0) return 1;
+    unsigned h = 2166136261u;
+    for (long r = 0; r < n; r++)
+        for (unsigned i = 0; i < (1u << 16); i++) {
+            buf[i] = buf[i] * 31u + (i ^ (unsigned)r);
+            h = (h ^ buf[(i * 7u) & 0xffffu]) * 16777619u;
+        }
+    printf("%u\n", h);
+    return 0;
+}
+"""
+
+
+def _machine_key(cores: Sequence[int]) -> dict[str, Any]:
+    """What must not change for a stored spread to stand: this boot, this CPU, these cores."""
+    try:
+        boot = Path("/proc/sys/kernel/random/boot_id").read_text().strip()
+    except OSError:
+        boot = ""
+    model = ""
+    with contextlib.suppress(OSError):
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                model = line.split(":", 1)[1].strip()
+                break
+    return {
+        "version": SPREAD_VERSION,
+        "boot_id": boot,
+        "cpu": model,
+        "kernel": platform.release(),
+        "cores": list(cores),
+    }
+
+
+def spread_path() -> Path:
+    from asmopt.cache import cache_root
+
+    return cache_root() / "timing_spread.json"
+
+
+def _read_stored(path: Path, key: dict[str, Any]) -> SandboxSpread | None:
+    try:
+        data = json.loads(path.read_text())
+        if data.get("key") != key or time.time() - float(data["measured_at"]) > MAX_AGE_S:
+            return None
+        per_core = [SandboxSpread.from_dict(d) for d in data["cores"].values()]
+        return SandboxSpread.worst_of(per_core, data["source"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+
+
+def calibrate(
+    sandbox: Any, lock: Any, toolchain: Any = None, rounds: int | None = None
+) -> dict[int, SandboxSpread]:
+    """Measure the spread on every timing core of `lock` (about ten seconds per core)."""
+    from asmopt.measure.timing.executor import SandboxExecutor
+    from asmopt.programs.model import Program, TestCase
+    from asmopt.toolchain import default_toolchain
+
+    toolchain = toolchain or default_toolchain()
+    tests = tuple(TestCase(f"n{n}", f"{n}\n".encode(), b"") for n in CALIBRATION_SIZES)
+    program = Program("timing_spread", CALIBRATION_SOURCE, tests)
+    build = toolchain.compile_binary(program, ("-O2",))
+    if not build.ok or build.output is None:
+        raise RuntimeError(f"calibration program did not build: {build.message}")
+    work = Path(tempfile.mkdtemp(prefix="asmopt-spread-"))
+    try:
+        a, b = work / "a", work / "b"
+        shutil.copy2(build.output, a)
+        shutil.copy2(build.output, b)
+        out = {}
+        for core in lock.layout.timing:
+            one = lock.only(core)
+            executor = SandboxExecutor(sandbox, a, b, list(tests), lock=one, check_output=False)
+            by_length = calibration_rounds(
+                executor.run_batch, len(tests), rounds=rounds or CALIBRATION_ROUNDS
+            )
+            stamp = time.strftime("%Y-%m-%d %H:%M", time.localtime())
+            out[core] = spread_from_rounds(by_length, f"measured on core {core} at {stamp}")
+        return out
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+_MEMO: dict[tuple[Any, ...], SandboxSpread] = {}
+
+
+def machine_spread(sandbox: Any, lock: Any, *, refresh: bool = False) -> SandboxSpread:
+    """This machine's spread for `lock`'s timing cores: from memory, else the cache file
+    (same boot, CPU, kernel and cores, under a day old), else measured now and stored.
+
+    `ASMOPT_TIMING_SPREAD=default` uses DEFAULT_SPREAD without measuring. A calibration
+    that fails (no compiler, a broken sandbox) falls back to DEFAULT_SPREAD with a logged
+    warning: timing then still works, with the default's wider allowance."""
+    if os.environ.get("ASMOPT_TIMING_SPREAD", "").strip().lower() == "default":
+        return DEFAULT_SPREAD
+    cores = tuple(lock.layout.timing)
+    key = _machine_key(cores)
+    memo_key = (str(spread_path()), cores)
+    if not refresh and memo_key in _MEMO:
+        return _MEMO[memo_key]
+    path = spread_path()
+    with open(path.with_suffix(".lock"), "a+") as guard:
+        fcntl.flock(guard, fcntl.LOCK_EX)  # one process measures; the others read its file
+        stored = None if refresh else _read_stored(path, key)
+        if stored is None:
+            try:
+                per_core = calibrate(sandbox, lock)
+            except Exception as exc:
+                log.warning("timing spread not measured (%s); using the default", exc)
+                return DEFAULT_SPREAD
+            stamp = time.strftime("%Y-%m-%d %H:%M", time.localtime())
+            data = {
+                "key": key,
+                "measured_at": time.time(),
+                "source": f"measured on cores {list(cores)} at {stamp}",
+                "cores": {str(c): sp.to_dict() for c, sp in per_core.items()},
+            }
+            tmp = path.with_suffix(".tmp")
+            tmp.write_text(json.dumps(data, indent=1))
+            os.replace(tmp, path)
+            stored = SandboxSpread.worst_of(list(per_core.values()), data["source"])
+    _MEMO[memo_key] = stored
+    return stored
