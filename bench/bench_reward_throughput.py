@@ -7,10 +7,11 @@ The batch: 16 built-in programs (training split), four answers each, 64 in all:
 * near-copy: the -O3 assembly with one `nop` at the start of `main` (not a copy after
   canonicalisation, so it is timed: an A/A pair of equivalent, non-identical binaries);
 * slower: the -O3 assembly with a spin loop at the start of `main` worth SLOWER of the
-  program's mean test CPU time;
+  program's shortest test's CPU time;
 * faster: the plain -O3 assembly, scored against a baseline that carries a spin loop worth
-  FASTER[k] of the mean test time (k cycles over the programs), so the answer is truly
-  faster by a known amount (per test: (t + spin) / t, from the measured run times).
+  FASTER[k] of the shortest test (k cycles over the programs), so the answer is truly
+  faster by a known amount (per test: (t + spin) / t, from the measured run times; the
+  program's known ratio is their mean).
 
 It is scored twice through `RewardService.score_batch` (two workers, one timing core): with
 the reward's default "decision" timing precision, and with "target" precision (every test
@@ -69,36 +70,44 @@ def _near_copy(asm: str) -> str:
     return asm.replace("\nmain:\n", "\nmain:\n\tnop\n", 1)
 
 
-def _iteration_cost(toolchain: Any, sandbox: Any, program: Any, asm: str) -> tuple[float, float]:
-    """(seconds per spin iteration, mean test CPU seconds) for this program, measured."""
+def _test_costs(toolchain: Any, sandbox: Any, program: Any, asm: str) -> tuple[float, list[float]]:
+    """(seconds per spin iteration, each test's median CPU seconds) for this program."""
 
-    def mean_cpu(assembly: str) -> float:
+    def cpus(assembly: str) -> list[float]:
         build = toolchain.assemble_and_link(assembly, program.ldflags)
         assert build.ok and build.output is not None, build.message
-        cpus = []
+        out = []
         for test in program.tests:
             runs = [
                 sandbox.run_program(build.output, argv=test.argv, stdin=test.stdin).cpu_time_s
                 for _ in range(5)
             ]
-            cpus.append(statistics.median(runs))
-        return statistics.mean(cpus)
+            out.append(statistics.median(runs))
+        return out
 
-    plain = mean_cpu(asm)
+    plain = cpus(asm)
     n = 20_000_000
-    spun = mean_cpu(spin_assembly(asm, n))
-    return max(1e-10, (spun - plain) / n), plain
+    spun = cpus(spin_assembly(asm, n))
+    per_iter = statistics.median(s - p for s, p in zip(spun, plain, strict=True)) / n
+    return max(1e-10, per_iter), plain
 
 
 def build_batch(toolchain: Any, sandbox: Any, programs: list[Any]) -> list[dict[str, Any]]:
+    """Four answers per program. A spin loop adds the same seconds to every test, so it is
+    sized to a share of the program's SHORTEST test (no test is changed by more), and the
+    known program-level ratio (the mean of per-test ratios, the reward's statistic) is
+    computed from the measured test times."""
     answers = []
     for k, program in enumerate(programs):
         asm = toolchain.baseline_assembly(program)
-        per_iter, mean_s = _iteration_cost(toolchain, sandbox, program, asm)
-        slow_iters = int(SLOWER * mean_s / per_iter)
+        per_iter, times = _test_costs(toolchain, sandbox, program, asm)
+        shortest = min(times)
+        slow_s = SLOWER * shortest
         fast = FASTER[k % len(FASTER)]
-        fast_iters = int(fast * mean_s / per_iter)
-        common = {"program": program, "mean_test_ms": mean_s * 1e3}
+        fast_s = fast * shortest
+        slower_ratio = statistics.mean(t / (t + slow_s) for t in times)
+        faster_ratio = statistics.mean((t + fast_s) / t for t in times)
+        common = {"program": program, "test_ms": [round(t * 1e3, 3) for t in times]}
         answers += [
             {**common, "kind": "wrong", "completion": _fence(_wrong(asm)), "baseline": asm},
             {
@@ -111,16 +120,18 @@ def build_batch(toolchain: Any, sandbox: Any, programs: list[Any]) -> list[dict[
             {
                 **common,
                 "kind": "slower",
-                "completion": _fence(spin_assembly(asm, slow_iters)),
+                "completion": _fence(spin_assembly(asm, int(slow_s / per_iter))),
                 "baseline": asm,
-                "expected": 1.0 / (1.0 + SLOWER),
+                "expected": slower_ratio,
+                "shortest_test_change": 1.0 / (1.0 + SLOWER),
             },
             {
                 **common,
                 "kind": "faster",
                 "completion": _fence(asm),
-                "baseline": spin_assembly(asm, fast_iters),
-                "expected": 1.0 + fast,
+                "baseline": spin_assembly(asm, int(fast_s / per_iter)),
+                "expected": faster_ratio,
+                "shortest_test_change": 1.0 + fast,
             },
         ]
     return answers
@@ -277,7 +288,8 @@ def render(raw: dict[str, Any], env_before: str, env_after: str) -> str:
         ],
     )
     lines = [
-        "# Reward throughput: 64 RL-shaped answers through the reward service",
+        f"# Reward throughput: {4 * len(raw['programs'])} RL-shaped answers through the reward "
+        "service",
         "",
         f"Command: `.venv/bin/python {raw['command']}` ({raw['seconds']:.0f} s in all).",
         f"Machine before: {env_before}.",
@@ -287,11 +299,13 @@ def render(raw: dict[str, Any], env_before: str, env_after: str) -> str:
         + ", ".join(f"{t * 100:.2f}% at {s * 1e3:.2g} ms" for s, t in raw["spread"]["points"])
         + ".",
         "",
-        "Per program: a wrong answer, a near-copy (one `nop`), an answer 10% slower (a spin "
-        "loop), and one truly faster by 5%, 10% or 20% (the baseline carries the spin loop). "
+        "Per program: a wrong answer, a near-copy (one `nop`), an answer slower by 10% of its "
+        "shortest test (a spin loop), and one truly faster by 5%, 10% or 20% of its shortest "
+        "test (the baseline carries the spin loop; longer tests change less, and each "
+        "answer's known program ratio is computed from the measured test times). "
         "Two service workers, one timing core. Core time is the timing core's seconds charged "
         "to the answers; the reference is hyperfine 3 warm-ups + 10 runs per binary and test, "
-        "run sequentially on the same 48 correct answers, its CPU time counted from rusage.",
+        "run sequentially on the same correct answers, its CPU time counted from rusage.",
         "",
         md_table(
             [

@@ -15,6 +15,7 @@ from asmopt.measure.speedup import TimingWarning as W
 from asmopt.measure.stats import combine_arithmetic, combine_geometric, exact_ratio
 from asmopt.measure.timing import (
     Round,
+    SandboxSpread,
     RunTiming,
     TimingConfig,
     measure_candidates,
@@ -95,9 +96,17 @@ def test_a_bad_first_round_cannot_widen_an_aa_interval_past_the_target(
 
 
 def test_without_the_pilot_and_rounds_rules_the_same_bad_round_does_reach_the_estimate() -> None:
-    # The property above is the rules' doing: with no pilot and a test allowed to end on one
-    # round, a tight displaced first round is taken for the answer, 6% off.
-    cfg = TimingConfig(budget_s=1e9, pilot_round=False, min_rounds=1)
+    # The property above is the rules' doing: with no pilot, a test allowed to end on one
+    # round and no between-sandbox allowance (the old rules: 95%, a fixed 1% floor), a tight
+    # displaced first round is taken for the answer, 6% off.
+    cfg = TimingConfig(
+        budget_s=1e9,
+        pilot_round=False,
+        min_rounds=1,
+        confidence=0.95,
+        resolution=0.01,
+        spread=SandboxSpread(((0.001, 0.0),), 0.0, "none"),
+    )
     results = [
         measure_pairs(RoundExecutor(_aa_with_bad_first_round(s, 0.06, 0.01)), cfg).speedup
         for s in range(40)

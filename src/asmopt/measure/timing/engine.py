@@ -46,8 +46,12 @@ class TimingConfig:
     # (speedup.INTERVAL_CONFIDENCE): a "faster" claim for a no-op answer is then rare (1%).
     target_half_width: float = 0.02
     confidence: float = INTERVAL_CONFIDENCE
-    # One discarded pair per round warms the page cache and the branch predictors; more did
-    # not change A/A results on the built-in suite.
+    # One discarded pair warms the page cache and the branch predictors, in a test's first
+    # round only: later rounds find both binaries' pages cached, their first run is the
+    # baseline's or the candidate's at random (the block order starts at random), and a
+    # round's error is pooled with the others', so a cold first run there is noise with no
+    # side, where a warm-up pair would cost a tenth of a two-round measurement. More
+    # warm-up did not change A/A results on the built-in suite.
     warmup_pairs: int = 1
     # With 4 pairs t(3) = 3.18: a 2% half-width needs a per-pair spread under ~1.3%, which
     # CPU time of a >= 5 ms program meets on an idle core.
@@ -582,6 +586,11 @@ def _far_from_decisions(stat: RatioInterval, config: TimingConfig) -> bool:
     return all(abs(math.log(p) - stat.log_mean) > spread for p in config.decision_points)
 
 
+def _warmup(state: _TestState, config: TimingConfig) -> int:
+    """Warm-up pairs for the test's next round (see TimingConfig.warmup_pairs)."""
+    return 0 if state.slow or state.rounds else config.warmup_pairs
+
+
 def _plan_slow(state: _TestState, pair_s: float | None, config: TimingConfig) -> None:
     """Size the first round of a test whose pairs are slow (see measure_candidates)."""
     if pair_s is None or pair_s <= 0:
@@ -649,7 +658,7 @@ def _advance(state: _TestState, config: TimingConfig, warnings: Sequence[TimingW
     state.speedup = speedup
     needed = _pairs_needed(state, stat, config)
     per_pair = state.spent / max(1, sum(len(r.pairs) + len(r.warmups) for r in state.rounds))
-    warmup = 0 if state.slow else config.warmup_pairs
+    warmup = _warmup(state, config)
     left = config.budget_s - state.spent
     by_time = int(left / per_pair) - warmup if per_pair > 0 else config.round_pairs
     if by_time < 2:
@@ -775,7 +784,7 @@ def measure_candidates(
         start = clock()
         rounds = executor.run_candidates(
             [
-                (c, i, states[c][i].want, 0 if states[c][i].slow else config.warmup_pairs)
+                (c, i, states[c][i].want, _warmup(states[c][i], config))
                 for c, i in active
             ]
         )
