@@ -225,7 +225,14 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--quick", action="store_true", help="4 programs (16 answers)")
     ap.add_argument("--programs", type=int, default=16)
+    ap.add_argument("--render", metavar="RAW_JSON", help="re-render a report from its raw data")
     args = ap.parse_args()
+    if args.render:
+        raw = json.loads(Path(args.render).read_text())
+        text = render(raw, raw["machine_before"], raw["machine_after"])
+        write_result(Path(args.render).name.replace("_raw.json", ".md"), text)
+        print(text)
+        return 0
     n = 4 if args.quick else args.programs
     toolchain, sandbox = setup()
     suite = load_builtin_suite()
@@ -248,6 +255,8 @@ def main() -> int:
         "runs": runs,
         "reference": {"cpu_s": ref_cpu, "ratios": ref_ratios, "answers": timed_answers},
         "seconds": time.monotonic() - began,
+        "machine_before": env_before,
+        "machine_after": env_after,
     }
     name = "reward_throughput" + ("_quick" if args.quick else "")
     (RESULTS / f"{name}_raw.json").write_text(json.dumps(raw, indent=1, default=str))
@@ -333,11 +342,40 @@ def render(raw: dict[str, Any], env_before: str, env_after: str) -> str:
         "",
         kinds,
         "",
+        "Known answers, decision precision (the reward's statistic: the mean of per-test "
+        "ratios, with its interval; `called` is what the reward sees):",
+        "",
+        md_table(
+            ["program", "answer", "known ratio", "measured", "interval", "called"],
+            [
+                [
+                    a["program"],
+                    a["kind"],
+                    f"{a['expected']:.3f}",
+                    f"{a['speedup']:.3f}" if a["speedup"] else "-",
+                    f"[{a['low']:.3f}, {a['high']:.3f}]" if a["low"] else "-",
+                    _called(a),
+                ]
+                for a in raw["runs"]["decision"]["per_answer"]
+                if a["kind"] in ("slower", "faster", "near_copy")
+            ],
+        ),
+        "",
         "Raw data: `"
         + ("reward_throughput_quick" if "quick" in raw["command"] else "reward_throughput")
         + "_raw.json`.",
     ]
     return "\n".join(lines) + "\n"
+
+
+def _called(a: dict[str, Any]) -> str:
+    if a["low"] is None:
+        return a["verdict"]
+    if a["low"] > 1.0:
+        return "faster"
+    if a["high"] < 1.0:
+        return "slower"
+    return "not different"
 
 
 if __name__ == "__main__":
