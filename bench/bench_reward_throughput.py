@@ -338,6 +338,19 @@ def render(raw: dict[str, Any], env_before: str, env_after: str) -> str:
         f"Throughput, decision over target precision (same code, same batch, same run): "
         f"**{gain:.2f}x**.",
         "",
+        "**Scaling (on paper; measured here with one timing core).** Timing is exclusive per "
+        "physical core (a machine-wide lock per core) and is the only work that needs one; "
+        "checks (build, correctness runs) run on the other cores and need "
+        f"{dec['check_s'] / max(1.0, dec['core_s']):.2f} general-core seconds per timing-core "
+        "second in this batch (their wall time, which on 2 cores includes waiting for the "
+        "one general core). A machine with N timing cores and M general cores so scores "
+        "about min(N / core_s, M / check_s) answers per second for this mix, where core_s "
+        "and check_s are the per-answer figures above; the reward service's pool runs that "
+        "many workers. Across Ray nodes each node has its own cores and its own locks (the "
+        "lock files are machine-local) and calibrates its own between-sandbox spread, so "
+        "throughput adds up over nodes; what does not scale is a batch's slowest answer "
+        "(its `batch_finish_s`), which bounds a synchronous PPO step.",
+        "",
         "Timing-core seconds by kind of answer:",
         "",
         kinds,

@@ -161,7 +161,7 @@ def ours(
     )
     if failure is not None:
         raise RuntimeError(f"{failed}: {failure.message}")
-    program = ProgramSpeedup.from_tests(MeasureMode.TIME, per_test, config.resolution)
+    program = ProgramSpeedup.from_tests(MeasureMode.TIME, per_test)  # the tests' resolution
     return OursResult(program, per_test, time.monotonic() - start)
 
 

@@ -181,7 +181,8 @@ def main() -> int:
             "",
             "Identical binaries (the -O3 build and a copy of it), every test of each program. "
             "Ours: interleaved CPU time in the sandbox, adaptive to a +-2% interval, per-program "
-            "geometric mean with a 95% interval (resolution +-1%). Reference: hyperfine 3 "
+            "geometric mean with a 98% interval (resolution from the between-sandbox spread, "
+            "at least +-1%). Reference: hyperfine 3 "
             "warm-ups + 10 runs per binary, wall clock, two tests at a time, per-program mean "
             "of per-test ratios.",
             "",
@@ -204,7 +205,7 @@ def main() -> int:
                     "trial",
                     "program",
                     "ours",
-                    "ours 95% interval",
+                    "ours 98% interval",
                     "ours claims",
                     "ours s",
                     "reference",
@@ -228,7 +229,7 @@ def main() -> int:
                     "test",
                     "ms",
                     "ours",
-                    "ours 95% interval",
+                    "ours 98% interval",
                     "pairs",
                     "outliers",
                     "warnings",

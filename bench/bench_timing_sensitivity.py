@@ -1,4 +1,5 @@
-"""Sensitivity: a candidate made 10% faster on purpose must be reported significantly faster.
+"""Sensitivity: a candidate made 10% faster on purpose must be reported significantly faster
+(and, with --extra and --slowdown, one made 2% or 5% faster or slower, with the right sign).
 
 The candidate is the -O3 binary; the baseline is the same assembly with a calibrated spin
 loop at the start of `main` that adds 10% of that test's own CPU time (one loop per test,
@@ -13,6 +14,7 @@ Goal: the candidate is reported significantly faster (program interval above 1.0
 least 95% of trials.
 
     .venv/bin/python bench/bench_timing_sensitivity.py [--quick] [--trials N] [--no-load]
+        [--extra 0.05] [--slowdown]
 """
 
 from __future__ import annotations
@@ -93,7 +95,19 @@ def main() -> int:
     ap.add_argument("--quick", action="store_true", help="1 trial on 5 programs")
     ap.add_argument("--trials", type=int, default=2)
     ap.add_argument("--no-load", action="store_true", help="skip the two busy processes")
+    ap.add_argument(
+        "--extra", type=float, default=EXTRA, help="the spin loop's share of each test (0.10)"
+    )
+    ap.add_argument(
+        "--slowdown",
+        action="store_true",
+        help="the candidate carries the spin loop (a true slowdown) instead of the baseline",
+    )
     args = ap.parse_args()
+    if not 0 < args.extra < 1:
+        ap.error("--extra must be in (0, 1)")
+    global EXTRA
+    EXTRA = args.extra
     ids = PROGRAMS[:5] if args.quick else PROGRAMS
     trials = 1 if args.quick else args.trials
     toolchain, sandbox = setup()
@@ -118,14 +132,15 @@ def main() -> int:
                 t_start = time.monotonic()
                 per_test = []
                 for test, slow, fast, _ in plan[p.id]:
-                    out = time_test(sandbox, slow, fast, test, config)
+                    base, cand = (fast, slow) if args.slowdown else (slow, fast)
+                    out = time_test(sandbox, base, cand, test, config)
                     if out.failure is not None:
                         raise RuntimeError(f"{p.id}/{test.name}: {out.failure.message}")
                     per_test.append(out.speedup)
                     test_ratios.setdefault((p.id, test.name), []).append(out.speedup.ratio)
-                    test_sig += out.speedup.low > 1.0
+                    test_sig += _right(out.speedup, args.slowdown)
                     test_total += 1
-                prog = ProgramSpeedup.from_tests(MeasureMode.TIME, per_test, config.resolution)
+                prog = ProgramSpeedup.from_tests(MeasureMode.TIME, per_test)
                 program_results.append(prog)
                 seconds = time.monotonic() - t_start
                 rows.append(
@@ -134,13 +149,13 @@ def main() -> int:
                         p.id,
                         f"{prog.ratio:.4f}",
                         f"[{prog.low:.4f}, {prog.high:.4f}]",
-                        "yes" if prog.significantly_faster else "NO",
+                        "yes" if _right(prog, args.slowdown) else "NO",
                         f"{seconds:.1f}",
                     )
                 )
                 print(
                     f"trial {trial + 1} {p.id:18s} {prog.ratio:.4f} [{prog.low:.4f}, "
-                    f"{prog.high:.4f}] {'significant' if prog.significantly_faster else 'MISSED'}"
+                    f"{prog.high:.4f}] {'significant' if _right(prog, args.slowdown) else 'MISSED'}"
                     f" {seconds:.1f}s",
                     flush=True,
                 )
@@ -148,7 +163,10 @@ def main() -> int:
         load.__exit__(None, None, None)
     elapsed = time.monotonic() - start
     n = len(program_results)
-    hits = sum(r.significantly_faster for r in program_results)
+    hits = sum(_right(r, args.slowdown) for r in program_results)
+    wrong = sum(_right(r, not args.slowdown) for r in program_results)
+    truth = 1.0 / (1.0 + EXTRA) if args.slowdown else 1.0 + EXTRA
+    what = "slower" if args.slowdown else "faster"
     goal = hits >= 0.95 * n
     truth_rows = [
         (pid, name, iters, f"{statistics.median(test_ratios[(pid, name)]):.4f}")
@@ -161,7 +179,8 @@ def main() -> int:
         ["", "programs", "tests"],
         [
             ("trials", n, test_total),
-            ("reported significantly faster", f"{hits}/{n}", f"{test_sig}/{test_total}"),
+            (f"reported significantly {what}", f"{hits}/{n}", f"{test_sig}/{test_total}"),
+            ("reported with the wrong sign", f"{wrong}/{n}", ""),
             (
                 "median measured ratio",
                 f"{statistics.median(r.ratio for r in program_results):.4f}",
@@ -171,42 +190,54 @@ def main() -> int:
     )
     text = "\n".join(
         [
-            "# Timing sensitivity: a candidate 10% faster on purpose",
+            f"# Timing sensitivity: a candidate {EXTRA:.0%} {what} on purpose",
             "",
             f"Command: `.venv/bin/python bench/bench_timing_sensitivity.py"
-            f"{' --quick' if args.quick else ''}{' --no-load' if args.no_load else ''}` "
+            f"{' --quick' if args.quick else ''}{' --no-load' if args.no_load else ''}"
+            f"{f' --extra {EXTRA}' if EXTRA != 0.10 else ''}"
+            f"{' --slowdown' if args.slowdown else ''}` "
             f"({trials} trial(s) x {len(progs)} programs, {elapsed:.0f} s).",
             f"Load: {'none added' if args.no_load else 'two busy processes (one per core)'}.",
             f"Machine before: {env_before}.",
             f"Machine after: {environment()}.",
             "",
-            f"Baseline = -O3 assembly + a spin loop worth {EXTRA:.0%} of each test's CPU time "
-            f"({per_iter * 1e9:.3f} ns per iteration, measured); candidate = -O3. True speedup "
-            "1.10 everywhere. Our default procedure (+-2% target, 95% intervals, +-1% "
-            "resolution).",
+            f"{'Candidate' if args.slowdown else 'Baseline'} = -O3 assembly + a spin loop worth "
+            f"{EXTRA:.0%} of each test's CPU time ({per_iter * 1e9:.3f} ns per iteration, "
+            f"measured); {'baseline' if args.slowdown else 'candidate'} = -O3. True ratio "
+            f"{truth:.4f} everywhere. Our default procedure (+-2% target, 98% intervals, "
+            "resolution from this machine's between-sandbox spread, at least +-1%).",
             "",
             summary,
             "",
             f"Program ratios: {quantiles([r.ratio for r in program_results])}",
             f"Program interval lower bounds: {quantiles([r.low for r in program_results])}",
             "",
-            f"Goal: significantly faster in >= 95% of trials: **{'met' if goal else 'NOT met'}** "
-            f"({hits}/{n}).",
+            f"Goal: significantly {what} in >= 95% of trials, none with the wrong sign: "
+            f"**{'met' if goal and not wrong else 'NOT met'}** ({hits}/{n}, {wrong} wrong).",
             "",
             "## Per trial",
             "",
-            md_table(["trial", "program", "ratio", "95% interval", "significant", "s"], rows),
+            md_table(["trial", "program", "ratio", "98% interval", "significant", "s"], rows),
             "",
-            "## Calibration check: median measured ratio per test (target 1.10)",
+            f"## Calibration check: median measured ratio per test (target {truth:.4f})",
             "",
             md_table(["program", "test", "spin iterations", "median ratio"], truth_rows),
             "",
         ]
     )
-    path = write_result("timing_sensitivity.md", text)
+    suffix = "" if EXTRA == 0.10 and not args.slowdown else (
+        f"_{round(EXTRA * 100)}pct{'_slower' if args.slowdown else ''}"
+    )
+    path = write_result(f"timing_sensitivity{suffix}.md", text)
     print(summary)
     print(f"wrote {path}")
     return 0
+
+
+def _right(result: object, slowdown: bool) -> bool:
+    """Called significantly in the true direction (a test's or a program's interval)."""
+    low, high = result.low, result.high  # type: ignore[attr-defined]
+    return bool(high < 1.0 if slowdown else low > 1.0)
 
 
 if __name__ == "__main__":

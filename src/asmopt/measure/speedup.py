@@ -224,10 +224,8 @@ class ProgramSpeedup:
     ) -> ProgramSpeedup:
         """Aggregate per-test results; any non-measured test decides the program's status.
 
-        The program's interval is never narrower than `resolution`; None takes the largest
-        resolution its tests were measured with. The tests of a program share each
-        sandbox, so what differs between sandboxes moves them together and averaging over
-        tests does not shrink it."""
+        The program's interval is never narrower than `resolution`; None takes the mean of
+        the resolutions its tests were measured with (_tests_resolution)."""
         if resolution is None:
             resolution = _tests_resolution(tests)
         if not tests:
@@ -289,9 +287,13 @@ class ProgramSpeedup:
 
 
 def _tests_resolution(tests: list[TestSpeedup]) -> float:
-    """The largest resolution the tests were measured with (0 for counts and copies)."""
+    """The resolution of a mean over the tests: the mean of their resolutions (0 for counts
+    and copies). The tests of a program share every sandbox, so what shifts one may shift
+    all; even if the shifts were perfectly correlated, the shift of their mean is at most
+    the mean of their sizes. The largest would make one short test's floor (2% on a
+    machine whose short runs vary that much between sandboxes) the floor of every answer."""
     found = [float(t.context.get("config", {}).get("resolution", 0.0) or 0.0) for t in tests]
-    return max(found, default=0.0)
+    return sum(found) / len(found) if found else 0.0
 
 
 def _parts(tests: list[TestSpeedup]) -> list[RatioInterval]:
