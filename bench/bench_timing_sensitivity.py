@@ -91,6 +91,7 @@ def _calibrate(toolchain, sandbox, progs, per_iter):  # type: ignore[no-untyped-
 
 
 def main() -> int:
+    global EXTRA
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--quick", action="store_true", help="1 trial on 5 programs")
     ap.add_argument("--trials", type=int, default=2)
@@ -106,7 +107,6 @@ def main() -> int:
     args = ap.parse_args()
     if not 0 < args.extra < 1:
         ap.error("--extra must be in (0, 1)")
-    global EXTRA
     EXTRA = args.extra
     ids = PROGRAMS[:5] if args.quick else PROGRAMS
     trials = 1 if args.quick else args.trials

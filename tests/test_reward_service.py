@@ -185,6 +185,18 @@ int main(void) {
     assert geo_low <= geo <= geo_high
     assert result.reward is not None and result.reward > 0.3
     assert math.isfinite(result.reward)
+    # Where its time went: the check, then the timing core's seconds and runs, and why each
+    # test stopped (the decision precision: settled, or at its target).
+    cost = result.cost
+    assert cost["check_s"] > 0 and cost["timing_s"] > 0 and cost["timed_runs"] >= 4 * 2 * 2
+    assert sum(cost["stopped"].values()) == cost["tests"] == len(PROGRAM.tests)
+    assert set(cost["stopped"]) <= {"decided", "target", "pairs", "rounds", "budget"}
+    assert cost["tests_faster"] >= 1 and cost["tests_slower"] == 0
+    # An answer that is never timed says only what its check cost.
+    wrong = score_one(
+        PROGRAM, _fence(baseline.replace("\nmain:\n", "\nmain:\n\tret\n")), baseline, FAST
+    )
+    assert wrong.verdict != "pass" and set(wrong.cost) == {"check_s"}
 
 
 def test_process_pool_batch_keeps_order_and_the_watchdog_recovers(
@@ -489,3 +501,9 @@ def test_a_lone_surrogate_is_the_answers_extraction_error_not_ours(baseline: str
     for config, text in ((raw, baseline + "\udcff"), (NO_TIMING, _fence(baseline + "\udcff"))):
         result = score_one(PROGRAM, text, baseline, config)
         assert result.verdict == "extraction_error" and result.reward is not None, result
+
+
+def test_the_timing_precision_is_checked_when_the_config_is_made() -> None:
+    assert ScoreConfig().timing_precision == "decision"  # what a reward needs
+    with pytest.raises(ValueError, match="timing_precision must be decision or target"):
+        ScoreConfig(timing_precision="exact")  # type: ignore[arg-type]

@@ -8,8 +8,8 @@ Procedure (docs/measurement.md has the reasoning and the numbers behind the defa
    a fresh /tmp (see sandbox/launcher.c). All tests of a program share the sandbox of a
    batch, their inputs passed as descriptors. Sandbox start-up is outside the timed
    region: the launcher times each run from exec to exit.
-2. The first `warmup_pairs` pairs of every test in every batch are discarded, and so is a
-   test's whole first round (the pilot) once a later round exists. The program cannot tell
+2. The first `warmup_pairs` pairs of every test's first round are discarded, and so is
+   that whole round (the pilot) where it disagrees with the later rounds. The program cannot tell
    a warm-up from a timed run: they are the same in every respect it can observe.
 3. Every run's output is checked against the expected output, so skipping work when timed
    is caught as a wrong answer.
@@ -18,10 +18,13 @@ Procedure (docs/measurement.md has the reasoning and the numbers behind the defa
    harness's numbers under load; wall time is recorded next to it, and a round whose
    baseline lost the core for long (wall far above CPU) is discarded and repeated.
 5. After each batch every test's paired log-ratios give an interval (stats.py: trimmed
-   means, pooled below three rounds, per round combined by a random-effects model from
-   three on). A test stops when its relative half-width is within `target_half_width`,
-   when its answer is settled (sequential rule), or when its pair, round or time budget is
-   spent (it is then flagged unreliable); waiting for the core is charged to no budget.
+   means per round, rounds combined by a random-effects model whose between-round
+   variance pools the rounds' own with this machine's measured between-sandbox spread,
+   spread.py). A test stops when its relative half-width is within `target_half_width`,
+   when its answer is settled (sequential rule; with `precision="decision"` also when it
+   is equivalent to the baseline), or when its pair, round or time budget is spent (it is
+   then flagged unreliable); never on fewer than two rounds' pairs; waiting for the core
+   is charged to no budget.
 6. The whole sandbox is pinned to a timing core held under a machine-wide lock
    (`CoreLock`), at real-time priority when permitted, so no two timings share a core,
    here or in another process, and nothing of normal priority preempts a timed run;
@@ -29,9 +32,9 @@ Procedure (docs/measurement.md has the reasoning and the numbers behind the defa
 
 Several candidates of one program measured in one run (best-of-N samples, compiler-flag
 variants) share the baseline's runs (`time_candidates`): a test's runs come in blocks, the
-baseline once and each candidate still measuring once, the direction alternating (A B1 ..
-Bk, then Bk .. B1 A); each candidate pairs its run with the block's baseline run and keeps
-its own statistics, stopping rule, budget and failure.
+baseline once and each candidate still measuring once, in a cyclic order rotated by one
+place per block (A B1 .. Bk, B1 .. Bk A, ...); each candidate pairs its run with the
+block's baseline run and keeps its own statistics, stopping rule, budget and failure.
 
 The engine (`measure_candidates`; `measure_tests` for one candidate, `measure_pairs` for
 one test) only sees an executor that returns paired samples, so its statistics are tested
