@@ -246,6 +246,20 @@ def trimmed_interval(
     )
 
 
+def between_variance(parts: Sequence[RatioInterval]) -> float:
+    """DerSimonian-Laird's between-part variance of the log-ratios: Q = sum w_j (m_j -
+    m_w)^2 with w_j = 1/v_j, tau^2 = max(0, (Q - (R - 1)) / (sum w - sum w^2 / sum w));
+    0 for a single part."""
+    if len(parts) < 2:
+        return 0.0
+    w = [1.0 / max(p.log_se**2, 1e-12) for p in parts]
+    sw = sum(w)
+    mean = sum(wi * p.log_mean for wi, p in zip(w, parts, strict=True)) / sw
+    q = sum(wi * (p.log_mean - mean) ** 2 for wi, p in zip(w, parts, strict=True))
+    denom = sw - sum(wi * wi for wi in w) / sw
+    return max(0.0, (q - (len(parts) - 1)) / denom) if denom > 0 else 0.0
+
+
 def random_effects(
     parts: Sequence[RatioInterval],
     confidence: float = 0.95,
@@ -282,12 +296,7 @@ def random_effects(
         return random_effects(finite, confidence, prior_tau2=prior_tau2, prior_df=prior_df)
     r = len(parts)
     v = [max(p.log_se**2, 1e-12) for p in parts]
-    w = [1.0 / x for x in v]
-    sw = sum(w)
-    m_fixed = sum(wi * p.log_mean for wi, p in zip(w, parts, strict=True)) / sw
-    q = sum(wi * (p.log_mean - m_fixed) ** 2 for wi, p in zip(w, parts, strict=True))
-    denom = sw - sum(wi * wi for wi in w) / sw
-    tau2_data = max(0.0, (q - (r - 1)) / denom) if r > 1 and denom > 0 else 0.0
+    tau2_data = between_variance(parts)
     between_df = prior_df + (r - 1)
     if prior_df > 0:
         tau2 = (prior_df * prior_tau2 + (r - 1) * tau2_data) / between_df

@@ -38,7 +38,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from asmopt.measure.stats import trimmed_interval
+from asmopt.measure.stats import between_variance, trimmed_interval
 
 log = logging.getLogger(__name__)
 
@@ -146,13 +146,7 @@ def spread_from_rounds(
         parts = [trimmed_interval(r) for r in rounds_by_length[run_s] if len(r) >= 2]
         if len(parts) < 2:
             raise ValueError(f"need at least two rounds of two pairs at {run_s:.4g} s")
-        v = [max(p.log_se**2, 1e-12) for p in parts]
-        w = [1.0 / x for x in v]
-        sw = sum(w)
-        mean = sum(wi * p.log_mean for wi, p in zip(w, parts, strict=True)) / sw
-        q = sum(wi * (p.log_mean - mean) ** 2 for wi, p in zip(w, parts, strict=True))
-        denom = sw - sum(wi * wi for wi in w) / sw
-        tau2 = max(0.0, (q - (len(parts) - 1)) / denom) if denom > 0 else 0.0
+        tau2 = between_variance(parts)
         df = len(parts) - 1
         points.append((run_s, math.sqrt(tau2 * df / chi2_quantile(1.0 - UPPER_BOUND_LEVEL, df))))
         rounds_used.append(len(parts))
