@@ -99,3 +99,29 @@ def test_doctor_names_the_lock_files_and_who_holds_them(tmp_path: Path) -> None:
         holder.wait(timeout=30)
     timing = _doctor(env)["timing"]
     assert isinstance(timing, dict) and all(e["held_by"] is None for e in timing["locks"])
+
+
+def test_doctor_shows_the_between_sandbox_spread_and_measures_it_on_request(
+    tmp_path: Path,
+) -> None:
+    """Not measured in a fresh cache: doctor says so (it measures nothing unasked); with
+    --calibrate it measures every timing core and shows the figure it stored."""
+    env = {
+        **os.environ,
+        "ASMOPT_CACHE_DIR": str(tmp_path / "cache"),
+        "PYTHONPATH": str(REPO / "src"),
+    }
+    spread = _doctor(env)["timing"]["spread"]  # type: ignore[index]
+    assert spread["measured"] is False and "--calibrate" in spread["detail"]
+    out = subprocess.run(
+        [sys.executable, "-m", "asmopt.cli", "doctor", "--json", "--calibrate"],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=300,
+    )
+    spread = json.loads(out.stdout)["timing"]["spread"]
+    assert spread["measured"] is True and spread["df"] == 23
+    assert [p["run_ms"] for p in spread["points"]] == sorted(p["run_ms"] for p in spread["points"])
+    assert (tmp_path / "cache" / "timing_spread.json").exists()
+    assert _doctor(env)["timing"]["spread"] == spread  # type: ignore[index]  # read back

@@ -66,6 +66,7 @@ class TimingWarning(StrEnum):
     NOT_ISOLATED = "not_isolated"
     STALLED = "stalled"
     ONE_ROUND = "one_round"
+    SPREAD_LIMITED = "spread_limited"
 
     @property
     def advice(self) -> str:
@@ -91,6 +92,12 @@ _ADVICE = {
         "core itself was contended (timed runs preempted, or rounds stalled), which is the "
         "likely cause of this unreliable result: evaluate with fewer --jobs or on an idle "
         "machine"
+    ),
+    TimingWarning.SPREAD_LIMITED: (
+        "this machine's sandboxes differ more for runs this short than the target allows "
+        "(asmopt doctor shows the spread), so the test stopped at the narrowest interval "
+        "its rounds can give; the interval is sound, only wider: give the test a larger "
+        "input, or time on a machine whose sandboxes differ less"
     ),
     TimingWarning.ONE_ROUND: (
         "the measurement ended on one sandbox's pairs (a budget ran out), so what differs "
