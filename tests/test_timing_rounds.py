@@ -15,8 +15,8 @@ from asmopt.measure.speedup import TimingWarning as W
 from asmopt.measure.stats import combine_arithmetic, combine_geometric, exact_ratio
 from asmopt.measure.timing import (
     Round,
-    SandboxSpread,
     RunTiming,
+    SandboxSpread,
     TimingConfig,
     measure_candidates,
     measure_pairs,
