@@ -332,3 +332,33 @@ def test_a_target_the_machines_spread_forbids_is_met_at_the_narrowest_interval_i
     (sp,), _, _ = measure_tests(SandboxEffects(0.0, 0.0, 1), ["t"], narrow)
     assert sp.context["config"]["effective_target"] == 0.02
     assert str(TimingWarning.SPREAD_LIMITED) not in sp.warnings
+
+
+class OneLuckySandbox(SandboxEffects):
+    """An attack on the rounds: an answer no faster than the baseline that lands well in one
+    sandbox out of many (a placement it found by chance, or an alignment it can only hit
+    sometimes), 4% faster there and tight, equal elsewhere."""
+
+    def __init__(self, seed: int, lucky: int) -> None:
+        super().__init__(0.005, 0.0, seed)
+        self.lucky = lucky
+
+    def run_batch(self, requests: Sequence[tuple[int, int, int]]) -> dict[int, Round]:
+        if self.batches != self.lucky:
+            return super().run_batch(requests)
+        self.batches += 1
+        out = {}
+        for i, pairs, warmup in requests:
+            made = [_pair(0.04 + self.rng.gauss(0.0, 0.002), self.base_s) for _ in range(pairs)]
+            warm = [_pair(0.0, self.base_s)] * warmup
+            out[i] = Round(pairs=made, warmups=warm, seconds=2 * self.base_s * len(made))
+        return out
+
+
+@pytest.mark.parametrize("lucky", [0, 1, 2])
+def test_one_lucky_sandbox_does_not_make_an_answer_faster(lucky: int) -> None:
+    config = TimingConfig(spread=_calibrated(0.005), precision="decision")
+    results = [
+        measure_tests(OneLuckySandbox(seed, lucky), ["t"], config)[0][0] for seed in range(40)
+    ]
+    assert sum(sp.low > 1.0 for sp in results) <= 1, [(sp.ratio, sp.low) for sp in results]

@@ -60,14 +60,14 @@ def _realtime() -> str:
 
 def _spread(lock: Any, calibrate: bool) -> dict[str, Any]:
     """The between-sandbox spread: measured now with `calibrate`, else the stored one."""
-    from asmopt.measure.timing.spread import _machine_key, _read_stored, machine_spread, spread_path
+    from asmopt.measure.timing.spread import machine_spread, stored_spread
 
     if calibrate:
         from asmopt.sandbox.runner import default_sandbox
 
         found = machine_spread(default_sandbox(), lock, refresh=True)
     else:
-        found = _read_stored(spread_path(), _machine_key(tuple(lock.layout.timing)))
+        found = stored_spread(lock)
         if found is None:
             return {
                 "measured": False,

@@ -430,6 +430,8 @@ def _measure(
 
 def _timing_cost(tests: Sequence[Any]) -> dict[str, Any]:
     """What timing an answer's tests cost (their records' context), summed."""
+    from asmopt.measure.speedup import MeasureStatus
+
     stopped: dict[str, int] = {}
     for t in tests:
         why = t.context.get("stopped")
@@ -441,8 +443,8 @@ def _timing_cost(tests: Sequence[Any]) -> dict[str, Any]:
         "timed_runs": round(sum(float(t.context.get("charged_runs", 0.0)) for t in tests), 3),
         "stopped": stopped,
         "tests": len(tests),
-        "tests_faster": sum(t.status == "measured" and t.low > 1.0 for t in tests),
-        "tests_slower": sum(t.status == "measured" and t.high < 1.0 for t in tests),
+        "tests_faster": sum(t.status == MeasureStatus.MEASURED and t.low > 1.0 for t in tests),
+        "tests_slower": sum(t.status == MeasureStatus.MEASURED and t.high < 1.0 for t in tests),
     }
 
 

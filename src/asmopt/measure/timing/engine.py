@@ -176,11 +176,12 @@ class TimingConfig:
         """Rounds a test's estimate must rest on before it may end (see min_rounds)."""
         return min(self.min_rounds, self.max_rounds)
 
-    def resolution_for(self, run_s: float) -> float:
-        """The resolution of a test whose baseline runs take `run_s` seconds."""
+    def resolution_for(self, tau: float) -> float:
+        """The resolution of a test whose sandboxes differ by `tau` (spread.tau of its run
+        length)."""
         if self.resolution is not None:
             return self.resolution
-        return max(self.min_resolution, (self.spread or DEFAULT_SPREAD).tau(run_s))
+        return max(self.min_resolution, tau)
 
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {}
@@ -409,7 +410,7 @@ def _summarise(
         if per_round
         else trimmed_interval(logs, config.confidence, config.trim)
     )
-    resolution = config.resolution_for(run_s)
+    resolution = config.resolution_for(tau)
     state.resolution, state.tau = resolution, tau
     state.rounds_used, state.parts = len(per_round), per_round
     shown = with_resolution(stat, resolution)
@@ -699,7 +700,7 @@ def _pairs_needed(state: _TestState, stat: RatioInterval, config: TimingConfig) 
     one more round where one round can; else the n where s2 / n = tau^2, past which more
     pairs in a round buy little and further rounds are what narrows the interval."""
     parts = state.parts
-    floor = config.min_pairs if len(parts) <= 1 and state.slow is False else 2
+    floor = config.min_pairs if len(parts) <= 1 and not state.slow else 2
     if not parts or not math.isfinite(stat.log_se) or stat.df <= 0:
         return config.min_pairs
     s2 = sum(p.log_se**2 * p.n for p in parts) / len(parts)
@@ -805,10 +806,7 @@ def measure_candidates(
             break
         start = clock()
         rounds = executor.run_candidates(
-            [
-                (c, i, states[c][i].want, _warmup(states[c][i], config))
-                for c, i in active
-            ]
+            [(c, i, states[c][i].want, _warmup(states[c][i], config)) for c, i in active]
         )
         elapsed = clock() - start
         failed_now = False

@@ -39,7 +39,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from asmopt.measure.stats import between_variance, trimmed_interval
+from asmopt.measure.stats import between_variance, chi2_quantile, trimmed_interval
 
 log = logging.getLogger(__name__)
 
@@ -124,16 +124,6 @@ DEFAULT_SPREAD = SandboxSpread(
 
 
 # ---------------------------------------------------------------------------- estimation
-def chi2_quantile(p: float, df: float) -> float:
-    """The p-quantile of chi-square on `df` degrees of freedom (Wilson-Hilferty: within
-    about 1% from 5 degrees of freedom on, enough for a confidence bound on a spread)."""
-    from statistics import NormalDist
-
-    z = NormalDist().inv_cdf(p)
-    c = 2.0 / (9.0 * df)
-    return df * max(1e-6, 1.0 - c + z * math.sqrt(c)) ** 3
-
-
 def spread_from_rounds(
     rounds_by_length: dict[float, Sequence[Sequence[float]]], source: str
 ) -> SandboxSpread:
@@ -280,6 +270,11 @@ def calibrate(
             return dict(zip(cores, pool.map(measure, cores), strict=True))
     finally:
         shutil.rmtree(work, ignore_errors=True)
+
+
+def stored_spread(lock: Any) -> SandboxSpread | None:
+    """The spread stored for `lock`'s timing cores on this boot, or None (nothing measured)."""
+    return _read_stored(spread_path(), _machine_key(tuple(lock.layout.timing)))
 
 
 _MEMO: dict[tuple[Any, ...], SandboxSpread] = {}
