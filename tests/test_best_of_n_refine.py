@@ -9,7 +9,7 @@ from asmopt.policies.compiler_search import selection_split
 from asmopt.policies.refine import RefinePolicy
 from asmopt.programs import load_builtin_suite
 from asmopt.programs.model import Program, TestCase
-from asmopt.report.best_of_n import best_of_n_metrics, pick
+from asmopt.best_of_n import best_of_n_metrics, pick
 from asmopt.sandbox import Sandbox
 from asmopt.toolchain import Toolchain
 

@@ -59,6 +59,7 @@ from typing import Any
 
 from tqdm import tqdm
 
+from asmopt.errors import InputError
 from asmopt.evaluate import CheckResult, baseline_binary, check_binary, check_candidate
 from asmopt.fresh import DEFAULT_PER_CLASS, FreshInputs, expected_tests, new_seed
 from asmopt.judge import Verdict
@@ -88,7 +89,7 @@ HEAVY_CLASSES = ("heavy",)
 NO_TESTS_REASON = "no tests: every program passes"
 
 
-class UnfitProgramError(ValueError):
+class UnfitProgramError(InputError):
     """Programs whose tests were checked and found inadequate were about to be used for
     reward or training; the message names them and how to allow them anyway."""
 

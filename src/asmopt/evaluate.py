@@ -10,6 +10,7 @@ fails (no sandbox, compiler missing, the grader raised) the candidate is not bla
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import logging
 import threading
@@ -549,12 +550,61 @@ def check(
     program: Program,
     assembly: str | bytes,
     *,
+    measure: MeasureMode | str = MeasureMode.NONE,
+    timing: TimingConfig | None = None,
+    fresh: FreshInputs | None = None,
+    label: object = 0,
     toolchain: Toolchain | None = None,
     sandbox: Sandbox | None = None,
     limits: Limits | None = None,
 ) -> CheckResult:
-    """`check_candidate` with the default toolchain and sandbox: the public entry point."""
+    """Build one candidate and judge it on the program's tests and on fresh draws (a new
+    secret seed unless `fresh` replays one); with `measure` "time" or "instructions", a
+    correct candidate is then measured against the -O3 baseline as an evaluation does, the
+    result in `.speedup`. What `asmopt check` runs; the public entry point."""
     from asmopt.toolchain import default_toolchain
 
+    mode = MeasureMode(measure)
+    valgrind = None
+    if mode == MeasureMode.INSTRUCTIONS:  # before anything is built
+        from asmopt.measure.valgrind import Valgrind
+
+        valgrind = Valgrind.locate()
     toolchain = toolchain or default_toolchain()
-    return check_candidate(program, assembly, toolchain, sandbox or toolchain.sandbox, limits)
+    sandbox = sandbox or toolchain.sandbox
+    result = check_candidate(
+        program, assembly, toolchain, sandbox, limits, fresh=fresh, label=label
+    )
+    if result.correct and mode != MeasureMode.NONE:
+        timing = timing or TimingConfig()
+        _measure_against_baseline(
+            program, assembly, result, toolchain, sandbox, limits, mode, timing, valgrind
+        )
+    return result
+
+
+def _measure_against_baseline(
+    program: Program,
+    assembly: str | bytes,
+    result: CheckResult,
+    toolchain: Toolchain,
+    sandbox: Sandbox,
+    limits: Limits | None,
+    mode: MeasureMode,
+    timing: TimingConfig,
+    valgrind: Valgrind | None,
+) -> None:
+    """Time (or count) one correct candidate against the baseline; builds and checks stay
+    off the timing cores, as in an evaluation. A copy of the baseline is 1.0 by rule."""
+    from asmopt.measure.canonical import canonical_statements
+    from asmopt.measure.timing import default_core_lock, general_affinity
+
+    lock = default_core_lock() if mode == MeasureMode.TIME else None
+    options = MeasureOptions(mode=mode, timing=timing, lock=lock)
+    baseline = toolchain.baseline_assembly(program)
+    text = assembly.decode("utf-8", "surrogateescape") if isinstance(assembly, bytes) else assembly
+    is_copy = canonical_statements(text) == canonical_statements(baseline)
+    measurer = Measurer(program, baseline, toolchain, sandbox, options, limits, valgrind)
+    placement = general_affinity(lock.layout) if lock is not None else contextlib.nullcontext()
+    with placement:
+        measurer.measure(result, is_copy)

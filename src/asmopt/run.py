@@ -17,7 +17,6 @@ import contextlib
 import hashlib
 import json
 import logging
-import sys
 import threading
 import time
 import traceback
@@ -30,6 +29,8 @@ from typing import TYPE_CHECKING, Any
 
 from tqdm import tqdm
 
+from asmopt.best_of_n import best_of_n_metrics
+from asmopt.errors import InputError
 from asmopt.evaluate import (
     CheckResult,
     MeasureOptions,
@@ -51,10 +52,12 @@ from asmopt.measure.timing import (
 )
 from asmopt.metrics import compute_metrics, verdict_rates
 from asmopt.policies.base import Policy, PolicyRequest
+from asmopt.policies.factory import PolicySpec, make_policy
 from asmopt.programs.model import Program, Suite
-from asmopt.sandbox.runner import Limits, Sandbox
-from asmopt.store import StoreError
-from asmopt.toolchain import Toolchain, ToolchainError
+from asmopt.sandbox import live as live_processes
+from asmopt.sandbox.runner import Limits, Sandbox, default_sandbox
+from asmopt.store import RunLock, StoreError
+from asmopt.toolchain import Toolchain, ToolchainError, default_toolchain
 
 if TYPE_CHECKING:
     from asmopt.measure.valgrind import Valgrind
@@ -603,25 +606,64 @@ def summarize(outcomes: Sequence[SampleOutcome]) -> dict[str, Any]:
 # ---------------------------------------------------------------------------- the main job
 @dataclass
 class EvalConfig:
-    """One evaluation: which programs, which policy, how answers are measured, where the
-    results go. What `asmopt eval` builds from its options, usable without argparse."""
+    """One evaluation, every option of `asmopt eval` as a typed field (the command line
+    builds this and nothing else): which programs, which policy, how answers are measured
+    and on which inputs, where the results go. Checked when it is made."""
 
-    policy: Policy
-    suite: Suite | None = None  # None: the built-in suite
+    # A policy object, or a spec of one (`PolicySpec`, or just its name) built at the start.
+    policy: Policy | PolicySpec | str = "identity"
+    suite: Suite | Path | str | None = None  # a loaded suite or its directory; None: built-in
     split: str = "test"
-    only: Sequence[str] | None = None
-    samples: int = 1
-    jobs: int = 2
-    measure: MeasureMode = MeasureMode.TIME
+    only: Sequence[str] | None = None  # program ids (None: every program of the split)
+    samples: int = 1  # answers per program; more than 1 adds best-of-N to the summary
+    jobs: int = 2  # programs judged at once
+    measure: MeasureMode | str = MeasureMode.TIME
     timing: TimingConfig = field(default_factory=TimingConfig)
-    time_copies: bool = False
-    run_dir: Path | None = None  # None: runs/SUITE-POLICY-SPLIT-MEASURE (resumes the same run)
+    time_copies: bool = False  # also time answers that are copies (an A/A check)
+    # How inputs are drawn (fresh.py): None draws from a new secret seed for this
+    # evaluation; `FreshInputs(seed=S)` replays one; `FreshInputs.off()` is fixed tests only.
+    fresh_inputs: FreshInputs | None = None
+    run_dir: Path | str | None = None  # None: runs/SUITE-HASH-POLICY-SPLIT-MEASURE (resumes)
     fresh: bool = False  # forget the stored results of `run_dir` first
     wait: bool = False  # wait for another evaluation of `run_dir` to finish instead of refusing
-    progress: bool = True
-    limits: Limits | None = None
-    # How inputs are drawn (fresh.py); None: a new secret seed for this evaluation.
-    fresh_inputs: FreshInputs | None = None
+    progress: bool = False  # a progress bar on stderr
+    limits: Limits | None = None  # per-run sandbox limits (None: the defaults)
+    # Where notices go (another evaluation holds the run directory, ...); None: logging.
+    notify: Callable[[str], None] | None = None
+
+    def __post_init__(self) -> None:
+        try:
+            self.measure = MeasureMode(self.measure)
+        except ValueError:
+            modes = ", ".join(m.value for m in MeasureMode)
+            raise InputError(f"measure must be one of {modes}, got {self.measure!r}") from None
+        if isinstance(self.policy, str):
+            self.policy = PolicySpec(name=self.policy)
+        for name, low, high in (("samples", 1, 10_000), ("jobs", 1, 256)):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
+                raise InputError(f"{name} must be an integer in {low}..{high}, got {value!r}")
+        if self.run_dir is not None:
+            self.run_dir = Path(self.run_dir)
+        if isinstance(self.only, str):  # a lone id would be read as its characters
+            self.only = [self.only]
+
+
+@dataclass
+class Interrupt:
+    """A caller's hold on a running evaluation (a signal handler, a UI, a test).
+
+    `stop`: start no new sample; the running ones finish and are stored, the rest are left
+    for a rerun. `cancel`: also end the running ones at once (the sandboxed processes this
+    evaluation started are killed; their samples are not stored). The library installs no
+    signal handler of its own: the command line maps Ctrl-C and SIGTERM onto these."""
+
+    stop: threading.Event = field(default_factory=threading.Event)
+    cancel: threading.Event = field(default_factory=threading.Event)
+
+    def request_cancel(self) -> None:
+        self.stop.set()
+        self.cancel.set()
 
 
 @dataclass
@@ -633,9 +675,11 @@ class EvalRun:
     run_dir: Path
     notes: list[str] = field(default_factory=list)  # warnings about the stored run
     unfit: dict[str, str] = field(default_factory=dict)  # program id -> why its tests fail
-    interrupted: bool = False  # Ctrl-C: what finished is stored, the rest is left for a rerun
-    # The signal that interrupted it (SIGINT or SIGTERM), for the conventional exit 128 + N.
-    signal: int | None = None
+    interrupted: bool = False  # stopped early: what finished is stored, the rest is not
+
+
+class NothingSelected(InputError):
+    """The split and `only` select no program (or programs without tests)."""
 
 
 def suite_identity(suite: Suite) -> str:
@@ -656,234 +700,222 @@ def run_eval(
     *,
     toolchain: Toolchain | None = None,
     sandbox: Sandbox | None = None,
+    interrupt: Interrupt | None = None,
 ) -> EvalRun:
     """Judge `config.samples` answers of the policy per selected program, measure the correct
-    ones, store everything in the run directory as it goes, and summarize.
+    ones, store everything in the run directory as it goes, and summarize (best-of-N too,
+    with more than one sample). This is the whole of `asmopt eval`.
 
     Resumable: samples already finished in the run directory's store are loaded, not judged
-    again. Raises ValueError when nothing is selected, ValgrindUnavailable for instruction
-    counts without valgrind, SandboxUnavailable without a working sandbox."""
-    from asmopt.programs import load_builtin_suite
-    from asmopt.sandbox.runner import default_sandbox
-    from asmopt.store import RunLock
-    from asmopt.toolchain import default_toolchain
-
-    suite = config.suite or load_builtin_suite()
-    programs = suite.select(split=config.split, ids=config.only)
-    if not programs:
-        raise ValueError(f"no programs selected (split {config.split!r})")
-    untested = [p.id for p in programs if not p.tests]
-    if untested:  # every candidate would pass: a benchmark of nothing
-        raise ValueError(
-            f"program(s) without tests: {', '.join(untested[:5])}; every candidate would "
-            "pass (0/0): add tests or leave them out with --only"
-        )
+    again. Raises an `AsmoptError` for what the user can fix: `NothingSelected`, a policy
+    spec or answers file that cannot serve the selection (`PolicyError`, `InputError`),
+    `ValgrindUnavailable` for instruction counts without valgrind, `SandboxUnavailable`
+    without a working sandbox, `StoreError` when the run directory is not usable."""
+    suite = _load_suite(config.suite)
+    programs = _select_programs(suite, config)
     sandbox = sandbox or default_sandbox()
     sandbox.check()
     toolchain = toolchain or default_toolchain()
     mode = MeasureMode(config.measure)
     valgrind_version = None
-    if mode == MeasureMode.INSTRUCTIONS:
+    if mode == MeasureMode.INSTRUCTIONS:  # before the policy spends anything
         from asmopt.measure.valgrind import Valgrind
 
         valgrind_version = Valgrind.locate().version
-    run_dir = config.run_dir or default_run_dir(
-        suite_identity(suite), config.policy.name, config.split, mode.value
-    )
+    policy = config.policy
+    if isinstance(policy, PolicySpec | str):
+        policy = make_policy(policy, toolchain, sandbox)
+    _check_answers_cover(policy, programs, config.samples)
+    run_dir = Path(config.run_dir or default_run_dir(
+        suite_identity(suite), policy.name, config.split, mode.value
+    ))  # fmt: skip
+    notify = config.notify or log.warning
     lock = RunLock(run_dir).acquire(
         wait=config.wait,
-        on_wait=lambda holder: print(
-            f"asmopt: waiting for {run_dir}: another evaluation holds it ({holder})",
-            file=sys.stderr,
-            flush=True,
+        on_wait=lambda holder: notify(
+            f"waiting for {run_dir}: another evaluation holds it ({holder})"
         ),
     )
     try:
         return _run_locked(
-            config, suite, programs, run_dir, toolchain, sandbox, mode, valgrind_version
+            _Job(config, suite, programs, policy, run_dir, toolchain, sandbox, mode),
+            valgrind_version,
+            interrupt or Interrupt(),
         )
     finally:
         lock.release()
 
 
-def _run_locked(
-    config: EvalConfig,
-    suite: Suite,
-    programs: list[Program],
-    run_dir: Path,
-    toolchain: Toolchain,
-    sandbox: Sandbox,
-    mode: MeasureMode,
-    valgrind_version: str | None,
-) -> EvalRun:
-    from asmopt.adequacy import unfit_programs
-    from asmopt.provenance import environment_fingerprint
-    from asmopt.store import DB_NAME, ResultStore
+def _load_suite(suite: Suite | Path | str | None) -> Suite:
+    from asmopt.programs import load_builtin_suite
+    from asmopt.programs.suite_io import load_suite
 
-    if config.fresh and (run_dir / DB_NAME).exists():
-        for suffix in ("", "-wal", "-shm"):
-            (run_dir / (DB_NAME + suffix)).unlink(missing_ok=True)
-    machine_lock = default_core_lock()
-    layout = machine_lock.layout if mode == MeasureMode.TIME else None
-    fingerprint = environment_fingerprint(
-        compiler=toolchain.identity(),
-        sandbox=sandbox.describe(),
-        measure=mode.value,
-        timing={
-            **config.timing.to_dict(),
+    if suite is None:
+        return load_builtin_suite()
+    return suite if isinstance(suite, Suite) else load_suite(Path(suite))
+
+
+def _select_programs(suite: Suite, config: EvalConfig) -> list[Program]:
+    programs = suite.select(split=config.split, ids=config.only)
+    if not programs:
+        raise NothingSelected(f"no programs selected (split {config.split!r})")
+    untested = [p.id for p in programs if not p.tests]
+    if untested:  # every candidate would pass: a benchmark of nothing
+        raise NothingSelected(
+            f"program(s) without tests: {', '.join(untested[:5])}; every candidate would "
+            "pass (0/0): add tests or leave them out with --only"
+        )
+    return programs
+
+
+def _check_answers_cover(policy: Policy, programs: Sequence[Program], samples: int) -> None:
+    """Answers from a file must all be there before anything is judged: a run that finds a
+    gap halfway has spent its time on a selection it cannot finish."""
+    missing_answers = getattr(policy, "missing", None)
+    if not callable(missing_answers):
+        return
+    missing = missing_answers([p.id for p in programs], samples)
+    if missing:
+        shown = ", ".join(f"{p} sample {i}" for p, i in missing[:5])
+        source = getattr(policy, "path", "the answers file")
+        raise InputError(
+            f"{source} has no answer for {len(missing)} of the "
+            f"{len(programs) * samples} samples asked for ({shown}"
+            f"{', ...' if len(missing) > 5 else ''}); add them, or lower --samples, or "
+            "narrow --only/--split"
+        )
+
+
+@dataclass
+class _Job:
+    """An evaluation once its inputs are resolved: what `_run_locked` works from."""
+
+    config: EvalConfig
+    suite: Suite
+    programs: list[Program]
+    policy: Policy
+    run_dir: Path
+    toolchain: Toolchain
+    sandbox: Sandbox
+    mode: MeasureMode
+
+
+def _fingerprint(job: _Job, layout: Any, valgrind_version: str | None) -> dict[str, Any]:
+    """The environment a run was measured in, stored with it (and compared on resume)."""
+    from asmopt.provenance import environment_fingerprint
+
+    timing = None
+    if layout is not None:
+        timing = {
+            **job.config.timing.to_dict(),
             "timing_cores": list(layout.timing),
             "general_cores": list(layout.general),
             "isolated": layout.isolated,
         }
-        if layout
-        else None,
+    return environment_fingerprint(
+        compiler=job.toolchain.identity(),
+        sandbox=job.sandbox.describe(),
+        measure=job.mode.value,
+        timing=timing,
         valgrind=valgrind_version,
     )
-    store = ResultStore(run_dir)
+
+
+def _run_record(job: _Job) -> dict[str, Any]:
+    """What a stored run says it is (shown by `results show`, checked on resume)."""
+    return {
+        "suite": job.suite.name,
+        "suite_id": suite_identity(job.suite),
+        "policy": job.policy.name,
+        "split": job.config.split,
+        "measure": job.mode.value,
+        "samples": job.config.samples,
+        "time_copies": job.config.time_copies,
+    }
+
+
+def _run_locked(job: _Job, valgrind_version: str | None, interrupt: Interrupt) -> EvalRun:
+    from asmopt.adequacy import unfit_programs
+    from asmopt.store import DB_NAME, ResultStore
+
+    config = job.config
+    if config.fresh and (job.run_dir / DB_NAME).exists():
+        for suffix in ("", "-wal", "-shm"):
+            (job.run_dir / (DB_NAME + suffix)).unlink(missing_ok=True)
+    machine_lock = default_core_lock()
+    layout = machine_lock.layout if job.mode == MeasureMode.TIME else None
+    fingerprint = _fingerprint(job, layout, valgrind_version)
+    store = ResultStore(job.run_dir)
     try:
-        notes = store.begin_run(
-            {
-                "suite": suite.name,
-                "suite_id": suite_identity(suite),
-                "policy": config.policy.name,
-                "split": config.split,
-                "measure": mode.value,
-                "samples": config.samples,
-                "time_copies": config.time_copies,
-            },
-            fingerprint,
-        )
-        stop, abort = threading.Event(), threading.Event()
-        # This evaluation's own handle on the timing cores: cancelling it (an interrupt's
-        # grace period over) ends its waits for a core and its timing rounds at once.
-        lock = CoreLock(machine_lock.layout, machine_lock.lock_dir, cancel=abort)
-        signals: list[int] = []
-        with _interrupt_handler(stop, abort, signals):
+        notes = store.begin_run(_run_record(job), fingerprint)
+        # This evaluation's own handle on the timing cores: cancelling it ends its waits
+        # for a core and its timing rounds at once.
+        lock = CoreLock(machine_lock.layout, machine_lock.lock_dir, cancel=interrupt.cancel)
+        with _ends_its_processes_on_cancel(interrupt.cancel):
             outcomes = evaluate_programs(
-                programs,
-                config.policy,
-                toolchain,
-                sandbox,
+                job.programs,
+                job.policy,
+                job.toolchain,
+                job.sandbox,
                 samples=config.samples,
                 jobs=config.jobs,
                 limits=config.limits,
                 progress=config.progress,
                 measure=MeasureOptions(
-                    mode=mode, timing=config.timing, time_copies=config.time_copies, lock=lock
+                    mode=job.mode, timing=config.timing, time_copies=config.time_copies, lock=lock
                 ),
                 store=store,
-                splits=suite.splits,
-                stop=stop,
-                abort=abort,
+                splits=job.suite.splits,
+                stop=interrupt.stop,
+                abort=interrupt.cancel,
                 notes=notes,
                 fresh=config.fresh_inputs,
             )
     finally:
         store.close()
-    summary = summarize(outcomes)
-    summary["fixed_inputs"] = sorted(p.id for p in programs if p.fixed_inputs)
-    summary.update(
-        suite=suite.name,
-        policy=config.policy.name,
-        split=config.split,
-        measure=mode.value,
-        run_dir=str(run_dir),
-    )
     return EvalRun(
         outcomes,
-        summary,
-        run_dir,
+        _eval_summary(job, outcomes, interrupt),
+        job.run_dir,
         list(notes),
-        unfit_programs(programs),
-        stop.is_set(),
-        signals[0] if signals else None,
+        unfit_programs(job.programs),
+        interrupt.stop.is_set(),
     )
 
 
-def _kill_children() -> None:
-    """SIGKILL this process's child processes (sandboxed runs, compilers), by pid.
-
-    Sandboxed runs live in their own sessions, so a terminal's Ctrl-C never reaches them;
-    the second Ctrl-C ends them here so the workers return at once and remove their
-    temporary directories on the way out."""
-    import os
-    import signal as _signal
-
-    pids: set[int] = set()
-    for children in Path("/proc/self/task").glob("*/children"):
-        with contextlib.suppress(OSError):
-            pids.update(int(p) for p in children.read_text().split())
-    for pid in pids:
-        with contextlib.suppress(OSError):
-            os.kill(pid, _signal.SIGKILL)
-
-
-# After the first Ctrl-C, running samples have this long to finish before they are cancelled
-# (a sample being timed can otherwise run for its whole timing budget).
-INTERRUPT_GRACE_S = 10.0
+def _eval_summary(job: _Job, outcomes: list[SampleOutcome], interrupt: Interrupt) -> dict:
+    summary = summarize(outcomes)
+    summary["fixed_inputs"] = sorted(p.id for p in job.programs if p.fixed_inputs)
+    summary.update(
+        suite=job.suite.name,
+        policy=job.policy.name,
+        split=job.config.split,
+        measure=job.mode.value,
+        run_dir=str(job.run_dir),
+    )
+    if job.config.samples > 1:
+        summary["best_of_n"] = best_of_n_metrics(outcomes, {p.id: p for p in job.programs})
+    summary["interrupted"] = interrupt.stop.is_set()
+    return summary
 
 
 @contextlib.contextmanager
-def _interrupt_handler(
-    stop: threading.Event,
-    abort: threading.Event,
-    signals: list[int] | None = None,
-    grace_s: float = INTERRUPT_GRACE_S,
-) -> Iterator[None]:
-    """First Ctrl-C or SIGTERM: start nothing new, let the running samples finish and be
-    stored; those still running after `grace_s` are cancelled (killed, not stored). A second
-    one: kill the running work at once, store nothing more, and raise KeyboardInterrupt.
-    SIGTERM is what a job scheduler, `timeout` or a container stop sends: treated like
-    Ctrl-C, so what finished is kept and no temporary directory is left. The first signal's
-    number is appended to `signals`."""
-    import signal as _signal
-
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-
+def _ends_its_processes_on_cancel(cancel: threading.Event) -> Iterator[None]:
+    """Once `cancel` is set, kill the sandboxed processes this library started, and keep
+    killing what the workers start until they see it (a sample's remaining tests would each
+    start a new run). Processes the host started itself are never touched."""
     finished = threading.Event()
 
-    def cancel_running() -> None:
-        """Kill the running work, and keep killing what the workers start until they see
-        `stop` (a sample's remaining tests would each start a new sandboxed run)."""
-        if abort.is_set():
-            return
-        abort.set()
-
-        def reaper() -> None:
-            while not finished.is_set():
-                _kill_children()
+    def reaper() -> None:
+        while not finished.is_set():
+            if cancel.wait(0.1):
+                live_processes.kill_all()
                 finished.wait(0.1)
 
-        threading.Thread(target=reaper, daemon=True, name="asmopt-cancel").start()
-
-    timer = threading.Timer(grace_s, cancel_running)
-    timer.daemon = True
-
-    def handler(signum: int, frame: Any) -> None:
-        if not stop.is_set():
-            if signals is not None:
-                signals.append(signum)
-            stop.set()
-            timer.start()
-            print(
-                f"\nasmopt: interrupted ({_signal.Signals(signum).name}): finishing the running "
-                "samples, starting no more; "
-                f"those still running in {grace_s:.0f} s are cancelled "
-                "(Ctrl-C again to stop at once)",
-                file=sys.stderr,
-                flush=True,
-            )
-            return
-        cancel_running()
-        raise KeyboardInterrupt
-
-    previous = {sig: _signal.signal(sig, handler) for sig in (_signal.SIGINT, _signal.SIGTERM)}
+    thread = threading.Thread(target=reaper, daemon=True, name="asmopt-cancel")
+    thread.start()
     try:
         yield
     finally:
         finished.set()
-        timer.cancel()
-        for sig, old in previous.items():
-            _signal.signal(sig, old)
+        thread.join()

@@ -26,6 +26,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, BinaryIO
 
+from asmopt.errors import InputError
+
 # A test file, a C source or a suite's JSON larger than this is not a benchmark input:
 # the largest shipped test is well under 1 MiB, the largest imported ones a few MiB.
 MAX_INPUT_FILE_BYTES = 256 << 20
@@ -46,15 +48,15 @@ _KINDS = (
 )
 
 
-class InputFileError(ValueError):
+class InputFileError(InputError):
     """An input file is not a regular file, or is larger than its cap; names the file."""
 
 
-class OutputPathError(ValueError):
+class OutputPathError(InputError):
     """An output path holds something other than a regular file; names the path."""
 
 
-class JsonNestingError(json.JSONDecodeError):
+class JsonNestingError(json.JSONDecodeError, InputError):
     """JSON nested deeper than `MAX_JSON_DEPTH`. A subclass of `json.JSONDecodeError`, so a
     reader that already reports invalid JSON reports this the same way, with the line."""
 

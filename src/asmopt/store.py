@@ -35,6 +35,7 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from asmopt.errors import AsmoptError
 from asmopt.evaluate import CheckResult
 from asmopt.judge import TestVerdict, Verdict
 from asmopt.measure.canonical import canonical_hash, content_hash
@@ -131,7 +132,19 @@ CREATE TABLE IF NOT EXISTS timings (
 """
 
 
-class StoreError(RuntimeError):
+# The parts of a run's fingerprint that decide whether two runs' numbers can be compared:
+# a resumed run on other values gets a warning, `results compare` lists them.
+COMPARABILITY_KEYS = ("cpu_model", "kernel", "compiler", "sandbox", "measure", "valgrind")
+
+
+def environment_differences(
+    a: dict[str, Any], b: dict[str, Any]
+) -> dict[str, tuple[Any, Any]]:
+    """The comparability keys on which two fingerprints differ, with both values."""
+    return {k: (a.get(k), b.get(k)) for k in COMPARABILITY_KEYS if a.get(k) != b.get(k)}
+
+
+class StoreError(AsmoptError, RuntimeError):
     """The run directory cannot be used as asked; the message says what to do."""
 
 
@@ -352,16 +365,11 @@ class ResultStore:
                     f"{self.path.parent} holds a run with {key} {stored.get(key)!r}, not "
                     f"{run.get(key)!r}; use another --run-dir (or --fresh to replace it)"
                 )
-        old_fp = self.get_meta("fingerprint") or {}
-        changed = [
-            k
-            for k in ("cpu_model", "kernel", "compiler", "sandbox", "valgrind")
-            if old_fp.get(k) != fingerprint.get(k)
-        ]
+        changed = environment_differences(self.get_meta("fingerprint") or {}, fingerprint)
         if changed:
             notes.append(
                 "resuming on a different environment ("
-                + ", ".join(f"{k}: {old_fp.get(k)!r} -> {fingerprint.get(k)!r}" for k in changed)
+                + ", ".join(f"{k}: {old!r} -> {new!r}" for k, (old, new) in changed.items())
                 + "); results measured before and after are not strictly comparable"
             )
         sessions = self.get_meta("sessions") or []

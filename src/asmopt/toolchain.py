@@ -33,6 +33,7 @@ from pathlib import Path
 from typing import Literal
 
 from asmopt.cache import BoundedCache, cache_root, env_bytes, format_bytes
+from asmopt.errors import AsmoptError
 from asmopt.programs.model import Program, encode_source
 from asmopt.sandbox.runner import (
     TOOLCHAIN_LIMITS,
@@ -71,7 +72,7 @@ _FILE_SIZE_TEXT = re.compile(r"File size limit exceeded|terminated with signal 2
 _SIGKILL, _SIGXCPU, _SIGXFSZ = 9, 24, 25
 
 
-class ToolchainError(RuntimeError):
+class ToolchainError(AsmoptError, RuntimeError):
     """Our toolchain is broken (compiler missing, sandbox down): an infrastructure failure."""
 
 

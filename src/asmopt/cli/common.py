@@ -10,11 +10,12 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
+from asmopt.errors import InputError
 from asmopt.programs.model import Suite
 from asmopt.programs.suite_io import builtin_suite_path, load_suite
 
 
-class UsageError(Exception):
+class UsageError(InputError):
     """Bad command-line input; the message says what to change."""
 
 

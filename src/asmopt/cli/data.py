@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from asmopt.cli.common import UsageError, emit_json
+from asmopt.cli.options import add_bounded, add_jobs_option
 from asmopt.data.common import REPORT_FILE, DataError, check_output, mark_adequacy, write_suite
 from asmopt.data.report import DataReport
 from asmopt.programs.model import SPLITS, Suite
@@ -251,13 +252,6 @@ def cmd_export(args: argparse.Namespace) -> int:
 
 
 # ---------------------------------------------------------------------------- parser
-def _positive_int(text: str) -> int:
-    value = int(text)
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
-    return value
-
-
 def _fraction(text: str) -> float:
     value = float(text)
     if not 0 <= value <= 1:
@@ -294,7 +288,6 @@ def _add_split(p: argparse.ArgumentParser, val: float, test: float) -> None:
 
 def register(subparsers: Any, common: argparse.ArgumentParser) -> None:
     """Add the `data` command group to the `asmopt` parser."""
-    from asmopt.data.llvm_test_suite import SIZES, VERIFY_CPU_SECONDS
 
     data = subparsers.add_parser("data", help="import, build and export benchmark suites")
     data_sub = data.add_subparsers(dest="data_command", metavar="ACTION")
@@ -303,12 +296,19 @@ def register(subparsers: Any, common: argparse.ArgumentParser) -> None:
     imp = data_sub.add_parser("import", help="import programs from outside data into a suite")
     imp_sub = imp.add_subparsers(dest="import_format", metavar="FORMAT")
     imp_sub.required = True
+    _register_imports(imp_sub, common)
+    _register_build(data_sub, common)
+    _register_export(data_sub, common)
+
+
+def _register_imports(imp_sub: Any, common: argparse.ArgumentParser) -> None:
+    from asmopt.data.llvm_test_suite import SIZES, VERIFY_CPU_SECONDS
 
     p = imp_sub.add_parser(
         "codenet", parents=[common], help="a Project CodeNet checkout (accepted C submissions)"
     )
     p.add_argument("path", help="CodeNet root (holds metadata/, data/, derived/)")
-    p.add_argument("--per-problem", type=_positive_int, default=10)
+    add_bounded(p, "--per-problem", low=1, high=1_000_000, type=int, default=10)
     p.add_argument(
         "--io-dir",
         default=None,
@@ -345,13 +345,16 @@ def register(subparsers: Any, common: argparse.ArgumentParser) -> None:
         action="store_true",
         help="skip compiling and running each program at -O0 and -O3",
     )
-    p.add_argument(
+    add_bounded(
+        p,
         "--cpu-seconds",
-        type=_positive_int,
+        low=1,
+        high=86_400,
+        type=int,
         default=VERIFY_CPU_SECONDS,
         help="CPU limit per run while verifying (default %(default)s)",
     )
-    p.add_argument("-j", "--jobs", type=_positive_int, default=2)
+    add_jobs_option(p, 2)
     _add_output(p)
     _add_mutator(p)
     p.set_defaults(func=cmd_import_llvm)
@@ -365,29 +368,48 @@ def register(subparsers: Any, common: argparse.ArgumentParser) -> None:
     _add_mutator(p)
     p.set_defaults(func=cmd_import_dir)
 
+
+def _register_build(data_sub: Any, common: argparse.ArgumentParser) -> None:
     p = data_sub.add_parser(
         "build", parents=[common], help="select a benchmark from a pool (reference pipeline)"
     )
     p.add_argument("pool", nargs="?", help="pool suite directory (default: --suite)")
-    p.add_argument("--speedup", type=float, default=3.0, help="min -O0/-O3 speedup (3.0)")
-    p.add_argument("--top-n", type=int, default=10_000, help="keep the N best (0: all)")
-    p.add_argument("--max-tests", type=_positive_int, default=10)
-    p.add_argument("--max-tokens", type=int, default=4_000, help="prompt+answer (0: no limit)")
+    add_bounded(
+        p, "--speedup", low=0, high=1_000, type=float, default=3.0, help="min -O0/-O3 speedup (3.0)"
+    )
+    add_bounded(
+        p, "--top-n", low=0, high=100_000_000, type=int, default=10_000,
+        help="keep the N best (0: all)",
+    )  # fmt: skip
+    add_bounded(p, "--max-tests", low=1, high=100_000, type=int, default=10)
+    add_bounded(
+        p, "--max-tokens", low=0, high=1_000_000, type=int, default=4_000,
+        help="prompt+answer (0: no limit)",
+    )  # fmt: skip
     p.add_argument("--tokenizer", default=None, help="local tokenizer.json or its directory")
-    p.add_argument(
+    add_bounded(
+        p,
         "--chars-per-token",
+        low=0,
+        high=100,
+        low_ok=False,
         type=float,
         default=3.5,
         help="estimate used without --tokenizer (default 3.5)",
     )
-    p.add_argument("--timeout", type=float, default=60.0, help="seconds per reference run")
-    p.add_argument("--timing-runs", type=_positive_int, default=3)
+    add_bounded(
+        p, "--timeout", low=0, high=86_400, low_ok=False, type=float, default=60.0,
+        help="seconds per reference run",
+    )  # fmt: skip
+    add_bounded(p, "--timing-runs", low=1, high=1_000, type=int, default=3)
     p.add_argument("--no-dedup", action="store_true")
-    p.add_argument("-j", "--jobs", type=_positive_int, default=2)
+    add_jobs_option(p, 2)
     _add_split(p, 0.025, 0.0)
     _add_output(p)
     p.set_defaults(func=cmd_build)
 
+
+def _register_export(data_sub: Any, common: argparse.ArgumentParser) -> None:
     from asmopt.data.export import FORMAT_ALIASES, FORMATS
 
     p = data_sub.add_parser(
@@ -422,9 +444,12 @@ def register(subparsers: Any, common: argparse.ArgumentParser) -> None:
         help="also export programs marked unfit (their tests accept a trivial or mutated "
         "program; docs/adequacy.md)",
     )
-    p.add_argument(
+    add_bounded(
+        p,
         "--max-prompt-tokens",
-        type=_positive_int,
+        low=1,
+        high=1_000_000,
+        type=int,
         default=None,
         help="drop (and report) rows whose prompt is longer: set it a little under the "
         "trainer's prompt length (verl: data.max_prompt_length)",

@@ -22,6 +22,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from asmopt.cli.options import add_bounded
+
 
 def _config(args: argparse.Namespace) -> Any:
     from asmopt.study.config import load_study_config
@@ -234,7 +236,9 @@ def add_train_lm(sub: Any, common: argparse.ArgumentParser) -> None:
         "reused.",
     )
     _config_options(p)
-    p.add_argument("--loops", type=int, required=True, help="R, the number of loops")
+    add_bounded(
+        p, "--loops", low=1, high=64, type=int, required=True, help="R, the number of loops"
+    )
     p.add_argument("--print-config", action="store_true", help="print the resolved config")
     p.set_defaults(func=cmd_train_lm)
 
@@ -254,9 +258,15 @@ def register(subparsers: Any, common: argparse.ArgumentParser) -> None:
         "a Markdown report with PNG plots (docs/study.md).",
     )
     _config_options(p)
-    p.add_argument("--loops", type=int, nargs="+", default=[1, 2, 3, 4], help="loop counts R")
-    p.add_argument(
+    add_bounded(
+        p, "--loops", low=1, high=64, type=int, nargs="+", default=[1, 2, 3, 4],
+        help="loop counts R",
+    )  # fmt: skip
+    add_bounded(
+        p,
         "--seeds",
+        low=0,
+        high=2**63 - 1,
         type=int,
         nargs="+",
         default=None,

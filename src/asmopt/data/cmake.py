@@ -16,6 +16,8 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from asmopt.errors import InputError
+
 _FALSE = {"", "0", "OFF", "NO", "FALSE", "N", "IGNORE", "NOTFOUND"}
 _TRUE = {"1", "ON", "YES", "TRUE", "Y"}
 _VAR_REF = re.compile(r"\$\{([A-Za-z0-9_]+)\}")
@@ -33,7 +35,7 @@ TARGET_VARIABLES: dict[str, str] = {
 }
 
 
-class CMakeError(ValueError):
+class CMakeError(InputError):
     """The CMakeLists.txt could not be parsed (unbalanced parentheses or quotes)."""
 
 

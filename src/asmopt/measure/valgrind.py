@@ -40,6 +40,7 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
+from asmopt.errors import EnvironmentProblem
 from asmopt.measure.speedup import MeasureMode, MeasureStatus, TestSpeedup
 from asmopt.programs.model import TestCase
 from asmopt.sandbox.runner import PROGRAM_ARGV0, Limits, RunResult, Sandbox
@@ -56,7 +57,7 @@ _IREFS = re.compile(r"^==\d+== I\s+refs:\s+([\d,]+)\s*$", re.MULTILINE)
 _UNHANDLED = re.compile(r"unhandled instruction bytes: ([0-9A-Fa-fx ]+)")
 
 
-class ValgrindUnavailable(RuntimeError):
+class ValgrindUnavailable(EnvironmentProblem):
     """valgrind (with cachegrind) is not installed; the message says how to install it."""
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from asmopt.errors import InputError
 from asmopt.policies.base import Candidate, IdentityPolicy, Policy, PolicyRequest
 
 
@@ -34,7 +35,7 @@ def get_policy(name: str, **options: object) -> Policy:
 
         close = difflib.get_close_matches(name, _REGISTRY, n=3)
         hint = f" (did you mean {', '.join(close)}?)" if close else ""
-        raise ValueError(
+        raise InputError(
             f"unknown policy {name!r}{hint}; available: {', '.join(available_policies())}"
         )
     return _REGISTRY[name](**options)

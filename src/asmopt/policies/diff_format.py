@@ -15,10 +15,12 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from asmopt.errors import InputError
+
 _HUNK = re.compile(r"^@@ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@")
 
 
-class DiffError(ValueError):
+class DiffError(InputError):
     """The diff cannot be applied to the baseline."""
 
 

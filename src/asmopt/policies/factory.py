@@ -1,11 +1,17 @@
-"""Build the policy an `asmopt eval` command line asks for, validating its options."""
+"""Build a policy from a typed spec: what `asmopt eval --policy NAME ...` names, from Python.
+
+`PolicySpec` holds every policy option of `asmopt eval` (the command line builds one from its
+flags and nothing else), is checked when it is made, and `make_policy` turns it into a
+`Policy`. A spec is plain data, so an evaluation config can hold it, print it, and compare it.
+"""
 
 from __future__ import annotations
 
-import argparse
-from typing import Any
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
 
-from asmopt.policies import get_policy
+from asmopt.policies import available_policies, get_policy
 from asmopt.policies.base import Policy
 from asmopt.policies.llm import ANSWER_TOKENS, LLMPolicy, PolicyError, SamplingParams
 from asmopt.policies.prompts import load_template
@@ -13,122 +19,119 @@ from asmopt.policies.prompts import load_template
 LLM_POLICIES = ("openai", "hf")
 
 
-def add_policy_arguments(p: argparse.ArgumentParser) -> None:
-    g = p.add_argument_group("language-model policies (--policy openai | hf)")
-    g.add_argument("--model", help="model name (openai) or local model directory (hf)")
-    g.add_argument("--base-url", help="OpenAI-compatible endpoint, e.g. http://127.0.0.1:8000/v1")
-    g.add_argument("--api", choices=("chat", "completions"), default="chat")
-    g.add_argument(
-        "--api-key-env", default="OPENAI_API_KEY", help="environment variable holding the API key"
-    )
-    g.add_argument(
-        "--template",
-        default="reference",
-        help="reference | c_only | few_shot | diff | PATH to your own template",
-    )
-    g.add_argument("--temperature", type=float, default=0.0)
-    g.add_argument("--top-p", type=float, default=1.0)
-    g.add_argument(
-        "--max-tokens",
-        type=int,
-        default=ANSWER_TOKENS,
-        help=f"max new tokens per answer (default {ANSWER_TOKENS}: a whole assembly file; "
-        "answers on the built-in suite run to about 6,300 tokens)",
-    )
-    g.add_argument("--seed", type=int, default=0)
-    g.add_argument("--concurrency", type=int, default=8, help="parallel HTTP requests")
-    g.add_argument("--device", default="cpu", help="hf: torch device")
-    g.add_argument("--dtype", default="auto", help="hf: auto | float32 | bfloat16")
-    g.add_argument(
-        "--search-budget",
-        type=float,
-        default=None,
-        metavar="SECONDS",
-        help="compiler-search: wall seconds per program for building, checking and timing "
-        "its variants (default 180); variants left when it is spent are skipped and listed",
-    )
-    g.add_argument(
-        "--answers",
-        metavar="FILE.jsonl",
-        help="--policy answers: answers produced elsewhere, one JSON object per line "
-        '({"program": ID, "sample": N, "text": ANSWER}); extracted with --template\'s format',
-    )
-    g.add_argument(
-        "--rounds",
-        type=int,
-        default=1,
-        help="refinement rounds with feedback on the selection split",
-    )
+@dataclass(frozen=True)
+class PolicySpec:
+    """Which policy, and the options it takes; fields a policy does not use keep defaults.
 
+    `name` is a registered policy (`identity`, `compiler-search`, ...), `openai` (an
+    OpenAI-compatible endpoint: `model`, `base_url`), `hf` (a local model directory:
+    `model`, `device`, `dtype`) or `answers` (answers produced elsewhere, in `answers`).
+    `rounds` > 1 wraps the policy in refinement with feedback on the selection split."""
 
-def make_policy(args: argparse.Namespace, toolchain: Any, sandbox: Any) -> Policy:
-    """The policy named by `args.policy`, wrapped for refinement when --rounds > 1."""
-    name = args.policy
-    rounds = getattr(args, "rounds", 1)
-    if rounds < 1:
-        raise PolicyError(f"--rounds must be at least 1, got {rounds}")
-    if name in LLM_POLICIES:
-        if not args.model:
-            raise PolicyError(f"--policy {name} needs --model")
-        params = SamplingParams(
-            temperature=args.temperature,
-            top_p=args.top_p,
-            max_new_tokens=args.max_tokens,
-            seed=args.seed,
-        )
-        template = load_template(args.template)
-        if name == "openai":
-            from asmopt.policies.openai_http import OpenAIBackend
+    name: str = "identity"
+    model: str | None = None
+    base_url: str | None = None
+    api: Literal["chat", "completions"] = "chat"
+    api_key_env: str = "OPENAI_API_KEY"
+    template: str = "reference"
+    temperature: float = 0.0
+    top_p: float = 1.0
+    max_tokens: int = ANSWER_TOKENS
+    seed: int = 0
+    concurrency: int = 8
+    device: str = "cpu"
+    dtype: str = "auto"
+    search_budget: float | None = None  # compiler-search: wall seconds per program
+    answers: Path | None = None  # answers: the JSONL file
+    rounds: int = 1
 
-            if not args.base_url:
-                raise PolicyError("--policy openai needs --base-url (e.g. http://host:8000/v1)")
-            backend: Any = OpenAIBackend(
-                base_url=args.base_url,
-                model=args.model,
-                api=args.api,
-                api_key_env=args.api_key_env,
-                concurrency=args.concurrency,
-            )
-            backend.preflight()
-            label = f"openai:{args.model}"
-        else:
-            from asmopt.policies.hf_local import HFBackend
+    def __post_init__(self) -> None:
+        """Every inconsistency is refused here, before a model loads or a request is sent."""
+        if self.rounds < 1:
+            raise PolicyError(f"--rounds must be at least 1, got {self.rounds}")
+        if self.api not in ("chat", "completions"):
+            raise PolicyError(f"--api must be chat or completions, got {self.api!r}")
+        known = (*available_policies(), *LLM_POLICIES, "answers")
+        if self.name not in known:
+            get_policy(self.name)  # raises, naming the close matches and the known ones
+        if self.name in LLM_POLICIES and not self.model:
+            raise PolicyError(f"--policy {self.name} needs --model")
+        if self.name == "openai" and not self.base_url:
+            raise PolicyError("--policy openai needs --base-url (e.g. http://host:8000/v1)")
+        if self.name == "answers":
+            if self.answers is None:
+                raise PolicyError("--policy answers needs --answers FILE.jsonl")
+            if self.rounds > 1:
+                raise PolicyError(
+                    "--policy answers cannot refine (--rounds): its answers are fixed"
+                )
+        elif self.answers is not None:
+            raise PolicyError("--answers is for --policy answers")
+        if self.search_budget is not None and self.search_budget <= 0:
+            raise PolicyError(f"--search-budget must be positive, got {self.search_budget}")
+        if self.name == "hf":
             from asmopt.typed_config import check_device
 
             try:  # before the model loads: `--device tpu9` is one line, not a late traceback
-                check_device(args.device, "--device")
+                check_device(self.device, "--device")
             except ValueError as exc:
                 raise PolicyError(str(exc)) from None
-            backend = HFBackend(args.model, device=args.device, dtype=args.dtype)
-            label = f"hf:{backend.name}"
-        if template.name != "reference":
-            label += f":{template.name}"
-        policy: Policy = LLMPolicy(backend=backend, name=label, template=template, params=params)
-    elif name == "answers":
-        from pathlib import Path
 
+    def sampling(self) -> SamplingParams:
+        return SamplingParams(
+            temperature=self.temperature,
+            top_p=self.top_p,
+            max_new_tokens=self.max_tokens,
+            seed=self.seed,
+        )
+
+
+def make_policy(spec: PolicySpec | str, toolchain: Any, sandbox: Any) -> Policy:
+    """The policy `spec` names (a bare name is a spec with defaults), wrapped for refinement
+    when `spec.rounds` > 1. An `openai` policy checks its endpoint answers first."""
+    if isinstance(spec, str):
+        spec = PolicySpec(name=spec)
+    if spec.name in LLM_POLICIES:
+        policy = _language_model_policy(spec)
+    elif spec.name == "answers":
         from asmopt.policies.answers import AnswersPolicy
 
-        if not getattr(args, "answers", None):
-            raise PolicyError("--policy answers needs --answers FILE.jsonl")
-        if rounds > 1:
-            raise PolicyError("--policy answers cannot refine (--rounds): its answers are fixed")
-        policy = AnswersPolicy(Path(args.answers), template=load_template(args.template))
+        assert spec.answers is not None  # checked by the spec
+        policy = AnswersPolicy(Path(spec.answers), template=load_template(spec.template))
+    elif spec.name == "compiler-search":
+        options: dict[str, Any] = {"toolchain": toolchain, "sandbox": sandbox}
+        if spec.search_budget is not None:
+            options["budget_s"] = spec.search_budget
+        policy = get_policy(spec.name, **options)
     else:
-        if getattr(args, "answers", None):
-            raise PolicyError("--answers is for --policy answers")
-        if name == "compiler-search":
-            budget = getattr(args, "search_budget", None)
-            if budget is not None and budget <= 0:
-                raise PolicyError(f"--search-budget must be positive, got {budget}")
-            options: dict[str, Any] = {"toolchain": toolchain, "sandbox": sandbox}
-            if budget is not None:
-                options["budget_s"] = budget
-            policy = get_policy(name, **options)
-        else:
-            policy = get_policy(name)
-    if rounds > 1:
+        policy = get_policy(spec.name)
+    if spec.rounds > 1:
         from asmopt.policies.refine import RefinePolicy
 
-        policy = RefinePolicy(policy, rounds, toolchain, sandbox)
+        policy = RefinePolicy(policy, spec.rounds, toolchain, sandbox)
     return policy
+
+
+def _language_model_policy(spec: PolicySpec) -> Policy:
+    template = load_template(spec.template)
+    assert spec.model is not None  # checked by the spec
+    if spec.name == "openai":
+        from asmopt.policies.openai_http import OpenAIBackend
+
+        backend: Any = OpenAIBackend(
+            base_url=str(spec.base_url),
+            model=spec.model,
+            api=spec.api,
+            api_key_env=spec.api_key_env,
+            concurrency=spec.concurrency,
+        )
+        backend.preflight()
+        label = f"openai:{spec.model}"
+    else:
+        from asmopt.policies.hf_local import HFBackend
+
+        backend = HFBackend(spec.model, device=spec.device, dtype=spec.dtype)
+        label = f"hf:{backend.name}"
+    if template.name != "reference":
+        label += f":{template.name}"
+    return LLMPolicy(backend=backend, name=label, template=template, params=spec.sampling())

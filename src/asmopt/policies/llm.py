@@ -10,13 +10,14 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from asmopt.errors import AsmoptError
 from asmopt.policies.base import Candidate, PolicyRequest
 from asmopt.policies.diff_format import DiffError, apply_unified_diff
 from asmopt.policies.extract import extract_assembly, extract_diff
 from asmopt.policies.prompts import PromptTemplate, load_template
 
 
-class PolicyError(RuntimeError):
+class PolicyError(AsmoptError, RuntimeError):
     """A configuration problem that stops the whole run (bad endpoint, key, model dir)."""
 
 

@@ -49,6 +49,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from asmopt.errors import InputError
+
 GENERATOR_VERSION = 1
 # What one drawn input may be: far above any built-in test, far below what a run may read.
 MAX_DRAWN_BYTES = 16 << 20
@@ -60,7 +62,7 @@ _RULES = ("int", "float", "choice", "text", "mutate", "ints", "repeat", "value")
 _MASK = 0xFFFFFFFFFFFFFFFF
 
 
-class GeneratorError(ValueError):
+class GeneratorError(InputError):
     """An input generator spec is malformed, or a draw broke one of its limits."""
 
 

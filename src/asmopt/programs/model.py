@@ -16,6 +16,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from asmopt.errors import InputError
 from asmopt.programs.generators import InputGenerator
 
 CompareMode = Literal["exact", "whitespace", "numeric", "md5"]
@@ -24,7 +25,7 @@ COMPARE_MODES: tuple[str, ...] = ("exact", "whitespace", "numeric", "md5")
 _ID_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.\-]{0,127}$")
 
 
-class ProgramError(ValueError):
+class ProgramError(InputError):
     """A program or test description is malformed; the message names the problem."""
 
 

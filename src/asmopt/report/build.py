@@ -10,6 +10,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
+from asmopt.errors import InputError
 from asmopt.evaluate import SampleOutcome
 from asmopt.measure.speedup import INTERVAL_NAME, MeasureStatus
 from asmopt.report.search import (
@@ -115,7 +116,7 @@ def _strip_noise(asm: str) -> list[str]:
     return keep
 
 
-class MixedSuitesError(ValueError):
+class MixedSuitesError(InputError):
     """The run directory holds results of more than one suite; a report of it would mix
     programs that were never evaluated together."""
 

@@ -11,10 +11,11 @@ import math
 from collections.abc import Sequence
 from typing import Any
 
+from asmopt.errors import EnvironmentProblem
 from asmopt.measure.speedup import INTERVAL_NAME
 
 
-class PlotsUnavailable(RuntimeError):
+class PlotsUnavailable(EnvironmentProblem):
     """matplotlib is not installed."""
 
 

@@ -15,13 +15,14 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from asmopt.cache import cache_root
+from asmopt.errors import EnvironmentProblem
 
 LAUNCHER_SOURCE = Path(__file__).resolve().parent / "launcher.c"
 _lock = threading.Lock()
 _built: dict[str, Path] = {}
 
 
-class LauncherBuildError(RuntimeError):
+class LauncherBuildError(EnvironmentProblem):
     """The launcher could not be compiled: an installation problem on our side."""
 
 

@@ -35,6 +35,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
+from asmopt.errors import EnvironmentProblem
 from asmopt.sandbox.launcher import (
     LauncherBuildError,
     LaunchRecord,
@@ -80,7 +81,7 @@ FIX_HINT = (
 )
 
 
-class SandboxUnavailable(RuntimeError):
+class SandboxUnavailable(EnvironmentProblem):
     """bubblewrap is missing or cannot create namespaces here; the message says how to fix it."""
 
 

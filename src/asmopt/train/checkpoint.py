@@ -26,6 +26,7 @@ from typing import Any
 
 import torch
 
+from asmopt.errors import InputError
 from asmopt.typed_config import one_line
 
 STATE_FILE = "state.pt"
@@ -122,7 +123,7 @@ def load_trainable_state(
 # --------------------------------------------------------------------------- errors
 
 
-class CheckpointError(ValueError):
+class CheckpointError(InputError):
     """A checkpoint that cannot be read or used; the message names the file, what is wrong
     and the way out (an earlier checkpoint, or a fresh start)."""
 
