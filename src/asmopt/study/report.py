@@ -4,6 +4,11 @@ Everything shown comes from `study.json` (asmopt.study.loops), so a report can b
 without retraining: `asmopt study report runs/study/cpu_small/study.json -o docs/study/x.md`.
 Plots are small (about 100 dpi, a few hundred pixels per panel) so they stay well under
 200 KB each and diff reasonably in git.
+
+The page's words are in `templates/study.md` (Jinja2, Markdown: nothing escaped); this module
+formats every number for it. The statements it reports (asmopt.study.findings) and the
+intervals behind them sit below this module, and the study loop above it: the report never
+imports the loop (tests/test_study_layering.py).
 """
 
 from __future__ import annotations
