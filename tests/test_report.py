@@ -229,3 +229,32 @@ def test_report_names_answers_whose_timing_stopped_on_a_budget(tmp_path: Path) -
     assert "Timing stopped on its budget" in md and "slow#0" in md and "fine#0" not in md
     assert "slow#0" in html_path.read_text()
     s.close()
+
+
+def test_html_escapes_what_a_stored_run_holds(tmp_path: Path) -> None:
+    """Program ids, messages, run settings and assembly come from a stored run, which may
+    have been written by anyone: in the page they are text, never markup."""
+    hostile = "<script>alert(1)</script>"
+    s = _new_store(tmp_path / "run", ("alpha",))
+    s.set_meta("run", {"suite": hostile, "policy": "unit", "split": "all", "measure": "time"})
+    # A database written by hand need not hold a valid program id.
+    s.record(_measured(hostile, 1.5, 1.4, 1.6, FASTER + f"\t# {hostile}\n"))
+    wrong = CheckResult(
+        "alpha",
+        Verdict.WRONG_OUTPUT,
+        f"test t1: got {hostile}",
+        [TestVerdict("t1", Verdict.WRONG_OUTPUT, hostile)],
+    )
+    s.record(SampleOutcome("alpha", 0, wrong, assembly="broken"))
+    html_path, md_path = write_report(s, tmp_path / "out", plots=False)
+    s.close()
+    html = html_path.read_text()
+    assert "<script" not in html
+    assert "&lt;script&gt;alert(1)&lt;/script&gt;" in html
+    assert "<title>asmopt report: &lt;script&gt;" in html  # the run's settings too
+    assert "alpha: test t1: got &lt;script&gt;" in html  # the failure taxonomy's example
+    assert "<td>test t1: got &lt;script&gt;" in html  # the answer's detail
+    assert '<table class="diff"' in html  # difflib's own table stays markup...
+    assert "#&nbsp;&lt;script&gt;" in html  # ...and escapes the assembly it shows
+    # Markdown is text: it keeps the id as stored.
+    assert f"| {hostile} | 0 | pass |" in md_path.read_text()

@@ -12,8 +12,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from asmopt.report.build import ReportData, collect, render_html, render_markdown
+from asmopt.report.build import ReportData, collect
 from asmopt.report.plots import PlotsUnavailable, speedup_plot
+from asmopt.report.render import render_html, render_markdown
 from asmopt.safe_io import check_output_file, write_output
 from asmopt.store import ResultStore
 

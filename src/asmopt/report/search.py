@@ -16,7 +16,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from asmopt.evaluate import SampleOutcome
-from asmopt.measure.speedup import INTERVAL_NAME
 
 # How each stored variant status reads in a table.
 STATUS_TEXT = {
@@ -113,36 +112,3 @@ def search_heading(search: ProgramSearch) -> str:
 
 def budget_hits(searches: Sequence[ProgramSearch]) -> list[str]:
     return [s.program_id for s in searches if s.budget_hit]
-
-
-def markdown_lines(searches: Sequence[ProgramSearch]) -> list[str]:
-    """The per-program search tables as Markdown."""
-    if not searches:
-        return []
-    out = [
-        "## Compiler search: every variant per program",
-        "",
-        "Speedups are the search's own measurement on its selection input (before the "
-        "evaluation re-measures the chosen answer on every test); a variant is chosen only "
-        "when its whole interval is above 1.0.",
-        "",
-    ]
-    hits = budget_hits(searches)
-    if hits:
-        out += [f"Programs that hit their search budget: {', '.join(hits)}", ""]
-    scored = [s.program_id for s in searches if s.selected_on_scored_input]
-    if scored:
-        out += [
-            f"Selected on the scored input (one test, no held-out input): {len(scored)} of "
-            f"{len(searches)} programs; their speedups carry the selection's optimism.",
-            "",
-        ]
-    for s in searches:
-        out += [f"### {search_heading(s)}", ""]
-        out += [
-            f"| variant | outcome | speedup | {INTERVAL_NAME} | detail |",
-            "|---|---|---|---|---|",
-        ]
-        out += ["| " + " | ".join(c.replace("|", "/") for c in r) + " |" for r in variant_rows(s)]
-        out.append("")
-    return out

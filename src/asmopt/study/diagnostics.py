@@ -232,6 +232,149 @@ def carried(model: Any, state: torch.Tensor) -> torch.Tensor:
     return model.model.norm(state) if model.config.plt_normalize_per_loop else state
 
 
+class _Collector:
+    """Running totals of every diagnostic of one model, batch after batch of windows.
+
+    Each quantity is summed per loop in `mean` (so batches of any size average by token);
+    effective ranks are kept per window, true-token ranks per token (for the median), and
+    per-head entropies and the loop at which each token's output shift peaks are counted."""
+
+    def __init__(self, model: Any, loops: int) -> None:
+        self.model = model
+        self.loops = loops
+        self.stack = single_pass_model(model)
+        self.mean = _Mean()
+        self.eranks: dict[int, list[float]] = defaultdict(list)
+        self.peaks = torch.zeros(max(loops - 1, 0))
+        self.head_sum = torch.zeros(0)
+        self.head_count = torch.zeros(0)
+        self.ranks_by_loop: dict[int, list[torch.Tensor]] = defaultdict(list)
+        self.tokens = 0
+
+    def add_batch(self, inputs: torch.Tensor, targets: torch.Tensor) -> None:
+        """One forward pass over `inputs` `[B, S]`, scored against `targets` `[B, S]`."""
+        model = self.model
+        out = model(
+            input_ids=inputs, use_cache=False, output_loop_states=True, output_attentions=True
+        )
+        states = out.loop_hidden_states  # R + 1 of [B, S, d]
+        self.tokens += targets.numel()
+        for b in range(inputs.shape[0]):
+            self.eranks[0].append(effective_rank(states[0][b]))
+        lens_logits = [model.lm_head(model.model.norm(h)).float() for h in states[1:]]
+        shifts = []
+        for r in range(1, self.loops + 1):
+            self._add_states(r, states)
+            self._add_attention(r, out.loop_attentions)
+            gates = out.loop_gates[r - 1] if out.loop_gates is not None else None
+            for g in gates or ():
+                self.mean.add("gate", r, g)
+            shift = self._add_lens(r, lens_logits, targets)
+            if shift is not None:
+                shifts.append(shift)
+        if shifts:
+            self._count_peaks(torch.stack(shifts))
+
+    def _count_peaks(self, shifts: torch.Tensor) -> None:
+        """Count, per loop 2 .. R, the tokens whose output shift `[R - 1, B, S]` peaks there."""
+        n = self.loops - 1
+        peak = peak_loop(shifts)
+        self.peaks += torch.bincount((peak - 2).flatten().cpu(), minlength=n)[:n]
+
+    def _add_states(self, r: int, states: Sequence[torch.Tensor]) -> None:
+        """Step size, alignment, offset cost, effective rank and fixed-point gap of loop r."""
+        mean = self.mean
+        h_prev, h = states[r - 1], states[r]
+        prev_norm = h_prev.float().norm(dim=-1)
+        mean.add("state_norm", r, h.float().norm(dim=-1))
+        delta = step_size(h_prev, h)
+        mean.add("step_size", r, delta)
+        mean.add("step_size_rel", r, delta / prev_norm.clamp_min(EPS))
+        if r >= 2:
+            mean.add("update_cos", r, update_alignment(states[r - 2], h_prev, h))
+            omega = offset_cost(h_prev)
+            mean.add("offset_cost", r, omega)
+            mean.add("offset_cost_rel", r, omega / prev_norm[:, 1:].clamp_min(EPS))
+        for b in range(h.shape[0]):
+            self.eranks[r].append(effective_rank(h[b]))
+        f_h = self.stack(
+            inputs_embeds=carried(self.model, h), use_cache=False, output_loop_states=True
+        )
+        gap = fixed_point_gap(h, f_h.loop_hidden_states[1])
+        mean.add("fixed_point_gap", r, gap)
+        mean.add("fixed_point_gap_rel", r, gap / h.float().norm(dim=-1).clamp_min(EPS))
+
+    def _add_attention(self, r: int, attentions: Sequence[Sequence[torch.Tensor]]) -> None:
+        """Entropy, head similarity and change from the previous loop of loop r's maps."""
+        maps = attentions[r - 1]  # L of [B, H, Q, K]
+        if self.head_sum.numel() == 0:
+            self.head_sum = torch.zeros(self.loops, len(maps), maps[0].shape[1])
+            self.head_count = torch.zeros(self.loops)
+        self.head_count[r - 1] += maps[0].shape[0] * maps[0].shape[2]
+        for layer, probs in enumerate(maps):
+            entropy = attention_entropy(probs)  # [B, H, Q]
+            self.mean.add("attn_entropy", r, entropy)
+            self.head_sum[r - 1, layer] += entropy.sum((0, 2)).cpu()
+            self.mean.add("head_similarity", r, head_similarity(probs))
+            if r >= 2:
+                self.mean.add("attn_kl", r, attention_kl(probs, attentions[r - 2][layer]))
+
+    def _add_lens(
+        self, r: int, lens_logits: list[torch.Tensor], targets: torch.Tensor
+    ) -> torch.Tensor | None:
+        """Logit-lens loss, accuracy and true-token rank of loop r; returns its output shift
+        from loop r - 1 (None at loop 1)."""
+        mean = self.mean
+        logits = lens_logits[r - 1]
+        nll = F.cross_entropy(logits.transpose(1, 2), targets, reduction="none")
+        mean.add("lens_loss", r, nll)
+        mean.add("lens_accuracy", r, (logits.argmax(-1) == targets).float())
+        ranks = true_token_rank(logits, targets)
+        mean.add("true_rank", r, ranks.float())
+        self.ranks_by_loop[r].append(ranks.flatten().cpu())
+        if r < 2:
+            return None
+        shift = output_kl(logits, lens_logits[r - 2])
+        mean.add("output_kl", r, shift)
+        return shift
+
+    def per_loop(self) -> dict[str, list[float | None]]:
+        """Every metric of `METRICS`, one value per loop."""
+        loops = range(1, self.loops + 1)
+        per_loop: dict[str, list[float | None]] = {}
+        for name in METRICS:
+            if name == "erank":
+                per_loop[name] = [_avg(self.eranks[r]) for r in loops]
+            elif name == "median_rank":
+                per_loop[name] = [
+                    float(torch.cat(self.ranks_by_loop[r]).float().median()) for r in loops
+                ]
+            else:
+                per_loop[name] = [self.mean.get(name, r) for r in loops]
+        return per_loop
+
+    def head_entropy(self) -> list[list[list[float]]]:
+        """Mean attention entropy per [loop][layer][head]."""
+        if not self.head_count.numel():
+            return []
+        return (self.head_sum / self.head_count.clamp_min(1)[:, None, None]).tolist()
+
+    def peak_share(self) -> list[float]:
+        """Share of tokens whose output shift peaks at loop 2 .. R."""
+        peaks = self.peaks
+        return (peaks / peaks.sum()).tolist() if peaks.numel() and peaks.sum() > 0 else []
+
+
+def _notes(model: Any, loops: int) -> list[str]:
+    """What is undefined for this model, said once rather than shown as empty columns."""
+    notes = []
+    if loops == 1:
+        notes.append("R = 1: no loop-to-loop quantities (cos, offset cost, KL, gate, shift)")
+    if model.config.plt_loop_mode != "plt" or loops == 1:
+        notes.append("no gated attention in this model: mean gate undefined")
+    return notes
+
+
 @torch.no_grad()
 def run_diagnostics(
     model: Any, windows: torch.Tensor, *, batch: int = 2, device: Any = None
@@ -243,106 +386,20 @@ def run_diagnostics(
     was_training = model.training
     model.eval()
     loops = int(model.config.plt_num_loops)
-    stack = single_pass_model(model)
-    mean = _Mean()
-    eranks: dict[int, list[float]] = defaultdict(list)
-    peaks = torch.zeros(max(loops - 1, 0))
-    head_entropy = torch.zeros(0)
-    head_sum = torch.zeros(0)
-    head_count = torch.zeros(0)
-    ranks_by_loop: dict[int, list[torch.Tensor]] = defaultdict(list)
-    tokens = 0
-    notes: list[str] = []
+    collector = _Collector(model, loops)
     for i in range(0, windows.shape[0], batch):
         chunk = windows[i : i + batch].to(device)
-        inputs, targets = chunk[:, :-1], chunk[:, 1:]
-        out = model(
-            input_ids=inputs, use_cache=False, output_loop_states=True, output_attentions=True
-        )
-        states = out.loop_hidden_states  # R + 1 of [B, S, d]
-        tokens += targets.numel()
-        for b in range(inputs.shape[0]):
-            eranks[0].append(effective_rank(states[0][b]))
-        lens_logits = [model.lm_head(model.model.norm(h)).float() for h in states[1:]]
-        shifts = []
-        for r in range(1, loops + 1):
-            h_prev, h = states[r - 1], states[r]
-            prev_norm = h_prev.float().norm(dim=-1)
-            mean.add("state_norm", r, h.float().norm(dim=-1))
-            delta = step_size(h_prev, h)
-            mean.add("step_size", r, delta)
-            mean.add("step_size_rel", r, delta / prev_norm.clamp_min(EPS))
-            if r >= 2:
-                mean.add("update_cos", r, update_alignment(states[r - 2], h_prev, h))
-                omega = offset_cost(h_prev)
-                mean.add("offset_cost", r, omega)
-                mean.add("offset_cost_rel", r, omega / prev_norm[:, 1:].clamp_min(EPS))
-            for b in range(inputs.shape[0]):
-                eranks[r].append(effective_rank(h[b]))
-            f_h = stack(inputs_embeds=carried(model, h), use_cache=False, output_loop_states=True)
-            gap = fixed_point_gap(h, f_h.loop_hidden_states[1])
-            mean.add("fixed_point_gap", r, gap)
-            mean.add("fixed_point_gap_rel", r, gap / h.float().norm(dim=-1).clamp_min(EPS))
-
-            maps = out.loop_attentions[r - 1]  # L of [B, H, Q, K]
-            if head_sum.numel() == 0:
-                head_sum = torch.zeros(loops, len(maps), maps[0].shape[1])
-                head_count = torch.zeros(loops)
-            head_count[r - 1] += maps[0].shape[0] * maps[0].shape[2]
-            for layer, probs in enumerate(maps):
-                entropy = attention_entropy(probs)  # [B, H, Q]
-                mean.add("attn_entropy", r, entropy)
-                head_sum[r - 1, layer] += entropy.sum((0, 2)).cpu()
-                mean.add("head_similarity", r, head_similarity(probs))
-                if r >= 2:
-                    previous = out.loop_attentions[r - 2][layer]
-                    mean.add("attn_kl", r, attention_kl(probs, previous))
-            gates = out.loop_gates[r - 1] if out.loop_gates is not None else None
-            if gates:
-                for g in gates:
-                    mean.add("gate", r, g)
-
-            logits = lens_logits[r - 1]
-            nll = F.cross_entropy(logits.transpose(1, 2), targets, reduction="none")
-            mean.add("lens_loss", r, nll)
-            mean.add("lens_accuracy", r, (logits.argmax(-1) == targets).float())
-            ranks = true_token_rank(logits, targets)
-            mean.add("true_rank", r, ranks.float())
-            ranks_by_loop[r].append(ranks.flatten().cpu())
-            if r >= 2:
-                shift = output_kl(logits, lens_logits[r - 2])
-                mean.add("output_kl", r, shift)
-                shifts.append(shift)
-        if shifts:
-            peak = peak_loop(torch.stack(shifts))
-            peaks += torch.bincount((peak - 2).flatten().cpu(), minlength=loops - 1)[: loops - 1]
-    if head_count.numel():
-        head_entropy = head_sum / head_count.clamp_min(1)[:, None, None]
+        collector.add_batch(chunk[:, :-1], chunk[:, 1:])
     model.train(was_training)
-    per_loop: dict[str, list[float | None]] = {}
-    for name in METRICS:
-        if name == "erank":
-            per_loop[name] = [_avg(eranks[r]) for r in range(1, loops + 1)]
-        elif name == "median_rank":
-            per_loop[name] = [
-                float(torch.cat(ranks_by_loop[r]).float().median()) for r in range(1, loops + 1)
-            ]
-        else:
-            per_loop[name] = [mean.get(name, r) for r in range(1, loops + 1)]
-    share = (peaks / peaks.sum()).tolist() if peaks.numel() and peaks.sum() > 0 else []
-    if loops == 1:
-        notes.append("R = 1: no loop-to-loop quantities (cos, offset cost, KL, gate, shift)")
-    if model.config.plt_loop_mode != "plt" or loops == 1:
-        notes.append("no gated attention in this model: mean gate undefined")
     return LoopDiagnostics(
         loops=loops,
-        per_loop=per_loop,
-        embedding_erank=_avg(eranks[0]) or 0.0,
-        peak_share=share,
-        head_entropy=head_entropy.tolist(),
+        per_loop=collector.per_loop(),
+        embedding_erank=_avg(collector.eranks[0]) or 0.0,
+        peak_share=collector.peak_share(),
+        head_entropy=collector.head_entropy(),
         windows=int(windows.shape[0]),
-        tokens=tokens,
-        notes=notes,
+        tokens=collector.tokens,
+        notes=_notes(model, loops),
     )
 
 

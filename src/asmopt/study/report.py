@@ -4,19 +4,27 @@ Everything shown comes from `study.json` (asmopt.study.loops), so a report can b
 without retraining: `asmopt study report runs/study/cpu_small/study.json -o docs/study/x.md`.
 Plots are small (about 100 dpi, a few hundred pixels per panel) so they stay well under
 200 KB each and diff reasonably in git.
+
+The page's words are in `templates/study.md` (Jinja2, Markdown: nothing escaped); this module
+formats every number for it. The statements it reports (asmopt.study.findings) and the
+intervals behind them sit below this module, and the study loop above it: the report never
+imports the loop (tests/test_study_layering.py).
 """
 
 from __future__ import annotations
 
+import functools
 import json
 import sys
 from pathlib import Path
 from typing import Any
 
+from jinja2 import Environment, PackageLoader, StrictUndefined
+
 from asmopt import typed_config
 from asmopt.safe_io import check_output_path, write_output
 from asmopt.study.diagnostics import METRICS
-from asmopt.study.loops import MIN_SEEDS_FOR_RANKING, first_seed, seed_runs
+from asmopt.study.findings import MIN_SEEDS_FOR_RANKING, first_seed, seed_runs
 
 # Columns of the per-R diagnostics table: (key in per_loop, header, digits).
 TABLE_COLUMNS: tuple[tuple[str, str, int], ...] = (
@@ -327,56 +335,101 @@ def _model_rows(result: dict[str, Any]) -> list[str]:
     return lines
 
 
-def _diag_table(r: int, m: dict[str, Any]) -> list[str]:
-    d = m["diagnostics"]
-    per = d["per_loop"]
-    header = "| loop r | " + " | ".join(h for _, h, _ in TABLE_COLUMNS) + " |"
-    lines = [header, "|" + "---|" * (len(TABLE_COLUMNS) + 1)]
-    for k in range(r):
-        cells = [_f(per[key][k], digits) for key, _, digits in TABLE_COLUMNS]
-        lines.append(f"| {k + 1} | " + " | ".join(cells) + " |")
-    extra = f"Embedding effective rank {d['embedding_erank']:.1f}"
-    if len(d["peak_share"]) == 1:
-        extra += (
-            "; the output shift is defined from loop 2 on, so with two loops every token's "
-            "shift peaks at loop 2 by construction (not a finding)"
-        )
-    elif d["peak_share"]:
-        shares = ", ".join(f"loop {k + 2}: {100 * s:.0f}%" for k, s in enumerate(d["peak_share"]))
-        extra += f"; output shift peaks at {shares}"
-    lines += ["", extra + f" ({d['windows']} windows, {d['tokens']} tokens)."]
-    for note in d["notes"]:
-        lines.append(f"Note: {note}.")
-    return lines
-
-
 def _all_models(result: dict[str, Any]) -> list[dict[str, Any]]:
     """Every trained model of the study, all seeds."""
     return [m for per in seed_runs(result).values() for m in per.values()]
 
 
-def _trained(result: dict[str, Any]) -> str:
+@functools.cache
+def templates() -> Environment:
+    """The study's Markdown templates: nothing is escaped (Markdown, not HTML), an undefined
+    name is an error rather than an empty string, and a template's last newline is kept."""
+    return Environment(
+        loader=PackageLoader("asmopt.study", "templates"),
+        autoescape=False,
+        undefined=StrictUndefined,
+        trim_blocks=True,
+        lstrip_blocks=True,
+        keep_trailing_newline=True,
+    )
+
+
+def _trained(result: dict[str, Any]) -> dict[str, str] | None:
+    """When the models finished training and at which commit they started (None when a
+    model does not record it)."""
     stamps = [m["summary"].get("trained") for m in _all_models(result)]
     if not all(stamps):
-        return ""
-    commits = sorted({s["started_commit"] for s in stamps})
+        return None
     dates = sorted(s["date"] for s in stamps)
-    return f" (finished {dates[0]} .. {dates[-1]}, started at commit {', '.join(commits)})"
+    commits = sorted({s["started_commit"] for s in stamps})
+    return {"first": dates[0], "last": dates[-1], "commits": ", ".join(commits)}
 
 
-def _seeds_text(train: dict[str, Any], seeds: list[int]) -> str:
-    """How the training runs differ (seeds) and what every R shares within one."""
-    if len(seeds) == 1:
-        return (
-            f"seed {train['seed']}, data seed {train['data_seed']}: identical initial weights "
-            "and token order for every R."
+def _setup(result: dict[str, Any], seeds: list[int]) -> dict[str, Any]:
+    """The numbers of the Setup section, formatted."""
+    cfg, corpus = result["config"], result["corpus"]
+    m0 = next(iter(result["models"].values()))["summary"]
+    train, tok = cfg["train"], corpus["tokens"]
+    return {
+        "parameters": f"{m0['parameters']['total'] / 1e6:.2f}",
+        "non_embedding": f"{m0['parameters']['non_embedding'] / 1e6:.2f}",
+        "steps": m0["steps"],
+        "batch_sequences": train["batch_size"] * train["grad_accum"],
+        "tokens_per_model": f"{m0['tokens_seen'] / 1e6:.2f}",
+        "data_seeds": [train["data_seed"] + s - train["seed"] for s in seeds],
+        "documents": _counts(corpus["stats"]["documents"]),
+        "by_origin": _counts(corpus["stats"]["by_origin"]),
+        "levels": " ".join(cfg["corpus"]["levels"]),
+        "train_tokens": f"{tok['train']['tokens'] / 1e6:.2f}",
+        "heldout_tokens": f"{tok['heldout']['tokens'] / 1e6:.2f}",
+        "task_programs": len(result["task_programs"]),
+    }
+
+
+def _erank_reading(fnd: dict[str, Any]) -> dict[str, Any] | None:
+    """The last loop's effective rank per R, and whether it orders R like the loss does
+    (None in `orders_like_loss`: no order is claimed)."""
+    if "final_erank" not in fnd:
+        return None
+    ranks = ", ".join(f"R={r}: {_f(v, 1)}" for r, v in fnd["final_erank"].items())
+    return {"ranks": ranks, "orders_like_loss": fnd.get("erank_orders_like_loss")}
+
+
+def _tradeoff(fnd: dict[str, Any]) -> dict[str, Any] | None:
+    """Gains against costs of the largest model, formatted (None when undefined)."""
+    trade = fnd["tradeoff"]
+    if not trade or "gains_trend" not in trade:
+        return None
+    return {
+        "model": trade["model"],
+        "gains": ", ".join(_f(g) for g in trade["gains"]),
+        "costs": ", ".join(_f(c) for c in trade["costs"]),
+        "gains_change": f"{trade['gains_change']:.2f}",
+        "costs_change": f"{trade['costs_change']:.2f}",
+        "gains_trend": trade["gains_trend"],
+        "costs_trend": trade["costs_trend"],
+        "rule": trade["rule"],
+    }
+
+
+def _comparison_rows(result: dict[str, Any], fnd: dict[str, Any]) -> list[list[str]]:
+    """Cells of the window-level paired differences, one row per step from R to the next."""
+    models = result["models"]
+    rows = []
+    for c, s in zip(result["comparisons"], fnd["steps"], strict=True):
+        a, b = models[str(c["from"])]["summary"]["heldout"], models[str(c["to"])]["summary"]
+        token_diff = b["heldout"]["asm_loss"] - a["asm_loss"]
+        rows.append(
+            [
+                f"R={c['from']}",
+                f"R={c['to']}",
+                _interval(c["loss"]),
+                _interval(c["asm_loss"]),
+                f"{token_diff:+.4f}",
+                s["verdict"],
+            ]
         )
-    shift = ", ".join(f"{train['data_seed'] + s - train['seed']}" for s in seeds)
-    return (
-        f"{len(seeds)} training runs per R with seeds {', '.join(str(s) for s in seeds)} "
-        f"(initial weights) and data seeds {shift} (token order); within one seed, identical "
-        "initial weights and token order for every R."
-    )
+    return rows
 
 
 def _mean_cell(d: dict[str, Any], digits: int = 4) -> str:
@@ -389,258 +442,102 @@ def _mean_cell(d: dict[str, Any], digits: int = 4) -> str:
     return text + f" ({d['min']:.{digits}f} .. {d['max']:.{digits}f})"
 
 
-def _across_seeds_section(fnd: dict[str, Any], n: int) -> list[str]:
-    """The seed-level tables: per R the loss over seeds, per pair of R the seed-by-seed
-    differences; the verdicts here are the only ones a ranking may rest on."""
+def _across_seeds(fnd: dict[str, Any], n: int) -> dict[str, Any]:
+    """Cells of the seed-level tables: per R the loss over seeds, per pair of R the
+    seed-by-seed differences; the verdicts here are the only ones a ranking may rest on."""
     agg = fnd["across_seeds"]
-    lines = [
-        f"Across seeds ({n} training runs per R; 95% t-interval over seeds with {n - 1} "
-        "degrees of freedom, min .. max in parentheses):",
-        "",
-        "| R | held-out loss | assembly loss | assembly loss per seed |",
-        "|---|---|---|---|",
+    per_r = [
+        [
+            r,
+            _mean_cell(d["loss"]),
+            _mean_cell(d["asm_loss"]),
+            ", ".join(f"{v:.4f}" for v in d["asm_loss"]["values"]),
+        ]
+        for r, d in agg["per_r"].items()
     ]
-    for r, d in agg["per_r"].items():
-        per = ", ".join(f"{v:.4f}" for v in d["asm_loss"]["values"])
-        lines.append(f"| {r} | {_mean_cell(d['loss'])} | {_mean_cell(d['asm_loss'])} | {per} |")
     pairs = {(p["from"], p["to"]): p for p in agg["pairs"]}
-    lines += [
-        "",
-        "Seed-by-seed differences of held-out loss (later minus earlier R, the same seed: the "
-        "same initial weights and token order; negative = the later R is lower), mean with "
-        "its 95% t-interval over seeds:",
-        "",
-        "| from | to | assembly loss difference per seed | assembly loss difference "
-        "| loss difference (all tokens) | verdict |",
-        "|---|---|---|---|---|---|",
+    differences = [
+        [
+            f"R={p['from']}",
+            f"R={p['to']}",
+            ", ".join(f"{v:+.4f}" for v in p["asm_loss"]["values"]),
+            _interval(p["asm_loss"]),
+            _interval(pairs[(p["from"], p["to"])]["loss"]),
+            p["verdict"],
+        ]
+        for p in fnd["seed_pairs"]
     ]
-    for p in fnd["seed_pairs"]:
-        full = pairs[(p["from"], p["to"])]
-        per = ", ".join(f"{v:+.4f}" for v in p["asm_loss"]["values"])
-        lines.append(
-            f"| R={p['from']} | R={p['to']} | {per} | {_interval(p['asm_loss'])} | "
-            f"{_interval(full['loss'])} | {p['verdict']} |"
+    return {"runs": n, "dof": n - 1, "per_r": per_r, "pairs": differences}
+
+
+def _diagnostics(result: dict[str, Any]) -> list[dict[str, Any]]:
+    """Per model of the first seed: its per-loop table cells and what its table notes."""
+    models = []
+    for r, m in sorted((int(k), v) for k, v in result["models"].items()):
+        d = m["diagnostics"]
+        per = d["per_loop"]
+        rows = [
+            [str(k + 1), *(_f(per[key][k], digits) for key, _, digits in TABLE_COLUMNS)]
+            for k in range(r)
+        ]
+        shares = ", ".join(f"loop {k + 2}: {100 * s:.0f}%" for k, s in enumerate(d["peak_share"]))
+        models.append(
+            {
+                "loops": r,
+                "rows": rows,
+                "embedding_erank": f"{d['embedding_erank']:.1f}",
+                # One share: two loops, whose only output shift peaks at loop 2 by definition.
+                "peak_by_construction": len(d["peak_share"]) == 1,
+                "peak_shares": shares,
+                "windows": d["windows"],
+                "tokens": d["tokens"],
+                "notes": d["notes"],
+            }
         )
-    rule = (
-        f"A pair is ordered only when its interval excludes 0, and only from "
-        f"{MIN_SEEDS_FOR_RANKING} seeds per R; the {len(fnd['seed_pairs'])} pairs are tested "
-        "at 95% each, with no correction for multiple comparisons."
-    )
-    return [*lines, "", rule, ""]
+    return models
 
 
 def render_markdown(
     result: dict[str, Any], plots: dict[str, str], notes: str | None, raw_name: str = ""
 ) -> str:
-    cfg = result["config"]
-    mc = cfg["model"]
-    env = result["environment"]
+    """The report page of a study.json (templates/study.md); `plots` names the PNG files
+    beside it, `notes` is a hand-written discussion, `raw_name` the copy of the data."""
     fnd = result["findings"]
-    m0 = next(iter(result["models"].values()))["summary"]
-    corpus = result["corpus"]
-    tok = corpus["tokens"]
-    total_min = sum(m["summary"]["train_seconds"] for m in _all_models(result)) / 60
     seeds = fnd.get("seed_list") or [first_seed(result)]
-    first = first_seed(result)
     several = len(seeds) > 1
-    lines = [
-        f"# Loop-count study: R = {', '.join(str(r) for r in result['loops'])}",
-        "",
-        "Made by:",
-        "",
-        "```",
-        result["command"] or "(command not recorded)",
-        "```",
-        "",
-        f"{env['date']}, commit {env['git_commit']}, {env['cpu']} ({env['cpus']} CPUs"
-        + (f", GPU {env['gpu']}" if env["gpu"] else "")
-        + f"), torch {env['torch']}, transformers {env['transformers']}. "
-        f"Training took {total_min:.0f} min in total{_trained(result)}.",
-        "",
-        "## Setup",
-        "",
-        f"- Models: {mc['loop_mode']} looped decoders, d = {mc['hidden_size']}, "
-        f"L = {mc['num_hidden_layers']} shared layers, "
-        f"{mc['num_attention_heads']} heads, window w = {mc['window']}, "
-        f"vocabulary {corpus['vocab_size']} (byte-level BPE), "
-        f"{m0['parameters']['total'] / 1e6:.2f}M parameters "
-        f"({m0['parameters']['non_embedding'] / 1e6:.2f}M without embeddings), the same for "
-        "every R up to the gates.",
-        f"- Matched training: {cfg['train']['objective']}, {m0['steps']} steps of "
-        f"{cfg['train']['batch_size'] * cfg['train']['grad_accum']} x {cfg['train']['seq_len']}"
-        f" tokens ({m0['tokens_seen'] / 1e6:.2f}M tokens per model), AdamW lr "
-        f"{cfg['train']['lr']} (warm-up {cfg['train']['warmup_steps']}, cosine to "
-        f"{cfg['train']['min_lr_ratio']} x), " + _seeds_text(cfg["train"], seeds) + " "
-        "A model with R loops spends R times the layer compute per token.",
-        f"- Corpus: {_counts(corpus['stats']['documents'])} documents "
-        f"({_counts(corpus['stats']['by_origin'])}), C compiled at "
-        f"{' '.join(cfg['corpus']['levels'])}; {tok['train']['tokens'] / 1e6:.2f}M training "
-        f"tokens, {tok['heldout']['tokens'] / 1e6:.2f}M held-out tokens from programs never "
-        f"trained on ({corpus['skipped']} documents skipped).",
-        f"- Held-out loss: {cfg['eval']['heldout_windows']} fixed windows, the same for every "
-        f"model. Diagnostics: {cfg['eval']['diag_windows']} of those windows. Task: "
-        f"{len(result['task_programs'])} unseen one-function programs, prompt = C source + "
-        f"`// gcc {cfg['eval']['task_level']} -S`, greedy decoding, built with "
-        "`assemble_and_link` in the sandbox.",
-        "",
-        "## Result",
-        "",
-        f"**{fnd['summary_line']}.**",
-        "",
-    ]
-    runs_text = "one run" if len(seeds) == 1 else f"{len(seeds)} runs"
-    on_weights = (
-        " by the seed-level test below"
-        if fnd.get("can_rank")
-        else f" for these trained weights ({runs_text} per R) by the paired test below"
+    total_min = sum(m["summary"]["train_seconds"] for m in _all_models(result)) / 60
+    return (
+        templates()
+        .get_template("study.md")
+        .render(
+            result=result,
+            config=result["config"],
+            env=result["environment"],
+            command=result["command"] or "(command not recorded)",
+            total_minutes=f"{total_min:.0f}",
+            trained=_trained(result),
+            seeds=seeds,
+            several=several,
+            first=first_seed(result),
+            setup=_setup(result, seeds),
+            summary_line=fnd["summary_line"],
+            can_rank=bool(fnd.get("can_rank")),
+            paper_pattern=fnd["paper_pattern"],
+            rule=fnd["erank_rule"],
+            erank=_erank_reading(fnd),
+            trade=_tradeoff(fnd),
+            model_rows=_model_rows(result),
+            across=_across_seeds(fnd, len(seeds)) if several else None,
+            comparisons=_comparison_rows(result, fnd),
+            plots=plots,
+            columns=[header for _, header, _ in TABLE_COLUMNS],
+            diagnostics=_diagnostics(result),
+            min_seeds=MIN_SEEDS_FOR_RANKING,
+            discussion=notes.strip() if notes else None,
+            raw=raw_name or "study.json",
+            metric_names=", ".join(f"`{k}`" for k in METRICS),
+        )
     )
-    if fnd["paper_pattern"]:
-        lines.append(
-            "The LoopCoder-v2 pattern appears" + on_weights + ": R = 2 has the lowest loss and "
-            "a later loop is significantly worse."
-        )
-    else:
-        lines.append(
-            "The LoopCoder-v2 pattern (R = 2 best, R = 3 and 4 worse) does **not** appear"
-            + on_weights
-            + "."
-        )
-    rule = fnd["erank_rule"]
-    lines += [
-        "",
-        f"Rule of thumb (add a loop only while effective rank still rises), read within the "
-        f"R = {rule['model']} model" + (f" of seed {first}" if several else "") + ": "
-        f"{rule['recommended_loops']} loop(s).",
-    ]
-    if "final_erank" in fnd:
-        ranks = ", ".join(f"R={r}: {_f(v, 1)}" for r, v in fnd["final_erank"].items())
-        if fnd.get("erank_orders_like_loss") is None:
-            lines.append(
-                "Effective rank of the last loop's states"
-                + (f" (mean over {len(seeds)} seeds)" if several else "")
-                + f": {ranks}. With {runs_text.replace('run', 'training run')} per R no order "
-                "across models is claimed from these values."
-            )
-        else:
-            same = "ranks" if fnd["erank_orders_like_loss"] else "does not rank"
-            lines.append(
-                f"Read across models, the effective rank of the last loop's states (mean over "
-                f"{len(seeds)} seeds: {ranks}) {same} the models in the same order as mean "
-                "held-out assembly loss (an order of means, not a test)."
-            )
-    trade = fnd["tradeoff"]
-    if trade and "gains_trend" in trade:
-        lines.append(
-            f"Gain vs cost in the R = {trade['model']} model"
-            + (f" of seed {first}" if several else "")
-            + ": relative step sizes of loops 2.. "
-            f"{', '.join(_f(g) for g in trade['gains'])} (last / first "
-            f"{trade['gains_change']:.2f}: {trade['gains_trend']}); relative offset costs "
-            f"{', '.join(_f(c) for c in trade['costs'])} (last / first "
-            f"{trade['costs_change']:.2f}: {trade['costs_trend']}). One rule for both: "
-            f"{trade['rule']}."
-        )
-    lines += ["", "## Held-out loss and task metric", "", *_model_rows(result), ""]
-    if several:
-        across = _across_seeds_section(fnd, len(seeds))
-    else:
-        across = []
-    lines += [
-        "Loss in nats per token. *Assembly* = predicting the tokens of gcc's assembly (the "
-        "completion), the rest of the text being the C prompt. Task columns: share of outputs "
-        "that build (assemble and link), assemble, end with the end-of-text token, and the "
-        "line similarity to gcc's output.",
-        "",
-        *across,
-        "Paired differences on the same held-out windows (later minus earlier R; negative = the "
-        "later model is better; 95% interval over windows)"
-        + (f", for the models of seed {first}:" if several else ":"),
-        "",
-        "| from | to | loss difference | assembly loss difference | token-mean difference "
-        "(assembly) | verdict |",
-        "|---|---|---|---|---|---|",
-    ]
-    models = result["models"]
-    for c, s in zip(result["comparisons"], fnd["steps"], strict=True):
-        a, b = models[str(c["from"])]["summary"]["heldout"], models[str(c["to"])]["summary"]
-        token_diff = b["heldout"]["asm_loss"] - a["asm_loss"]
-        lines.append(
-            f"| R={c['from']} | R={c['to']} | {_interval(c['loss'])} | "
-            f"{_interval(c['asm_loss'])} | {token_diff:+.4f} | {s['verdict']} |"
-        )
-    lines += [
-        "",
-        "A paired difference is the mean over windows of each window's difference, every "
-        "window counting once (windows without assembly tokens are left out of the assembly "
-        "column). The per-model table averages over tokens instead, and windows hold different "
-        "numbers of assembly tokens, so the paired difference need not equal the difference "
-        "of the table's values (shown as *token-mean difference*).",
-        "",
-        (
-            "The interval covers window-to-window variation for these trained weights only; "
-            "seed-to-seed variation is what the across-seeds tables above measure, and only "
-            "they back a ranking."
-            if several
-            else "The interval covers window-to-window variation for these trained weights "
-            "only; one training run per R cannot show seed-to-seed variation, which at this "
-            "scale can be of the same order as the differences."
-        ),
-        "",
-        f"![held-out loss and task]({plots['summary']})",
-        "",
-        f"![training curves]({plots['training']})",
-        "",
-        "## Diagnostics per model",
-        "",
-        *(
-            [
-                f"Tables and plots below are of the models of seed {first} (the other seeds' "
-                "diagnostics are in the raw data).",
-                "",
-            ]
-            if several
-            else []
-        ),
-        "Columns (definitions in docs/study.md): delta = step size ‖h(r) − h(r−1)‖ (raw and "
-        "relative to ‖h(r−1)‖; at loop 1 relative to the embedding, whose norm is small); "
-        "cos = update alignment (negative: oscillation); erank = "
-        "effective rank of the RMS-normalised states; fp gap = fixed-point gap ‖h(r) − "
-        "f(h(r))‖ relative to ‖h(r)‖; Omega = offset cost mean‖h(r−1)_i − h(r−1)_(i−1)‖; "
-        "attn H = attention entropy; attn KL = KL(A(r) ‖ A(r−1)); head sim = mean pairwise "
-        "cosine of heads; gate = mean weight on the global branch; out KL = KL(p(r) ‖ p(r−1)) "
-        "of the logit lens; lens loss / acc / median rank = the logit lens of loop r scored "
-        "on the true next token.",
-        "",
-    ]
-    for r, m in sorted((int(k), v) for k, v in result["models"].items()):
-        lines += [f"### R = {r}", "", *_diag_table(r, m), ""]
-    lines += [
-        "## Plots",
-        "",
-        f"![state diagnostics]({plots['states']})",
-        "",
-        f"![attention diagnostics]({plots['attention']})",
-        "",
-        f"![output diagnostics]({plots['outputs']})",
-        "",
-        f"![peak loop]({plots['peaks']})",
-        "",
-    ]
-    if notes:
-        lines += ["## Discussion", "", notes.strip(), ""]
-    raw = raw_name or "study.json"
-    lines += [
-        "## Reproduce",
-        "",
-        f"Every number above is in `{raw}` beside this file (a copy of `study.json` from "
-        f"`{cfg['output_dir']}`); `asmopt study report {raw} -o <this file> [--notes <notes>]` "
-        "redraws the tables and plots from it. Rerunning the command above reuses corpus, "
-        "tokenizer and finished models when their settings match. Metric names: "
-        + ", ".join(f"`{k}`" for k in METRICS)
-        + ".",
-        "",
-    ]
-    return "\n".join(lines)
 
 
 def raw_data_path(report: Path) -> Path:

@@ -1,0 +1,322 @@
+"""What a study's numbers allow it to say: the computed statements behind its report.
+
+Everything here reads a `study.json`-shaped dict (asmopt.study.loops writes it; the report,
+asmopt.study.report, draws it), so the statements can be recomputed from a committed file
+without retraining. A ranking of R rests on the seed-level test only (see `findings`).
+"""
+
+from __future__ import annotations
+
+import itertools
+from typing import Any
+
+from asmopt.study.intervals import t_interval
+
+# A per-loop sequence "shrinks" or "grows" when its last value differs from its first by more
+# than this factor, and is "flat" otherwise. One rule for the gains and the costs, so that the
+# two labels in the report can be compared.
+TREND_FACTOR = 1.25
+# Rankings of R across models are stated only from this many independent training runs per R;
+# with fewer, seed-to-seed variation (unmeasured) can be as large as the differences.
+MIN_SEEDS_FOR_RANKING = 3
+
+
+def _fmt(x: float | None, digits: int = 3) -> str:
+    return "n/a" if x is None else f"{x:.{digits}f}"
+
+
+def erank_rule(eranks: list[float | None]) -> int:
+    """The rule of thumb: add a loop only while effective rank still rises.
+
+    Given erank(h(r)) for r = 1..R of one model, the last r reached by a run of rises."""
+    best = 1
+    for r in range(1, len(eranks)):
+        prev, cur = eranks[r - 1], eranks[r]
+        if prev is None or cur is None or cur <= prev:
+            break
+        best = r + 1
+    return best
+
+
+def trend(values: list[float | None]) -> dict[str, Any] | None:
+    """Change of a per-loop sequence from its first to its last value, with one label rule."""
+    known = [v for v in values if v is not None]
+    if len(known) < 2 or known[0] == 0:
+        return None
+    change = known[-1] / known[0]
+    if change < 1 / TREND_FACTOR:
+        label = "shrinking"
+    elif change > TREND_FACTOR:
+        label = "growing"
+    else:
+        label = "flat"
+    return {"values": known, "change": change, "label": label}
+
+
+def first_seed(result: dict[str, Any]) -> int:
+    """The seed of the models under `models` of a study.json (diagnostics, plots and the
+    window-level tests show them). Files written before seeds were recorded hold one run,
+    of the config's seed."""
+    listed = result.get("seed_list")
+    if listed:
+        return int(listed[0])
+    return int(result.get("config", {}).get("train", {}).get("seed", 0))
+
+
+def seed_runs(result: dict[str, Any]) -> dict[int, dict[int, dict[str, Any]]]:
+    """R -> seed -> model of a study.json, the first seed from `models`, the others from
+    `other_seeds`."""
+    first = first_seed(result)
+    others = result.get("other_seeds", {})
+    runs: dict[int, dict[int, dict[str, Any]]] = {}
+    for r in result["loops"]:
+        runs[r] = {first: result["models"][str(r)]}
+        for seed, model in others.get(str(r), {}).items():
+            runs[r][int(seed)] = model
+    return runs
+
+
+def across_seeds(result: dict[str, Any]) -> dict[str, Any]:
+    """Held-out losses over the seeds every R was trained with: per R the mean, min / max
+    and t-interval; per pair of R the seed-by-seed differences (later minus earlier R, same
+    seed, so the same initial weights and token order) with their mean and t-interval."""
+    runs = seed_runs(result)
+    loops = result["loops"]
+    common = sorted(set.intersection(*(set(runs[r]) for r in loops)))
+
+    def heldout(r: int, seed: int, key: str) -> float:
+        return float(runs[r][seed]["summary"]["heldout"][key])
+
+    keys = ("loss", "asm_loss")
+    per_r = {
+        str(r): {k: t_interval([heldout(r, s, k) for s in common]) for k in keys} for r in loops
+    }
+    pairs = [
+        {
+            "from": a,
+            "to": b,
+            **{k: t_interval([heldout(b, s, k) - heldout(a, s, k) for s in common]) for k in keys},
+        }
+        for a, b in itertools.combinations(loops, 2)
+    ]
+    return {"seeds": common, "per_r": per_r, "pairs": pairs}
+
+
+def _verdict(d: dict[str, Any], neutral: str) -> str:
+    """ "better" / "worse" for the later R when the interval excludes 0, else `neutral`."""
+    if d["mean"] is None:
+        return "unknown"
+    if d["significant"]:
+        return "better" if d["mean"] < 0 else "worse"
+    return neutral
+
+
+def _shape(verdicts: list[str]) -> str:
+    """The curve of loss over R from the verdicts of consecutive steps (neutral: neither
+    "better" nor "worse" nor "unknown")."""
+    neutral = [v not in ("better", "worse", "unknown") for v in verdicts]
+    if verdicts and all(v == "better" for v in verdicts):
+        return "monotone: every added loop lowered held-out assembly loss"
+    if verdicts and all(v == "better" or n for v, n in zip(verdicts, neutral, strict=True)):
+        return "saturating: added loops helped or made no clear difference, none hurt"
+    if "worse" in verdicts and "better" in verdicts[: verdicts.index("worse")]:
+        return "non-monotonic: loss fell, then rose again with more loops"
+    if "worse" in verdicts:
+        return "loops hurt: loss rose without an earlier significant fall"
+    return "inconclusive"
+
+
+def undecided_text(seeds: int) -> str:
+    """The verdict of a pair the seed-level test cannot order."""
+    return f"not distinguishable with {seeds} seeds"
+
+
+def window_steps(comparisons: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The window-level verdict of each step from R to the next (first seed's weights)."""
+    return [
+        {
+            "from": c["from"],
+            "to": c["to"],
+            "asm_loss": c["asm_loss"],
+            "verdict": _verdict(c["asm_loss"], "no clear difference"),
+        }
+        for c in comparisons
+    ]
+
+
+def seed_pairs(agg: dict[str, Any], can_rank: bool) -> list[dict[str, Any]]:
+    """The seed-level verdict of every pair of R ("no ranking" with too few seeds)."""
+    undecided = undecided_text(len(agg["seeds"]))
+    return [
+        {
+            "from": p["from"],
+            "to": p["to"],
+            "asm_loss": p["asm_loss"],
+            "verdict": _verdict(p["asm_loss"], undecided) if can_rank else "no ranking",
+        }
+        for p in agg["pairs"]
+    ]
+
+
+def significant_orders(pairs: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Significant pairs as (lower loss, higher loss); "better" means the later R is lower."""
+    return [
+        {
+            "lower": p["to"] if p["verdict"] == "better" else p["from"],
+            "higher": p["from"] if p["verdict"] == "better" else p["to"],
+            "asm_loss": p["asm_loss"],
+        }
+        for p in pairs
+        if p["verdict"] in ("better", "worse")
+    ]
+
+
+def paper_pattern(
+    asm: dict[int, float], best_asm: int, best_clear: bool, steps: list[dict[str, Any]]
+) -> bool:
+    """LoopCoder-v2's pattern: with R = 1..4 trained, R = 2 lowest and a later step worse.
+
+    `steps` are the seed-level steps when the study may rank, else the window-level ones;
+    `best_clear` says whether the lowest R counts as lowest: when the study may rank, only
+    if it beats every other R by the seed-level test."""
+    later_worse = any(s["verdict"] == "worse" for s in steps if s["from"] >= 2)
+    return all(r in asm for r in (1, 2, 3, 4)) and best_clear and best_asm == 2 and later_worse
+
+
+def tradeoff(diag: dict[str, Any], model: int) -> dict[str, Any] | None:
+    """Gain (relative step size) against cost (relative offset cost) over loops 2.. of one
+    model, each labelled by the one trend rule; None when either is undefined."""
+    gains = trend(diag["step_size_rel"][1:])
+    costs = trend(diag["offset_cost_rel"][1:])
+    if gains is None or costs is None:
+        return None
+    return {
+        "model": model,
+        "gains": gains["values"],
+        "costs": costs["values"],
+        "gains_change": gains["change"],
+        "costs_change": costs["change"],
+        "gains_trend": gains["label"],
+        "costs_trend": costs["label"],
+        "rule": f"last / first below 1/{TREND_FACTOR} shrinking, above {TREND_FACTOR} "
+        "growing, else flat",
+    }
+
+
+def ranked_summary(
+    agg: dict[str, Any],
+    loops: list[int],
+    pairs: list[dict[str, Any]],
+    ranking: list[dict[str, Any]],
+    best: tuple[int, bool],
+    shape: str,
+) -> str:
+    """The summary line of a study that may rank R (`best`: the R of lowest mean assembly
+    loss, and whether it beats every other R)."""
+    seeds = len(agg["seeds"])
+    undecided = undecided_text(seeds)
+    asm_text = ", ".join(
+        f"R={r}: {_mean_interval(agg['per_r'][str(r)]['asm_loss'])}" for r in loops
+    )
+    orders = ", ".join(f"R={x['lower']} < R={x['higher']}" for x in ranking) or "none"
+    ties = ", ".join(f"R={p['from']} vs R={p['to']}" for p in pairs if p["verdict"] == undecided)
+    head = (
+        f"best R by held-out assembly loss: {best[0]}, lower than every other R"
+        if best[1]
+        else "no single best R"
+    )
+    return (
+        f"{head} ({seeds} seeds per R; mean [95% t-interval over seeds] {asm_text}); "
+        f"significantly lower: {orders}"
+        + (f"; {undecided}: {ties}" if ties else "")
+        + f"; shape: {shape}"
+    )
+
+
+def unranked_summary(
+    agg: dict[str, Any], loops: list[int], asm: dict[int, float], best_asm: int, shape: str
+) -> str:
+    """The summary line of a study with too few seeds to rank R: the losses as measured."""
+    seeds = len(agg["seeds"])
+    runs_text = "one training run" if seeds == 1 else f"{seeds} training runs"
+    asm_text = ", ".join(f"R={r}: {_fmt(asm[r])}" for r in loops)
+    mean = "mean " if seeds > 1 else ""
+    return (
+        f"{runs_text} per R, so no ranking of R is claimed; {mean}held-out assembly loss "
+        f"{asm_text} (lowest: R={best_asm}); paired test on the weights of seed "
+        f"{agg['seeds'][0] if agg['seeds'] else '?'}: {shape}"
+    )
+
+
+def findings(result: dict[str, Any]) -> dict[str, Any]:
+    """Computed statements for the report, limited to what the data can carry.
+
+    A ranking of R rests on the seed-level test only: from `MIN_SEEDS_FOR_RANKING` seeds
+    per R, an order between two R is stated when the t-interval over seeds of their paired
+    difference excludes 0, and a best R only when it beats every other R that way; other
+    pairs are "not distinguishable with N seeds". With fewer seeds no ranking is stated:
+    the losses are reported as measured and the window-level verdicts say "for these
+    weights". `seeds` counts the runs the file holds for every R, not what it claims.
+    """
+    loops = result["loops"]
+    agg = across_seeds(result)
+    seeds = len(agg["seeds"])
+    can_rank = seeds >= MIN_SEEDS_FOR_RANKING
+    loss = {r: agg["per_r"][str(r)]["loss"]["mean"] for r in loops}
+    asm = {r: agg["per_r"][str(r)]["asm_loss"]["mean"] for r in loops}
+    best_asm = min(loops, key=lambda r: asm[r])
+    steps = window_steps(result["comparisons"])
+    pairs = seed_pairs(agg, can_rank)
+    consecutive = set(itertools.pairwise(loops))
+    seed_steps = [p for p in pairs if (p["from"], p["to"]) in consecutive]
+    # The shape and the paper's pattern come from the seed-level test when it may rank,
+    # else from the window-level test of the first seed's weights.
+    shape = _shape([s["verdict"] for s in (seed_steps if can_rank else steps)])
+    ranking = significant_orders(pairs)
+    beaten = {x["higher"] for x in ranking if x["lower"] == best_asm}
+    best_significant = can_rank and beaten == set(loops) - {best_asm}
+    largest = max(loops)
+    diag = {int(r): m for r, m in result["models"].items()}[largest]["diagnostics"]["per_loop"]
+    runs = seed_runs(result)
+    final_erank = {r: _mean_last_erank(runs[r], agg["seeds"]) for r in loops}
+    by_loss = sorted(loops, key=lambda r: asm[r])
+    by_erank = sorted(loops, key=lambda r: -(final_erank[r] or 0.0))
+    if can_rank:
+        summary = ranked_summary(agg, loops, pairs, ranking, (best_asm, best_significant), shape)
+    else:
+        summary = unranked_summary(agg, loops, asm, best_asm, shape)
+    return {
+        "seeds": seeds,
+        "seed_list": agg["seeds"],
+        "can_rank": can_rank,
+        "best_loss": min(loops, key=lambda r: loss[r]),
+        "final_erank": {str(r): v for r, v in final_erank.items()},
+        "erank_orders_like_loss": (by_loss == by_erank) if can_rank else None,
+        "best_asm_loss": best_asm,
+        "best_asm_significant": best_significant,
+        "across_seeds": agg,
+        "steps": steps,
+        "seed_steps": seed_steps,
+        "seed_pairs": pairs,
+        "ranking": ranking if can_rank else [],
+        "shape": shape,
+        "paper_pattern": paper_pattern(
+            asm, best_asm, best_significant if can_rank else True, seed_steps if can_rank else steps
+        ),
+        "erank_rule": {"model": largest, "recommended_loops": erank_rule(diag["erank"])},
+        "tradeoff": tradeoff(diag, largest),
+        "summary_line": summary,
+    }
+
+
+def _mean_interval(d: dict[str, Any]) -> str:
+    if d["low"] is None:
+        return _fmt(d["mean"])
+    return f"{_fmt(d['mean'])} [{_fmt(d['low'])}, {_fmt(d['high'])}]"
+
+
+def _mean_last_erank(per_seed: dict[int, dict[str, Any]], seeds: list[int]) -> float | None:
+    """Mean over seeds of the effective rank of a model's last loop (None if undefined)."""
+    values = [per_seed[s]["diagnostics"]["per_loop"]["erank"][-1] for s in seeds]
+    known = [v for v in values if v is not None]
+    return sum(known) / len(known) if known and len(known) == len(values) else None
