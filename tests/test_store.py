@@ -115,7 +115,7 @@ def _outcome(pid: str, sample: int, ratio: float) -> SampleOutcome:
         MeasureMode.TIME, MeasureStatus.MEASURED, ratio, ratio * 0.98, ratio * 1.02, tests=[t]
     )
     check = CheckResult(
-        pid, Verdict.PASS, "ok", [TestVerdict("t1", Verdict.PASS, speedup=t)], speedup=sp
+        pid, Verdict.PASS, "ok", [TestVerdict("t1", Verdict.PASS)], speedup=sp
     )
     return SampleOutcome(pid, sample, check, assembly=f"main: # {pid}\n ret\n")
 
@@ -129,8 +129,9 @@ def test_round_trip_and_exports(tmp_path: Path) -> None:
         records = export_records(store, raw=True)
     assert [o.program_id for o in loaded] == ["a", "b"]
     assert loaded[0].check.speedup is not None and loaded[0].check.speedup.ratio == 1.25
-    assert loaded[0].check.tests[0].speedup is not None
-    assert loaded[0].check.tests[0].speedup.raw["base_cpu"] == [0.01] * 6
+    # Per-test speedups live in one place: the answer's speedup record.
+    assert [t.test for t in loaded[0].check.speedup.tests] == ["t1"]
+    assert loaded[0].check.speedup.tests[0].raw["base_cpu"] == [0.01] * 6
     assert loaded[0].resumed and loaded[0].assembly == "main: # a\n ret\n"
     metrics = summarize(loaded)["metrics"]
     assert metrics["strict"]["significantly_faster"] == pytest.approx(0.5)

@@ -53,16 +53,14 @@ import re
 import time
 import traceback
 from collections.abc import Iterable, Sequence
-from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass, field, replace
 from typing import Any
-
-from tqdm import tqdm
 
 from asmopt.errors import InputError
 from asmopt.evaluate import CheckResult, baseline_binary, check_binary, check_candidate
 from asmopt.fresh import DEFAULT_PER_CLASS, FreshInputs, expected_tests, new_seed
 from asmopt.judge import Verdict
+from asmopt.parallel import parallel_map
 from asmopt.programs.generators import derive_seed
 from asmopt.programs.model import Program
 from asmopt.sandbox.runner import Limits, Sandbox
@@ -895,30 +893,20 @@ def check_programs(
     mutant's draws are labelled apart."""
     programs = list(programs)
     seed = new_seed() if seed is None else seed
-    out: dict[str, AdequacyReport] = {}
-    with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
-        futures = {
-            pool.submit(
-                check_adequacy,
-                p,
-                toolchain,
-                sandbox,
-                mutants=mutants,
-                limits=limits,
-                seed=seed,
-                per_class=per_class,
-                equivalence_draws=equivalence_draws,
-            ): p
-            for p in programs
-        }
-        bar = tqdm(
-            total=len(futures), desc="adequacy", unit="prog", disable=not progress, leave=False
+
+    def one(program: Program) -> AdequacyReport:
+        return check_adequacy(
+            program,
+            toolchain,
+            sandbox,
+            mutants=mutants,
+            limits=limits,
+            seed=seed,
+            per_class=per_class,
+            equivalence_draws=equivalence_draws,
         )
-        for fut in as_completed(futures):
-            out[futures[fut].id] = fut.result()
-            bar.update(1)
-        bar.close()
-    return [out[p.id] for p in programs]
+
+    return parallel_map(one, programs, jobs=jobs, desc="adequacy", progress=progress)
 
 
 def marked_program(program: Program, report: AdequacyReport, toolchain_identity: str) -> Program:

@@ -278,6 +278,16 @@ class SampleOutcome:
     seconds: float = 0.0
     resumed: bool = False  # loaded from the results store, not judged in this session
 
+    @property
+    def key(self) -> tuple[str, int]:
+        return (self.program_id, self.sample)
+
+    @classmethod
+    def infra_error(cls, program_id: str, sample: int, why: str) -> SampleOutcome:
+        """A sample our side failed to judge (a broken baseline, a policy or grader error):
+        recorded, never counted against the policy, and judged again on a rerun."""
+        return cls(program_id, sample, CheckResult(program_id, Verdict.INFRA_ERROR, why))
+
     def to_dict(self) -> dict[str, Any]:
         return {
             "program": self.program_id,
@@ -401,7 +411,6 @@ class Measurer:
                 check.speedup = ProgramSpeedup.not_measured()
             elif is_copy and not self.options.time_copies:
                 check.speedup = ProgramSpeedup.copy_of_baseline(mode, names)
-                self._attach(check)
             elif check.binary is None:
                 check.speedup = ProgramSpeedup(
                     mode, MeasureStatus.INFRA_ERROR, reliable=False, message="no candidate binary"
@@ -478,7 +487,6 @@ class Measurer:
         # from this machine's between-sandbox spread); counts are exact.
         resolution = None if mode == MeasureMode.TIME else 0.0
         check.speedup = ProgramSpeedup.from_tests(mode, list(per_test), resolution)
-        self._attach(check)
 
     def _count(self, test: Any, binary: Any) -> TestSpeedup:
         from asmopt.measure.valgrind import count_instructions, instruction_speedup
@@ -500,14 +508,6 @@ class Measurer:
             # uninitialised memory): no count, but no verdict on correctness either.
             cand.status = MeasureStatus.UNMEASURABLE
         return instruction_speedup(test.name, base, cand)
-
-    @staticmethod
-    def _attach(check: CheckResult) -> None:
-        if check.speedup is None:
-            return
-        by_name = {t.test: t for t in check.speedup.tests}
-        for tv in check.tests:
-            tv.speedup = by_name.get(tv.test)
 
     def _timed_draw(
         self, grading: tuple[FreshInputs, str], test: str, serial: int | None

@@ -17,7 +17,6 @@ from enum import StrEnum
 from typing import Any
 
 from asmopt.compare import compare_output, difference_kind
-from asmopt.measure.speedup import TestSpeedup
 from asmopt.programs.model import TestCase
 from asmopt.sandbox.runner import Limits, RunResult
 
@@ -62,8 +61,6 @@ class TestVerdict:
     sys_time_s: float = 0.0
     wall_time_s: float = 0.0
     peak_rss_kb: int = 0
-    # Filled in by the measurement step (evaluate.Measurer) for answers that pass every test.
-    speedup: TestSpeedup | None = None
     # sha256 of what the run wrote to stdout: timed runs must agree with it (timing.py).
     stdout_sha256: str | None = None
     # For wrong_output: the kind of difference (compare.difference_kind), which names no
@@ -93,8 +90,6 @@ class TestVerdict:
             out["size_class"] = self.size_class
         if self.drawn is not None:
             out["drawn"] = self.drawn
-        if self.speedup is not None:
-            out["speedup"] = self.speedup.to_dict()
         return out
 
 

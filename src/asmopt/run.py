@@ -22,7 +22,7 @@ import time
 import traceback
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -51,7 +51,8 @@ from asmopt.measure.timing import (
     general_affinity,
 )
 from asmopt.metrics import compute_metrics, verdict_rates
-from asmopt.policies.base import Policy, PolicyRequest
+from asmopt.parallel import completed, parallel_map
+from asmopt.policies.base import Candidate, Policy, PolicyRequest
 from asmopt.policies.factory import PolicySpec, make_policy
 from asmopt.programs.model import Program, Suite
 from asmopt.sandbox import live as live_processes
@@ -70,151 +71,150 @@ UNFIT_META_KEY = "unfit_programs"
 
 
 # ---------------------------------------------------------------------------- judging
-def _judge_program(
-    program: Program,
-    policy: Policy,
-    toolchain: Toolchain,
-    sandbox: Sandbox,
-    todo: Sequence[int],
-    limits: Limits | None,
-    options: MeasureOptions,
-    sink: Callable[[SampleOutcome], None],
-    store: ResultStore | None = None,
-    split: str | None = None,
-    valgrind: Valgrind | None = None,
-    stop: threading.Event | None = None,
-    fresh: FreshInputs | None = None,
-) -> list[SampleOutcome]:
-    outcomes: list[SampleOutcome] = []
-    stopping = stop.is_set if stop is not None else (lambda: False)
-    if stopping():
-        return outcomes
+@dataclass
+class _ProgramJob:
+    """What judging one program's samples needs: the program, where it runs, how answers
+    are measured, and where finished samples go (`sink`, which stores and counts them)."""
 
-    def finish(outcome: SampleOutcome) -> None:
-        outcomes.append(outcome)
-        sink(outcome)
+    program: Program
+    policy: Policy
+    toolchain: Toolchain
+    sandbox: Sandbox
+    limits: Limits | None
+    options: MeasureOptions
+    sink: Callable[[SampleOutcome], None]
+    store: ResultStore | None = None
+    split: str | None = None
+    valgrind: Valgrind | None = None
+    stop: threading.Event | None = None
+    fresh: FreshInputs | None = None
 
+    def stopping(self) -> bool:
+        return self.stop is not None and self.stop.is_set()
+
+
+def _judge_program(job: _ProgramJob, todo: Sequence[int]) -> list[SampleOutcome]:
+    """Ask the policy for the program's unfinished samples, check each, measure the correct
+    distinct ones together (their timing shares the baseline's runs), and hand every sample
+    to the sink in sample order. A failure of ours is an infra_error sample, never a gap."""
+    program = job.program
+    if job.stopping():
+        return []
     try:
-        baseline = toolchain.baseline_assembly(program)
+        baseline = job.toolchain.baseline_assembly(program)
     except ToolchainError as exc:
-        for i in todo:
-            finish(
-                SampleOutcome(
-                    program.id, i, CheckResult(program.id, Verdict.INFRA_ERROR, f"baseline: {exc}")
-                )
-            )
-        return outcomes
-    if store is not None:
-        store.put_program(program, split, baseline)
+        return _finish(job, [SampleOutcome.infra_error(program.id, i, f"baseline: {exc}")
+                             for i in todo])  # fmt: skip
+    if job.store is not None:
+        job.store.put_program(program, job.split, baseline)
     propose_start = time.monotonic()
     try:
-        candidates = policy.propose(
-            PolicyRequest(
-                program=program,
-                baseline_asm=baseline,
-                num_samples=len(todo),
-                samples=tuple(todo),
-            )
-        )
+        candidates = job.policy.propose(
+            PolicyRequest(program=program, baseline_asm=baseline, num_samples=len(todo),
+                          samples=tuple(todo))
+        )  # fmt: skip
     except Exception as exc:
-        log.error("policy %s failed on %s: %s", policy.name, program.id, traceback.format_exc())
-        for i in todo:
-            finish(
-                SampleOutcome(
-                    program.id,
-                    i,
-                    CheckResult(
-                        program.id,
-                        Verdict.INFRA_ERROR,
-                        f"policy error: {type(exc).__name__}: {exc}",
-                    ),
-                )
-            )
-        return outcomes
+        log.error("policy %s failed on %s: %s", job.policy.name, program.id,
+                  traceback.format_exc())  # fmt: skip
+        why = f"policy error: {type(exc).__name__}: {exc}"
+        return _finish(job, [SampleOutcome.infra_error(program.id, i, why) for i in todo])
     # The policy's own wall time for this program (a compiler search can take minutes).
     policy_s = round(time.monotonic() - propose_start, 3)
-    measurer = Measurer(program, baseline, toolchain, sandbox, options, limits, valgrind)
+    judged, to_measure = _check_samples(job, baseline, candidates, todo, policy_s)
+    if to_measure:
+        _measure_samples(job, baseline, to_measure)
+    return _finish(job, judged)
+
+
+def _finish(job: _ProgramJob, outcomes: list[SampleOutcome]) -> list[SampleOutcome]:
+    for outcome in outcomes:
+        job.sink(outcome)
+    return outcomes
+
+
+def _policy_info(cand: Candidate, policy_s: float) -> dict[str, Any]:
+    info: dict[str, Any] = {
+        "prompt_tokens": cand.prompt_tokens,
+        "completion_tokens": cand.completion_tokens,
+        "latency_s": cand.latency_s,
+        "policy_s": policy_s,
+    }
+    if isinstance(cand.extra.get("search"), dict):  # what a search tried, kept with the run
+        info["search"] = cand.extra["search"]
+    return info
+
+
+def _check_samples(
+    job: _ProgramJob,
+    baseline: str,
+    candidates: Sequence[Candidate],
+    todo: Sequence[int],
+    policy_s: float,
+) -> tuple[list[SampleOutcome], list[SampleOutcome]]:
+    """Every sample checked; returns (all judged, the correct first-seen ones to measure).
+
+    The same text twice gets the same verdict and measurement (shared even where that ends
+    as infra_error: the store retries both). Interrupted: samples not started stay unjudged
+    and a rerun does them."""
+    program = job.program
     baseline_canon = canonical_statements(baseline)
     seen: dict[str, tuple[CheckResult, bool]] = {}
-    # Every sample is checked first; the correct, distinct ones are then measured together
-    # (their timing shares the baseline's runs), and the outcomes finished in sample order.
     judged: list[SampleOutcome] = []
     to_measure: list[SampleOutcome] = []
     for k, i in enumerate(todo):
-        if stopping():  # interrupted: samples not started stay unjudged, a rerun does them
+        if job.stopping():
             break
-        start = time.monotonic()
         if k >= len(candidates):
-            check = CheckResult(
-                program.id,
-                Verdict.INFRA_ERROR,
-                f"policy returned {len(candidates)} of {len(todo)} samples",
-            )
-            judged.append(SampleOutcome(program.id, i, check))
+            why = f"policy returned {len(candidates)} of {len(todo)} samples"
+            judged.append(SampleOutcome.infra_error(program.id, i, why))
             continue
+        start = time.monotonic()
         cand = candidates[k]
-        info = {
-            "prompt_tokens": cand.prompt_tokens,
-            "completion_tokens": cand.completion_tokens,
-            "latency_s": cand.latency_s,
-            "policy_s": policy_s,
-        }
-        if isinstance(cand.extra.get("search"), dict):  # what a search tried, kept with the run
-            info["search"] = cand.extra["search"]
-        is_copy = False
-        first = False
+        first, is_copy = False, False
         if cand.assembly is None:
             check = CheckResult(
                 program.id, Verdict.EXTRACTION_ERROR, "the response contains no assembly"
             )
+        elif (key := content_hash(cand.assembly)) in seen:
+            check, is_copy = seen[key]
         else:
-            key = content_hash(cand.assembly)
-            if key in seen:  # the same text again: same verdict, same measurement (shared
-                # even where that measurement ends as infra_error: the store retries both)
-                check, is_copy = seen[key]
-            else:
-                check = check_candidate(
-                    program, cand.assembly, toolchain, sandbox, limits, fresh=fresh, label=i
-                )
-                is_copy = canonical_statements(cand.assembly) == baseline_canon
-                first = check.correct
-                if check.verdict != Verdict.INFRA_ERROR:
-                    seen[key] = (check, is_copy)
-        judged.append(
-            SampleOutcome(
-                program.id,
-                i,
-                check,
-                cand.assembly,
-                info,
-                is_copy=is_copy,
-                seconds=time.monotonic() - start,
-            )
-        )
+            check = check_candidate(program, cand.assembly, job.toolchain, job.sandbox,
+                                    job.limits, fresh=job.fresh, label=i)  # fmt: skip
+            is_copy = canonical_statements(cand.assembly) == baseline_canon
+            first = check.correct
+            if check.verdict != Verdict.INFRA_ERROR:
+                seen[key] = (check, is_copy)
+        outcome = SampleOutcome(program.id, i, check, cand.assembly,
+                                _policy_info(cand, policy_s), is_copy=is_copy,
+                                seconds=time.monotonic() - start)  # fmt: skip
+        judged.append(outcome)
         if first:
-            to_measure.append(judged[-1])
-    if to_measure:
-        start = time.monotonic()
-        try:
-            measurer.measure_many([(o.check, o.is_copy) for o in to_measure])
-        except Exception as exc:  # ours, not the candidates'
-            if not isinstance(exc, TimingCancelled):  # an interrupt: expected, not logged
-                log.error("measuring %s: %s", program.id, traceback.format_exc())
-            for o in to_measure:
-                if o.check.speedup is None:  # not measured yet (a copy's 1.0 by rule stands)
-                    o.check.speedup = ProgramSpeedup(
-                        options.mode,
-                        MeasureStatus.INFRA_ERROR,
-                        reliable=False,
-                        message=f"measurement error: {type(exc).__name__}: {exc}",
-                    )
-        # Each measured sample is charged an equal share of the measurement's time.
-        share = (time.monotonic() - start) / len(to_measure)
+            to_measure.append(outcome)
+    return judged, to_measure
+
+
+def _measure_samples(job: _ProgramJob, baseline: str, to_measure: list[SampleOutcome]) -> None:
+    """Measure the correct samples together; a failure of ours marks each unmeasured one as
+    a measurement infra_error. Each is charged an equal share of the measurement's time."""
+    measurer = Measurer(job.program, baseline, job.toolchain, job.sandbox, job.options,
+                        job.limits, job.valgrind)  # fmt: skip
+    start = time.monotonic()
+    try:
+        measurer.measure_many([(o.check, o.is_copy) for o in to_measure])
+    except Exception as exc:  # ours, not the candidates'
+        if not isinstance(exc, TimingCancelled):  # an interrupt: expected, not logged
+            log.error("measuring %s: %s", job.program.id, traceback.format_exc())
         for o in to_measure:
-            o.seconds += share
-    for o in judged:
-        finish(o)
-    return outcomes
+            if o.check.speedup is None:  # not measured yet (a copy's 1.0 by rule stands)
+                o.check.speedup = ProgramSpeedup(
+                    job.options.mode,
+                    MeasureStatus.INFRA_ERROR,
+                    reliable=False,
+                    message=f"measurement error: {type(exc).__name__}: {exc}",
+                )
+    share = (time.monotonic() - start) / len(to_measure)
+    for o in to_measure:
+        o.seconds += share
 
 
 _INPUT_NAMES = {
@@ -288,9 +288,10 @@ def evaluate_programs(
     settings): they are loaded and returned with `resumed=True`. Stored samples whose inputs
     changed are judged again, and `notes` says how many and why. Every newly finished
     sample is committed at once. Setting `stop` (Ctrl-C) stops starting new samples; the
-    running ones finish and are stored, the rest are left for a rerun. A store that cannot
-    be written (disk full, read-only) stops the run the same way and its StoreError is
-    raised once the running samples are done."""
+    running ones finish and are stored, the rest are left for a rerun; setting `abort` also
+    drops what the running ones finish (their processes were killed under them). A store
+    that cannot be written (disk full, read-only) stops the run the same way and its
+    StoreError is raised once the running samples are done."""
     options = measure or MeasureOptions(mode=MeasureMode.NONE)
     if options.mode == MeasureMode.TIME and options.lock is None:
         options.lock = default_core_lock()
@@ -303,140 +304,145 @@ def evaluate_programs(
         record_unfit(store, programs)
     fresh = fresh if fresh is not None else FreshInputs()
     inputs = {p.id: sample_inputs(p, toolchain, options, policy, fresh) for p in programs}
-    done: set[tuple[str, int]] = set()
-    if store is not None:
-        stale: dict[str, list[str]] = {}
-        wanted = {p.id for p in programs}
-        for (pid, i), stored_inputs in store.finished_inputs().items():
-            if pid not in wanted or i >= samples:
-                continue
-            if stored_inputs == inputs[pid]:
-                done.add((pid, i))
-                continue
-            changed = [k for k in inputs[pid] if stored_inputs.get(k) != inputs[pid][k]]
-            why = (
-                ", ".join(_INPUT_NAMES[k] for k in changed)
-                if stored_inputs
-                else "stored without input hashes by an older asmopt"
-            )
-            stale.setdefault(why, []).append(pid)
-        for why, pids in sorted(stale.items()):
-            names = sorted(set(pids))
-            shown = ", ".join(names[:5]) + (f" and {len(names) - 5} more" if len(names) > 5 else "")
-            message = (
-                f"re-evaluating {len(pids)} stored sample(s) of {shown}: {why} since they "
-                "were judged"
-            )
-            if notes is not None:
-                notes.append(message)
-            else:
-                log.warning(message)
-    resumed = {
-        (o.program_id, o.sample): o
-        for o in (store.load_outcomes() if store is not None else [])
-        if (o.program_id, o.sample) in done
-    }
+    done = _resumable(store, programs, inputs, samples, notes)
     todo = {p.id: [i for i in range(samples) if (p.id, i) not in done] for p in programs}
-    total = sum(len(v) for v in todo.values())
-    results: dict[tuple[str, int], SampleOutcome] = dict(resumed)
-    bar = tqdm(
-        total=total,
-        desc=f"eval {policy.name}",
-        unit="sample",
-        disable=not progress or total == 0,
-        leave=False,
-        dynamic_ncols=True,
-    )
-    sink_lock = threading.Lock()
-
-    def sink(outcome: SampleOutcome) -> None:
-        if abort is not None and abort.is_set():
-            return  # its processes were killed under it: the verdict is not the answer's
-        if store is not None:
-            store.record(outcome, inputs.get(outcome.program_id))
-        with sink_lock:
-            results[(outcome.program_id, outcome.sample)] = outcome
-            if on_result is not None:
-                on_result(outcome)
-            bar.update(1)
-
-    # Builds and correctness runs stay off the timing cores (worker threads inherit this).
-    layout = options.lock.layout if options.lock is not None else None
-    placement = (
-        general_affinity(layout) if options.mode == MeasureMode.TIME else contextlib.nullcontext()
+    sink = _Sink(store, inputs, on_result, abort)
+    sink.results.update(
+        {k: o for o in (store.load_outcomes() if store else []) if (k := o.key) in done}
     )
     stop = stop or threading.Event()
-    fatal: list[BaseException] = []
-    pool = ThreadPoolExecutor(max_workers=max(1, jobs))
-    try:
+
+    def job(p: Program) -> _ProgramJob:
+        return _ProgramJob(p, policy, toolchain, sandbox, limits, options, sink, store,
+                           (splits or {}).get(p.id), valgrind, stop, fresh)  # fmt: skip
+
+    total = sum(len(v) for v in todo.values())
+    with sink.progress_bar(f"eval {policy.name}", total, progress):
+        # Builds and correctness runs stay off the timing cores (worker threads inherit it).
+        timed = options.mode == MeasureMode.TIME and options.lock is not None
+        placement = general_affinity(options.lock.layout) if timed else contextlib.nullcontext()
         with placement:
-            futures = {
-                pool.submit(
-                    _judge_program,
-                    p,
-                    policy,
-                    toolchain,
-                    sandbox,
-                    todo[p.id],
-                    limits,
-                    options,
-                    sink,
-                    store,
-                    (splits or {}).get(p.id),
-                    valgrind,
-                    stop,
-                    fresh,
-                ): p
-                for p in programs
-                if todo[p.id]
-            }
-            for fut in _completed(futures):
-                program = futures[fut]
-                if fut.cancelled():
-                    continue
-                try:
-                    fut.result()
-                except StoreError as exc:  # the store cannot take more: stop, report once
-                    if not fatal:
-                        fatal.append(exc)
-                    stop.set()
-                except Exception as exc:  # a bug of ours: record it, never drop the sample
-                    log.error("evaluation of %s raised: %s", program.id, traceback.format_exc())
-                    for i in todo[program.id]:
-                        if (program.id, i) not in results and not stop.is_set():
-                            sink(
-                                SampleOutcome(
-                                    program.id,
-                                    i,
-                                    CheckResult(
-                                        program.id,
-                                        Verdict.INFRA_ERROR,
-                                        f"grader error: {type(exc).__name__}: {exc}",
-                                    ),
-                                )
-                            )
-                if stop.is_set():
-                    for other in futures:
-                        other.cancel()
-    finally:
-        # Queued programs are cancelled; running ones see `stop` and end after their sample.
-        pool.shutdown(wait=True, cancel_futures=True)
-        bar.close()
-    if fatal:
-        raise fatal[0]
+            _judge_all([job(p) for p in programs if todo[p.id]], todo, jobs, stop, sink)
+    results = sink.results
     return [results[(p.id, i)] for p in programs for i in range(samples) if (p.id, i) in results]
 
 
-def _completed(futures: Iterable[Future[Any]], poll_s: float = 0.2) -> Iterator[Future[Any]]:
-    """`as_completed`, but the main thread wakes every `poll_s`. A signal (Ctrl-C, SIGTERM)
-    may be delivered to any thread of the process; Python runs its handler in the main
-    thread only, and only when that thread runs again, and a wait with no timeout on a
-    worker's result would not run again until a sample finished (a 45 s sample kept the
-    first Ctrl-C unanswered for 45 s)."""
-    pending = set(futures)
-    while pending:
-        done, pending = wait(pending, timeout=poll_s, return_when=FIRST_COMPLETED)
-        yield from done
+def _resumable(
+    store: ResultStore | None,
+    programs: Sequence[Program],
+    inputs: dict[str, dict[str, str]],
+    samples: int,
+    notes: list[str] | None,
+) -> set[tuple[str, int]]:
+    """The stored samples that can be reused: finished, and judged under today's inputs.
+    Those whose inputs changed are listed in `notes` (or logged), grouped by what changed."""
+    done: set[tuple[str, int]] = set()
+    if store is None:
+        return done
+    stale: dict[str, list[str]] = {}
+    for (pid, i), stored_inputs in store.finished_inputs().items():
+        if pid not in inputs or i >= samples:
+            continue
+        if stored_inputs == inputs[pid]:
+            done.add((pid, i))
+            continue
+        changed = [k for k in inputs[pid] if stored_inputs.get(k) != inputs[pid][k]]
+        why = (
+            ", ".join(_INPUT_NAMES[k] for k in changed)
+            if stored_inputs
+            else "stored without input hashes by an older asmopt"
+        )
+        stale.setdefault(why, []).append(pid)
+    for why, pids in sorted(stale.items()):
+        names = sorted(set(pids))
+        shown = ", ".join(names[:5]) + (f" and {len(names) - 5} more" if len(names) > 5 else "")
+        message = (
+            f"re-evaluating {len(pids)} stored sample(s) of {shown}: {why} since they were judged"
+        )
+        if notes is not None:
+            notes.append(message)
+        else:
+            log.warning(message)
+    return done
+
+
+class _Sink:
+    """Where finished samples go: the store (committed at once), the caller's callback, the
+    results by (program, sample), and the progress bar. Called from worker threads."""
+
+    def __init__(
+        self,
+        store: ResultStore | None,
+        inputs: dict[str, dict[str, str]],
+        on_result: Callable[[SampleOutcome], None] | None,
+        abort: threading.Event | None,
+    ) -> None:
+        self.store, self.inputs, self.on_result, self.abort = store, inputs, on_result, abort
+        self.results: dict[tuple[str, int], SampleOutcome] = {}
+        self._lock = threading.Lock()
+        self._bar: Any = None
+
+    @contextlib.contextmanager
+    def progress_bar(self, desc: str, total: int, shown: bool) -> Iterator[None]:
+        self._bar = tqdm(total=total, desc=desc, unit="sample", disable=not shown or total == 0,
+                         leave=False, dynamic_ncols=True)  # fmt: skip
+        try:
+            yield
+        finally:
+            self._bar.close()
+
+    def __call__(self, outcome: SampleOutcome) -> None:
+        if self.abort is not None and self.abort.is_set():
+            return  # its processes were killed under it: the verdict is not the answer's
+        if self.store is not None:
+            self.store.record(outcome, self.inputs.get(outcome.program_id))
+        with self._lock:
+            self.results[outcome.key] = outcome
+            if self.on_result is not None:
+                self.on_result(outcome)
+            if self._bar is not None:
+                self._bar.update(1)
+
+
+def _judge_all(
+    jobs_: list[_ProgramJob],
+    todo: dict[str, list[int]],
+    jobs: int,
+    stop: threading.Event,
+    sink: _Sink,
+) -> None:
+    """Judge every program's samples, `jobs` programs at a time. A StoreError stops the run
+    (raised once the running programs finish); any other exception is a bug of ours,
+    recorded as a grader infra_error for each of the program's samples not yet stored."""
+    fatal: list[BaseException] = []
+    pool = ThreadPoolExecutor(max_workers=max(1, jobs))
+    try:
+        futures = {pool.submit(_judge_program, job, todo[job.program.id]): job.program
+                   for job in jobs_}  # fmt: skip
+        for fut in completed(futures):
+            program = futures[fut]
+            if fut.cancelled():
+                continue
+            try:
+                fut.result()
+            except StoreError as exc:  # the store cannot take more: stop, report once
+                if not fatal:
+                    fatal.append(exc)
+                stop.set()
+            except Exception as exc:  # a bug of ours: record it, never drop the sample
+                log.error("evaluation of %s raised: %s", program.id, traceback.format_exc())
+                why = f"grader error: {type(exc).__name__}: {exc}"
+                for i in todo[program.id]:
+                    if (program.id, i) not in sink.results and not stop.is_set():
+                        sink(SampleOutcome.infra_error(program.id, i, why))
+            if stop.is_set():
+                for other in futures:
+                    other.cancel()
+    finally:
+        # Queued programs are cancelled; running ones see `stop` and end after their sample.
+        pool.shutdown(wait=True, cancel_futures=True)
+    if fatal:
+        raise fatal[0]
 
 
 def record_unfit(store: ResultStore, programs: Iterable[Program]) -> dict[str, str]:
@@ -521,17 +527,7 @@ def verify_programs(
             outcome.tabulable = tabulable_classes(program, slow)
         return outcome
 
-    out: dict[str, VerifyOutcome] = {}
-    with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
-        futures = {pool.submit(one, p): p for p in programs}
-        bar = tqdm(
-            total=len(futures), desc="verify", unit="prog", disable=not progress, leave=False
-        )
-        for fut in _completed(futures):
-            out[futures[fut].id] = fut.result()
-            bar.update(1)
-        bar.close()
-    return [out[p.id] for p in programs]
+    return parallel_map(one, programs, jobs=jobs, desc="verify", progress=progress)
 
 
 # Fewer distinct drawable inputs than this, and a table of every answer fits in a binary.

@@ -167,6 +167,115 @@ def db_path(run_dir: str | os.PathLike[str]) -> Path:
     return p if p.suffix == ".db" else p / DB_NAME
 
 
+_INSERT_CANDIDATE = (
+    "INSERT OR IGNORE INTO candidates(hash, canonical_hash, bytes, assembly) VALUES (?, ?, ?, ?)"
+)
+_INSERT_SAMPLE = (
+    "INSERT OR REPLACE INTO samples(program_id, sample, candidate_hash, verdict, "
+    "message, passed, total, built, correct, is_copy, build_seconds, measure_mode, "
+    "measure_status, measure_message, speedup, speedup_low, speedup_high, reliable, "
+    "policy_info, seconds, finished_at, inputs, grading) "
+    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+)
+_INSERT_TEST = (
+    "INSERT INTO tests(program_id, sample, test, verdict, message, exit_code, "
+    "signal, user_time_s, sys_time_s, wall_time_s, peak_rss_kb, detail) "
+    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+)
+_INSERT_TIMING = (
+    "INSERT INTO timings(program_id, sample, test, mode, status, ratio, low, "
+    "high, n, n_outliers, reliable, warnings, message, base_mean, cand_mean, "
+    "log_mean, log_se, df, raw, context) "
+    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+)
+
+
+def _candidate_row(assembly: str) -> tuple[Any, ...]:
+    return (
+        content_hash(assembly),
+        canonical_hash(assembly),
+        len(assembly.encode("utf-8", "replace")),
+        assembly,
+    )
+
+
+def _sample_row(
+    outcome: SampleOutcome, cand_hash: str | None, inputs: dict[str, str] | None
+) -> tuple[Any, ...]:
+    check, sp = outcome.check, outcome.check.speedup
+    ratio = sp is not None and sp.has_ratio
+    return (
+        outcome.program_id,
+        outcome.sample,
+        cand_hash,
+        str(check.verdict),
+        check.message,
+        check.passed,
+        check.total,
+        int(check.built),
+        int(check.correct),
+        int(outcome.is_copy),
+        check.build_seconds,
+        str(sp.mode) if sp else None,
+        str(sp.status) if sp else None,
+        sp.message if sp else None,
+        sp.ratio if ratio else None,
+        sp.low if ratio else None,
+        sp.high if ratio else None,
+        int(sp.reliable) if sp else None,
+        _json(outcome.policy_info),
+        outcome.seconds,
+        _now(),
+        _json(inputs) if inputs else None,
+        _json(check.inputs) if check.inputs else None,
+    )
+
+
+def _test_row(key: tuple[str, int], t: TestVerdict) -> tuple[Any, ...]:
+    detail = {
+        k: v
+        for k, v in (("difference", t.difference), ("size_class", t.size_class), ("drawn", t.drawn))
+        if v
+    }
+    return (
+        *key,
+        t.test,
+        str(t.verdict),
+        t.message,
+        t.exit_code,
+        t.signal,
+        t.user_time_s,
+        t.sys_time_s,
+        t.wall_time_s,
+        t.peak_rss_kb,
+        _json(detail) if detail else None,
+    )
+
+
+def _timing_row(key: tuple[str, int], ts: TestSpeedup) -> tuple[Any, ...]:
+    return (
+        *key,
+        ts.test,
+        str(ts.mode),
+        str(ts.status),
+        ts.ratio,
+        ts.low,
+        ts.high,
+        ts.n,
+        ts.n_outliers,
+        int(ts.reliable),
+        _json(ts.warnings),
+        ts.message,
+        ts.base_mean,
+        ts.cand_mean,
+        ts.log_mean,
+        ts.log_se,
+        ts.df,
+        _json(ts.raw),
+        _json(ts.context),
+    )
+
+
 class ResultStore:
     """A run's database. Thread-safe: one connection, one lock, one transaction per sample."""
 
@@ -443,111 +552,17 @@ class ResultStore:
     def record(self, outcome: SampleOutcome, inputs: dict[str, str] | None = None) -> None:
         """Write one finished sample, its tests and its timings, atomically."""
         check = outcome.check
-        sp = check.speedup
-        cand_hash = None
+        key = (outcome.program_id, outcome.sample)
+        cand_hash = content_hash(outcome.assembly) if outcome.assembly is not None else None
         with self._transaction() as c:
             if outcome.assembly is not None:
-                cand_hash = content_hash(outcome.assembly)
-                c.execute(
-                    "INSERT OR IGNORE INTO candidates(hash, canonical_hash, bytes, assembly) "
-                    "VALUES (?, ?, ?, ?)",
-                    (
-                        cand_hash,
-                        canonical_hash(outcome.assembly),
-                        len(outcome.assembly.encode("utf-8", "replace")),
-                        outcome.assembly,
-                    ),
-                )
-            key = (outcome.program_id, outcome.sample)
+                c.execute(_INSERT_CANDIDATE, _candidate_row(outcome.assembly))
             c.execute("DELETE FROM tests WHERE program_id = ? AND sample = ?", key)
             c.execute("DELETE FROM timings WHERE program_id = ? AND sample = ?", key)
-            c.execute(
-                "INSERT OR REPLACE INTO samples(program_id, sample, candidate_hash, verdict, "
-                "message, passed, total, built, correct, is_copy, build_seconds, measure_mode, "
-                "measure_status, measure_message, speedup, speedup_low, speedup_high, reliable, "
-                "policy_info, seconds, finished_at, inputs, grading) "
-                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                (
-                    *key,
-                    cand_hash,
-                    str(check.verdict),
-                    check.message,
-                    check.passed,
-                    check.total,
-                    int(check.built),
-                    int(check.correct),
-                    int(outcome.is_copy),
-                    check.build_seconds,
-                    str(sp.mode) if sp else None,
-                    str(sp.status) if sp else None,
-                    sp.message if sp else None,
-                    sp.ratio if sp and sp.has_ratio else None,
-                    sp.low if sp and sp.has_ratio else None,
-                    sp.high if sp and sp.has_ratio else None,
-                    int(sp.reliable) if sp else None,
-                    _json(outcome.policy_info),
-                    outcome.seconds,
-                    _now(),
-                    _json(inputs) if inputs else None,
-                    _json(check.inputs) if check.inputs else None,
-                ),
-            )
-            for t in check.tests:
-                detail = {
-                    k: v
-                    for k, v in (
-                        ("difference", t.difference),
-                        ("size_class", t.size_class),
-                        ("drawn", t.drawn),
-                    )
-                    if v
-                }
-                c.execute(
-                    "INSERT INTO tests(program_id, sample, test, verdict, message, exit_code, "
-                    "signal, user_time_s, sys_time_s, wall_time_s, peak_rss_kb, detail) "
-                    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                    (
-                        *key,
-                        t.test,
-                        str(t.verdict),
-                        t.message,
-                        t.exit_code,
-                        t.signal,
-                        t.user_time_s,
-                        t.sys_time_s,
-                        t.wall_time_s,
-                        t.peak_rss_kb,
-                        _json(detail) if detail else None,
-                    ),
-                )
-            for ts in sp.tests if sp else []:
-                c.execute(
-                    "INSERT INTO timings(program_id, sample, test, mode, status, ratio, low, "
-                    "high, n, n_outliers, reliable, warnings, message, base_mean, cand_mean, "
-                    "log_mean, log_se, df, raw, context) "
-                    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                    (
-                        *key,
-                        ts.test,
-                        str(ts.mode),
-                        str(ts.status),
-                        ts.ratio,
-                        ts.low,
-                        ts.high,
-                        ts.n,
-                        ts.n_outliers,
-                        int(ts.reliable),
-                        _json(ts.warnings),
-                        ts.message,
-                        ts.base_mean,
-                        ts.cand_mean,
-                        ts.log_mean,
-                        ts.log_se,
-                        ts.df,
-                        _json(ts.raw),
-                        _json(ts.context),
-                    ),
-                )
+            c.execute(_INSERT_SAMPLE, _sample_row(outcome, cand_hash, inputs))
+            c.executemany(_INSERT_TEST, [_test_row(key, t) for t in check.tests])
+            timings = check.speedup.tests if check.speedup else []
+            c.executemany(_INSERT_TIMING, [_timing_row(key, ts) for ts in timings])
 
     # ------------------------------------------------------------------ reading
     def _rows(self, sql: str, args: Sequence[Any] = ()) -> list[dict[str, Any]]:
@@ -576,73 +591,23 @@ class ResultStore:
 
         tests: dict[tuple[str, int], list[TestVerdict]] = {}
         for r in self.test_rows():
-            tests.setdefault((r["program_id"], r["sample"]), []).append(
-                TestVerdict(
-                    test=r["test"],
-                    verdict=Verdict(r["verdict"]),
-                    message=r["message"],
-                    exit_code=r["exit_code"],
-                    signal=r["signal"],
-                    user_time_s=r["user_time_s"] or 0.0,
-                    sys_time_s=r["sys_time_s"] or 0.0,
-                    wall_time_s=r["wall_time_s"] or 0.0,
-                    peak_rss_kb=r["peak_rss_kb"] or 0,
-                    **_test_detail(r.get("detail")),
-                )
-            )
+            tests.setdefault((r["program_id"], r["sample"]), []).append(_test_from_row(r))
         timings: dict[tuple[str, int], list[TestSpeedup]] = {}
         for r in self.timing_rows():
-            timings.setdefault((r["program_id"], r["sample"]), []).append(
-                TestSpeedup(
-                    test=r["test"],
-                    mode=MeasureMode(r["mode"]),
-                    status=MeasureStatus(r["status"]),
-                    ratio=r["ratio"] if r["ratio"] is not None else 1.0,
-                    low=r["low"] if r["low"] is not None else 1.0,
-                    high=r["high"] if r["high"] is not None else 1.0,
-                    n=r["n"] or 0,
-                    n_outliers=r["n_outliers"] or 0,
-                    reliable=bool(r["reliable"]),
-                    warnings=r["warnings"] or [],
-                    message=r["message"] or "",
-                    base_mean=r["base_mean"],
-                    cand_mean=r["cand_mean"],
-                    log_mean=r["log_mean"] or 0.0,
-                    log_se=r["log_se"] if r["log_se"] is not None else 0.0,
-                    df=r["df"] if r["df"] is not None else math.inf,
-                    raw=r["raw"] or {},
-                    context=r["context"] or {},
-                )
-            )
+            timings.setdefault((r["program_id"], r["sample"]), []).append(_timing_from_row(r))
         assemblies = {
             r["hash"]: r["assembly"] for r in self._rows("SELECT hash, assembly FROM candidates")
         }
         out = []
         for r in self.sample_rows():
             key = (r["program_id"], r["sample"])
-            speedup = None
-            if r["measure_status"] is not None:
-                per_test = timings.get(key, [])
-                speedup = ProgramSpeedup(
-                    mode=MeasureMode(r["measure_mode"]),
-                    status=MeasureStatus(r["measure_status"]),
-                    ratio=r["speedup"] if r["speedup"] is not None else 1.0,
-                    low=r["speedup_low"] if r["speedup_low"] is not None else 1.0,
-                    high=r["speedup_high"] if r["speedup_high"] is not None else 1.0,
-                    reliable=bool(r["reliable"]),
-                    message=r["measure_message"] or "",
-                    tests=per_test,
-                ).fill_means()
-                by_name = {t.test: t for t in per_test}
-                for tv in tests.get(key, []):
-                    tv.speedup = by_name.get(tv.test)
             check = CheckResult(
                 program_id=r["program_id"],
                 verdict=Verdict(r["verdict"]),
                 message=r["message"],
                 tests=tests.get(key, []),
                 build_seconds=r["build_seconds"] or 0.0,
-                speedup=speedup,
+                speedup=_speedup_from_row(r, timings.get(key, [])),
                 inputs=json.loads(r["grading"]) if r.get("grading") else None,
             )
             out.append(
@@ -658,6 +623,63 @@ class ResultStore:
                 )
             )
         return out
+
+
+def _or(value: Any, default: Any) -> Any:
+    return default if value is None else value
+
+
+def _test_from_row(r: dict[str, Any]) -> TestVerdict:
+    return TestVerdict(
+        test=r["test"],
+        verdict=Verdict(r["verdict"]),
+        message=r["message"],
+        exit_code=r["exit_code"],
+        signal=r["signal"],
+        user_time_s=r["user_time_s"] or 0.0,
+        sys_time_s=r["sys_time_s"] or 0.0,
+        wall_time_s=r["wall_time_s"] or 0.0,
+        peak_rss_kb=r["peak_rss_kb"] or 0,
+        **_test_detail(r.get("detail")),
+    )
+
+
+def _timing_from_row(r: dict[str, Any]) -> TestSpeedup:
+    return TestSpeedup(
+        test=r["test"],
+        mode=MeasureMode(r["mode"]),
+        status=MeasureStatus(r["status"]),
+        ratio=_or(r["ratio"], 1.0),
+        low=_or(r["low"], 1.0),
+        high=_or(r["high"], 1.0),
+        n=r["n"] or 0,
+        n_outliers=r["n_outliers"] or 0,
+        reliable=bool(r["reliable"]),
+        warnings=r["warnings"] or [],
+        message=r["message"] or "",
+        base_mean=r["base_mean"],
+        cand_mean=r["cand_mean"],
+        log_mean=r["log_mean"] or 0.0,
+        log_se=_or(r["log_se"], 0.0),
+        df=_or(r["df"], math.inf),
+        raw=r["raw"] or {},
+        context=r["context"] or {},
+    )
+
+
+def _speedup_from_row(r: dict[str, Any], per_test: list[TestSpeedup]) -> ProgramSpeedup | None:
+    if r["measure_status"] is None:
+        return None
+    return ProgramSpeedup(
+        mode=MeasureMode(r["measure_mode"]),
+        status=MeasureStatus(r["measure_status"]),
+        ratio=_or(r["speedup"], 1.0),
+        low=_or(r["speedup_low"], 1.0),
+        high=_or(r["speedup_high"], 1.0),
+        reliable=bool(r["reliable"]),
+        message=r["measure_message"] or "",
+        tests=per_test,
+    ).fill_means()
 
 
 LOCK_NAME = ".eval.lock"

@@ -31,7 +31,6 @@ import logging
 import math
 import signal as _signal
 from collections.abc import Callable, Iterable
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any, TypeVar
@@ -39,6 +38,7 @@ from typing import Any, TypeVar
 from asmopt.compare import compare_output
 from asmopt.evaluate import check_binary
 from asmopt.judge import Verdict, classify_run
+from asmopt.parallel import parallel_map
 from asmopt.programs.model import Program, Suite, TestCase
 from asmopt.sandbox.runner import Limits, Sandbox
 from asmopt.toolchain import Toolchain
@@ -167,16 +167,9 @@ class Builder:
     def _map(
         self, desc: str, fn: Callable[[T], R], items: list[T], jobs: int | None = None
     ) -> list[R]:
-        from tqdm import tqdm
-
-        with ThreadPoolExecutor(max_workers=jobs or self.config.jobs) as pool:
-            bar = tqdm(total=len(items), desc=desc, unit="prog", disable=not self.progress)
-            out = []
-            for result in pool.map(fn, items):
-                out.append(result)
-                bar.update(1)
-            bar.close()
-        return out
+        return parallel_map(
+            fn, items, jobs=jobs or self.config.jobs, desc=desc, progress=self.progress
+        )
 
     def _compile(self, program: Program, flags: tuple[str, ...]) -> Path:
         build = self.toolchain.compile_binary(program, flags)

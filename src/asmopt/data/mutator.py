@@ -1055,18 +1055,15 @@ def learn_programs(
     config: AcceptConfig | None = None,
 ) -> list[Program]:
     """`fit_inputs` over many programs, `jobs` at a time, in the given order."""
-    from concurrent.futures import ThreadPoolExecutor
+    from asmopt.parallel import parallel_map
 
-    from tqdm import tqdm
-
-    out: list[Program] = []
-    with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
-        bar = tqdm(total=len(programs), desc="inputs", unit="prog", disable=not progress)
-        for program in pool.map(lambda p: fit_inputs(p, toolchain, sandbox, config), programs):
-            out.append(program)
-            bar.update(1)
-        bar.close()
-    return out
+    return parallel_map(
+        lambda p: fit_inputs(p, toolchain, sandbox, config),
+        list(programs),
+        jobs=jobs,
+        desc="inputs",
+        progress=progress,
+    )
 
 
 __all__ = [
