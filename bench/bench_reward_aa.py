@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import time
+from dataclasses import replace
 
 from bench_timing_common import (
     PROGRAMS,
@@ -30,7 +31,7 @@ from bench_timing_common import (
 )
 
 from asmopt.reward.functions import RewardInput, get_reward
-from asmopt.reward.service import ScoreConfig, score_one
+from asmopt.reward.service import REWARD_TIMING, ScoreConfig, score_one
 
 
 def main() -> None:
@@ -46,8 +47,7 @@ def main() -> None:
         reward="supercoder-design2",
         measure="time",
         time_copies=True,
-        timing_max_pairs=60,
-        timing_budget_s=10.0,
+        timing=replace(REWARD_TIMING, max_pairs=60, budget_s=10.0),
     )
     rows = []
     ours_paid = ref_paid = 0

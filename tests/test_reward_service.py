@@ -2,13 +2,24 @@
 
 from __future__ import annotations
 
+import json
 import math
+import pickle
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
+from asmopt.measure.timing import TimingConfig
 from asmopt.programs.model import Program, TestCase
-from asmopt.reward.service import RewardService, ScoreConfig, ScoreRequest, score_one
+from asmopt.reward.service import (
+    REWARD_TIMING,
+    RewardService,
+    ScoreConfig,
+    ScoreRequest,
+    score,
+    score_one,
+)
 from asmopt.toolchain import Toolchain
 
 SOURCE = r"""
@@ -36,7 +47,9 @@ PROGRAM = Program(
         for i, n in enumerate((0, 5, 1000, 20_000_000))
     ),
 )
-FAST = ScoreConfig(reward="robust", measure="time", timing_max_pairs=8, timing_budget_s=3.0)
+FAST = ScoreConfig(
+    reward="robust", measure="time", timing=replace(REWARD_TIMING, max_pairs=8, budget_s=3.0)
+)
 NO_TIMING = ScoreConfig(reward="robust", measure="none")
 
 
@@ -504,6 +517,56 @@ def test_a_lone_surrogate_is_the_answers_extraction_error_not_ours(baseline: str
 
 
 def test_the_timing_precision_is_checked_when_the_config_is_made() -> None:
-    assert ScoreConfig().timing_precision == "decision"  # what a reward needs
-    with pytest.raises(ValueError, match="timing_precision must be decision or target"):
-        ScoreConfig(timing_precision="exact")  # type: ignore[arg-type]
+    assert ScoreConfig().timing.precision == "decision"  # what a reward needs
+    with pytest.raises(ValueError, match=r"timing\.precision: 'exact' is not one of target, deci"):
+        ScoreConfig(timing={"precision": "exact"})  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="precision must be 'target' or 'decision'"):
+        ScoreConfig(timing=TimingConfig(precision="exact"))  # type: ignore[arg-type]
+
+
+def test_timing_is_one_nested_config_over_the_reward_preset() -> None:
+    """ScoreConfig's timing is a TimingConfig, REWARD_TIMING unless given; a mapping
+    changes the fields it names, every key and value checked; it pickles (it is shipped to
+    workers) and writes as plain JSON."""
+    assert ScoreConfig().timing == REWARD_TIMING
+    preset = (REWARD_TIMING.max_pairs, REWARD_TIMING.budget_s, REWARD_TIMING.precision)
+    assert preset == (60, 10.0, "decision")
+    nested = ScoreConfig.from_options(
+        {"measure": "time", "timing": {"budget_s": 20, "max_pairs": 100}}
+    )
+    assert nested.timing == replace(REWARD_TIMING, budget_s=20.0, max_pairs=100)
+    assert ScoreConfig(timing=TimingConfig(max_pairs=9)).timing.max_pairs == 9
+    assert pickle.loads(pickle.dumps(nested)) == nested
+    assert json.loads(json.dumps(nested.to_dict()))["timing"]["budget_s"] == 20.0
+    refused = {
+        "timing.budget": r"unknown timing setting 'timing.budget'; did you mean 'timing.budget_s'",
+        "many": r"timing.max_pairs: expected an integer, got 'many'",
+        "pairs": r"timing: need 2 <= min_pairs <= max_pairs, got 4 and 3",
+    }
+    for settings, message in (
+        ({"budget": 3}, refused["timing.budget"]),
+        ({"max_pairs": "many"}, refused["many"]),
+        ({"max_pairs": 3}, refused["pairs"]),
+    ):
+        with pytest.raises(ValueError, match=message):
+            ScoreConfig.from_options({"timing": settings})
+    with pytest.raises(ValueError, match="unknown ScoreConfig setting 'mesure'; did you mean"):
+        ScoreConfig.from_options({"mesure": "none"})
+    with pytest.raises(TypeError, match="timing must be a TimingConfig or a mapping"):
+        ScoreConfig(timing=20.0)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(
+    ("flat", "nested"),
+    [
+        ("timing_budget_s", "timing.budget_s"),
+        ("timing_max_pairs", "timing.max_pairs"),
+        ("timing_target_half_width", "timing.target_half_width"),
+        ("timing_precision", "timing.precision"),
+    ],
+)
+def test_an_old_flat_timing_key_names_its_new_spelling(flat: str, nested: str) -> None:
+    with pytest.raises(ValueError, match=f"^{flat}: use {nested.replace('.', '[.]')} "):
+        ScoreConfig.from_options({flat: 1})
+    with pytest.raises(ValueError, match=f"^{flat}: use "):
+        score(PROGRAM, "no assembly", measure="none", **{flat: 1})

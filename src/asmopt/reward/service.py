@@ -23,6 +23,7 @@ from __future__ import annotations
 import ast
 import concurrent.futures as cf
 import contextlib
+import difflib
 import logging
 import math
 import multiprocessing as mp
@@ -30,12 +31,15 @@ import os
 import sys
 import time
 import traceback
-from collections.abc import Sequence
-from dataclasses import asdict, dataclass, field
+import typing
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict, dataclass, field, fields, replace
 from typing import Any, Literal
 
+from asmopt import typed_config
 from asmopt.adequacy import require_fit
 from asmopt.fresh import DEFAULT_PER_CLASS, FreshInputs, new_seed
+from asmopt.measure.timing import TimingConfig
 from asmopt.programs.model import Program
 from asmopt.reward.functions import RewardInput, get_reward
 
@@ -44,26 +48,50 @@ log = logging.getLogger(__name__)
 MAX_COMPLETION_BYTES = 1 << 20  # a completion longer than this is a degenerate generation
 
 
+# A reward times for a decision, an eval for a report. A reward must know whether an answer
+# is faster, not, or slower (and a real speedup's size to the reward's resolution), and it
+# is paid for on every RL step; an eval reports a number a person reads, +-2% on every test.
+# So the reward times with fewer pairs (60, not 200) and half the time per test (10 s, not
+# 20 s), and with the "decision" precision: a test stops as soon as that is settled
+# (TimingConfig.precision); "target" times every test to the target as `asmopt eval` does.
+REWARD_TIMING = TimingConfig(
+    target_half_width=0.02, max_pairs=60, budget_s=10.0, precision="decision"
+)
+
+# The flat spellings ScoreConfig had for four of its timing settings, and their names now.
+_FLAT_TIMING_KEYS = {
+    "timing_target_half_width": "timing.target_half_width",
+    "timing_max_pairs": "timing.max_pairs",
+    "timing_budget_s": "timing.budget_s",
+    "timing_precision": "timing.precision",
+}
+
+
 @dataclass(frozen=True)
 class ScoreConfig:
-    """Everything that decides a score; shipped to workers with each batch."""
+    """Everything that decides a score; shipped to workers with each batch.
+
+    From a mapping (a YAML section, verl's reward_kwargs, keyword options) build it with
+    `ScoreConfig.from_options`, which names a misspelt or retired key."""
 
     reward: str = "robust"
     reward_options: dict[str, Any] = field(default_factory=dict)
     measure: Literal["time", "instructions", "none"] = "time"
-    timing_target_half_width: float = 0.02
-    timing_max_pairs: int = 60
-    timing_budget_s: float = 10.0
-    # A reward needs a decision (faster / not / slower, and a real speedup's size to the
-    # reward's resolution), not +-2% on every test: "decision" stops a test as soon as
-    # that is settled (TimingConfig.precision); "target" times every test to the target.
-    timing_precision: Literal["decision", "target"] = "decision"
+    # How answers are timed (measure="time"): REWARD_TIMING unless given. A mapping of
+    # TimingConfig fields (`{"budget_s": 20}`) changes those fields of REWARD_TIMING. Under
+    # the "decision" precision the reward's one decision point is 1.0 (`decision_points`
+    # is not used): PIE's 1.10 %Opt threshold is a report's decision (`asmopt eval`), and a
+    # test sitting at 1.10 would otherwise run to its round limit for a decision no reward
+    # makes.
+    timing: TimingConfig = REWARD_TIMING
     extract: bool = True  # completions are raw model text (else: assembly already)
     # `diff`: the completion is a unified diff against the baseline assembly (the `diff`
     # prompt template), applied before the build; one that does not apply is an
     # extraction_error naming the hunk.
     edit_format: Literal["assembly", "diff"] = "assembly"
-    deadline_s: float = 300.0  # per sample, build + tests + timing
+    # Seconds each of a sample's two tasks (its check: build + tests; its timing) may run
+    # in a worker before the sample is excluded as infra_error and the worker replaced.
+    deadline_s: float = 300.0
     # A speedup whose 98% interval contains 1 is reported to the reward as exactly 1.0: the
     # measurement cannot tell it from the baseline, so no reward (design 1 and 2 included)
     # may pay for it. The raw estimate stays in `raw_speedup`.
@@ -79,6 +107,13 @@ class ScoreConfig:
     seed: int | None = None
 
     def __post_init__(self) -> None:
+        if isinstance(self.timing, Mapping):
+            object.__setattr__(self, "timing", reward_timing(self.timing))
+        elif not isinstance(self.timing, TimingConfig):
+            raise TypeError(
+                "timing must be a TimingConfig or a mapping of its fields, got "
+                f"{type(self.timing).__name__}"
+            )
         get_reward(self.reward, **self.reward_options)  # fail now, not in a worker
         FreshInputs(seed=self.seed or 0, per_class=self.drawn_per_class)  # bounds, now
         if self.edit_format not in ("assembly", "diff"):
@@ -87,10 +122,55 @@ class ScoreConfig:
             raise ValueError(f"measure must be time, instructions or none, got {self.measure!r}")
         if self.deadline_s <= 0:
             raise ValueError("deadline_s must be positive")
-        if self.timing_precision not in ("decision", "target"):
+
+    @classmethod
+    def from_options(cls, options: Mapping[str, Any]) -> ScoreConfig:
+        """The config a mapping of its fields describes, `timing` a nested mapping. A key
+        of the old flat timing spelling is refused naming the new one (`timing_budget_s:
+        use timing.budget_s`), any other unknown key naming the nearest field."""
+        names = [f.name for f in fields(cls)]
+        for key in options:
+            if key in _FLAT_TIMING_KEYS:
+                raise ValueError(
+                    f"{key}: use {_FLAT_TIMING_KEYS[key]} (the timing settings are one "
+                    "nested mapping, `timing:`, of TimingConfig fields)"
+                )
+            if key not in names:
+                close = difflib.get_close_matches(str(key), names, n=1)
+                hint = f"; did you mean {close[0]!r}?" if close else ""
+                raise ValueError(f"unknown ScoreConfig setting {key!r}{hint}")
+        return cls(**options)
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain values only (JSON), `timing` as a mapping of its fields."""
+        out = {f.name: getattr(self, f.name) for f in fields(self)}
+        out["reward_options"] = dict(self.reward_options)
+        out["timing"] = self.timing.to_dict()
+        return out
+
+
+def reward_timing(settings: Mapping[str, Any]) -> TimingConfig:
+    """REWARD_TIMING with the fields `settings` names changed (`timing: {budget_s: 20}` in a
+    config). Every key must be a TimingConfig field and every value of its type
+    (typed_config), so a misspelt key or a mistyped value fails here, naming `timing.KEY`."""
+    hints = typing.get_type_hints(TimingConfig)
+    names = [f.name for f in fields(TimingConfig)]
+    values = {}
+    for key, value in settings.items():
+        if key == "spread":
             raise ValueError(
-                f"timing_precision must be decision or target, got {self.timing_precision!r}"
+                "timing.spread: the between-sandbox spread is this machine's measurement; a "
+                "SandboxSpread can be given in Python only (TimingConfig(spread=...))"
             )
+        if key not in names:
+            close = difflib.get_close_matches(str(key), names, n=1)
+            hint = f"; did you mean 'timing.{close[0]}'?" if close else ""
+            raise ValueError(f"unknown timing setting 'timing.{key}'{hint}")
+        values[key] = typed_config.coerce(f"timing.{key}", value, hints[key])
+    try:
+        return replace(REWARD_TIMING, **values)
+    except ValueError as exc:
+        raise ValueError(f"timing: {exc}") from None
 
 
 @dataclass
@@ -231,10 +311,10 @@ def score(
 ) -> ScoreResult:
     """The reward of one model answer (raw text with an assembly fence, or with
     `extract=False` the assembly itself): the public entry point. `options` are ScoreConfig
-    fields (`reward`, `measure`, ...). Programs marked unfit are refused (UnfitProgramError)
-    unless `allow_unfit`."""
+    fields (`reward`, `measure`, `timing={"budget_s": 20}`, ...). Programs marked unfit are
+    refused (UnfitProgramError) unless `allow_unfit`."""
     require_fit([program], "reward", allow_unfit)
-    return score_one(program, completion, baseline_asm, ScoreConfig(**options))
+    return score_one(program, completion, baseline_asm, ScoreConfig.from_options(options))
 
 
 def score_one(
@@ -385,22 +465,12 @@ def _measure(
     """Measure a correct answer (or mark a copy 1.0 by rule), then feedback and reward."""
     from asmopt.evaluate import MeasureOptions, Measurer
     from asmopt.measure.speedup import MeasureMode, MeasureStatus
-    from asmopt.measure.timing import TimingConfig
 
     result, check = job.result, job.check
     result.cost["check_s"] = round(result.seconds, 4)
     options = MeasureOptions(
         mode=MeasureMode(config.measure),
-        timing=TimingConfig(
-            target_half_width=config.timing_target_half_width,
-            max_pairs=max(4, config.timing_max_pairs),
-            budget_s=config.timing_budget_s,
-            precision=config.timing_precision,
-            # A reward decides faster / not / slower: PIE's 1.10 %Opt threshold is a
-            # report's decision (asmopt eval), and a test sitting at 1.10 would otherwise
-            # run to its round limit for a decision no reward makes.
-            decision_points=(1.0,) if config.timing_precision == "decision" else (1.0, 1.10),
-        ),
+        timing=_timing_run(config.timing),
         time_copies=config.time_copies,
     )
     Measurer(program, job.baseline_asm, toolchain, sandbox, options, None).measure(check, job.copy)
@@ -426,6 +496,14 @@ def _measure(
         result.speedup, result.speedup_low, result.speedup_high = 1.0, 1.0, 1.0
         result.geomean_speedup, result.geomean_low, result.geomean_high = 1.0, 1.0, 1.0
     return _feedback_and_finish(result, check, program, config, start)
+
+
+def _timing_run(timing: TimingConfig) -> TimingConfig:
+    """The timing a reward runs: under the decision precision its one decision point is 1.0
+    (faster / not / slower; see ScoreConfig.timing)."""
+    if timing.precision == "decision":
+        return replace(timing, decision_points=(1.0,))
+    return timing
 
 
 def _timing_cost(tests: Sequence[Any]) -> dict[str, Any]:
