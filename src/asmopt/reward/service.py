@@ -4,8 +4,10 @@ RL spends most of its wall time here, so the service is built around three rules
 
 * Correctness runs go in parallel (worker processes or Ray tasks); timing is serialised
   per core by the measurement engine's core lock, which works across processes.
-* Every sample has a hard deadline, and a watchdog replaces a worker pool that holds a
-  stuck sample, so one degenerate candidate never stalls a batch.
+* Every task of a sample (its check, its timing) has a hard deadline: the process pool
+  (pebble's) ends a worker whose task runs past it and starts a fresh one, Ray kills and
+  replaces its worker, and threads, which cannot be killed, are left behind with their
+  pool. So one degenerate candidate never stalls a batch.
 * A failure of ours (sandbox down, grader raised, deadline hit while the machine was
   overloaded) gives `reward=None`: the sample is excluded, never scored 0.
 
@@ -33,8 +35,11 @@ import time
 import traceback
 import typing
 from collections.abc import Mapping, Sequence
+from concurrent.futures.process import BrokenProcessPool
 from dataclasses import asdict, dataclass, field, fields, replace
 from typing import Any, Literal
+
+import pebble
 
 from asmopt import typed_config
 from asmopt.adequacy import require_fit
@@ -89,8 +94,9 @@ class ScoreConfig:
     # prompt template), applied before the build; one that does not apply is an
     # extraction_error naming the hunk.
     edit_format: Literal["assembly", "diff"] = "assembly"
-    # Seconds each of a sample's two tasks (its check: build + tests; its timing) may run
-    # in a worker before the sample is excluded as infra_error and the worker replaced.
+    # Seconds each of a sample's two tasks (its check: build and tests; its timing, waiting
+    # for a timing core included) may run before the sample is excluded as infra_error and
+    # its worker replaced (RewardService).
     deadline_s: float = 300.0
     # A speedup whose 98% interval contains 1 is reported to the reward as exactly 1.0: the
     # measurement cannot tell it from the baseline, so no reward (design 1 and 2 included)
@@ -688,7 +694,7 @@ class RewardService:
         self.ray_address = ray_address
         self.ray_init_timeout_s = ray_init_timeout_s
         self.allow_unfit = allow_unfit
-        self._pool: cf.Executor | None = None
+        self._pool: cf.ThreadPoolExecutor | pebble.ProcessPool | None = None
         self._ray_fn: Any = None
         self.stats = {
             "batches": 0,
@@ -699,26 +705,42 @@ class RewardService:
         }
 
     # ------------------------------------------------------------------ pools
-    def _executor(self) -> cf.Executor:
+    def _submit(self, fn: Any, *args: Any) -> cf.Future[Any]:
+        """Queue `fn(*args)` on the pool (started on first use). On the process pool the
+        task has `deadline_s` from the moment a worker takes it: past that, pebble ends the
+        worker (its sandbox dies with it), starts a fresh one, and the future raises
+        TimeoutError."""
         if self._pool is None:
             if self.backend == "thread":
                 self._pool = cf.ThreadPoolExecutor(max_workers=self.workers)
             else:
                 # spawn: a fresh interpreter, no inherited threads or locks from the caller
-                self._pool = cf.ProcessPoolExecutor(
-                    max_workers=self.workers, mp_context=mp.get_context("spawn")
+                self._pool = pebble.ProcessPool(
+                    max_workers=self.workers, context=mp.get_context("spawn")
                 )
-        return self._pool
+        if isinstance(self._pool, pebble.ProcessPool):
+            return self._pool.schedule(fn, args=args, timeout=self.config.deadline_s)
+        return self._pool.submit(fn, *args)
 
-    def _restart_pool(self) -> None:
-        """Replace a pool whose worker is stuck past its deadline (the watchdog)."""
+    def _stall_s(self) -> float:
+        """How long a batch waits for any task to finish before it gives up on the rest.
+        Threads cannot be killed, so for them this is the watchdog itself (see
+        `_score_pool`); the process pool ends a stuck task at its deadline, so there it is
+        a backstop for a pool that runs nothing at all (a worker restart takes seconds)."""
+        if self.backend == "thread":
+            return self.config.deadline_s
+        return 2 * self.config.deadline_s + 60.0
+
+    def _end_pool(self, *, wait_for_threads: bool) -> None:
+        """Stop the pool; the next batch starts a fresh one. pebble's `stop` ends every
+        worker process (and with it any sandbox it runs); threads cannot be killed, so a
+        stuck one is left to end alone unless `wait_for_threads`."""
         pool, self._pool = self._pool, None
-        self.stats["pool_restarts"] += 1
-        if isinstance(pool, cf.ProcessPoolExecutor):
-            for proc in list(getattr(pool, "_processes", {}).values()):
-                proc.kill()  # no public API kills one worker; the sandbox dies with it
-        if pool is not None:
-            pool.shutdown(wait=False, cancel_futures=True)
+        if isinstance(pool, pebble.ProcessPool):
+            pool.stop()
+            pool.join()
+        elif pool is not None:
+            pool.shutdown(wait=wait_for_threads, cancel_futures=True)
 
     def _ray(self) -> Any:
         if self._ray_fn is None:
@@ -735,9 +757,9 @@ class RewardService:
         return self._ray_fn
 
     def close(self) -> None:
-        if self._pool is not None:
-            self._pool.shutdown(wait=True, cancel_futures=True)
-            self._pool = None
+        """End the workers. Between batches they are idle (every task of a batch has ended
+        by the time it returns), so nothing is cut short."""
+        self._end_pool(wait_for_threads=True)
 
     def __enter__(self) -> RewardService:
         return self
@@ -778,50 +800,77 @@ class RewardService:
         return results
 
     def _score_pool(self, requests: Sequence[ScoreRequest]) -> list[ScoreResult]:
-        """Checks first, then timings; wait for progress, not for a whole-batch budget.
+        """Checks first, then timings; every task bounded by its deadline.
 
         Every request's check is queued before any timing, and a correct answer's timing
         is queued when its check ends, so answers that need no timing are never behind
-        timed ones. A task starts only when a worker frees up: at the batch's start or when
-        another task finishes. So when nothing has finished for `deadline_s`, every task
-        still running has run for at least `deadline_s`, past its own deadline. A batch
-        with a stuck sample therefore ends after the real work plus one deadline, whatever
-        its size; the stuck samples (and any not started) are excluded as infra_error and
-        the pool is replaced. The Ray back-end waits the same way."""
-        pool = self._executor()
+        timed ones. On the process pool a task that runs past `deadline_s` is ended by
+        pebble (its worker replaced) and its sample excluded as infra_error, so a batch
+        with a stuck sample ends after the real work plus at most one deadline.
+
+        Threads cannot be killed, so the thread back-end waits for progress instead: a task
+        starts only when a worker frees up (at the batch's start or when another task
+        finishes), so when nothing has finished for `deadline_s`, every task still running
+        has run for at least `deadline_s`. Those (and any not started) are excluded as
+        infra_error and the pool is replaced. The Ray back-end waits the same way."""
         began = time.monotonic()
         owner: dict[cf.Future[Any], int] = {
-            pool.submit(check_one, r.program, r.completion, r.baseline_asm, self.config): i
+            self._submit(check_one, r.program, r.completion, r.baseline_asm, self.config): i
             for i, r in enumerate(requests)
         }
         results: list[ScoreResult | None] = [None] * len(requests)
-        stuck = False
+        faults: set[str] = set()
         pending = set(owner)
         while pending:
             done, pending = cf.wait(
-                pending, timeout=self.config.deadline_s, return_when=cf.FIRST_COMPLETED
+                pending, timeout=self._stall_s(), return_when=cf.FIRST_COMPLETED
             )
+            if not done:  # threads: every running task is past its deadline; processes: a
+                # pool that runs nothing. Either way the pool is replaced.
+                for fut in pending:
+                    results[owner[fut]] = self._deadline_result(requests[owner[fut]])
+                faults |= {"deadline", "broken"}
+                break
             for fut in done:
                 i = owner.pop(fut)
-                try:
-                    result, job = _as_outcome(fut.result())
-                    if job is not None:
-                        timing = pool.submit(time_one, requests[i].program, job, self.config)
+                result, job, fault = self._outcome(fut, requests[i])
+                if job is not None:
+                    try:
+                        timing = self._submit(time_one, requests[i].program, job, self.config)
+                    except Exception as exc:  # the pool broke under it: ours, excluded
+                        result = self._worker_failed(requests[i], "worker failed", exc)
+                        fault = "broken"
+                    else:
                         owner[timing] = i
                         pending.add(timing)
                         continue
-                except Exception as exc:  # a worker died (e.g. killed): ours, excluded
-                    result = self._worker_failed(requests[i], "worker failed", exc)
-                    stuck = stuck or isinstance(exc, cf.process.BrokenProcessPool)
+                faults.add(fault)
                 results[i] = self._done(result, began)
-            if not done:  # a stall: every running task is past its deadline
-                stuck = True
-                for fut in pending:
-                    results[owner[fut]] = self._deadline_result(requests[owner[fut]])
-                break
-        if stuck:
-            self._restart_pool()
+        self._after_faults(faults)
         return [r for r in results if r is not None]
+
+    def _outcome(
+        self, fut: cf.Future[Any], req: ScoreRequest
+    ) -> tuple[ScoreResult, TimingJob | None, str]:
+        """A finished task's result and timing job, and what went wrong with our side if
+        anything: "deadline" (pebble ended the task past its deadline and replaced its
+        worker), "broken" (the pool can run nothing more), else ""."""
+        try:
+            result, job = _as_outcome(fut.result())
+        except cf.TimeoutError:
+            return self._deadline_result(req), None, "deadline"
+        except Exception as exc:  # a worker died (killed, out of memory): ours, excluded
+            broken = isinstance(exc, BrokenProcessPool)
+            return self._worker_failed(req, "worker failed", exc), None, "broken" if broken else ""
+        return result, job, ""
+
+    def _after_faults(self, faults: set[str]) -> None:
+        """A batch in which the watchdog replaced workers counts as a pool restart; a
+        pool that can run nothing more is replaced for the next batch."""
+        if "deadline" in faults:
+            self.stats["pool_restarts"] += 1
+        if "broken" in faults:
+            self._end_pool(wait_for_threads=False)
 
     def _score_ray(self, requests: Sequence[ScoreRequest]) -> list[ScoreResult]:
         """As `_score_pool`, with one Ray task per check and per timing."""
