@@ -188,6 +188,10 @@ def report(
     load: tuple[float, ...],
     timed: dict[str, list[dict[str, Any]]],
 ) -> str:
+    """The learning run's report (Markdown).
+
+    Long on purpose: it writes the document's sections top to bottom, in the order a
+    reader meets them, so the whole layout reads in one place."""
     from asmopt.train.metrics_log import read_metrics
 
     sft = read_metrics(root / "sft")

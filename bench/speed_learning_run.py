@@ -382,6 +382,10 @@ def report(
     seconds: dict[str, float],
     load: tuple[float, ...],
 ) -> str:
+    """The speed-learning run's report (Markdown).
+
+    Long on purpose: it writes the document's sections top to bottom, in the order a
+    reader meets them, so the whole layout reads in one place."""
     import torch
 
     from asmopt.provenance import git_commit
