@@ -242,6 +242,62 @@ def test_process_pool_batch_keeps_order_and_the_watchdog_recovers(
         assert service.stats["pool_restarts"] == 1
 
 
+def _worker_with_children(timeout_s: float) -> int:
+    """The pid of a worker process of ours that has started children (its sandbox or the
+    compiler: so it is running a task), waiting up to `timeout_s` for one."""
+    import multiprocessing
+    import time
+
+    end = time.monotonic() + timeout_s
+    while time.monotonic() < end:
+        for proc in multiprocessing.active_children():
+            path = Path(f"/proc/{proc.pid}/task/{proc.pid}/children")
+            try:
+                if proc.pid and path.read_text().split():
+                    return proc.pid
+            except OSError:
+                continue
+        time.sleep(0.05)
+    raise AssertionError(f"no worker process started a child within {timeout_s}s")
+
+
+def test_a_worker_killed_from_outside_excludes_its_sample_and_the_pool_goes_on(
+    baseline: str, toolchain: Toolchain
+) -> None:
+    """A worker that dies mid-task (the kernel's OOM killer, an operator) is that sample's
+    infra_error, never a hang or an exception; the pool replaces the worker, and the
+    answer queued behind it is still scored."""
+    import os
+    import signal
+    import threading
+
+    sleeper = _c_candidate(toolchain, "#include <unistd.h>\nint main(void){sleep(5);return 0;}\n")
+    config = ScoreConfig(reward="robust", measure="none", deadline_s=120.0)
+    with RewardService(config, workers=1, backend="process") as service:
+        killed: list[int] = []
+
+        def kill_the_busy_worker() -> None:
+            pid = _worker_with_children(60.0)
+            os.kill(pid, signal.SIGKILL)
+            killed.append(pid)
+
+        killer = threading.Thread(target=kill_the_busy_worker, daemon=True)
+        killer.start()
+        results = service.score_batch(
+            [
+                ScoreRequest(PROGRAM, _fence(sleeper), baseline),
+                ScoreRequest(PROGRAM, "nothing", baseline),
+            ]
+        )
+        killer.join(timeout=5)
+        assert killed, "the worker was never killed"
+        assert results[0].reward is None and results[0].verdict == "infra_error"
+        assert results[0].message.startswith("worker failed: "), results[0].message
+        assert results[1].verdict == "extraction_error" and results[1].reward == -1.0
+        again = service.score_batch([ScoreRequest(PROGRAM, _fence(baseline), baseline)])
+        assert again[0].verdict == "pass"
+
+
 CLOSED_FORM = r"""
 #include <stdio.h>
 int main(void) {
