@@ -653,9 +653,11 @@ class ScoreRequest:
 class RewardService:
     """Score batches with a local process pool (default), threads, or Ray.
 
-    The process pool spawns fresh interpreters, which re-run the parent's script: from a
-    script without an `if __name__ == "__main__":` guard the service logs a warning naming
-    it and uses threads instead (`self.backend` says which is in use). Threads are a safe
+    The process pool is pebble's `ProcessPool`: it holds every task to the deadline and
+    replaces a worker it had to end, which concurrent.futures' pool has no public way to
+    do. It spawns fresh interpreters, which re-run the parent's script: from a script
+    without an `if __name__ == "__main__":` guard the service logs a warning naming it
+    and uses threads instead (`self.backend` says which is in use). Threads are a safe
     stand-in because the heavy work (gcc, the sandboxed runs, timing) happens in child
     processes either way; what they lose is the watchdog's ability to kill a stuck worker.
 
@@ -696,6 +698,8 @@ class RewardService:
         self.allow_unfit = allow_unfit
         self._pool: cf.ThreadPoolExecutor | pebble.ProcessPool | None = None
         self._ray_fn: Any = None
+        # `deadline_hits`: samples excluded at their deadline; `pool_restarts`: batches in
+        # which the watchdog replaced workers (or the whole pool) for them.
         self.stats = {
             "batches": 0,
             "samples": 0,
