@@ -16,6 +16,9 @@ from __future__ import annotations
 
 import argparse
 import time
+from collections.abc import Sequence
+from dataclasses import replace
+from typing import Any
 
 from bench_timing_common import (
     PROGRAMS,
@@ -30,7 +33,7 @@ from bench_timing_common import (
 )
 
 from asmopt.reward.functions import RewardInput, get_reward
-from asmopt.reward.service import ScoreConfig, score_one
+from asmopt.reward.service import REWARD_TIMING, ScoreConfig, score_one
 
 
 def main() -> None:
@@ -41,57 +44,79 @@ def main() -> None:
     ids = PROGRAMS[:3] if args.quick else PROGRAMS[:6]
     trials = 1 if args.quick else args.trials
     toolchain, _ = setup()
+    start = time.monotonic()
+    before = environment()
+    with busy_load(2):
+        rows, paid = score_trials(toolchain, ids, trials)
+    after = environment()
+    command = (
+        "Command: `.venv/bin/python bench/bench_reward_aa.py"
+        f"{' --quick' if args.quick else ''}`"
+        f" ({trials} trial(s) x {len(ids)} programs, {time.monotonic() - start:.0f} s). "
+        "Load: two busy processes."
+    )
+    text = render(rows, paid, command, before, after)
+    path = write_result("reward_aa.md", text)
+    print(text)
+    print(f"written to {path}")
+
+
+def score_trials(
+    toolchain: Any, ids: Sequence[str], trials: int
+) -> tuple[list[tuple[object, ...]], tuple[int, int]]:
+    """One row per trial and program: ours (the reward service) and the reference on the
+    baseline against itself, each with what design 2 pays for it; and how many trials
+    each paid something for."""
     design2 = get_reward("supercoder-design2")
     config = ScoreConfig(
         reward="supercoder-design2",
         measure="time",
         time_copies=True,
-        timing_max_pairs=60,
-        timing_budget_s=10.0,
+        timing=replace(REWARD_TIMING, max_pairs=60, budget_s=10.0),
     )
-    rows = []
+    rows: list[tuple[object, ...]] = []
     ours_paid = ref_paid = 0
-    start = time.monotonic()
-    before = environment()
-    with busy_load(2):
-        for trial in range(trials):
-            for program in programs(ids):
-                asm = toolchain.baseline_assembly(program)
-                ours = score_one(program, f"```assembly\n{asm}```", asm, config)
-                base = baseline_binary(toolchain, program)
-                ref = reference(base, base, program.tests)
-                ref_s = ref.ratio
-                ref_reward = design2(
-                    RewardInput(
-                        "pass",
-                        len(program.tests),
-                        len(program.tests),
-                        speedup=ref_s if ref_s > 0 and ref_s < 1e9 else 1e9,
-                    )
+    for trial in range(trials):
+        for program in programs(ids):
+            asm = toolchain.baseline_assembly(program)
+            ours = score_one(program, f"```assembly\n{asm}```", asm, config)
+            base = baseline_binary(toolchain, program)
+            ref = reference(base, base, program.tests)
+            ref_s = ref.ratio
+            ref_reward = design2(
+                RewardInput(
+                    "pass",
+                    len(program.tests),
+                    len(program.tests),
+                    speedup=ref_s if ref_s > 0 and ref_s < 1e9 else 1e9,
                 )
-                ours_paid += (ours.reward or 0.0) > 0
-                ref_paid += (ref_reward or 0.0) > 0
-                rows.append(
-                    (
-                        trial + 1,
-                        program.id,
-                        f"{ours.raw_speedup or 1.0:.4f}",
-                        f"[{ours.speedup_low or 1:.4f}, {ours.speedup_high or 1:.4f}]",
-                        f"{ours.reward:.3f}",
-                        f"{ref_s:.4f}",
-                        f"{ref_reward:.3f}",
-                    )
+            )
+            ours_paid += (ours.reward or 0.0) > 0
+            ref_paid += (ref_reward or 0.0) > 0
+            rows.append(
+                (
+                    trial + 1,
+                    program.id,
+                    f"{ours.raw_speedup or 1.0:.4f}",
+                    f"[{ours.speedup_low or 1:.4f}, {ours.speedup_high or 1:.4f}]",
+                    f"{ours.reward:.3f}",
+                    f"{ref_s:.4f}",
+                    f"{ref_reward:.3f}",
                 )
-    after = environment()
+            )
+    return rows, (ours_paid, ref_paid)
+
+
+def render(
+    rows: list[tuple[object, ...]], paid: tuple[int, int], command: str, before: str, after: str
+) -> str:
     n = len(rows)
-    text = "\n".join(
+    ours_paid, ref_paid = paid
+    return "\n".join(
         [
             "# Reward A/A under load: supercoder-design2 on identical binaries",
             "",
-            "Command: `.venv/bin/python bench/bench_reward_aa.py"
-            f"{' --quick' if args.quick else ''}`"
-            f" ({trials} trial(s) x {len(ids)} programs, {time.monotonic() - start:.0f} s). "
-            "Load: two busy processes.",
+            command,
             f"Machine before: {before}",
             f"Machine after: {after}",
             "",
@@ -116,9 +141,6 @@ def main() -> None:
             "",
         ]
     )
-    path = write_result("reward_aa.md", text)
-    print(text)
-    print(f"written to {path}")
 
 
 if __name__ == "__main__":

@@ -34,6 +34,7 @@ import resource
 import statistics
 import sys
 import time
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -51,7 +52,7 @@ from bench_timing_common import (
 
 from asmopt.measure.timing import default_core_lock, machine_spread
 from asmopt.programs import load_builtin_suite
-from asmopt.reward.service import RewardService, ScoreConfig, ScoreRequest
+from asmopt.reward.service import REWARD_TIMING, RewardService, ScoreConfig, ScoreRequest
 
 SLOWER = 0.10
 FASTER = (0.05, 0.10, 0.20)
@@ -138,7 +139,7 @@ def build_batch(toolchain: Any, sandbox: Any, programs: list[Any]) -> list[dict[
 
 
 def score(answers: list[dict[str, Any]], precision: str) -> tuple[list[Any], float]:
-    config = ScoreConfig(timing_precision=precision)  # type: ignore[arg-type]
+    config = ScoreConfig(timing=replace(REWARD_TIMING, precision=precision))  # type: ignore[arg-type]
     requests = [ScoreRequest(a["program"], a["completion"], a["baseline"]) for a in answers]
     start = time.monotonic()
     with RewardService(config, workers=2) as service:
@@ -266,6 +267,10 @@ def main() -> int:
 
 
 def render(raw: dict[str, Any], env_before: str, env_after: str) -> str:
+    """The throughput report (Markdown) from the raw figures.
+
+    Long on purpose: it writes the document's sections top to bottom, in the order a
+    reader meets them, so the whole layout reads in one place."""
     ref = raw["reference"]
     ref_per = ref["cpu_s"] / ref["answers"]
     rows = []

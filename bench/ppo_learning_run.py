@@ -85,15 +85,20 @@ def time_answers(
     model_dir: Path, ppo_config: Path, split: str = "test", seed: int = 0
 ) -> list[dict[str, Any]]:
     """One sampled answer per program of `split`, judged and timed (interleaved CPU time)."""
+    from dataclasses import replace
+
     from asmopt.programs import load_builtin_suite
-    from asmopt.reward.service import ScoreConfig, score_one
+    from asmopt.reward.service import REWARD_TIMING, ScoreConfig, score_one
 
     answers = learning_common.sample_answers(
         model_dir, ppo_config, f"suite:{split}", seed=seed, batch_size=64
     )
     suite = load_builtin_suite()
     score = ScoreConfig(
-        reward="supercoder-design1", measure="time", edit_format="diff", timing_budget_s=20.0
+        reward="supercoder-design1",
+        measure="time",
+        edit_format="diff",
+        timing=replace(REWARD_TIMING, budget_s=20.0),
     )
     out = []
     for row, answer, _ in answers:
@@ -183,6 +188,10 @@ def report(
     load: tuple[float, ...],
     timed: dict[str, list[dict[str, Any]]],
 ) -> str:
+    """The learning run's report (Markdown).
+
+    Long on purpose: it writes the document's sections top to bottom, in the order a
+    reader meets them, so the whole layout reads in one place."""
     from asmopt.train.metrics_log import read_metrics
 
     sft = read_metrics(root / "sft")

@@ -183,10 +183,12 @@ def evaluate(
     program are timed once (the same binary) and share that measurement."""
     if dest.is_file():
         return [json.loads(line) for line in dest.read_text(encoding="utf-8").splitlines()]
+    from dataclasses import replace
+
     from asmopt.policies.diff_format import DiffError, apply_unified_diff
     from asmopt.policies.extract import extract_diff
     from asmopt.programs import load_suite
-    from asmopt.reward.service import ScoreConfig, score_one
+    from asmopt.reward.service import REWARD_TIMING, ScoreConfig, score_one
     from asmopt.toolchain import DEFAULT_O3_FLAGS, default_toolchain
 
     answers = learning_common.sample_answers(
@@ -199,7 +201,12 @@ def evaluate(
     )
     suite = load_suite(suite_dir)
     toolchain = default_toolchain()
-    score = ScoreConfig(reward="robust", measure="time", edit_format="diff", timing_budget_s=10.0)
+    score = ScoreConfig(
+        reward="robust",
+        measure="time",
+        edit_format="diff",
+        timing=replace(REWARD_TIMING, budget_s=10.0),
+    )
     measured: dict[tuple[str, str], dict[str, Any]] = {}
     out: list[dict[str, Any]] = []
     for row, answer, tokens in answers:
@@ -375,6 +382,10 @@ def report(
     seconds: dict[str, float],
     load: tuple[float, ...],
 ) -> str:
+    """The speed-learning run's report (Markdown).
+
+    Long on purpose: it writes the document's sections top to bottom, in the order a
+    reader meets them, so the whole layout reads in one place."""
     import torch
 
     from asmopt.provenance import git_commit

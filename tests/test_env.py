@@ -79,6 +79,23 @@ def test_bad_configuration() -> None:
         reward_env.AsmOptEnv(program_ids=["no_such_program"])
 
 
+def test_score_config_as_a_mapping_with_nested_timing(program: Program) -> None:
+    """gym.make's keyword arguments are plain values: `score_config` may be a mapping of
+    ScoreConfig fields, `timing` nested; an old flat timing key names its new spelling."""
+    env = gym.make(
+        reward_env.ENV_ID,
+        program_ids=[program.id],
+        score_config={"measure": "none", "timing": {"budget_s": 5}},
+    ).unwrapped
+    assert env.score_config.measure == "none" and env.score_config.timing.budget_s == 5.0
+    env.reset(seed=3)
+    env.step("no assembly here")
+    state = json.loads(json.dumps(env.get_state()))  # plain JSON, timing included
+    assert state["score_config"]["timing"]["budget_s"] == 5.0
+    with pytest.raises(ValueError, match=r"timing_max_pairs: use timing\.max_pairs"):
+        reward_env.AsmOptEnv(program_ids=[program.id], score_config={"timing_max_pairs": 9})
+
+
 def _fresh_python(code: str) -> str:
     """Run `code` in a new interpreter on this tree's sources (no module cached from here)."""
     import os

@@ -349,6 +349,51 @@ def test_unknown_yaml_key_names_the_key(tmp_path: Path) -> None:
     assert load_config(PPOConfig, path).actor_lr == 1e-6
 
 
+@pytest.mark.parametrize(
+    ("yaml_text", "message"),
+    [
+        ("eval_at_start: 'yes'\n", "eval_at_start: expected true or false, got 'yes'"),
+        ("update_epochs: 1.5\n", "update_epochs: expected an integer, got 1.5"),
+        ("update_epochs: true\n", "update_epochs: expected an integer, got True"),
+        ("update_epochs: '2'\n", "update_epochs: expected an integer, got '2'"),
+        ("actor_lr: false\n", "actor_lr: expected a number, got False"),
+        ("actor_lr: .inf\n", "actor_lr: expected a finite number, got inf"),
+        ("dtype: float64\n", "dtype: 'float64' is not one of float32, bfloat16, float16"),
+        ("val_data: 5\n", "val_data: expected a string, got 5"),
+        ("lora_target_modules: [q_proj, 3]\n", "lora_target_modules[1]: expected a string, got 3"),
+        ("lora_target_modules: 7\n", "lora_target_modules: expected a list, got 7"),
+        ("model_overrides: [1]\n", "model_overrides: expected a mapping, got [1]"),
+        ("target_kl: nope\n", "target_kl: expected a number, got 'nope'"),
+    ],
+)
+def test_yaml_values_are_held_to_their_declared_types(
+    tmp_path: Path, yaml_text: str, message: str
+) -> None:
+    """A value of the wrong kind is refused, never converted: a quoted "yes" is no bool,
+    1.5 no integer, a bool no number; the message names the key path and the value."""
+    path = tmp_path / "typed.yaml"
+    path.write_text(yaml_text)
+    with pytest.raises(ValueError) as caught:
+        load_config(PPOConfig, path)
+    assert str(caught.value) == f"{path}: {message}"
+
+
+def test_yaml_values_of_the_right_kind_are_converted(tmp_path: Path) -> None:
+    """What YAML may write for a declared type: `4.0` for an integer, an integer for a
+    float, a list or one string for `str | list[str]`, null for an optional."""
+    path = tmp_path / "typed.yaml"
+    path.write_text(
+        "update_epochs: 4.0\nactor_lr: 1\nlora_target_modules: [q_proj, v_proj]\n"
+        "target_kl: null\nval_data: null\nmodel_overrides: {hidden_size: 32}\n"
+    )
+    cfg = load_config(PPOConfig, path)
+    assert cfg.update_epochs == 4 and type(cfg.update_epochs) is int
+    assert cfg.actor_lr == 1.0 and type(cfg.actor_lr) is float
+    assert cfg.lora_target_modules == ["q_proj", "v_proj"]
+    assert cfg.target_kl is None and cfg.val_data is None
+    assert cfg.model_overrides == {"hidden_size": 32}
+
+
 def test_validation_samples_and_edit_format_checks(tmp_path: Path, llama_dir: Path) -> None:
     """Several sampled answers per held-out prompt; greedy repeats are refused; a diff
     template with a reward that reads full assembly is refused before any work."""

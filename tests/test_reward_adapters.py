@@ -164,8 +164,7 @@ def test_verl_diagnostics_are_numbers_or_strings_with_the_same_keys(toolchain: T
             asm,
             extra,
             measure="time",
-            timing_max_pairs=4,
-            timing_budget_s=2.0,
+            timing={"max_pairs": 4, "budget_s": 2.0},
         ),
     ]
     assert len({tuple(sorted(o)) for o in outs}) == 1
@@ -349,3 +348,50 @@ def test_trl_documented_grpo_script_runs(tmp_path: Path, tiny_model_dir: Path) -
         assert entry["rewards/asmopt_robust/mean"] == pytest.approx(-1.0), entry
         assert entry["asmopt/extraction_error"] == pytest.approx(1.0), entry
         assert not any(key.startswith("asmopt/infra") for key in entry), entry
+
+
+def test_mapping_entry_points_take_nested_timing_and_name_the_old_flat_keys() -> None:
+    """verl's reward_kwargs and the trainers' `reward_options` give ScoreConfig as a
+    mapping: `timing` nested is taken, an old flat key is refused before anything runs."""
+    from asmopt.train.reward_registry import make_reward
+
+    extra = {"c_code": "int main(void){return 0;}\n", "inputs": [""], "outputs": [""]}
+    out = compute_score("s", "no code", "\t.text\n", extra, measure="none", timing={"budget_s": 4})
+    assert out["verdict"] == "extraction_error"
+    with pytest.raises(ValueError, match=r"^timing_budget_s: use timing\.budget_s"):
+        compute_score("s", "no code", "\t.text\n", extra, measure="none", timing_budget_s=4.0)
+    with pytest.raises(ValueError, match=r"^timing_precision: use timing\.precision"):
+        make_reward("execution", {"measure": "none", "timing_precision": "target"})
+
+
+def _score_options(options: dict[str, object]) -> dict[str, object]:
+    """The ScoreConfig fields of an execution reward's options (the rest: the service's)."""
+    service_keys = {"suite", "workers", "backend", "allow_unfit"}
+    return {k: v for k, v in options.items() if k not in service_keys}
+
+
+def test_shipped_configs_spell_the_reward_timing_as_one_nested_mapping() -> None:
+    """Every trainer config, learning-run config and the verl recipe that configures the
+    execution reward builds a ScoreConfig (a retired flat key would be refused)."""
+    import yaml
+
+    repo = Path(__file__).resolve().parents[1]
+    checked = 0
+    for path in sorted(
+        [
+            *(repo / "src/asmopt/train/configs").glob("*.yaml"),
+            *(repo / "bench/speed_learning").glob("*.yaml"),
+            *(repo / "bench/learning_run").glob("*.yaml"),
+        ]
+    ):
+        data = yaml.safe_load(path.read_text())
+        if data.get("reward") == "execution":
+            ScoreConfig.from_options(_score_options(data.get("reward_options", {})))
+            checked += 1
+    recipe = yaml.safe_load((repo / "recipes/verl/asmopt_ppo.yaml").read_text())
+    ScoreConfig.from_options(
+        _score_options(recipe["reward"]["custom_reward_function"]["reward_kwargs"])
+    )
+    assert checked >= 2
+    speed = yaml.safe_load((repo / "bench/speed_learning/ppo.yaml").read_text())
+    assert ScoreConfig.from_options(_score_options(speed["reward_options"])).timing.budget_s == 10

@@ -2,13 +2,24 @@
 
 from __future__ import annotations
 
+import json
 import math
+import pickle
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
+from asmopt.measure.timing import TimingConfig
 from asmopt.programs.model import Program, TestCase
-from asmopt.reward.service import RewardService, ScoreConfig, ScoreRequest, score_one
+from asmopt.reward.service import (
+    REWARD_TIMING,
+    RewardService,
+    ScoreConfig,
+    ScoreRequest,
+    score,
+    score_one,
+)
 from asmopt.toolchain import Toolchain
 
 SOURCE = r"""
@@ -36,7 +47,9 @@ PROGRAM = Program(
         for i, n in enumerate((0, 5, 1000, 20_000_000))
     ),
 )
-FAST = ScoreConfig(reward="robust", measure="time", timing_max_pairs=8, timing_budget_s=3.0)
+FAST = ScoreConfig(
+    reward="robust", measure="time", timing=replace(REWARD_TIMING, max_pairs=8, budget_s=3.0)
+)
 NO_TIMING = ScoreConfig(reward="robust", measure="none")
 
 
@@ -202,18 +215,85 @@ int main(void) {
 def test_process_pool_batch_keeps_order_and_the_watchdog_recovers(
     baseline: str, toolchain: Toolchain
 ) -> None:
+    """Real worker processes: the sleeper (8 s on each of 4 tests) is ended at its 4 s
+    deadline, excluded as infra_error, and its worker replaced; the batch does not wait
+    for it, and the next batch runs on the pool as it is."""
+    import time
+
     sleeper = _c_candidate(toolchain, "#include <unistd.h>\nint main(void){sleep(8);return 0;}\n")
     config = ScoreConfig(reward="robust", measure="none", deadline_s=4.0)
     with RewardService(config, workers=2, backend="process") as service:
+        assert service.backend == "process"  # worker processes, not the thread stand-in
         batch = [
             ScoreRequest(PROGRAM, _fence(baseline), baseline),
             ScoreRequest(PROGRAM, "nothing", baseline),
             ScoreRequest(PROGRAM, _fence(sleeper), baseline),
         ]
+        start = time.monotonic()
         results = service.score_batch(batch)
+        elapsed = time.monotonic() - start
         assert [r.verdict for r in results[:2]] == ["pass", "extraction_error"]
-        assert results[2].reward is None and "deadline" in results[2].message
+        assert results[2].reward is None and results[2].verdict == "infra_error"
+        assert "scoring exceeded the 4s deadline" in results[2].message
+        assert elapsed < 20.0, f"the stuck sample held the batch for {elapsed:.1f}s"
+        assert service.stats["pool_restarts"] == 1 and service.stats["deadline_hits"] == 1
+        again = service.score_batch([ScoreRequest(PROGRAM, _fence(baseline), baseline)] * 3)
+        assert [r.verdict for r in again] == ["pass"] * 3
         assert service.stats["pool_restarts"] == 1
+
+
+def _worker_with_children(timeout_s: float) -> int:
+    """The pid of a worker process of ours that has started children (its sandbox or the
+    compiler: so it is running a task), waiting up to `timeout_s` for one."""
+    import multiprocessing
+    import time
+
+    end = time.monotonic() + timeout_s
+    while time.monotonic() < end:
+        for proc in multiprocessing.active_children():
+            path = Path(f"/proc/{proc.pid}/task/{proc.pid}/children")
+            try:
+                if proc.pid and path.read_text().split():
+                    return proc.pid
+            except OSError:
+                continue
+        time.sleep(0.05)
+    raise AssertionError(f"no worker process started a child within {timeout_s}s")
+
+
+def test_a_worker_killed_from_outside_excludes_its_sample_and_the_pool_goes_on(
+    baseline: str, toolchain: Toolchain
+) -> None:
+    """A worker that dies mid-task (the kernel's OOM killer, an operator) is that sample's
+    infra_error, never a hang or an exception; the pool replaces the worker, and the
+    answer queued behind it is still scored."""
+    import os
+    import signal
+    import threading
+
+    sleeper = _c_candidate(toolchain, "#include <unistd.h>\nint main(void){sleep(5);return 0;}\n")
+    config = ScoreConfig(reward="robust", measure="none", deadline_s=120.0)
+    with RewardService(config, workers=1, backend="process") as service:
+        killed: list[int] = []
+
+        def kill_the_busy_worker() -> None:
+            pid = _worker_with_children(60.0)
+            os.kill(pid, signal.SIGKILL)
+            killed.append(pid)
+
+        killer = threading.Thread(target=kill_the_busy_worker, daemon=True)
+        killer.start()
+        results = service.score_batch(
+            [
+                ScoreRequest(PROGRAM, _fence(sleeper), baseline),
+                ScoreRequest(PROGRAM, "nothing", baseline),
+            ]
+        )
+        killer.join(timeout=5)
+        assert killed, "the worker was never killed"
+        assert results[0].reward is None and results[0].verdict == "infra_error"
+        assert results[0].message.startswith("worker failed: "), results[0].message
+        assert results[1].verdict == "extraction_error" and results[1].reward == -1.0
         again = service.score_batch([ScoreRequest(PROGRAM, _fence(baseline), baseline)])
         assert again[0].verdict == "pass"
 
@@ -504,6 +584,56 @@ def test_a_lone_surrogate_is_the_answers_extraction_error_not_ours(baseline: str
 
 
 def test_the_timing_precision_is_checked_when_the_config_is_made() -> None:
-    assert ScoreConfig().timing_precision == "decision"  # what a reward needs
-    with pytest.raises(ValueError, match="timing_precision must be decision or target"):
-        ScoreConfig(timing_precision="exact")  # type: ignore[arg-type]
+    assert ScoreConfig().timing.precision == "decision"  # what a reward needs
+    with pytest.raises(ValueError, match=r"timing\.precision: 'exact' is not one of target, deci"):
+        ScoreConfig(timing={"precision": "exact"})  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="precision must be 'target' or 'decision'"):
+        ScoreConfig(timing=TimingConfig(precision="exact"))  # type: ignore[arg-type]
+
+
+def test_timing_is_one_nested_config_over_the_reward_preset() -> None:
+    """ScoreConfig's timing is a TimingConfig, REWARD_TIMING unless given; a mapping
+    changes the fields it names, every key and value checked; it pickles (it is shipped to
+    workers) and writes as plain JSON."""
+    assert ScoreConfig().timing == REWARD_TIMING
+    preset = (REWARD_TIMING.max_pairs, REWARD_TIMING.budget_s, REWARD_TIMING.precision)
+    assert preset == (60, 10.0, "decision")
+    nested = ScoreConfig.from_options(
+        {"measure": "time", "timing": {"budget_s": 20, "max_pairs": 100}}
+    )
+    assert nested.timing == replace(REWARD_TIMING, budget_s=20.0, max_pairs=100)
+    assert ScoreConfig(timing=TimingConfig(max_pairs=9)).timing.max_pairs == 9
+    assert pickle.loads(pickle.dumps(nested)) == nested
+    assert json.loads(json.dumps(nested.to_dict()))["timing"]["budget_s"] == 20.0
+    refused = {
+        "timing.budget": r"unknown timing setting 'timing.budget'; did you mean 'timing.budget_s'",
+        "many": r"timing.max_pairs: expected an integer, got 'many'",
+        "pairs": r"timing: need 2 <= min_pairs <= max_pairs, got 4 and 3",
+    }
+    for settings, message in (
+        ({"budget": 3}, refused["timing.budget"]),
+        ({"max_pairs": "many"}, refused["many"]),
+        ({"max_pairs": 3}, refused["pairs"]),
+    ):
+        with pytest.raises(ValueError, match=message):
+            ScoreConfig.from_options({"timing": settings})
+    with pytest.raises(ValueError, match="unknown ScoreConfig setting 'mesure'; did you mean"):
+        ScoreConfig.from_options({"mesure": "none"})
+    with pytest.raises(TypeError, match="timing must be a TimingConfig or a mapping"):
+        ScoreConfig(timing=20.0)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(
+    ("flat", "nested"),
+    [
+        ("timing_budget_s", "timing.budget_s"),
+        ("timing_max_pairs", "timing.max_pairs"),
+        ("timing_target_half_width", "timing.target_half_width"),
+        ("timing_precision", "timing.precision"),
+    ],
+)
+def test_an_old_flat_timing_key_names_its_new_spelling(flat: str, nested: str) -> None:
+    with pytest.raises(ValueError, match=f"^{flat}: use {nested.replace('.', '[.]')} "):
+        ScoreConfig.from_options({flat: 1})
+    with pytest.raises(ValueError, match=f"^{flat}: use "):
+        score(PROGRAM, "no assembly", measure="none", **{flat: 1})

@@ -1,20 +1,24 @@
 """Typed configuration values read from YAML, shared by the trainers and the study.
 
 YAML gives loosely typed values (`2e-3` is a string in YAML 1.1, `8.0` may stand for an
-integer); every config field is converted to its declared type here, and every problem is a
-ValueError that names the key, so a bad config fails at start-up in one line.
+integer); every config field is converted to its declared type here, by pydantic in strict
+mode with those two allowances, and every problem is a ValueError that names the key, so a
+bad config fails at start-up in one line.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import math
+import functools
 import sys
 import types
 import typing
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
+
+import pydantic
+from pydantic_core import PydanticCustomError
 
 # Builds a nested dataclass section: nested(cls, value, key).
 Nested = Callable[[type, Any, str], Any]
@@ -64,59 +68,139 @@ def check_device(name: str, key: str = "device") -> str:
 def coerce(key: str, value: Any, tp: Any, nested: Nested | None = None) -> Any:
     """`value` converted to the field type `tp`, or ValueError naming the key.
 
-    A dataclass type is a nested section, built by `nested` (configs with sections pass it)."""
-    origin, args = typing.get_origin(tp), typing.get_args(tp)
+    pydantic converts (`TypeAdapter`, strict: "yes" is no bool, 1.5 no integer, a bool no
+    number; see `_strict_view` for the two YAML allowances). A dataclass type is a nested
+    section, built by `nested` (configs with sections pass it), so that a section's unknown
+    keys are refused by the config's own rule."""
     if dataclasses.is_dataclass(tp) and nested is not None:
         return nested(tp, value, key)  # type: ignore[arg-type]
+    view = _strict_view(key, tp)
+    try:
+        return _adapter(view).validate_python(value)
+    except pydantic.ValidationError as exc:
+        raise ValueError(_message(key, view, exc.errors())) from None
+
+
+def _accepting(kinds: tuple[type, ...], error: str, expected: str) -> Any:
+    """A pydantic validator that lets only inputs of `kinds` (never a bool) reach the lax
+    conversion after it: YAML's `8.0` may be an integer and `2e-3` (a string in YAML 1.1) a
+    float, but `true` is neither and `"8"` no integer."""
+
+    def gate(value: Any) -> Any:
+        if isinstance(value, bool) or not isinstance(value, kinds):
+            raise PydanticCustomError(error, expected)
+        return value
+
+    return pydantic.BeforeValidator(gate)
+
+
+# The leaves that are lax in one YAML-shaped way each (every other type is strict).
+_LAX_LEAVES: dict[Any, Any] = {
+    int: Annotated[int, pydantic.Strict(False), _accepting((int, float), "int_type", "an integer")],
+    float: Annotated[
+        float, pydantic.Strict(False), _accepting((int, float, str), "float_type", "a number")
+    ],
+}
+# Strict throughout; a non-finite float (`.inf`, `1e400`) is refused.
+_STRICT = pydantic.ConfigDict(strict=True, allow_inf_nan=False)
+
+
+def _strict_view(key: str, tp: Any) -> Any:
+    """`tp` as pydantic validates it here: `int` and `float` leaves made lax in their YAML
+    way (`_LAX_LEAVES`), a `tuple[X, ...]` read from a YAML list, the rest as declared.
+    A dataclass outside a section (in a list or a union) is refused: pydantic would build
+    it ignoring unknown keys, which no config here may do."""
+    origin, args = typing.get_origin(tp), typing.get_args(tp)
+    if tp in _LAX_LEAVES:
+        return _LAX_LEAVES[tp]
+    if dataclasses.is_dataclass(tp):
+        raise ValueError(f"{key}: unsupported field type {type_name(tp)}")
     if origin in (typing.Union, types.UnionType):
-        if value is None and type(None) in args:
-            return None
-        errors = []
-        for arg in (a for a in args if a is not type(None)):
-            try:
-                return coerce(key, value, arg, nested)
-            except ValueError as exc:
-                errors.append(str(exc))
-        raise ValueError(errors[-1] if errors else f"{key}: bad value {show(value)}")
-    if origin is Literal:
-        if value not in args:
-            raise ValueError(f"{key}: {show(value)} is not one of {', '.join(map(str, args))}")
-        return value
+        return typing.Union[tuple(_strict_view(key, a) for a in args)]  # noqa: UP007
     if origin is list:
-        if not isinstance(value, list):
-            raise ValueError(f"{key}: expected a list, got {show(value)}")
-        return [coerce(f"{key}[{i}]", v, args[0], nested) for i, v in enumerate(value)]
+        return list[_strict_view(key, args[0])]  # type: ignore[misc]
     if origin is dict:
-        if not isinstance(value, dict):
-            raise ValueError(f"{key}: expected a mapping, got {show(value)}")
-        return dict(value)
-    if tp is bool:
-        if isinstance(value, bool):
-            return value
-        raise ValueError(f"{key}: expected true or false, got {show(value)}")
-    if tp is int:
-        if isinstance(value, int) and not isinstance(value, bool):
-            return value
-        if isinstance(value, float) and value.is_integer():
-            return int(value)
-        raise ValueError(f"{key}: expected an integer, got {show(value)}")
-    if tp is float:
-        if isinstance(value, bool):
-            raise ValueError(f"{key}: expected a number, got {show(value)}")
-        try:
-            number = float(value)  # YAML 1.1 reads `2e-3` as a string
-        except (TypeError, ValueError, OverflowError):
-            raise ValueError(f"{key}: expected a number, got {show(value)}") from None
-        if not math.isfinite(number):
-            raise ValueError(f"{key}: expected a finite number, got {show(value)}")
-        return number
-    if tp is str:
-        if isinstance(value, str):
-            return value
-        raise ValueError(f"{key}: expected a string, got {show(value)}")
-    if tp is Any:
-        return value
+        return dict[_strict_view(key, args[0]), _strict_view(key, args[1])]  # type: ignore[misc]
+    if origin is tuple:
+        items = tuple(a if a is Ellipsis else _strict_view(key, a) for a in args)
+        return Annotated[tuple[items], pydantic.Strict(False)]  # type: ignore[valid-type]
+    if origin is Literal or tp in (bool, str, type(None), Any):
+        return tp
     raise ValueError(f"{key}: unsupported field type {type_name(tp)}")
+
+
+@functools.lru_cache(maxsize=256)
+def _adapter(view: Any) -> pydantic.TypeAdapter[Any]:
+    return pydantic.TypeAdapter(view, config=_STRICT)
+
+
+# What each pydantic error type says a value should have been.
+_EXPECTED = {
+    "bool_type": "true or false",
+    "bool_parsing": "true or false",
+    "int_type": "an integer",
+    "int_parsing": "an integer",
+    "int_from_float": "an integer",
+    "float_type": "a number",
+    "float_parsing": "a number",
+    "finite_number": "a finite number",
+    "string_type": "a string",
+    "list_type": "a list",
+    "tuple_type": "a list",
+    "dict_type": "a mapping",
+    "none_type": "null",
+}
+
+
+def _message(key: str, view: Any, errors: list[Any]) -> str:
+    """One line for pydantic's errors, in this module's words: the dotted key of the bad
+    value (`lora_target_modules[1]`, `model_overrides.x`), what it should be, and what it
+    is. Of a union's alternatives the last one's complaint is shown, as for one type."""
+    tp, depth = _bare(view), 0
+    while True:
+        arms = [_bare(a) for a in typing.get_args(tp) if a is not type(None)]
+        if typing.get_origin(tp) in (typing.Union, types.UnionType):
+            if len(arms) > 1:  # pydantic names the alternative at this depth of `loc`
+                tag = errors[-1]["loc"][depth]
+                errors = [e for e in errors if e["loc"][depth : depth + 1] == (tag,)]
+                depth += 1
+            tp = arms[-1]
+            continue
+        loc = errors[0]["loc"]
+        if depth == len(loc):
+            return _leaf_message(key, tp, errors[0])
+        part, depth = loc[depth], depth + 1
+        if loc[depth : depth + 1] == ("[key]",):
+            return f"{key}: expected string keys, got {show(part)}"
+        key += f"[{part}]" if isinstance(part, int) else f".{part}"
+        tp = _item_type(tp, part)
+
+
+def _leaf_message(key: str, tp: Any, error: Any) -> str:
+    value = error["input"]
+    if typing.get_origin(tp) is Literal:
+        return f"{key}: {show(value)} is not one of {', '.join(map(str, typing.get_args(tp)))}"
+    expected = _EXPECTED.get(error["type"])
+    if expected is None:
+        return f"{key}: {one_line(error['msg'])}, got {show(value)}"
+    return f"{key}: expected {expected}, got {show(value)}"
+
+
+def _item_type(tp: Any, part: Any) -> Any:
+    """The declared type of item `part` (an index or a key) of the container type `tp`."""
+    args = typing.get_args(tp)
+    if typing.get_origin(tp) is dict:
+        return _bare(args[1])
+    if typing.get_origin(tp) is tuple and Ellipsis not in args and isinstance(part, int):
+        return _bare(args[part])
+    return _bare(args[0])
+
+
+def _bare(tp: Any) -> Any:
+    """`tp` without its Annotated metadata (the lax leaves' validators)."""
+    while typing.get_origin(tp) is Annotated:
+        tp = typing.get_args(tp)[0]
+    return tp
 
 
 def builtin_configs(config_dir: Path) -> list[str]:

@@ -100,7 +100,8 @@ def compute_score(
       answers are scored concurrently (`workers` of them at a time) instead of in turn.
 
     kwargs (verl's `reward_kwargs`) may set `reward`, `measure`, `workers`, `backend`,
-    `allow_unfit` and any ScoreConfig field; they apply to every answer of a batch."""
+    `allow_unfit` and any ScoreConfig field (`timing` a nested mapping of TimingConfig
+    fields); they apply to every answer of a batch."""
     batch = (data_sources, solution_strs, ground_truths, extra_infos)
     single = (data_source, solution_str, ground_truth, extra_info)
     if all(v is None for v in batch):
@@ -138,7 +139,7 @@ def _score_verl(
     workers = int(options.pop("workers", 1))
     backend = str(options.pop("backend", "thread"))
     allow_unfit = bool(options.pop("allow_unfit", False))
-    config = ScoreConfig(**options)
+    config = ScoreConfig.from_options(options)
     programs, requests = [], []
     for i, (source, solution, truth, extra) in enumerate(items):
         if not isinstance(extra, dict):
@@ -362,10 +363,11 @@ def make_execution_reward(
     allow_unfit: bool = False,
     **score_options: Any,
 ) -> TRLReward:
-    """Factory for the trainers' reward registry (`reward: execution` in a config);
+    """Factory for the trainers' reward registry (`reward: execution` in a config): the
+    other options are ScoreConfig fields (`timing` a nested mapping, ScoreConfig.from_options);
     `allow_unfit` lets it score programs marked unfit (reward_options.allow_unfit)."""
     reward = TRLReward(
-        ScoreConfig(**score_options),
+        ScoreConfig.from_options(score_options),
         suite=suite,
         workers=workers,
         backend=backend,

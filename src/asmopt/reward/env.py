@@ -28,7 +28,7 @@ from __future__ import annotations
 import hashlib
 import multiprocessing
 import string
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from types import ModuleType
 from typing import Any, overload
 
@@ -175,6 +175,23 @@ def _write_any_text_to_shared_memory(
     buffer[start + _LENGTH : start + _LENGTH + len(data)] = np.frombuffer(data, np.uint8)
 
 
+def _score_config(
+    given: ScoreConfig | Mapping[str, Any] | None, reward: str, measure: str
+) -> ScoreConfig:
+    """The env's ScoreConfig: the one given, one built from a mapping of its fields
+    (`gym.make(ENV_ID, score_config={"measure": "time", "timing": {"budget_s": 5}})`), or
+    `reward` and `measure` with the defaults."""
+    if isinstance(given, ScoreConfig):
+        return given
+    if given is None:
+        return ScoreConfig.from_options({"reward": reward, "measure": measure})
+    if isinstance(given, Mapping):
+        return ScoreConfig.from_options(given)
+    raise TypeError(
+        f"score_config must be a ScoreConfig or a mapping of its fields, got {type(given).__name__}"
+    )
+
+
 class AsmOptEnv(gym.Env[dict[str, Any], str]):
     metadata = {"render_modes": ["ansi"]}  # noqa: RUF012
 
@@ -187,7 +204,7 @@ class AsmOptEnv(gym.Env[dict[str, Any], str]):
         measure: str = "none",
         max_rounds: int = 1,
         template: str = "reference",
-        score_config: ScoreConfig | None = None,
+        score_config: ScoreConfig | Mapping[str, Any] | None = None,
         render_mode: str | None = None,
     ) -> None:
         if max_rounds < 1:
@@ -202,7 +219,7 @@ class AsmOptEnv(gym.Env[dict[str, Any], str]):
         self.split = split
         self.max_rounds = max_rounds
         self.template = load_template(template)
-        self.score_config = score_config or ScoreConfig(reward=reward, measure=measure)  # type: ignore[arg-type]
+        self.score_config = _score_config(score_config, reward, measure)
         self.render_mode = render_mode
         self.action_space = AnyText()
         self.observation_space = spaces.Dict(
@@ -325,7 +342,7 @@ class AsmOptEnv(gym.Env[dict[str, Any], str]):
             "round": self._round,
             "max_rounds": self.max_rounds,
             "template": self.template.name,
-            "score_config": {k: v for k, v in self.score_config.__dict__.items()},
+            "score_config": self.score_config.to_dict(),
             "history": [dict(h) for h in self._history],
         }
 

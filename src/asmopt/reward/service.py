@@ -4,8 +4,10 @@ RL spends most of its wall time here, so the service is built around three rules
 
 * Correctness runs go in parallel (worker processes or Ray tasks); timing is serialised
   per core by the measurement engine's core lock, which works across processes.
-* Every sample has a hard deadline, and a watchdog replaces a worker pool that holds a
-  stuck sample, so one degenerate candidate never stalls a batch.
+* Every task of a sample (its check, its timing) has a hard deadline: the process pool
+  (pebble's) ends a worker whose task runs past it and starts a fresh one, Ray kills and
+  replaces its worker, and threads, which cannot be killed, are left behind with their
+  pool. So one degenerate candidate never stalls a batch.
 * A failure of ours (sandbox down, grader raised, deadline hit while the machine was
   overloaded) gives `reward=None`: the sample is excluded, never scored 0.
 
@@ -23,6 +25,7 @@ from __future__ import annotations
 import ast
 import concurrent.futures as cf
 import contextlib
+import difflib
 import logging
 import math
 import multiprocessing as mp
@@ -30,12 +33,18 @@ import os
 import sys
 import time
 import traceback
-from collections.abc import Sequence
-from dataclasses import asdict, dataclass, field
+import typing
+from collections.abc import Mapping, Sequence
+from concurrent.futures.process import BrokenProcessPool
+from dataclasses import asdict, dataclass, field, fields, replace
 from typing import Any, Literal
 
+import pebble
+
+from asmopt import typed_config
 from asmopt.adequacy import require_fit
 from asmopt.fresh import DEFAULT_PER_CLASS, FreshInputs, new_seed
+from asmopt.measure.timing import TimingConfig
 from asmopt.programs.model import Program
 from asmopt.reward.functions import RewardInput, get_reward
 
@@ -44,26 +53,51 @@ log = logging.getLogger(__name__)
 MAX_COMPLETION_BYTES = 1 << 20  # a completion longer than this is a degenerate generation
 
 
+# A reward times for a decision, an eval for a report. A reward must know whether an answer
+# is faster, not, or slower (and a real speedup's size to the reward's resolution), and it
+# is paid for on every RL step; an eval reports a number a person reads, +-2% on every test.
+# So the reward times with fewer pairs (60, not 200) and half the time per test (10 s, not
+# 20 s), and with the "decision" precision: a test stops as soon as that is settled
+# (TimingConfig.precision); "target" times every test to the target as `asmopt eval` does.
+REWARD_TIMING = TimingConfig(
+    target_half_width=0.02, max_pairs=60, budget_s=10.0, precision="decision"
+)
+
+# The flat spellings ScoreConfig had for four of its timing settings, and their names now.
+_FLAT_TIMING_KEYS = {
+    "timing_target_half_width": "timing.target_half_width",
+    "timing_max_pairs": "timing.max_pairs",
+    "timing_budget_s": "timing.budget_s",
+    "timing_precision": "timing.precision",
+}
+
+
 @dataclass(frozen=True)
 class ScoreConfig:
-    """Everything that decides a score; shipped to workers with each batch."""
+    """Everything that decides a score; shipped to workers with each batch.
+
+    From a mapping (a YAML section, verl's reward_kwargs, keyword options) build it with
+    `ScoreConfig.from_options`, which names a misspelt or retired key."""
 
     reward: str = "robust"
     reward_options: dict[str, Any] = field(default_factory=dict)
     measure: Literal["time", "instructions", "none"] = "time"
-    timing_target_half_width: float = 0.02
-    timing_max_pairs: int = 60
-    timing_budget_s: float = 10.0
-    # A reward needs a decision (faster / not / slower, and a real speedup's size to the
-    # reward's resolution), not +-2% on every test: "decision" stops a test as soon as
-    # that is settled (TimingConfig.precision); "target" times every test to the target.
-    timing_precision: Literal["decision", "target"] = "decision"
+    # How answers are timed (measure="time"): REWARD_TIMING unless given. A mapping of
+    # TimingConfig fields (`{"budget_s": 20}`) changes those fields of REWARD_TIMING. Under
+    # the "decision" precision the reward's one decision point is 1.0 (`decision_points`
+    # is not used): PIE's 1.10 %Opt threshold is a report's decision (`asmopt eval`), and a
+    # test sitting at 1.10 would otherwise run to its round limit for a decision no reward
+    # makes.
+    timing: TimingConfig = REWARD_TIMING
     extract: bool = True  # completions are raw model text (else: assembly already)
     # `diff`: the completion is a unified diff against the baseline assembly (the `diff`
     # prompt template), applied before the build; one that does not apply is an
     # extraction_error naming the hunk.
     edit_format: Literal["assembly", "diff"] = "assembly"
-    deadline_s: float = 300.0  # per sample, build + tests + timing
+    # Seconds each of a sample's two tasks (its check: build and tests; its timing, waiting
+    # for a timing core included) may run before the sample is excluded as infra_error and
+    # its worker replaced (RewardService).
+    deadline_s: float = 300.0
     # A speedup whose 98% interval contains 1 is reported to the reward as exactly 1.0: the
     # measurement cannot tell it from the baseline, so no reward (design 1 and 2 included)
     # may pay for it. The raw estimate stays in `raw_speedup`.
@@ -79,6 +113,13 @@ class ScoreConfig:
     seed: int | None = None
 
     def __post_init__(self) -> None:
+        if isinstance(self.timing, Mapping):
+            object.__setattr__(self, "timing", reward_timing(self.timing))
+        elif not isinstance(self.timing, TimingConfig):
+            raise TypeError(
+                "timing must be a TimingConfig or a mapping of its fields, got "
+                f"{type(self.timing).__name__}"
+            )
         get_reward(self.reward, **self.reward_options)  # fail now, not in a worker
         FreshInputs(seed=self.seed or 0, per_class=self.drawn_per_class)  # bounds, now
         if self.edit_format not in ("assembly", "diff"):
@@ -87,10 +128,55 @@ class ScoreConfig:
             raise ValueError(f"measure must be time, instructions or none, got {self.measure!r}")
         if self.deadline_s <= 0:
             raise ValueError("deadline_s must be positive")
-        if self.timing_precision not in ("decision", "target"):
+
+    @classmethod
+    def from_options(cls, options: Mapping[str, Any]) -> ScoreConfig:
+        """The config a mapping of its fields describes, `timing` a nested mapping. A key
+        of the old flat timing spelling is refused naming the new one (`timing_budget_s:
+        use timing.budget_s`), any other unknown key naming the nearest field."""
+        names = [f.name for f in fields(cls)]
+        for key in options:
+            if key in _FLAT_TIMING_KEYS:
+                raise ValueError(
+                    f"{key}: use {_FLAT_TIMING_KEYS[key]} (the timing settings are one "
+                    "nested mapping, `timing:`, of TimingConfig fields)"
+                )
+            if key not in names:
+                close = difflib.get_close_matches(str(key), names, n=1)
+                hint = f"; did you mean {close[0]!r}?" if close else ""
+                raise ValueError(f"unknown ScoreConfig setting {key!r}{hint}")
+        return cls(**options)
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain values only (JSON), `timing` as a mapping of its fields."""
+        out = {f.name: getattr(self, f.name) for f in fields(self)}
+        out["reward_options"] = dict(self.reward_options)
+        out["timing"] = self.timing.to_dict()
+        return out
+
+
+def reward_timing(settings: Mapping[str, Any]) -> TimingConfig:
+    """REWARD_TIMING with the fields `settings` names changed (`timing: {budget_s: 20}` in a
+    config). Every key must be a TimingConfig field and every value of its type
+    (typed_config), so a misspelt key or a mistyped value fails here, naming `timing.KEY`."""
+    hints = typing.get_type_hints(TimingConfig)
+    names = [f.name for f in fields(TimingConfig)]
+    values = {}
+    for key, value in settings.items():
+        if key == "spread":
             raise ValueError(
-                f"timing_precision must be decision or target, got {self.timing_precision!r}"
+                "timing.spread: the between-sandbox spread is this machine's measurement; a "
+                "SandboxSpread can be given in Python only (TimingConfig(spread=...))"
             )
+        if key not in names:
+            close = difflib.get_close_matches(str(key), names, n=1)
+            hint = f"; did you mean 'timing.{close[0]}'?" if close else ""
+            raise ValueError(f"unknown timing setting 'timing.{key}'{hint}")
+        values[key] = typed_config.coerce(f"timing.{key}", value, hints[key])
+    try:
+        return replace(REWARD_TIMING, **values)
+    except ValueError as exc:
+        raise ValueError(f"timing: {exc}") from None
 
 
 @dataclass
@@ -231,10 +317,10 @@ def score(
 ) -> ScoreResult:
     """The reward of one model answer (raw text with an assembly fence, or with
     `extract=False` the assembly itself): the public entry point. `options` are ScoreConfig
-    fields (`reward`, `measure`, ...). Programs marked unfit are refused (UnfitProgramError)
-    unless `allow_unfit`."""
+    fields (`reward`, `measure`, `timing={"budget_s": 20}`, ...). Programs marked unfit are
+    refused (UnfitProgramError) unless `allow_unfit`."""
     require_fit([program], "reward", allow_unfit)
-    return score_one(program, completion, baseline_asm, ScoreConfig(**options))
+    return score_one(program, completion, baseline_asm, ScoreConfig.from_options(options))
 
 
 def score_one(
@@ -385,22 +471,12 @@ def _measure(
     """Measure a correct answer (or mark a copy 1.0 by rule), then feedback and reward."""
     from asmopt.evaluate import MeasureOptions, Measurer
     from asmopt.measure.speedup import MeasureMode, MeasureStatus
-    from asmopt.measure.timing import TimingConfig
 
     result, check = job.result, job.check
     result.cost["check_s"] = round(result.seconds, 4)
     options = MeasureOptions(
         mode=MeasureMode(config.measure),
-        timing=TimingConfig(
-            target_half_width=config.timing_target_half_width,
-            max_pairs=max(4, config.timing_max_pairs),
-            budget_s=config.timing_budget_s,
-            precision=config.timing_precision,
-            # A reward decides faster / not / slower: PIE's 1.10 %Opt threshold is a
-            # report's decision (asmopt eval), and a test sitting at 1.10 would otherwise
-            # run to its round limit for a decision no reward makes.
-            decision_points=(1.0,) if config.timing_precision == "decision" else (1.0, 1.10),
-        ),
+        timing=_timing_run(config.timing),
         time_copies=config.time_copies,
     )
     Measurer(program, job.baseline_asm, toolchain, sandbox, options, None).measure(check, job.copy)
@@ -426,6 +502,14 @@ def _measure(
         result.speedup, result.speedup_low, result.speedup_high = 1.0, 1.0, 1.0
         result.geomean_speedup, result.geomean_low, result.geomean_high = 1.0, 1.0, 1.0
     return _feedback_and_finish(result, check, program, config, start)
+
+
+def _timing_run(timing: TimingConfig) -> TimingConfig:
+    """The timing a reward runs: under the decision precision its one decision point is 1.0
+    (faster / not / slower; see ScoreConfig.timing)."""
+    if timing.precision == "decision":
+        return replace(timing, decision_points=(1.0,))
+    return timing
 
 
 def _timing_cost(tests: Sequence[Any]) -> dict[str, Any]:
@@ -569,9 +653,11 @@ class ScoreRequest:
 class RewardService:
     """Score batches with a local process pool (default), threads, or Ray.
 
-    The process pool spawns fresh interpreters, which re-run the parent's script: from a
-    script without an `if __name__ == "__main__":` guard the service logs a warning naming
-    it and uses threads instead (`self.backend` says which is in use). Threads are a safe
+    The process pool is pebble's `ProcessPool`: it holds every task to the deadline and
+    replaces a worker it had to end, which concurrent.futures' pool has no public way to
+    do. It spawns fresh interpreters, which re-run the parent's script: from a script
+    without an `if __name__ == "__main__":` guard the service logs a warning naming it
+    and uses threads instead (`self.backend` says which is in use). Threads are a safe
     stand-in because the heavy work (gcc, the sandboxed runs, timing) happens in child
     processes either way; what they lose is the watchdog's ability to kill a stuck worker.
 
@@ -610,8 +696,10 @@ class RewardService:
         self.ray_address = ray_address
         self.ray_init_timeout_s = ray_init_timeout_s
         self.allow_unfit = allow_unfit
-        self._pool: cf.Executor | None = None
+        self._pool: cf.ThreadPoolExecutor | pebble.ProcessPool | None = None
         self._ray_fn: Any = None
+        # `deadline_hits`: samples excluded at their deadline; `pool_restarts`: batches in
+        # which the watchdog replaced workers (or the whole pool) for them.
         self.stats = {
             "batches": 0,
             "samples": 0,
@@ -621,26 +709,42 @@ class RewardService:
         }
 
     # ------------------------------------------------------------------ pools
-    def _executor(self) -> cf.Executor:
+    def _submit(self, fn: Any, *args: Any) -> cf.Future[Any]:
+        """Queue `fn(*args)` on the pool (started on first use). On the process pool the
+        task has `deadline_s` from the moment a worker takes it: past that, pebble ends the
+        worker (its sandbox dies with it), starts a fresh one, and the future raises
+        TimeoutError."""
         if self._pool is None:
             if self.backend == "thread":
                 self._pool = cf.ThreadPoolExecutor(max_workers=self.workers)
             else:
                 # spawn: a fresh interpreter, no inherited threads or locks from the caller
-                self._pool = cf.ProcessPoolExecutor(
-                    max_workers=self.workers, mp_context=mp.get_context("spawn")
+                self._pool = pebble.ProcessPool(
+                    max_workers=self.workers, context=mp.get_context("spawn")
                 )
-        return self._pool
+        if isinstance(self._pool, pebble.ProcessPool):
+            return self._pool.schedule(fn, args=args, timeout=self.config.deadline_s)
+        return self._pool.submit(fn, *args)
 
-    def _restart_pool(self) -> None:
-        """Replace a pool whose worker is stuck past its deadline (the watchdog)."""
+    def _stall_s(self) -> float:
+        """How long a batch waits for any task to finish before it gives up on the rest.
+        Threads cannot be killed, so for them this is the watchdog itself (see
+        `_score_pool`); the process pool ends a stuck task at its deadline, so there it is
+        a backstop for a pool that runs nothing at all (a worker restart takes seconds)."""
+        if self.backend == "thread":
+            return self.config.deadline_s
+        return 2 * self.config.deadline_s + 60.0
+
+    def _end_pool(self, *, wait_for_threads: bool) -> None:
+        """Stop the pool; the next batch starts a fresh one. pebble's `stop` ends every
+        worker process (and with it any sandbox it runs); threads cannot be killed, so a
+        stuck one is left to end alone unless `wait_for_threads`."""
         pool, self._pool = self._pool, None
-        self.stats["pool_restarts"] += 1
-        if isinstance(pool, cf.ProcessPoolExecutor):
-            for proc in list(getattr(pool, "_processes", {}).values()):
-                proc.kill()  # no public API kills one worker; the sandbox dies with it
-        if pool is not None:
-            pool.shutdown(wait=False, cancel_futures=True)
+        if isinstance(pool, pebble.ProcessPool):
+            pool.stop()
+            pool.join()
+        elif pool is not None:
+            pool.shutdown(wait=wait_for_threads, cancel_futures=True)
 
     def _ray(self) -> Any:
         if self._ray_fn is None:
@@ -657,9 +761,9 @@ class RewardService:
         return self._ray_fn
 
     def close(self) -> None:
-        if self._pool is not None:
-            self._pool.shutdown(wait=True, cancel_futures=True)
-            self._pool = None
+        """End the workers. Between batches they are idle (every task of a batch has ended
+        by the time it returns), so nothing is cut short."""
+        self._end_pool(wait_for_threads=True)
 
     def __enter__(self) -> RewardService:
         return self
@@ -700,50 +804,77 @@ class RewardService:
         return results
 
     def _score_pool(self, requests: Sequence[ScoreRequest]) -> list[ScoreResult]:
-        """Checks first, then timings; wait for progress, not for a whole-batch budget.
+        """Checks first, then timings; every task bounded by its deadline.
 
         Every request's check is queued before any timing, and a correct answer's timing
         is queued when its check ends, so answers that need no timing are never behind
-        timed ones. A task starts only when a worker frees up: at the batch's start or when
-        another task finishes. So when nothing has finished for `deadline_s`, every task
-        still running has run for at least `deadline_s`, past its own deadline. A batch
-        with a stuck sample therefore ends after the real work plus one deadline, whatever
-        its size; the stuck samples (and any not started) are excluded as infra_error and
-        the pool is replaced. The Ray back-end waits the same way."""
-        pool = self._executor()
+        timed ones. On the process pool a task that runs past `deadline_s` is ended by
+        pebble (its worker replaced) and its sample excluded as infra_error, so a batch
+        with a stuck sample ends after the real work plus at most one deadline.
+
+        Threads cannot be killed, so the thread back-end waits for progress instead: a task
+        starts only when a worker frees up (at the batch's start or when another task
+        finishes), so when nothing has finished for `deadline_s`, every task still running
+        has run for at least `deadline_s`. Those (and any not started) are excluded as
+        infra_error and the pool is replaced. The Ray back-end waits the same way."""
         began = time.monotonic()
         owner: dict[cf.Future[Any], int] = {
-            pool.submit(check_one, r.program, r.completion, r.baseline_asm, self.config): i
+            self._submit(check_one, r.program, r.completion, r.baseline_asm, self.config): i
             for i, r in enumerate(requests)
         }
         results: list[ScoreResult | None] = [None] * len(requests)
-        stuck = False
+        faults: set[str] = set()
         pending = set(owner)
         while pending:
             done, pending = cf.wait(
-                pending, timeout=self.config.deadline_s, return_when=cf.FIRST_COMPLETED
+                pending, timeout=self._stall_s(), return_when=cf.FIRST_COMPLETED
             )
+            if not done:  # threads: every running task is past its deadline; processes: a
+                # pool that runs nothing. Either way the pool is replaced.
+                for fut in pending:
+                    results[owner[fut]] = self._deadline_result(requests[owner[fut]])
+                faults |= {"deadline", "broken"}
+                break
             for fut in done:
                 i = owner.pop(fut)
-                try:
-                    result, job = _as_outcome(fut.result())
-                    if job is not None:
-                        timing = pool.submit(time_one, requests[i].program, job, self.config)
+                result, job, fault = self._outcome(fut, requests[i])
+                if job is not None:
+                    try:
+                        timing = self._submit(time_one, requests[i].program, job, self.config)
+                    except Exception as exc:  # the pool broke under it: ours, excluded
+                        result = self._worker_failed(requests[i], "worker failed", exc)
+                        fault = "broken"
+                    else:
                         owner[timing] = i
                         pending.add(timing)
                         continue
-                except Exception as exc:  # a worker died (e.g. killed): ours, excluded
-                    result = self._worker_failed(requests[i], "worker failed", exc)
-                    stuck = stuck or isinstance(exc, cf.process.BrokenProcessPool)
+                faults.add(fault)
                 results[i] = self._done(result, began)
-            if not done:  # a stall: every running task is past its deadline
-                stuck = True
-                for fut in pending:
-                    results[owner[fut]] = self._deadline_result(requests[owner[fut]])
-                break
-        if stuck:
-            self._restart_pool()
+        self._after_faults(faults)
         return [r for r in results if r is not None]
+
+    def _outcome(
+        self, fut: cf.Future[Any], req: ScoreRequest
+    ) -> tuple[ScoreResult, TimingJob | None, str]:
+        """A finished task's result and timing job, and what went wrong with our side if
+        anything: "deadline" (pebble ended the task past its deadline and replaced its
+        worker), "broken" (the pool can run nothing more), else ""."""
+        try:
+            result, job = _as_outcome(fut.result())
+        except cf.TimeoutError:
+            return self._deadline_result(req), None, "deadline"
+        except Exception as exc:  # a worker died (killed, out of memory): ours, excluded
+            broken = isinstance(exc, BrokenProcessPool)
+            return self._worker_failed(req, "worker failed", exc), None, "broken" if broken else ""
+        return result, job, ""
+
+    def _after_faults(self, faults: set[str]) -> None:
+        """A batch in which the watchdog replaced workers counts as a pool restart; a
+        pool that can run nothing more is replaced for the next batch."""
+        if "deadline" in faults:
+            self.stats["pool_restarts"] += 1
+        if "broken" in faults:
+            self._end_pool(wait_for_threads=False)
 
     def _score_ray(self, requests: Sequence[ScoreRequest]) -> list[ScoreResult]:
         """As `_score_pool`, with one Ray task per check and per timing."""

@@ -39,7 +39,7 @@ RewardFactory = Callable[..., RewardFn]
 _REGISTRY: dict[str, RewardFactory | str] = {
     "text-task": "asmopt.train.reward_registry:TextTaskReward",
     # The sandboxed execution reward (build, tests, timing); options are ScoreConfig fields
-    # plus suite / workers / backend.
+    # (`timing` a nested mapping of TimingConfig fields) plus suite / workers / backend.
     "execution": "asmopt.reward.adapters:make_execution_reward",
 }
 
