@@ -14,7 +14,10 @@ from asmopt.measure.speedup import MeasureMode, MeasureStatus, ProgramSpeedup, T
 from asmopt.measure.speedup import TimingWarning as W
 from asmopt.measure.stats import combine_arithmetic, combine_geometric, exact_ratio
 from asmopt.measure.timing import (
+    CandidateRoundRequest,
+    CandidateTest,
     Round,
+    RoundRequest,
     RunTiming,
     SandboxSpread,
     TimingConfig,
@@ -230,7 +233,7 @@ class TwoTests:
     def __init__(self) -> None:
         self.rng = random.Random(6)
 
-    def run_batch(self, requests: Sequence[tuple[int, int, int]]) -> dict[int, Round]:
+    def run_batch(self, requests: Sequence[RoundRequest]) -> dict[int, Round]:
         return {
             i: Round(
                 pairs=[_pair(self.rng.gauss(0.05 * i, 0.01)) for _ in range(n)],  # type: ignore[misc]
@@ -310,11 +313,11 @@ class SlowNoisy:
     def __init__(self, pair_s: float) -> None:
         self.pair_s = pair_s
         self.rng = random.Random(7)
-        self.requests: list[tuple[int, int, int, int]] = []
+        self.requests: list[CandidateRoundRequest] = []
 
     def run_candidates(
-        self, requests: Sequence[tuple[int, int, int, int]]
-    ) -> dict[tuple[int, int], Round]:
+        self, requests: Sequence[CandidateRoundRequest]
+    ) -> dict[CandidateTest, Round]:
         self.requests += requests
         return {
             (c, i): Round(

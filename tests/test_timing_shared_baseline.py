@@ -22,8 +22,11 @@ from asmopt.judge import Verdict
 from asmopt.measure.speedup import MeasureMode, MeasureStatus, TestSpeedup
 from asmopt.measure.timing import (
     MAX_SHARED_CANDIDATES,
+    CandidateRoundRequest,
+    CandidateTest,
     ReferenceRun,
     Round,
+    RoundRequest,
     RunFailure,
     RunTiming,
     SharedSandboxExecutor,
@@ -62,13 +65,13 @@ class StreamExecutor:
         self.fail = fail or {}
         self.counts: dict[tuple[int, int], int] = {}
         self.asked: dict[int, int] = {}
-        self.batches: list[list[tuple[int, int, int, int]]] = []
+        self.batches: list[list[CandidateRoundRequest]] = []
 
     def run_candidates(
-        self, requests: Sequence[tuple[int, int, int, int]]
-    ) -> dict[tuple[int, int], Round]:
+        self, requests: Sequence[CandidateRoundRequest]
+    ) -> dict[CandidateTest, Round]:
         self.batches.append(list(requests))
-        out: dict[tuple[int, int], Round] = {}
+        out: dict[CandidateTest, Round] = {}
         for c, i, pairs, warmup in requests:
             self.asked[c] = self.asked.get(c, 0) + 1
             if self.fail.get(c) == self.asked[c]:
@@ -88,7 +91,7 @@ class AloneExecutor:
         self.c, self.true_log = c, true_log
         self.counts: dict[int, int] = {}
 
-    def run_batch(self, requests: Sequence[tuple[int, int, int]]) -> dict[int, Round]:
+    def run_batch(self, requests: Sequence[RoundRequest]) -> dict[int, Round]:
         out = {}
         for i, pairs, warmup in requests:
             r = self.counts.get(i, 0)
@@ -161,8 +164,8 @@ class LosesRoundsBesideAFailure(StreamExecutor):
     sandbox executor does: one sandbox, the neighbour's runs discarded)."""
 
     def run_candidates(
-        self, requests: Sequence[tuple[int, int, int, int]]
-    ) -> dict[tuple[int, int], Round]:
+        self, requests: Sequence[CandidateRoundRequest]
+    ) -> dict[CandidateTest, Round]:
         out = super().run_candidates(requests)
         if any(r.failure is not None for r in out.values()):
             return {k: r for k, r in out.items() if r.failure is not None}
@@ -199,7 +202,13 @@ def test_blocks_rotate_and_shrink_as_candidates_finish(monkeypatch: pytest.Monke
     tests = [TestCase("t0", b"1\n", b"1\n"), TestCase("t1", b"2\n", b"2\n")]
     ex = _executor(3, tests)
     # Candidate 0: 3 pairs + 1 warm-up on t0; candidate 2: 1 + 1 on t0, 2 + 1 on t1.
-    batch = ex._plan([(0, 0, 3, 1), (2, 0, 1, 1), (2, 1, 2, 1)])
+    batch = ex._plan(
+        [
+            CandidateRoundRequest(0, 0, 3, 1),
+            CandidateRoundRequest(2, 0, 1, 1),
+            CandidateRoundRequest(2, 1, 2, 1),
+        ]
+    )
     assert batch.cands == [0, 2] and batch.tests == [0, 1]
     # Binary 0 is the baseline, 1 candidate 0, 2 candidate 2: the cycle (0, 1, 2) rotated
     # by one place per block, then (0, 1) once candidate 2 is done.
@@ -250,7 +259,9 @@ def test_a_shared_baseline_gives_each_candidate_what_it_would_get_alone(
     blocks_per_candidate = 4 * (k + 1)  # whole cycles
     for start in range(k + 1):
         monkeypatch.setattr(executor_module.secrets, "randbelow", lambda n, s=start: s)
-        batch = _executor(k, tests)._plan([(c, 0, blocks_per_candidate, 0) for c in range(k)])
+        batch = _executor(k, tests)._plan(
+            [CandidateRoundRequest(c, 0, blocks_per_candidate, 0) for c in range(k)]
+        )
         order = batch.order
         assert all(order[j] != order[j + 1] for j in range(len(order) - 1))
         blocks = {c: [(b, o) for b, o, _ in bl] for (c, _), bl, _ in batch.plan}
@@ -261,7 +272,9 @@ def test_a_shared_baseline_gives_each_candidate_what_it_would_get_alone(
         assert all(abs(x) < 1e-12 for x in _carryover_logs(order, blocks).values())
     # The old plan, on the same order effect, was biased for every candidate but the last.
     monkeypatch.setattr(executor_module, "_block_order", _old_block_order)
-    batch = _executor(k, tests)._plan([(c, 0, blocks_per_candidate, 0) for c in range(k)])
+    batch = _executor(k, tests)._plan(
+        [CandidateRoundRequest(c, 0, blocks_per_candidate, 0) for c in range(k)]
+    )
     blocks = {c: [(b, o) for b, o, _ in bl] for (c, _), bl, _ in batch.plan}
     old = _carryover_logs(batch.order, blocks)
     assert all(old[c] < -0.005 for c in range(k - 1)) and abs(old[k - 1]) < 0.002
@@ -270,7 +283,7 @@ def test_a_shared_baseline_gives_each_candidate_what_it_would_get_alone(
 def test_more_candidates_than_a_sandbox_holds_are_spread_evenly() -> None:
     tests = [TestCase("t0", b"1\n", b"1\n")]
     n = MAX_SHARED_CANDIDATES + 2  # one sandbox holds MAX_SHARED_CANDIDATES
-    groups = _executor(n, tests)._groups([(c, 0, 4, 1) for c in range(n)])
+    groups = _executor(n, tests)._groups([CandidateRoundRequest(c, 0, 4, 1) for c in range(n)])
     sizes = sorted(len({c for c, *_ in g}) for g in groups)
     assert len(sizes) == 2 and sizes[1] - sizes[0] <= 1 and max(sizes) <= MAX_SHARED_CANDIDATES
     assert sorted(c for g in groups for c, *_ in g) == list(range(n))

@@ -16,7 +16,10 @@ from asmopt.measure.speedup import TimingWarning
 from asmopt.measure.stats import RatioInterval, pooled_within, random_effects
 from asmopt.measure.timing import (
     DEFAULT_SPREAD,
+    CandidateRoundRequest,
+    CandidateTest,
     Round,
+    RoundRequest,
     RunTiming,
     SandboxSpread,
     TimingConfig,
@@ -49,7 +52,7 @@ class SandboxEffects:
         self.tau, self.true_log, self.sigma, self.base_s = tau, true_log, sigma, base_s
         self.batches = 0
 
-    def run_batch(self, requests: Sequence[tuple[int, int, int]]) -> dict[int, Round]:
+    def run_batch(self, requests: Sequence[RoundRequest]) -> dict[int, Round]:
         self.batches += 1
         out = {}
         for i, pairs, warmup in requests:
@@ -201,7 +204,7 @@ class Recorded:
         self.after = SandboxEffects(0.01, 0.0, seed, base_s=base_s)
         self.asked: list[int] = []
 
-    def run_batch(self, requests: Sequence[tuple[int, int, int]]) -> dict[int, Round]:
+    def run_batch(self, requests: Sequence[RoundRequest]) -> dict[int, Round]:
         (i, pairs, warmup), *_ = requests
         self.asked.append(pairs)
         if self.rounds:
@@ -255,9 +258,7 @@ def test_the_recorded_single_round_endings_no_longer_end_a_test(name: str) -> No
 
 def test_a_test_stopped_by_a_budget_on_one_round_is_flagged() -> None:
     cfg = TimingConfig(budget_s=1e9, candidate_budget_s=0.05, spread=DEFAULT_SPREAD)
-    ((speedups, _, _),) = measure_candidates(
-        _OneBatch(SandboxEffects(0.01, 0.0, 3)), ["t"], 1, cfg
-    )
+    ((speedups, _, _),) = measure_candidates(_OneBatch(SandboxEffects(0.01, 0.0, 3)), ["t"], 1, cfg)
     (sp,) = speedups
     assert sp.context["stopped"] == "candidate_budget" and sp.context["rounds_used"] == 1
     assert str(TimingWarning.ONE_ROUND) in sp.warnings and not sp.reliable
@@ -268,9 +269,9 @@ class _OneBatch:
         self.executor = executor
 
     def run_candidates(
-        self, requests: Sequence[tuple[int, int, int, int]]
-    ) -> dict[tuple[int, int], Round]:
-        out = self.executor.run_batch([(i, p, w) for _, i, p, w in requests])
+        self, requests: Sequence[CandidateRoundRequest]
+    ) -> dict[CandidateTest, Round]:
+        out = self.executor.run_batch([req.for_test() for req in requests])
         return {(0, i): r for i, r in out.items()}
 
 
@@ -311,16 +312,12 @@ def test_the_machine_spread_is_measured_once_then_read_back(
     assert machine_spread(sandbox, lock) is DEFAULT_SPREAD
 
 
-def test_a_target_the_machines_spread_forbids_is_met_at_the_narrowest_interval_it_allows() -> (
-    None
-):
+def test_a_target_the_machines_spread_forbids_is_met_at_the_narrowest_interval_it_allows() -> None:
     """Sandboxes that differ by 3%: +-2% at 98% would need more than 8 sandboxes, so the
     test aims at what 8 allow and says so (spread_limited), without being unreliable; on a
     machine whose sandboxes agree, the same target is met as asked."""
     wide = TimingConfig(spread=_calibrated(0.03))
-    results = [
-        measure_tests(SandboxEffects(0.03, 0.0, s), ["t"], wide)[0][0] for s in range(40)
-    ]
+    results = [measure_tests(SandboxEffects(0.03, 0.0, s), ["t"], wide)[0][0] for s in range(40)]
     limited = [sp for sp in results if str(TimingWarning.SPREAD_LIMITED) in sp.warnings]
     assert len(limited) >= 36
     for sp in limited:
@@ -343,7 +340,7 @@ class OneLuckySandbox(SandboxEffects):
         super().__init__(0.005, 0.0, seed)
         self.lucky = lucky
 
-    def run_batch(self, requests: Sequence[tuple[int, int, int]]) -> dict[int, Round]:
+    def run_batch(self, requests: Sequence[RoundRequest]) -> dict[int, Round]:
         if self.batches != self.lucky:
             return super().run_batch(requests)
         self.batches += 1

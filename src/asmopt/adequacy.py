@@ -692,8 +692,7 @@ def check_adequacy(
         tests=len(program.tests),
         program_hash=program.content_hash(),
     )
-    fresh = FreshInputs(seed=new_seed() if seed is None else seed, per_class=per_class,
-                        timed=False)
+    fresh = FreshInputs(seed=new_seed() if seed is None else seed, per_class=per_class, timed=False)
     try:
         _check(program, toolchain, sandbox, mutants, limits, report, fresh, equivalence_draws)
     except (_Infra, ToolchainError) as exc:
@@ -708,6 +707,34 @@ def check_adequacy(
     return report
 
 
+@dataclass(frozen=True)
+class _Bench:
+    """Where a program's probes and mutants are built and run."""
+
+    program: Program
+    toolchain: Toolchain
+    sandbox: Sandbox
+
+
+@dataclass
+class _MutantTally:
+    """The mutants built so far and what became of each (killed, survived, equivalent)."""
+
+    built: list[Mutation] = field(default_factory=list)
+    killed: int = 0
+    survivors: list[Mutation] = field(default_factory=list)
+    equivalent: list[Mutation] = field(default_factory=list)
+
+
+# Why a trivial probe that passes every test makes the tests unfit.
+_PROBE_EXPLANATIONS = {
+    "return0": "a main that returns 0 at once passes every test",
+    "print_nothing": "printing nothing (with the expected exit code) passes every test",
+    "constant_output": "printing the first test's expected output for every input "
+    "passes every test",
+}
+
+
 def _check(
     program: Program,
     toolchain: Toolchain,
@@ -718,34 +745,18 @@ def _check(
     fresh: FreshInputs,
     equivalence_draws: int,
 ) -> None:
+    """Fill `report`: the tests' count, the trivial probes, then (with two tests or more
+    and a baseline that passes) the mutants, and whether the program is fit."""
     if not program.tests:
         report.reasons.append(NO_TESTS_REASON)
         return
     if len(program.tests) == 1:
         report.reasons.append(ONE_INPUT_REASON)
-
-    # Trivial probes.
-    probes = trivial_probes(program)
-    for name, asm in probes.items():
-        report.probes[name] = str(_run(program, asm, toolchain, sandbox, limits, name).verdict)
-    for name in TRIVIAL_PROBES:
-        if name not in probes:
-            report.probes[name] = report.probes[_same_as(name, probes)]
-    explain = {
-        "return0": "a main that returns 0 at once passes every test",
-        "print_nothing": "printing nothing (with the expected exit code) passes every test",
-        "constant_output": "printing the first test's expected output for every input "
-        "passes every test",
-    }
-    for name in probes:
-        if report.probes[name] == str(Verdict.PASS) and not (
-            len(program.tests) == 1 and name == "constant_output"
-        ):
-            report.reasons.append(f"{name}: {explain[name]}")
+    bench = _Bench(program, toolchain, sandbox)
+    _probe_trivial_answers(bench, limits, report)
     if len(program.tests) == 1:
         report.warnings.append("mutants not run: one test is unfit by construction")
         return
-
     # The baseline must pass before mutants of it mean anything.
     baseline_asm = toolchain.baseline_assembly(program)
     baseline = _run(
@@ -757,22 +768,53 @@ def _check(
         )
         return
     mlimits = _mutant_limits(limits, baseline)
-
     if program.inputs is not None and fresh.per_class > 0:
         report.fresh = {"seed": fresh.seed, "per_class": fresh.per_class}
-    killed = 0
-    built: list[Mutation] = []
-    survivors: list[Mutation] = []
-    equivalent: list[Mutation] = []
+    tally = _run_mutants(bench, baseline_asm, n_mutants, mlimits, fresh, equivalence_draws, report)
+    _judge_mutants(tally, report)
+    report.fit = not report.reasons
+
+
+def _probe_trivial_answers(bench: _Bench, limits: Limits, report: AdequacyReport) -> None:
+    """Run each trivial probe; one that passes every test is a reason the tests are unfit
+    (printing the expected output is not, where there is one test only)."""
+    program = bench.program
+    probes = trivial_probes(program)
+    for name, asm in probes.items():
+        verdict = _run(program, asm, bench.toolchain, bench.sandbox, limits, name).verdict
+        report.probes[name] = str(verdict)
+    for name in TRIVIAL_PROBES:
+        if name not in probes:
+            report.probes[name] = report.probes[_same_as(name, probes)]
+    for name in probes:
+        if report.probes[name] == str(Verdict.PASS) and not (
+            len(program.tests) == 1 and name == "constant_output"
+        ):
+            report.reasons.append(f"{name}: {_PROBE_EXPLANATIONS[name]}")
+
+
+def _run_mutants(
+    bench: _Bench,
+    baseline_asm: str,
+    n_mutants: int,
+    mlimits: Limits,
+    fresh: FreshInputs,
+    equivalence_draws: int,
+    report: AdequacyReport,
+) -> _MutantTally:
+    """Build and judge up to `n_mutants` mutants of the baseline, site by site (a site
+    whose mutant does not build gives way to the next); each kill's first failing test
+    goes in `report.killed_by`."""
+    tally = _MutantTally()
     for site in ordered_sites(baseline_asm):
-        if len(built) >= n_mutants:
+        if len(tally.built) >= n_mutants:
             break
         mutation = site.mutation
         result = _run(
-            program,
+            bench.program,
             apply_mutation(baseline_asm, site),
-            toolchain,
-            sandbox,
+            bench.toolchain,
+            bench.sandbox,
             mlimits,
             f"mutant {mutation.describe()}",
             fresh=fresh,
@@ -780,25 +822,39 @@ def _check(
         )
         if result.verdict in (Verdict.ASSEMBLE_ERROR, Verdict.LINK_ERROR):
             continue  # not a program; the next site takes its place
-        built.append(mutation)
-        if result.correct:
-            if result.binary is not None and equivalent_on_draws(
-                program, result.binary, toolchain, sandbox, mlimits, fresh, site.index,
-                equivalence_draws,
-            ):
-                equivalent.append(mutation)
-            else:
-                survivors.append(mutation)
+        tally.built.append(mutation)
+        if not result.correct:
+            tally.killed += 1
+            report.killed_by[mutation.describe()] = _first_kill(result)
+        elif result.binary is not None and equivalent_on_draws(
+            bench.program,
+            result.binary,
+            bench.toolchain,
+            bench.sandbox,
+            mlimits,
+            fresh,
+            site.index,
+            equivalence_draws,
+        ):
+            tally.equivalent.append(mutation)
         else:
-            killed += 1
-            failed = [t.test for t in result.tests if t.verdict != Verdict.PASS]
-            # The failure needing the fewest draws per class: a fixed test, else the
-            # lowest-numbered draw (drawn verdicts come class by class).
-            report.killed_by[mutation.describe()] = (
-                min(failed, key=kill_depth) if failed else result.verdict.value
-            )
+            tally.survivors.append(mutation)
+    return tally
+
+
+def _first_kill(result: CheckResult) -> str:
+    """The failure needing the fewest draws per class: a fixed test, else the
+    lowest-numbered draw (drawn verdicts come class by class)."""
+    failed = [t.test for t in result.tests if t.verdict != Verdict.PASS]
+    return min(failed, key=kill_depth) if failed else result.verdict.value
+
+
+def _judge_mutants(tally: _MutantTally, report: AdequacyReport) -> None:
+    """Record the mutants' counts and say what they show: survivors of at least half the
+    non-equivalent mutants make the tests unfit, fewer are a warning."""
+    built, survivors, equivalent = tally.built, tally.survivors, tally.equivalent
     report.mutants_total = len(built)
-    report.mutants_killed = killed
+    report.mutants_killed = tally.killed
     report.survivors = survivors
     report.equivalent = equivalent
     judged = len(built) - len(equivalent)
@@ -822,7 +878,6 @@ def _check(
             f"{len(survivors)} of {judged} non-equivalent mutants survive: "
             + "; ".join(m.describe() for m in survivors)
         )
-    report.fit = not report.reasons
 
 
 def light_classes(program: Program) -> tuple[str, ...]:
@@ -856,8 +911,12 @@ def equivalent_on_draws(
     if not classes or draws <= 0 or program.inputs is None:
         return False
     inputs = [
-        (klass, program.inputs.draw(klass, derive_seed(fresh.seed, program.id, "equivalence",
-                                                       site, klass, k)))
+        (
+            klass,
+            program.inputs.draw(
+                klass, derive_seed(fresh.seed, program.id, "equivalence", site, klass, k)
+            ),
+        )
         for k in range(draws)
         for klass in (classes[k % len(classes)],)
     ]
@@ -866,8 +925,7 @@ def equivalent_on_draws(
         tests = expected_tests(program, baseline, sandbox, inputs[start : start + 250], limits)
         if not tests:
             continue
-        result = check_binary(program, binary, sandbox, limits, tests=tests,
-                              stop_on_failure=True)
+        result = check_binary(program, binary, sandbox, limits, tests=tests, stop_on_failure=True)
         if result.verdict == Verdict.INFRA_ERROR:
             raise _Infra(f"equivalence check: {result.message}")
         if not result.correct:
@@ -979,8 +1037,9 @@ def kill_rate_lines(reports: Sequence[AdequacyReport]) -> list[str]:
     killed = sum(k["killed"] for k in rates.values())
     judged = sum(k["built"] - k["equivalent"] for k in rates.values())
     if judged:
-        lines.append(f"total: {killed}/{judged} non-equivalent mutants killed "
-                     f"({100 * killed / judged:.1f}%)")
+        lines.append(
+            f"total: {killed}/{judged} non-equivalent mutants killed ({100 * killed / judged:.1f}%)"
+        )
     return lines
 
 

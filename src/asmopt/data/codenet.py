@@ -26,6 +26,7 @@ generator learnt from the problem's tests where its builds accept the drawn inpu
 from __future__ import annotations
 
 import csv
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -62,6 +63,18 @@ def _read_csv(path: Path, tree: Tree) -> list[dict[str, str]]:
     return [{(k or "").strip(): (v or "").strip() for k, v in row.items()} for row in reader]
 
 
+@dataclass(frozen=True)
+class _Checkout:
+    """Where a CodeNet checkout's files are read from, and which submissions are taken."""
+
+    tree: Tree
+    io_root: Path
+    io_tree: Tree
+    language: str
+    status: str
+    per_problem: int
+
+
 def import_codenet(
     root: str | Path,
     *,
@@ -91,49 +104,15 @@ def import_codenet(
     io_root = Path(io_dir) if io_dir else root / "derived" / "input_output" / "data"
     tree = Tree(root, "the CodeNet checkout")
     io_tree = Tree(io_root, "the --io-dir directory") if io_dir else tree
+    checkout = _Checkout(tree, io_root, io_tree, language, status, per_problem)
     report = DataReport("import codenet")
-    csvs = sorted(p for p in meta_dir.glob("p*.csv") if p.stem != "problem_list")
-    if problems:
-        wanted = set(problems)
-        csvs = [p for p in csvs if p.stem in wanted]
-    if not csvs:
-        raise DataError(f"{meta_dir}: no per-problem metadata files (pNNNNN.csv)")
+    csvs = _metadata_files(meta_dir, problems)
     programs: dict[str, Program] = {}
 
     from tqdm import tqdm
 
     for csv_path in tqdm(csvs, desc="codenet", unit="problem", disable=not progress):
-        problem = csv_path.stem
-        try:
-            rows = _read_csv(csv_path, tree)
-        except ItemError as exc:
-            report.drop(problem, exc.reason, exc.detail)
-            continue
-        chosen = [r for r in rows if r["language"] == language and r["status"] == status]
-        report.filter(f"language is not {language}", sum(r["language"] != language for r in rows))
-        report.filter(
-            f"status is not {status}",
-            sum(r["language"] == language and r["status"] != status for r in rows),
-        )
-        if not chosen:
-            continue
-        try:
-            problem_io = io_root / problem
-            tests = pair_test_files(problem_io, io_tree) if problem_io.is_dir() else None
-            if tests is None:
-                raise ItemError("no_tests", f"{io_root / problem}: no test directory")
-        except ItemError as exc:
-            report.drop(problem, exc.reason, exc.detail)
-            continue
-        taken = 0
-        for row in chosen:
-            if taken >= per_problem:
-                report.filter(f"beyond {per_problem} submissions per problem")
-                continue
-            program = _submission(tree, problem, row, tests, programs, report)
-            if program is not None:
-                programs[program.id] = program
-                taken += 1
+        _import_problem(checkout, csv_path, programs, report)
     report.kept = sorted(programs)
     report.stats["problems"] = len({p.meta["problem"] for p in programs.values()})
     splits = assign_splits(programs.values(), val_frac, test_frac, seed)
@@ -148,6 +127,69 @@ def import_codenet(
             suite, report, jobs=jobs, progress=progress, toolchain=toolchain, sandbox=sandbox
         )
     return suite, report
+
+
+def _metadata_files(meta_dir: Path, problems: list[str] | None) -> list[Path]:
+    """The per-problem metadata files (pNNNNN.csv), only the named problems' if any."""
+    csvs = sorted(p for p in meta_dir.glob("p*.csv") if p.stem != "problem_list")
+    if problems:
+        wanted = set(problems)
+        csvs = [p for p in csvs if p.stem in wanted]
+    if not csvs:
+        raise DataError(f"{meta_dir}: no per-problem metadata files (pNNNNN.csv)")
+    return csvs
+
+
+def _import_problem(
+    checkout: _Checkout, csv_path: Path, programs: dict[str, Program], report: DataReport
+) -> None:
+    """Add up to `per_problem` submissions of one problem to `programs`, in the CSV's
+    order; what cannot be imported is reported (a problem without tests as a whole)."""
+    problem = csv_path.stem
+    try:
+        rows = _read_csv(csv_path, checkout.tree)
+    except ItemError as exc:
+        report.drop(problem, exc.reason, exc.detail)
+        return
+    chosen = _chosen_rows(rows, checkout.language, checkout.status, report)
+    if not chosen:
+        return
+    try:
+        tests = _problem_tests(checkout, problem)
+    except ItemError as exc:
+        report.drop(problem, exc.reason, exc.detail)
+        return
+    taken = 0
+    for row in chosen:
+        if taken >= checkout.per_problem:
+            report.filter(f"beyond {checkout.per_problem} submissions per problem")
+            continue
+        program = _submission(checkout.tree, problem, row, tests, programs, report)
+        if program is not None:
+            programs[program.id] = program
+            taken += 1
+
+
+def _chosen_rows(
+    rows: list[dict[str, str]], language: str, status: str, report: DataReport
+) -> list[dict[str, str]]:
+    """The rows in `language` with `status`; the others are counted as filtered."""
+    chosen = [r for r in rows if r["language"] == language and r["status"] == status]
+    report.filter(f"language is not {language}", sum(r["language"] != language for r in rows))
+    report.filter(
+        f"status is not {status}",
+        sum(r["language"] == language and r["status"] != status for r in rows),
+    )
+    return chosen
+
+
+def _problem_tests(checkout: _Checkout, problem: str) -> list[TestCase]:
+    """The problem's test pairs from its input/output directory."""
+    problem_io = checkout.io_root / problem
+    tests = pair_test_files(problem_io, checkout.io_tree) if problem_io.is_dir() else None
+    if tests is None:
+        raise ItemError("no_tests", f"{checkout.io_root / problem}: no test directory")
+    return tests
 
 
 def _submission(

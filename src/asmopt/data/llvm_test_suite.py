@@ -57,6 +57,7 @@ import os
 import re
 import shlex
 from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -314,9 +315,59 @@ def _reference_file(directory: Path, stem: str, small: bool, origin: str) -> Pat
     return chosen
 
 
+@dataclass(frozen=True)
+class _Directory:
+    """One leaf directory of llvm-test-suite and what its CMakeLists.txt says of every
+    program in it."""
+
+    path: Path
+    rel_dir: Path  # as reported: relative to the imported root's parent
+    checkout: Path | None
+    tree: Tree
+    cm: CMakeResult
+    size: str
+    cflags: list[str]
+    ldflags: list[str]
+    argv: tuple[str, ...]
+    stdin_name: list[str] | None
+    hashed: bool  # HASH_PROGRAM_OUTPUT: the reference is an md5 of the output
+
+    @property
+    def small(self) -> bool:
+        return self.size == "small"
+
+
 def _import_directory(
     directory: Path, root: Path, size: str, report: DataReport, seen: set[str]
 ) -> list[Program]:
+    """Every C program of one leaf directory that reads and loads (the others reported)."""
+    leaf = _read_directory(directory, root, size, report)
+    if leaf is None:
+        return []
+    programs = []
+    for src in _directory_sources(directory, leaf.cm, report):
+        pid = safe_id(directory.name, src.stem)
+        origin = f"{leaf.rel_dir}/{src.name}"
+        try:
+            if pid in seen:
+                raise ItemError("duplicate_id", f"{origin}: id {pid!r} already imported")
+            program = _import_source(leaf, src, pid, origin, report)
+        except ItemError as exc:
+            report.drop(pid, exc.reason, exc.detail)
+            continue
+        except ProgramError as exc:
+            report.drop(pid, "invalid_program", f"{origin}: {exc}")
+            continue
+        seen.add(pid)
+        programs.append(program)
+    return programs
+
+
+def _read_directory(
+    directory: Path, root: Path, size: str, report: DataReport
+) -> _Directory | None:
+    """The directory's CMakeLists.txt evaluated, with the flags, arguments, input and
+    output form it gives its programs (None, reported, when it cannot be read)."""
     small = size == "small"
     rel_dir = directory.relative_to(root.parent)
     checkout = checkout_root(directory)
@@ -329,8 +380,35 @@ def _import_directory(
         cm = _read_cmake(directory, tree, defines, report)
     except ItemError as exc:
         report.drop(str(rel_dir), exc.reason, exc.detail)
-        return []
+        return None
+    cflags = [*(cm.get("CPPFLAGS") or []), *(cm.get("ADD_DEFINITIONS") or [])]
+    cflags += cm.get("CFLAGS") or []
+    if small:
+        cflags.append("-DSMALL_PROBLEM_SIZE")
+    ldflags = list(cm.get("LDFLAGS") or [])
+    if "-lm" not in ldflags:
+        ldflags.append("-lm")
+    hashed = bool(cm.get("HASH_PROGRAM_OUTPUT")) and (
+        (cm.get("HASH_PROGRAM_OUTPUT") or [""])[0].upper() not in ("", "0", "OFF", "NO", "FALSE")
+    )
+    return _Directory(
+        path=directory,
+        rel_dir=rel_dir,
+        checkout=checkout,
+        tree=tree,
+        cm=cm,
+        size=size,
+        cflags=cflags,
+        ldflags=ldflags,
+        argv=tuple(shlex.split(" ".join(cm.get("RUN_OPTIONS") or []))),
+        stdin_name=cm.get("STDIN_FILENAME"),
+        hashed=hashed,
+    )
 
+
+def _directory_sources(directory: Path, cm: CMakeResult, report: DataReport) -> list[Path]:
+    """The C sources to import: those the CMakeLists.txt lists (else every source file
+    here), less PROGRAMS_TO_SKIP; C++ and other files are counted as filtered."""
     listed = cm.get("Source")
     if listed is not None:
         sources = [directory / s for s in listed]
@@ -348,94 +426,84 @@ def _import_directory(
         report.filter("C++ source (asmopt imports C programs only)", len(cxx))
     if others:
         report.filter("not a C source", len(others))
-    sources = [s for s in sources if s.suffix in _C_SUFFIXES]
+    return [s for s in sources if s.suffix in _C_SUFFIXES]
 
-    cflags = [*(cm.get("CPPFLAGS") or []), *(cm.get("ADD_DEFINITIONS") or [])]
-    cflags += cm.get("CFLAGS") or []
-    if small:
-        cflags.append("-DSMALL_PROBLEM_SIZE")
-    ldflags = list(cm.get("LDFLAGS") or [])
-    if "-lm" not in ldflags:
-        ldflags.append("-lm")
-    argv = tuple(shlex.split(" ".join(cm.get("RUN_OPTIONS") or [])))
-    stdin_name = cm.get("STDIN_FILENAME")
-    hashed = bool(cm.get("HASH_PROGRAM_OUTPUT")) and (
-        (cm.get("HASH_PROGRAM_OUTPUT") or [""])[0].upper() not in ("", "0", "OFF", "NO", "FALSE")
+
+def _import_source(
+    leaf: _Directory, src: Path, pid: str, origin: str, report: DataReport
+) -> Program:
+    """One C source as a program with its headers, flags and reference test, read back by
+    the suite loader (ItemError or ProgramError where it cannot be)."""
+    source = _read_c_source(leaf.tree, src, origin, report)
+    flags, include_dirs = _include_dirs(
+        list(leaf.cflags), leaf.path, leaf.checkout, origin, leaf.tree
     )
+    headers, from_dirs = _bundled_headers(leaf.path, include_dirs, source, origin, leaf.tree)
+    if from_dirs:
+        flags = ["-I.", *flags]
+    merged = any(_USES_STDERR.search(t) for t in [source, *(h for _, h in headers)])
+    if merged:
+        if STDERR_HEADER in dict(headers):
+            raise ItemError("unsupported", f"{origin}: has a header named {STDERR_HEADER}")
+        headers = sorted([*headers, (STDERR_HEADER, STDERR_HEADER_TEXT)])
+        flags = ["-include", STDERR_HEADER, *flags]
+    chosen = _reference_file(leaf.path, src.stem, leaf.small, origin)
+    test = _reference_test(leaf, chosen)
+    meta = {
+        "source": "llvm-test-suite",
+        "problem": pid,
+        "origin": origin,
+        "reference_output": chosen.name,
+        "size": leaf.size,
+    }
+    if leaf.hashed:
+        meta["hash_program_output"] = True
+    if merged:
+        meta["stderr_in_output"] = True
+    program = Program(
+        id=pid,
+        source=source,
+        tests=(test,),
+        headers=tuple(headers),
+        cflags=tuple(flags + _c_standard(leaf.cm, f"{leaf.cm.prefix}{src.stem}")),
+        ldflags=tuple(leaf.ldflags),
+        metadata=tuple(sorted(meta.items())),
+    )
+    check_loadable(program)
+    return program
 
-    programs = []
-    for src in sources:
-        pid = safe_id(directory.name, src.stem)
-        origin = f"{rel_dir}/{src.name}"
-        try:
-            if pid in seen:
-                raise ItemError("duplicate_id", f"{origin}: id {pid!r} already imported")
-            raw = tree.read(src, "C source")
-            if b"\x00" in raw:
-                raise ItemError("unreadable", f"{origin}: C source is binary (contains NUL bytes)")
-            note = _non_utf8_note(raw, origin)
-            if note:
-                report.note(note)
-            source = decode_source(raw)
-            flags, include_dirs = _include_dirs(list(cflags), directory, checkout, origin, tree)
-            headers, from_dirs = _bundled_headers(directory, include_dirs, source, origin, tree)
-            if from_dirs:
-                flags = ["-I.", *flags]
-            merged = any(_USES_STDERR.search(t) for t in [source, *(h for _, h in headers)])
-            if merged:
-                if STDERR_HEADER in dict(headers):
-                    raise ItemError("unsupported", f"{origin}: has a header named {STDERR_HEADER}")
-                headers = sorted([*headers, (STDERR_HEADER, STDERR_HEADER_TEXT)])
-                flags = ["-include", STDERR_HEADER, *flags]
-            chosen = _reference_file(directory, src.stem, small, origin)
-            reference = tree.read(chosen, "reference output")
-            if hashed:
-                expected, code = hash_reference(reference), 0
-                compare = Comparison(mode="md5")
-            else:
-                expected, code = split_reference_output(reference)
-                compare = _comparison(cm)
-            stdin = b""
-            if stdin_name:
-                stdin = tree.read(directory / stdin_name[0], "STDIN_FILENAME input")
-            test = TestCase(
-                name="reference",
-                stdin=stdin,
-                expected_stdout=expected,
-                argv=argv,
-                expected_exit=code,
-                compare=compare,
-            )
-            meta = {
-                "source": "llvm-test-suite",
-                "problem": pid,
-                "origin": origin,
-                "reference_output": chosen.name,
-                "size": size,
-            }
-            if hashed:
-                meta["hash_program_output"] = True
-            if merged:
-                meta["stderr_in_output"] = True
-            program = Program(
-                id=pid,
-                source=source,
-                tests=(test,),
-                headers=tuple(headers),
-                cflags=tuple(flags + _c_standard(cm, f"{cm.prefix}{src.stem}")),
-                ldflags=tuple(ldflags),
-                metadata=tuple(sorted(meta.items())),
-            )
-            check_loadable(program)
-        except ItemError as exc:
-            report.drop(pid, exc.reason, exc.detail)
-            continue
-        except ProgramError as exc:
-            report.drop(pid, "invalid_program", f"{origin}: {exc}")
-            continue
-        seen.add(pid)
-        programs.append(program)
-    return programs
+
+def _read_c_source(tree: Tree, src: Path, origin: str, report: DataReport) -> str:
+    """The text of a C source (a binary file refused; a non-UTF-8 one noted)."""
+    raw = tree.read(src, "C source")
+    if b"\x00" in raw:
+        raise ItemError("unreadable", f"{origin}: C source is binary (contains NUL bytes)")
+    note = _non_utf8_note(raw, origin)
+    if note:
+        report.note(note)
+    return decode_source(raw)
+
+
+def _reference_test(leaf: _Directory, chosen: Path) -> TestCase:
+    """The one test of a program: its stdin file, arguments and reference output."""
+    reference = leaf.tree.read(chosen, "reference output")
+    if leaf.hashed:
+        expected, code = hash_reference(reference), 0
+        compare = Comparison(mode="md5")
+    else:
+        expected, code = split_reference_output(reference)
+        compare = _comparison(leaf.cm)
+    stdin = b""
+    if leaf.stdin_name:
+        stdin = leaf.tree.read(leaf.path / leaf.stdin_name[0], "STDIN_FILENAME input")
+    return TestCase(
+        name="reference",
+        stdin=stdin,
+        expected_stdout=expected,
+        argv=leaf.argv,
+        expected_exit=code,
+        compare=compare,
+    )
 
 
 def collect_llvm_programs(

@@ -812,8 +812,19 @@ class _Judge:
         if len(inputs) + 1 > MAX_INPUTS:
             inputs = inputs[: MAX_INPUTS - 1]
         cmp = test.compare if test.compare.mode != "md5" else Comparison("exact")
-        feed = [0, 0] + [k + 1 for k in range(len(inputs)) for _ in (0, 1)]
         order = [0, 1] * (len(inputs) + 1)
+        run = self._run_both_builds(test, inputs, order)
+        segments = list(run.segments or ())
+        if len(segments) != len(order):
+            return 0, f"the sandbox returned {len(segments)} outputs for {len(order)} runs"
+        passed, first = _draws_both_builds_agree_on(run, segments, len(inputs), test, cmp)
+        if not passed:
+            return 0, first
+        return self._judge_sanitized(test, inputs, passed, segments, cmp, first)
+
+    def _run_both_builds(self, test: TestCase, inputs: list[bytes], order: list[int]) -> RunResult:
+        """The -O0 and -O3 builds in turn on the test's own input, then on each draw."""
+        feed = [0, 0] + [k + 1 for k in range(len(inputs)) for _ in (0, 1)]
         run = self.sandbox.run_binaries(
             [self.builds.o0, self.builds.o3],
             order,
@@ -825,34 +836,19 @@ class _Judge:
         )
         if run.infra_error:
             raise RuntimeError(f"sandbox: {run.infra_error}")
-        segments = list(run.segments or ())
-        if len(segments) != len(order):
-            return 0, f"the sandbox returned {len(segments)} outputs for {len(order)} runs"
-        base_out = segments[0]
-        passed: list[int] = []
-        first: str | None = None
-        for k in range(len(inputs)):
-            r0, r3 = 2 * (k + 1), 2 * (k + 1) + 1
-            why = _run_failure(run, r0, "-O0") or _run_failure(run, r3, "-O3")
-            if why is None:
-                e0, e3 = run.records[r0].exit_code, run.records[r3].exit_code
-                if e0 != test.expected_exit:
-                    why = f"-O0 exits with {e0}, the test expects {test.expected_exit}"
-                elif e3 != e0:
-                    why = f"-O3 exits with {e3}, -O0 with {e0}"
-                elif base_out and not segments[r0]:
-                    why = "-O0 prints nothing (the input is probably not read as meant)"
-                else:
-                    diff = compare_output(segments[r0], segments[r3], cmp, e3 or 0)
-                    if diff is not None:
-                        why = f"-O0 and -O3 disagree: {diff}"
-            if why is None:
-                passed.append(k)
-            elif first is None:
-                first = f"draw {k}: {why}"
-        if not passed:
-            return 0, first
-        # the sanitizer build, on the inputs both builds agreed on
+        return run
+
+    def _judge_sanitized(
+        self,
+        test: TestCase,
+        inputs: list[bytes],
+        passed: list[int],
+        segments: list[bytes],
+        cmp: Comparison,
+        first: str | None,
+    ) -> tuple[int, str | None]:
+        """(how many of the `passed` draws the sanitizer build also passes, the first
+        failure): the sanitizer build, on the inputs both builds agreed on."""
         chosen = [inputs[k] for k in passed]
         san = self.sandbox.run_binaries(
             [self.builds.san],
@@ -870,32 +866,96 @@ class _Judge:
         san_out = list(san.segments or ())
         ok = 0
         for n, k in enumerate(passed):
-            why = _run_failure(san, n, "sanitizer build")
-            if why is None:
-                code = san.records[n].exit_code
-                if code == _SANITIZER_EXIT and code != test.expected_exit:
-                    why = "the sanitizer reports undefined behaviour or a memory error"
-                elif code != test.expected_exit:
-                    why = f"sanitizer build exits with {code}"
-                elif (
-                    n >= len(san_out)
-                    or compare_output(segments[2 * (k + 1)], san_out[n], cmp, code or 0) is not None
-                ):
-                    why = "sanitizer build prints something else (uninitialised memory?)"
+            why = _sanitized_failure(san, san_out, n, segments[2 * (k + 1)], test, cmp)
             if why is None:
                 ok += 1
             elif first is None or not first.startswith("draw"):
                 first = f"draw {k}: {why}"
-        report = _SANITIZER_TEXT.search(san.stderr)
-        if report is not None:
-            line = next(x for x in san.stderr.splitlines() if _SANITIZER_TEXT.search(x))
-            detail = line.decode("utf-8", "replace").strip()[:200]
-            if first is None:
-                first = f"sanitizer: {detail}"
-                ok = min(ok, len(passed) - 1)
-            else:
-                first += f" ({detail})"
-        return ok, first
+        return _with_sanitizer_report(san, ok, len(passed), first)
+
+
+def _draws_both_builds_agree_on(
+    run: RunResult, segments: list[bytes], draws: int, test: TestCase, cmp: Comparison
+) -> tuple[list[int], str | None]:
+    """The draws on which -O0 and -O3 both behave and agree, and the first failure."""
+    base_out = segments[0]
+    passed: list[int] = []
+    first: str | None = None
+    for k in range(draws):
+        why = _builds_disagree(run, segments, 2 * (k + 1), test, cmp, base_out)
+        if why is None:
+            passed.append(k)
+        elif first is None:
+            first = f"draw {k}: {why}"
+    return passed, first
+
+
+def _builds_disagree(
+    run: RunResult,
+    segments: list[bytes],
+    r0: int,
+    test: TestCase,
+    cmp: Comparison,
+    base_out: bytes,
+) -> str | None:
+    """Why the -O0 run `r0` and the -O3 run after it fail a draw, or None: either run
+    failing, an unexpected exit code, no output where the fixed input gives some, or
+    outputs that differ."""
+    r3 = r0 + 1
+    why = _run_failure(run, r0, "-O0") or _run_failure(run, r3, "-O3")
+    if why is not None:
+        return why
+    e0, e3 = run.records[r0].exit_code, run.records[r3].exit_code
+    if e0 != test.expected_exit:
+        return f"-O0 exits with {e0}, the test expects {test.expected_exit}"
+    if e3 != e0:
+        return f"-O3 exits with {e3}, -O0 with {e0}"
+    if base_out and not segments[r0]:
+        return "-O0 prints nothing (the input is probably not read as meant)"
+    diff = compare_output(segments[r0], segments[r3], cmp, e3 or 0)
+    if diff is not None:
+        return f"-O0 and -O3 disagree: {diff}"
+    return None
+
+
+def _sanitized_failure(
+    san: RunResult,
+    san_out: list[bytes],
+    n: int,
+    o0_output: bytes,
+    test: TestCase,
+    cmp: Comparison,
+) -> str | None:
+    """Why the sanitizer build's run `n` fails its draw, or None: the run failing, the
+    sanitizer's exit code, any other exit code, or an output unlike -O0's."""
+    why = _run_failure(san, n, "sanitizer build")
+    if why is not None:
+        return why
+    code = san.records[n].exit_code
+    if code == _SANITIZER_EXIT and code != test.expected_exit:
+        return "the sanitizer reports undefined behaviour or a memory error"
+    if code != test.expected_exit:
+        return f"sanitizer build exits with {code}"
+    if n >= len(san_out) or compare_output(o0_output, san_out[n], cmp, code or 0) is not None:
+        return "sanitizer build prints something else (uninitialised memory?)"
+    return None
+
+
+def _with_sanitizer_report(
+    san: RunResult, ok: int, passed: int, first: str | None
+) -> tuple[int, str | None]:
+    """(ok, first) once the sanitizer's own report on stderr is counted: it is the
+    failure where there was none (and one draw fewer passes), else it details it."""
+    report = _SANITIZER_TEXT.search(san.stderr)
+    if report is not None:
+        line = next(x for x in san.stderr.splitlines() if _SANITIZER_TEXT.search(x))
+        detail = line.decode("utf-8", "replace").strip()[:200]
+        if first is None:
+            first = f"sanitizer: {detail}"
+            ok = min(ok, passed - 1)
+        else:
+            first += f" ({detail})"
+    return ok, first
 
 
 def _build(program: Program, toolchain: Toolchain) -> _Builds | str:
@@ -945,53 +1005,7 @@ def accept_generator(
     kept: dict[str, dict[str, Any]] = {}
     mapping: dict[str, str] = {}
     for learnt in classes:
-        test = tests[learnt.tests[0]]
-        attempts = []
-        chosen = None
-        for level, _body in learnt.bodies:
-            gen = learnt.generator(level)
-            try:
-                draws = [
-                    gen.draw(
-                        learnt.name, derive_seed(config.seed, program.id, learnt.name, level, k)
-                    )
-                    for k in range(config.per_class)
-                ]
-            except GeneratorError as exc:
-                attempts.append(
-                    {"level": level, "accepted": 0, "tried": 0, "failure": f"cannot draw: {exc}"}
-                )
-                continue
-            if all(d == test.stdin for d in draws):
-                attempts.append(
-                    {
-                        "level": level,
-                        "accepted": 0,
-                        "tried": 0,
-                        "failure": "every draw equals the fixed input",
-                    }
-                )
-                continue
-            probe = draws[:PROBE_DRAWS]
-            ok, why = judge.judge(test, probe)
-            tried = len(probe)
-            if why is None and len(draws) > len(probe):
-                more, why = judge.judge(test, draws[len(probe) :])
-                ok += more
-                tried = len(draws)
-            attempt: dict[str, Any] = {"level": level, "accepted": ok, "tried": tried}
-            if why is not None:
-                attempt["failure"] = why[:300]
-            attempts.append(attempt)
-            report["accepted"] += ok
-            report["tried"] += tried
-            if why is None:
-                chosen = level
-                break
-        entry: dict[str, Any] = {"tests": list(learnt.tests), "level": chosen, "attempts": attempts}
-        entry["accepted"] = attempts[-1]["accepted"] if chosen else 0
-        entry["tried"] = sum(a["tried"] for a in attempts)
-        report["classes"][learnt.name] = entry
+        chosen = _accept_class(judge, learnt, tests[learnt.tests[0]], report)
         if chosen is not None:
             kept[learnt.name] = dict(learnt.bodies)[chosen]
             mapping.update({t: learnt.name for t in learnt.tests})
@@ -1001,6 +1015,60 @@ def accept_generator(
         {"version": GENERATOR_VERSION, "classes": kept, "tests": mapping, "origin": "learnt"}
     )
     return done(gen)
+
+
+def _accept_class(
+    judge: _Judge, learnt: LearntClass, test: TestCase, report: dict[str, Any]
+) -> str | None:
+    """The most daring level of one learnt class whose draws all pass, or None; every
+    level tried is recorded in `report["classes"]` and its draws in the totals."""
+    attempts: list[dict[str, Any]] = []
+    chosen = None
+    for level, _body in learnt.bodies:
+        attempt = _try_level(judge, learnt, level, test)
+        attempts.append(attempt)
+        report["accepted"] += attempt["accepted"]
+        report["tried"] += attempt["tried"]
+        if "failure" not in attempt:
+            chosen = level
+            break
+    entry: dict[str, Any] = {"tests": list(learnt.tests), "level": chosen, "attempts": attempts}
+    entry["accepted"] = attempts[-1]["accepted"] if chosen else 0
+    entry["tried"] = sum(a["tried"] for a in attempts)
+    report["classes"][learnt.name] = entry
+    return chosen
+
+
+def _try_level(judge: _Judge, learnt: LearntClass, level: str, test: TestCase) -> dict[str, Any]:
+    """Draw `per_class` inputs of the class at `level` and judge them (a few first, the
+    rest only if those pass): the attempt's record, with a `failure` where one failed."""
+    config = judge.config
+    gen = learnt.generator(level)
+    try:
+        draws = [
+            gen.draw(learnt.name, derive_seed(config.seed, judge.program.id, learnt.name, level, k))
+            for k in range(config.per_class)
+        ]
+    except GeneratorError as exc:
+        return {"level": level, "accepted": 0, "tried": 0, "failure": f"cannot draw: {exc}"}
+    if all(d == test.stdin for d in draws):
+        return {
+            "level": level,
+            "accepted": 0,
+            "tried": 0,
+            "failure": "every draw equals the fixed input",
+        }
+    probe = draws[:PROBE_DRAWS]
+    ok, why = judge.judge(test, probe)
+    tried = len(probe)
+    if why is None and len(draws) > len(probe):
+        more, why = judge.judge(test, draws[len(probe) :])
+        ok += more
+        tried = len(draws)
+    attempt: dict[str, Any] = {"level": level, "accepted": ok, "tried": tried}
+    if why is not None:
+        attempt["failure"] = why[:300]
+    return attempt
 
 
 def fit_inputs(

@@ -125,14 +125,33 @@ def count_instructions(
 
     The environment padding is fixed (0) here: the count depends on stack alignment through
     libc's string routines, and the point of this mode is that it does not vary."""
-    from asmopt.judge import Verdict, classify_run
-
     vg = valgrind or Valgrind.locate()
-    limits = limits or sandbox.limits
-    vg_limits = _valgrind_limits(limits)
-    # The report descriptor sits in the range valgrind keeps for itself (the top of the
-    # descriptor limit), where it refuses every system call of the program it runs: the
-    # program cannot write a forged count into it, nor close it.
+    vg_limits = _valgrind_limits(limits or sandbox.limits)
+    run = _run_under_cachegrind(sandbox, vg, binary, test, vg_limits)
+    if run.infra_error:
+        return CountResult(MeasureStatus.INFRA_ERROR, message=f"valgrind: {run.infra_error}")
+    log = run.records[0].log.decode("utf-8", "replace") if run.records else ""
+    refused = _unmeasurable(log, run)
+    if refused is not None:
+        return refused
+    failed = _failed_run(test, run, vg_limits)
+    if failed is not None:
+        return failed
+    return _count_from_log(log, run)
+
+
+def _run_under_cachegrind(
+    sandbox: Sandbox,
+    vg: Valgrind,
+    binary: str | os.PathLike[str],
+    test: TestCase,
+    vg_limits: Limits,
+) -> RunResult:
+    """One run of a copy of `binary` on `test`, executed by cachegrind in the sandbox.
+
+    The report descriptor sits in the range valgrind keeps for itself (the top of the
+    descriptor limit), where it refuses every system call of the program it runs: the
+    program cannot write a forged count into it, nor close it."""
     log_fd = vg_limits.max_open_files - 1
     stage = Path(tempfile.mkdtemp(prefix="asmopt-vg-"))
     try:
@@ -140,7 +159,7 @@ def count_instructions(
         prog = stage / "prog"
         shutil.copyfile(binary, prog)
         os.chmod(prog, 0o755)
-        run = sandbox.run_binaries(
+        return sandbox.run_binaries(
             [vg.tool],
             [0],
             argv=[
@@ -164,28 +183,43 @@ def count_instructions(
         )
     finally:
         shutil.rmtree(stage, ignore_errors=True)
-    if run.infra_error:
-        return CountResult(MeasureStatus.INFRA_ERROR, message=f"valgrind: {run.infra_error}")
-    log = run.records[0].log.decode("utf-8", "replace") if run.records else ""
+
+
+def _unmeasurable(log: str, run: RunResult) -> CountResult | None:
+    """The result for a program with an instruction valgrind cannot execute, else None."""
     unhandled = _UNHANDLED.search(log)
-    if unhandled or "Unrecognised instruction" in log:
-        what = unhandled.group(1).strip() if unhandled else "an instruction"
-        return CountResult(
-            MeasureStatus.UNMEASURABLE,
-            message=(
-                f"valgrind cannot execute {what} (bytes it rejected); instruction counts are "
-                "unavailable for this program; use --measure time"
-            ),
-            run=run,
-        )
+    if not (unhandled or "Unrecognised instruction" in log):
+        return None
+    what = unhandled.group(1).strip() if unhandled else "an instruction"
+    return CountResult(
+        MeasureStatus.UNMEASURABLE,
+        message=(
+            f"valgrind cannot execute {what} (bytes it rejected); instruction counts are "
+            "unavailable for this program; use --measure time"
+        ),
+        run=run,
+    )
+
+
+def _failed_run(test: TestCase, run: RunResult, vg_limits: Limits) -> CountResult | None:
+    """The result for a run that failed its test under valgrind (the program's fault),
+    else None."""
+    from asmopt.judge import Verdict, classify_run
+
     verdict = classify_run(test, run, vg_limits)
-    if verdict.verdict != Verdict.PASS:
-        return CountResult(
-            MeasureStatus.INFRA_ERROR,
-            message=f"under valgrind: {verdict.verdict}: {verdict.message}",
-            candidate_fault=True,
-            run=run,
-        )
+    if verdict.verdict == Verdict.PASS:
+        return None
+    return CountResult(
+        MeasureStatus.INFRA_ERROR,
+        message=f"under valgrind: {verdict.verdict}: {verdict.message}",
+        candidate_fault=True,
+        run=run,
+    )
+
+
+def _count_from_log(log: str, run: RunResult) -> CountResult:
+    """The one instruction count in valgrind's log (more than one: the program forged
+    one; none: valgrind failed)."""
     counts = _IREFS.findall(log)
     if len(counts) > 1:
         return CountResult(

@@ -39,6 +39,7 @@ from asmopt.errors import EnvironmentProblem
 from asmopt.sandbox.launcher import (
     LauncherBuildError,
     LaunchRecord,
+    LaunchReport,
     launcher_path,
     parse_report,
     probe_path,
@@ -311,6 +312,81 @@ def _program_args(
     return args
 
 
+@dataclass(frozen=True)
+class _RunPlan:
+    """What the runs of one program sandbox execute: each binary and input by descriptor,
+    the binary (`order`) and input (`feed`) of each run, the run marker and log descriptor."""
+
+    exec_fds: Sequence[int]
+    input_fds: Sequence[int]
+    order: Sequence[int]
+    feed: Sequence[int]
+    marker: str | None
+    log_fd: int | None
+
+
+def _whole_sandbox_limits(
+    limits: Limits, runs: int, per_run_wall: float, max_total_output: int
+) -> Limits:
+    """The whole sandbox's limits: every run's deadline plus start-up, and every run's
+    output; a backstop only, since the launcher enforces each run's own."""
+    return replace(
+        limits,
+        wall_seconds=runs * (per_run_wall + 0.5) + 30.0,
+        stdout_cap=min(max_total_output, runs * (limits.stdout_cap + 64)),
+        stderr_cap=min(16 << 20, runs * limits.stderr_cap),
+    )
+
+
+def _with_run_context(
+    result: RunResult, env_pad: int, cpus: Sequence[int] | None, marker: str | None
+) -> RunResult:
+    """`result` with the padding and cores it ran with, and each run's own output where
+    a marker split it."""
+    result.env_pad = env_pad
+    result.cpus = tuple(sorted(cpus)) if cpus else ()
+    if marker is not None:
+        result.segments = _segments(result.stdout, marker)
+    return result
+
+
+def _segments(stdout: bytes, marker: str) -> tuple[bytes, ...]:
+    """Each run's own output, from stdout where the launcher wrote `marker` after every run
+    (empty when no marker was written)."""
+    parts = stdout.split(marker.encode() + b"\n")
+    return tuple(parts[:-1]) if len(parts) > 1 else ()
+
+
+def _toolchain_stdin(work: Path, stdin_file: str | None) -> str:
+    """The toolchain run's stdin as the sandbox sees it: a file of the work directory, or
+    /dev/null."""
+    if stdin_file is None:
+        return "/dev/null"
+    if "/" in stdin_file or not (work / stdin_file).is_file():
+        raise ValueError(f"stdin_file must name a file in the work directory: {stdin_file}")
+    return f"/build/{stdin_file}"
+
+
+def _system_tree_binds() -> list[str]:
+    """bubblewrap options that show the system's program and library trees read-only
+    (a symbolic link as the same link), and the loader's configuration."""
+    cmd: list[str] = []
+    for top in ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32"):
+        p = Path(top)
+        if p.is_symlink():
+            cmd += ["--symlink", os.readlink(p), top]
+        elif p.is_dir():
+            cmd += ["--ro-bind", top, top]
+    for etc in (
+        "/etc/ld.so.cache",
+        "/etc/ld.so.conf",
+        "/etc/ld.so.conf.d",
+        "/etc/alternatives",
+    ):
+        cmd += ["--ro-bind-try", etc, etc]
+    return cmd
+
+
 NO_SPACE = "no space left on the device for a sandboxed run's temporary files"
 
 
@@ -456,6 +532,138 @@ def _sigkill(proc: _Process) -> None:
         pass
     finally:
         os.close(fd)
+
+
+# Bytes of the launcher's report kept (a backstop: it writes a few lines per run).
+REPORT_CAP = 4 << 20
+
+
+class _Streams:
+    """What a sandbox has written on stdout, stderr and its report pipe, each within its
+    cap, and how the reading ended."""
+
+    def __init__(self, limits: Limits) -> None:
+        self.buffers = {"out": bytearray(), "err": bytearray(), "rep": bytearray()}
+        self.caps = {"out": limits.stdout_cap, "err": limits.stderr_cap, "rep": REPORT_CAP}
+        self.over = {"out": False, "err": False, "rep": False}
+        self.timed_out = False
+        self.read_all = False
+        self.inner: set[_Process] = set()  # bubblewrap's child: its pid namespace's init
+
+    @property
+    def output_over(self) -> bool:
+        """Whether stdout or stderr went over its cap."""
+        return self.over["out"] or self.over["err"]
+
+    @property
+    def cut_short(self) -> bool:
+        """Whether the sandbox was stopped: its deadline passed or an output cap was hit."""
+        return self.timed_out or self.output_over
+
+    def read(
+        self,
+        sel: selectors.BaseSelector,
+        proc: subprocess.Popen[bytes],
+        deadline: float,
+        bwrapped: bool,
+    ) -> None:
+        """Read until every stream has ended (`read_all`), the deadline passes
+        (`timed_out`) or stdout or stderr goes over its cap."""
+        while sel.get_map():
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                self.timed_out = True
+                return
+            for key, _ in sel.select(timeout=min(remaining, 0.5)):
+                name = key.data
+                chunk = os.read(key.fd, 65536)
+                if not chunk:
+                    sel.unregister(key.fileobj)
+                    continue
+                if name == "rep" and not self.buffers["rep"] and bwrapped:
+                    # The launcher has started (at the inherited real-time priority):
+                    # bubblewrap's outer process only waits from now on, and its child,
+                    # the init of the sandbox's pid namespace, exists.
+                    leave_realtime(proc.pid)
+                    self.inner = _children(proc.pid)
+                self._keep(name, chunk)
+            if self.output_over:
+                return
+        self.read_all = True
+
+    def _keep(self, name: str, chunk: bytes) -> None:
+        """Add `chunk` to stream `name`, up to its cap (marking it over when cut)."""
+        buf = self.buffers[name]
+        room = self.caps[name] - len(buf)
+        if len(chunk) > room:
+            buf += chunk[: max(room, 0)]
+            self.over[name] = True
+        else:
+            buf += chunk
+
+    def drain_report(self, report_r: int) -> None:
+        """Read what is left of the report once the sandbox is ended (bounded)."""
+        with contextlib.suppress(OSError):
+            os.set_blocking(report_r, False)
+            while len(self.buffers["rep"]) < self.caps["rep"]:
+                chunk = os.read(report_r, 65536)
+                if not chunk:
+                    break
+                self.buffers["rep"] += chunk
+
+
+def _result_of(
+    streams: _Streams, report: LaunchReport, priority: str, outer_wall_s: float
+) -> RunResult:
+    """The sandbox's result: its outputs, and the exit status and times of its last run."""
+    result = RunResult(
+        priority=priority,
+        stdout=bytes(streams.buffers["out"]),
+        stderr=bytes(streams.buffers["err"]),
+        stdout_truncated=streams.over["out"],
+        stderr_truncated=streams.over["err"],
+        timed_out=streams.timed_out,
+        outer_wall_s=outer_wall_s,
+        records=report.runs,
+    )
+    if not report.runs:
+        return result
+    last = RunResult.from_record(report.runs[-1])
+    return replace(
+        result,
+        exit_code=last.exit_code,
+        signal=last.signal,
+        timed_out=result.timed_out or last.timed_out,
+        stdout_truncated=result.stdout_truncated or last.stdout_truncated,
+        stderr_truncated=result.stderr_truncated or last.stderr_truncated,
+        exec_error=last.exec_error,
+        user_time_s=last.user_time_s,
+        sys_time_s=last.sys_time_s,
+        wall_time_s=last.wall_time_s,
+        peak_rss_kb=last.peak_rss_kb,
+    )
+
+
+def _explain_failure(
+    result: RunResult,
+    report: LaunchReport,
+    streams: _Streams,
+    stuck: str | None,
+    returncode: int | None,
+) -> None:
+    """Say in `result` what went wrong on our side (`infra_error`), or that the launcher
+    vanished mid-run (`launcher_lost`: only something inside the sandbox could do that)."""
+    if stuck is not None:
+        result.infra_error = stuck
+    elif report.error is not None:
+        result.infra_error = f"sandbox launcher: {report.error}"
+    elif not report.started:
+        if streams.cut_short:
+            return
+        msg = result.stderr.decode("utf-8", "replace").strip()[:500]
+        result.infra_error = f"the sandbox did not start (exit {returncode}): {msg}"
+    elif not report.done and not streams.cut_short:
+        result.launcher_lost = True
 
 
 class Sandbox:
@@ -721,62 +929,72 @@ class Sandbox:
         if env_pad is None:
             env_pad = random.randrange(ENV_PAD_MAX)
         self.check()
-        runs = len(order)
-        per_run_wall = max(walls)
-        # The whole sandbox: every run's deadline plus start-up; a backstop only, since the
-        # launcher enforces each run's own deadline.
-        outer = replace(
-            limits,
-            wall_seconds=runs * (per_run_wall + 0.5) + 30.0,
-            stdout_cap=min(max_total_output, runs * (limits.stdout_cap + 64)),
-            stderr_cap=min(16 << 20, runs * limits.stderr_cap),
-        )
+        outer = _whole_sandbox_limits(limits, len(order), max(walls), max_total_output)
         run_dir = self._make_run_dir()
         fds: list[int] = []
         try:
             input_fds, launch = self._stage_run(run_dir, binaries, inputs, fds)
-            prog_args = _program_args(fds[: len(binaries)], input_fds, order, feed, marker, log_fd)
-            # Per-run namespaces and a fresh /tmp need the capability bubblewrap's user
-            # namespace gives the launcher: without bubblewrap (unsafe mode) they are off.
-            launcher_args = self._launcher_args(
-                limits,
-                "/dev/null",
-                runs,
-                True,
-                isolate=not self.unsafe,
-                fresh_tmp=not self.unsafe,
-                walls=walls,
+            what = _RunPlan(fds[: len(binaries)], input_fds, order, feed, marker, log_fd)
+            tail = self._launch_tail(limits, walls, what, [argv0, *argv])
+            cmd, env, cwd = self._program_command(
+                launch, tail, run_dir, env_pad, extra_env, extra_ro_binds, mount_proc
             )
-            tail = [*launcher_args, *prog_args, "--", argv0, *argv]
-            if self.unsafe:
-                env = {**os.environ, ENV_PAD_NAME: "x" * env_pad, **dict(extra_env)}
-                result = self._execute(
-                    [str(launch), *tail],
-                    outer,
-                    cwd=str(run_dir),
-                    pass_fds=fds,
-                    cpus=cpus,
-                    env=env,
-                    priority=priority,
-                    marker=str(run_dir),
-                )
-            else:
-                cmd = self._program_bwrap(launch, env_pad, extra_env, extra_ro_binds, mount_proc)
-                cmd += ["/sandbox/launch", *tail]
-                result = self._execute(
-                    cmd, outer, pass_fds=fds, cpus=cpus, priority=priority, marker=str(run_dir)
-                )
-            result.env_pad = env_pad
-            result.cpus = tuple(sorted(cpus)) if cpus else ()
-            if marker is not None:
-                parts = result.stdout.split(marker.encode() + b"\n")
-                result.segments = tuple(parts[:-1]) if len(parts) > 1 else ()
-            return result
+            result = self._execute(
+                cmd,
+                outer,
+                cwd=cwd,
+                pass_fds=fds,
+                cpus=cpus,
+                env=env,
+                priority=priority,
+                marker=str(run_dir),
+            )
+            return _with_run_context(result, env_pad, cpus, marker)
         finally:
             for fd in fds:
                 with contextlib.suppress(OSError):
                     os.close(fd)
             shutil.rmtree(run_dir, ignore_errors=True)
+
+    def _launch_tail(
+        self, limits: Limits, walls: Sequence[float], what: _RunPlan, program_argv: list[str]
+    ) -> list[str]:
+        """The launcher's arguments: per-run limits, what each run executes on which input,
+        then the program's argv."""
+        # Per-run namespaces and a fresh /tmp need the capability bubblewrap's user
+        # namespace gives the launcher: without bubblewrap (unsafe mode) they are off.
+        launcher_args = self._launcher_args(
+            limits,
+            "/dev/null",
+            len(what.order),
+            True,
+            isolate=not self.unsafe,
+            fresh_tmp=not self.unsafe,
+            walls=walls,
+        )
+        prog_args = _program_args(
+            what.exec_fds, what.input_fds, what.order, what.feed, what.marker, what.log_fd
+        )
+        return [*launcher_args, *prog_args, "--", *program_argv]
+
+    def _program_command(
+        self,
+        launch: Path,
+        tail: list[str],
+        run_dir: Path,
+        env_pad: int,
+        extra_env: Sequence[tuple[str, str]],
+        extra_ro_binds: Sequence[tuple[str | os.PathLike[str], str]],
+        mount_proc: bool,
+    ) -> tuple[list[str], dict[str, str] | None, str | None]:
+        """(command, environment, working directory) that start the launcher: inside the
+        program profile of bubblewrap, or, unsafe, directly in the run directory."""
+        if self.unsafe:
+            env = {**os.environ, ENV_PAD_NAME: "x" * env_pad, **dict(extra_env)}
+            return [str(launch), *tail], env, str(run_dir)
+        cmd = self._program_bwrap(launch, env_pad, extra_env, extra_ro_binds, mount_proc)
+        cmd += ["/sandbox/launch", *tail]
+        return cmd, None, None
 
     def _stage_run(
         self,
@@ -869,26 +1087,14 @@ class Sandbox:
         sandbox's system-call filter."""
         self.check()
         work = Path(work_dir).resolve()
-        stdin_inside = "/dev/null"
-        if stdin_file is not None:
-            if "/" in stdin_file or not (work / stdin_file).is_file():
-                raise ValueError(f"stdin_file must name a file in the work directory: {stdin_file}")
-            stdin_inside = f"/build/{stdin_file}"
+        stdin_inside = _toolchain_stdin(work, stdin_file)
         outer = replace(limits, wall_seconds=limits.wall_seconds + 30.0)
         if self.unsafe:
-            cmd = [
-                str(self._launcher),
-                *self._launcher_args(
-                    limits,
-                    str(work / stdin_file) if stdin_file else "/dev/null",
-                    1,
-                    seccomp,
-                    isolate=False,
-                    fresh_tmp=False,
-                ),
-                "--",
-                *argv,
-            ]
+            stdin_path = str(work / stdin_file) if stdin_file else "/dev/null"
+            launcher_args = self._launcher_args(
+                limits, stdin_path, 1, seccomp, isolate=False, fresh_tmp=False
+            )
+            cmd = [str(self._launcher), *launcher_args, "--", *argv]
             return self._execute(cmd, outer, cwd=str(work))
         if self.as_root:
             for path in [work, *work.rglob("*")]:
@@ -898,47 +1104,8 @@ class Sandbox:
             launch = launch_dir / "launch"
             shutil.copyfile(self._launcher, launch)
             os.chmod(launch, 0o755)
-            cmd = self._bwrap_base(limits.tmp_size) + ["--proc", "/proc"]
-            for top in ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32"):
-                p = Path(top)
-                if p.is_symlink():
-                    cmd += ["--symlink", os.readlink(p), top]
-                elif p.is_dir():
-                    cmd += ["--ro-bind", top, top]
-            for etc in (
-                "/etc/ld.so.cache",
-                "/etc/ld.so.conf",
-                "/etc/ld.so.conf.d",
-                "/etc/alternatives",
-            ):
-                cmd += ["--ro-bind-try", etc, etc]
-            for hidden in self._hide:
-                if any(str(hidden).startswith(t + "/") for t in ("/usr", "/lib", "/lib64", "/bin")):
-                    cmd += ["--tmpfs", str(hidden)]
-            if Path("/usr/local").is_dir():
-                cmd += ["--tmpfs", "/usr/local"]
+            cmd = self._toolchain_bwrap(work, launch, limits.tmp_size)
             cmd += [
-                "--bind",
-                str(work),
-                "/build",
-                "--ro-bind",
-                str(launch),
-                "/sandbox/launch",
-                "--chdir",
-                "/build",
-                "--clearenv",
-                "--setenv",
-                "PATH",
-                "/usr/bin:/bin",
-                "--setenv",
-                "LANG",
-                "C",
-                "--setenv",
-                "TMPDIR",
-                "/tmp",
-                "--setenv",
-                "HOME",
-                "/tmp",
                 "/sandbox/launch",
                 # The compiler's own process tree runs in a pid namespace of its own; /tmp is
                 # the sandbox's (one run, nothing to keep apart).
@@ -951,6 +1118,41 @@ class Sandbox:
             return self._execute(cmd, outer, marker=str(launch_dir))
         finally:
             shutil.rmtree(launch_dir, ignore_errors=True)
+
+    def _toolchain_bwrap(self, work: Path, launch: Path, tmp_size: int) -> list[str]:
+        """The bubblewrap command of the toolchain profile, up to the launcher: the system's
+        programs and libraries read-only (with this package and the suites masked), the
+        work directory writable at /build, a cleared environment with fixed values."""
+        cmd = self._bwrap_base(tmp_size) + ["--proc", "/proc"]
+        cmd += _system_tree_binds()
+        for hidden in self._hide:
+            if any(str(hidden).startswith(t + "/") for t in ("/usr", "/lib", "/lib64", "/bin")):
+                cmd += ["--tmpfs", str(hidden)]
+        if Path("/usr/local").is_dir():
+            cmd += ["--tmpfs", "/usr/local"]
+        return cmd + [
+            "--bind",
+            str(work),
+            "/build",
+            "--ro-bind",
+            str(launch),
+            "/sandbox/launch",
+            "--chdir",
+            "/build",
+            "--clearenv",
+            "--setenv",
+            "PATH",
+            "/usr/bin:/bin",
+            "--setenv",
+            "LANG",
+            "C",
+            "--setenv",
+            "TMPDIR",
+            "/tmp",
+            "--setenv",
+            "HOME",
+            "/tmp",
+        ]
 
     # ---------------------------------------------------------------- the run itself
     def _execute(
@@ -998,110 +1200,49 @@ class Sandbox:
             os.close(report_w)
             return RunResult(infra_error=f"could not start the sandbox: {exc}")
         os.close(report_w)
-        deadline = start + limits.wall_seconds
-        buffers = {"out": bytearray(), "err": bytearray(), "rep": bytearray()}
-        caps = {"out": limits.stdout_cap, "err": limits.stderr_cap, "rep": 4 << 20}
-        over = {"out": False, "err": False, "rep": False}
-        timed_out = False
-        sel = selectors.DefaultSelector()
+        streams = _Streams(limits)
+        stuck = self._collect_until_gone(
+            proc, report_r, streams, start + limits.wall_seconds, cmd[0] == self.bwrap, marker
+        )
+        report = parse_report(streams.buffers["rep"].decode("utf-8", "replace"))
+        result = _result_of(streams, report, achieved, time.monotonic() - start)
+        _explain_failure(result, report, streams, stuck, proc.returncode)
+        return result
+
+    def _collect_until_gone(
+        self,
+        proc: subprocess.Popen[bytes],
+        report_r: int,
+        streams: _Streams,
+        deadline: float,
+        bwrapped: bool,
+        marker: str | None,
+    ) -> str | None:
+        """Read the sandbox's stdout, stderr and report until they end, the deadline passes
+        or an output cap is reached; then see that every process of it is gone. Returns
+        None then, else one line naming those left (`_end`)."""
         assert proc.stdout is not None and proc.stderr is not None
+        sel = selectors.DefaultSelector()
         sel.register(proc.stdout, selectors.EVENT_READ, "out")
         sel.register(proc.stderr, selectors.EVENT_READ, "err")
         rep_file = os.fdopen(report_r, "rb", buffering=0)
         sel.register(rep_file, selectors.EVENT_READ, "rep")
-        stuck: str | None = None
-        read_all = False
-        bwrapped = cmd[0] == self.bwrap
-        inner: set[_Process] = set()  # bubblewrap's child: its pid namespace's init
         try:
-            while sel.get_map():
-                remaining = deadline - time.monotonic()
-                if remaining <= 0:
-                    timed_out = True
-                    break
-                for key, _ in sel.select(timeout=min(remaining, 0.5)):
-                    name = key.data
-                    chunk = os.read(key.fd, 65536)
-                    if not chunk:
-                        sel.unregister(key.fileobj)
-                        continue
-                    if name == "rep" and not buffers["rep"] and bwrapped:
-                        # The launcher has started (at the inherited real-time priority):
-                        # bubblewrap's outer process only waits from now on, and its child,
-                        # the init of the sandbox's pid namespace, exists.
-                        leave_realtime(proc.pid)
-                        inner = _children(proc.pid)
-                    buf = buffers[name]
-                    room = caps[name] - len(buf)
-                    if len(chunk) > room:
-                        buf += chunk[: max(room, 0)]
-                        over[name] = True
-                    else:
-                        buf += chunk
-                if over["out"] or over["err"]:
-                    break
-            else:
-                read_all = True
+            streams.read(sel, proc, deadline, bwrapped)
         finally:
-            ended = read_all and not (timed_out or over["out"] or over["err"])
+            ended = streams.read_all and not (streams.timed_out or streams.output_over)
             if ended:
                 # Every output has ended, so the launcher has exited, after reaping each
                 # run's init (which is reapable only once its pid namespace is empty).
                 # bubblewrap exits by itself then, and its namespace's init soon after.
-                ended = _exits_by_itself(proc, inner, SELF_EXIT_S)
-            stuck = None if ended else self._end(proc, marker, inner)
-            # Drain what is left of the report after the kill (bounded).
-            with contextlib.suppress(OSError):
-                os.set_blocking(report_r, False)
-                while len(buffers["rep"]) < caps["rep"]:
-                    chunk = os.read(report_r, 65536)
-                    if not chunk:
-                        break
-                    buffers["rep"] += chunk
+                ended = _exits_by_itself(proc, streams.inner, SELF_EXIT_S)
+            stuck = None if ended else self._end(proc, marker, streams.inner)
+            streams.drain_report(report_r)
             sel.close()
             rep_file.close()
             proc.stdout.close()
             proc.stderr.close()
-        outer = time.monotonic() - start
-        report = parse_report(buffers["rep"].decode("utf-8", "replace"))
-        result = RunResult(
-            priority=achieved,
-            stdout=bytes(buffers["out"]),
-            stderr=bytes(buffers["err"]),
-            stdout_truncated=over["out"],
-            stderr_truncated=over["err"],
-            timed_out=timed_out,
-            outer_wall_s=outer,
-            records=report.runs,
-        )
-        if report.runs:
-            last = RunResult.from_record(report.runs[-1])
-            result = replace(
-                result,
-                exit_code=last.exit_code,
-                signal=last.signal,
-                timed_out=result.timed_out or last.timed_out,
-                stdout_truncated=result.stdout_truncated or last.stdout_truncated,
-                stderr_truncated=result.stderr_truncated or last.stderr_truncated,
-                exec_error=last.exec_error,
-                user_time_s=last.user_time_s,
-                sys_time_s=last.sys_time_s,
-                wall_time_s=last.wall_time_s,
-                peak_rss_kb=last.peak_rss_kb,
-            )
-        if stuck is not None:
-            result.infra_error = stuck
-        elif report.error is not None:
-            result.infra_error = f"sandbox launcher: {report.error}"
-        elif not report.started:
-            if timed_out or over["out"] or over["err"]:
-                return result
-            msg = result.stderr.decode("utf-8", "replace").strip()[:500]
-            result.infra_error = f"the sandbox did not start (exit {proc.returncode}): {msg}"
-        elif not report.done and not (timed_out or over["out"] or over["err"]):
-            # The launcher vanished mid-run: only something inside the sandbox could do that.
-            result.launcher_lost = True
-        return result
+        return stuck
 
     def _end(
         self, proc: subprocess.Popen[bytes], marker: str | None, known: set[_Process]

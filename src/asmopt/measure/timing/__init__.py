@@ -79,6 +79,7 @@ from asmopt.measure.timing.executor import (
     time_test,
     time_tests,
 )
+from asmopt.measure.timing.requests import CandidateRoundRequest, CandidateTest, RoundRequest
 from asmopt.measure.timing.spread import DEFAULT_SPREAD, SandboxSpread, machine_spread
 
 __all__ = [
@@ -91,12 +92,15 @@ __all__ = [
     "MAX_SHARED_CANDIDATES",
     "TOO_FAST_S",
     "BatchExecutor",
+    "CandidateRoundRequest",
+    "CandidateTest",
     "CandidatesExecutor",
     "CoreLayout",
     "CoreLock",
     "PairExecutor",
     "ReferenceRun",
     "Round",
+    "RoundRequest",
     "RunFailure",
     "RunTiming",
     "SandboxExecutor",

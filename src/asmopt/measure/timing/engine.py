@@ -29,6 +29,7 @@ from asmopt.measure.stats import (
     trimmed_interval,
     with_resolution,
 )
+from asmopt.measure.timing.requests import CandidateRoundRequest, CandidateTest, RoundRequest
 from asmopt.measure.timing.spread import DEFAULT_SPREAD, SandboxSpread
 from asmopt.sandbox.launcher import LaunchRecord
 from asmopt.sandbox.runner import RunResult
@@ -269,26 +270,25 @@ class PairExecutor(Protocol):
 
 
 class BatchExecutor(Protocol):
-    """Runs rounds for several tests at once (one sandbox): `requests` are
-    (test index, pairs, warm-up pairs); the answer maps each test index to its Round. A
-    failure ends the batch: the failing test's Round carries it and later tests may be
-    missing from the answer."""
+    """Runs rounds for several tests at once (one sandbox): one `RoundRequest` per test;
+    the answer maps each test index to its Round. A failure ends the batch: the failing
+    test's Round carries it and later tests may be missing from the answer."""
 
-    def run_batch(self, requests: Sequence[tuple[int, int, int]]) -> dict[int, Round]: ...
+    def run_batch(self, requests: Sequence[RoundRequest]) -> dict[int, Round]: ...
 
 
 class CandidatesExecutor(Protocol):
     """Runs rounds for several candidates of one program against its one baseline, on
-    several tests at once: `requests` are (candidate index, test index, pairs, warm-up
-    pairs); the answer maps (candidate index, test index) to its Round. Candidates of a
-    test share the baseline's runs: each of its pairs is (a baseline run, the candidate's
-    run) and the same baseline run may stand in several candidates' pairs. A failure ends
-    that candidate's part of the batch (its Round carries it); other Rounds may then be
-    missing or empty (not run, or discarded because a neighbour misbehaved)."""
+    several tests at once: one `CandidateRoundRequest` per (candidate, test); the answer
+    maps each `CandidateTest` to its Round. Candidates of a test share the baseline's runs:
+    each of its pairs is (a baseline run, the candidate's run) and the same baseline run
+    may stand in several candidates' pairs. A failure ends that candidate's part of the
+    batch (its Round carries it); other Rounds may then be missing or empty (not run, or
+    discarded because a neighbour misbehaved)."""
 
     def run_candidates(
-        self, requests: Sequence[tuple[int, int, int, int]]
-    ) -> dict[tuple[int, int], Round]: ...
+        self, requests: Sequence[CandidateRoundRequest]
+    ) -> dict[CandidateTest, Round]: ...
 
 
 class _OneCandidate:
@@ -298,10 +298,10 @@ class _OneCandidate:
         self.executor = executor
 
     def run_candidates(
-        self, requests: Sequence[tuple[int, int, int, int]]
-    ) -> dict[tuple[int, int], Round]:
-        rounds = self.executor.run_batch([(i, p, w) for _, i, p, w in requests])
-        return {(0, i): rnd for i, rnd in rounds.items()}
+        self, requests: Sequence[CandidateRoundRequest]
+    ) -> dict[CandidateTest, Round]:
+        rounds = self.executor.run_batch([req.for_test() for req in requests])
+        return {CandidateTest(0, i): rnd for i, rnd in rounds.items()}
 
 
 class _OneTest:
@@ -310,9 +310,9 @@ class _OneTest:
     def __init__(self, executor: PairExecutor) -> None:
         self.executor = executor
 
-    def run_batch(self, requests: Sequence[tuple[int, int, int]]) -> dict[int, Round]:
-        (index, pairs, warmup), *_ = requests
-        return {index: self.executor.run_round(pairs, warmup)}
+    def run_batch(self, requests: Sequence[RoundRequest]) -> dict[int, Round]:
+        first = requests[0]
+        return {first.test: self.executor.run_round(first.pairs, first.warmup_pairs)}
 
 
 @dataclass
@@ -372,17 +372,37 @@ def _contended(pairs: Sequence[tuple[RunTiming, RunTiming, int]], stalled_rounds
     return stalled_rounds > 0 or (bool(runs) and preempted > 0.1 * len(runs))
 
 
-def _summarise(
-    state: _TestState,
-    config: TimingConfig,
-    extra_warnings: Sequence[TimingWarning],
-) -> tuple[TestSpeedup, RatioInterval]:
-    """The interval over the used pairs; returns the speedup and the raw statistic."""
+_Pair = tuple[RunTiming, RunTiming, int]  # (baseline run, candidate run, round index)
+
+
+def _upper_median(xs: Sequence[float]) -> float:
+    """The middle value (the upper one of an even count)."""
+    return sorted(xs)[len(xs) // 2]
+
+
+@dataclass(frozen=True)
+class _Estimate:
+    """The interval of one test over the pairs it rests on, with what it was made of."""
+
+    used: list[_Pair]
+    logs: list[float]
+    flags: list[bool]
+    per_round: list[RatioInterval]
+    stat: RatioInterval
+    tau: float
+    base_vals: list[float]
+    cand_vals: list[float]
+
+
+def _estimate(state: _TestState, config: TimingConfig, spread: SandboxSpread) -> _Estimate:
+    """The used pairs' log-ratios, per round, combined across rounds.
+
+    Rounds are combined with a between-sandbox variance from the first on: the rounds' own
+    spread pooled with this machine's (spread.py), so two rounds that agree by chance still
+    carry the machine's allowance, and two that disagree widen it."""
     metric = config.metric
-    rounds = state.rounds
-    spread = config.spread or DEFAULT_SPREAD
-    everything = sorted(b.value(metric) for b, _, _ in state.pairs)
-    tau = spread.tau(everything[len(everything) // 2])
+    everything = [b.value(metric) for b, _, _ in state.pairs]
+    tau = spread.tau(_upper_median(everything))
     used = _used_pairs(
         state.pairs, replace(config, pilot_round=False) if state.slow else config, tau
     )
@@ -398,63 +418,85 @@ def _summarise(
             if len(xs) >= 2
         ]
     )
-    # Rounds are combined with a between-sandbox variance from the first on: the rounds'
-    # own spread pooled with this machine's (spread.py), so two rounds that agree by
-    # chance still carry the machine's allowance, and two that disagree widen it.
     base_vals = [b.value(metric) for b, _, _ in used]
     cand_vals = [c.value(metric) for _, c, _ in used]
-    run_s = sorted(base_vals)[len(base_vals) // 2]
-    tau = spread.tau(run_s)
+    tau = spread.tau(_upper_median(base_vals))
     stat = (
         random_effects(per_round, config.confidence, prior_tau2=tau * tau, prior_df=spread.df)
         if per_round
         else trimmed_interval(logs, config.confidence, config.trim)
     )
-    resolution = config.resolution_for(tau)
-    state.resolution, state.tau = resolution, tau
-    state.rounds_used, state.parts = len(per_round), per_round
-    shown = with_resolution(stat, resolution)
-    n_out = sum(flags)
-    warnings: list[TimingWarning] = list(extra_warnings)
-    # What this machine allows: with every round's pairs infinite, max_rounds sandboxes
-    # still leave tau / sqrt(max_rounds). A target below that cannot be met here; the test
-    # aims at 1.25 times the limit instead and says so (spread_limited), which is no fault
-    # of its measurement.
+    return _Estimate(used, logs, flags, per_round, stat, tau, base_vals, cand_vals)
+
+
+def _effective_target(config: TimingConfig, tau: float, df: float) -> float:
+    """The target half-width, or what this machine allows if that is more.
+
+    With every round's pairs infinite, max_rounds sandboxes still leave tau /
+    sqrt(max_rounds). A target below that cannot be met here; the test aims at 1.25 times
+    the limit instead and says so (spread_limited), which is no fault of its measurement."""
     target = config.target_half_width
-    limit = _spread_limit(config, tau, stat.df)
+    limit = _spread_limit(config, tau, df)
     if 1.25 * limit > target:
         target = 1.25 * limit
-    state.effective_target = target
-    if stat.half_width > target and not state.decided:
+    return target
+
+
+def _quality_warnings(
+    state: _TestState,
+    config: TimingConfig,
+    est: _Estimate,
+    extra_warnings: Sequence[TimingWarning],
+) -> list[TimingWarning]:
+    """The warnings on the estimate itself (precision, outliers, rounds, run length)."""
+    warnings: list[TimingWarning] = list(extra_warnings)
+    target = state.effective_target
+    if est.stat.half_width > target and not state.decided:
         warnings.append(TimingWarning.TARGET_NOT_MET)
     elif target > config.target_half_width and state.done:
         warnings.append(TimingWarning.SPREAD_LIMITED)
-    if n_out > config.max_outlier_share * len(logs):
+    if sum(est.flags) > config.max_outlier_share * len(est.logs):
         warnings.append(TimingWarning.MANY_OUTLIERS)
     if state.kept_stalled:
         warnings.append(TimingWarning.STALLED)
     if state.rounds_used < config.rounds_needed and state.done:
         warnings.append(TimingWarning.ONE_ROUND)
-    if min(sorted(base_vals)[len(base_vals) // 2], sorted(cand_vals)[len(cand_vals) // 2]) < (
-        TOO_FAST_S
-    ):
+    if min(_upper_median(est.base_vals), _upper_median(est.cand_vals)) < TOO_FAST_S:
         warnings.append(TimingWarning.TOO_FAST)
-    unreliable = {
-        TimingWarning.TARGET_NOT_MET,
-        TimingWarning.MANY_OUTLIERS,
-        TimingWarning.ONE_ROUND,
-    }
-    reliable = not any(w in unreliable for w in warnings)
-    cores = sorted({c for r in rounds for c in r.cpus})
-    loads = [x for r in rounds for x in (r.load_before, r.load_after) if x is not None]
+    return warnings
+
+
+_UNRELIABLE = {
+    TimingWarning.TARGET_NOT_MET,
+    TimingWarning.MANY_OUTLIERS,
+    TimingWarning.ONE_ROUND,
+}
+
+
+def _round_loads(rounds: Sequence[Round]) -> list[float]:
+    """The load averages recorded before and after every round."""
+    return [x for r in rounds for x in (r.load_before, r.load_after) if x is not None]
+
+
+def _high_load(state: _TestState, used: Sequence[_Pair]) -> bool:
+    """Whether the machine was overloaded and the timing core itself contended."""
+    loads = _round_loads(state.rounds)
     busy_machine = bool(loads) and max(loads) > (os.cpu_count() or 1)
-    high_load = busy_machine and _contended(used, state.discarded + state.kept_stalled)
-    # Shown only where it explains an unreliable result; otherwise it is context.
-    if high_load and not reliable:
-        warnings.append(TimingWarning.HIGH_LOAD)
-    pilot = [r for _, _, r in state.pairs].count(0) if len(used) < len(state.pairs) else 0
-    raw = {
-        "metric": metric,
+    return busy_machine and _contended(used, state.discarded + state.kept_stalled)
+
+
+def _pilot_pairs_left_out(state: _TestState, used: Sequence[_Pair]) -> int:
+    """How many pilot-round pairs the estimate left out (0 when none was)."""
+    return [r for _, _, r in state.pairs].count(0) if len(used) < len(state.pairs) else 0
+
+
+def _raw_record(
+    state: _TestState, config: TimingConfig, est: _Estimate, pilot: int
+) -> dict[str, Any]:
+    """Every used run's numbers, the pilot's and the warm-ups', for the stored record."""
+    used, rounds = est.used, state.rounds
+    return {
+        "metric": config.metric,
         "round": [r for _, _, r in used],
         "base_cpu": [b.cpu_s for b, _, _ in used],
         "cand_cpu": [c.cpu_s for _, c, _ in used],
@@ -462,7 +504,7 @@ def _summarise(
         "cand_wall": [c.wall_s for _, c, _ in used],
         "base_nivcsw": [b.involuntary_switches for b, _, _ in used],
         "cand_nivcsw": [c.involuntary_switches for _, c, _ in used],
-        "outlier": flags,
+        "outlier": est.flags,
         "estimator": (
             f"{config.trim:.0%} trimmed mean of log-ratios (Yuen) per round; rounds "
             "combined by random effects, the between-round variance pooled from the "
@@ -475,13 +517,24 @@ def _summarise(
         "warmup_base_cpu": [b.cpu_s for r in rounds for b, _ in r.warmups],
         "warmup_cand_cpu": [c.cpu_s for r in rounds for _, c in r.warmups],
     }
-    context = {
+
+
+def _context_record(
+    state: _TestState,
+    config: TimingConfig,
+    spread: SandboxSpread,
+    pilot: int,
+    high_load: bool,
+) -> dict[str, Any]:
+    """Where and how the test was measured, its costs and why it stopped."""
+    rounds = state.rounds
+    return {
         "rounds": len(rounds),
         "pilot_pairs_left_out": pilot,
         "env_pad": [r.env_pad for r in rounds],
-        "cores": cores,
+        "cores": sorted({c for r in rounds for c in r.cpus}),
         "priority": sorted({r.priority for r in rounds}),
-        "load": [round(x, 2) for x in loads],
+        "load": [round(x, 2) for x in _round_loads(rounds)],
         "high_load": high_load,
         "seconds": round(state.spent, 4),
         "waited_s": round(state.waited, 4),
@@ -494,17 +547,43 @@ def _summarise(
             sum(r.charged_runs or 2 * (len(r.pairs) + len(r.warmups)) for r in rounds), 3
         ),
         "rounds_used": state.rounds_used,
-        "between_sandbox_sd": round(tau, 5),
+        "between_sandbox_sd": round(state.tau, 5),
         "spread_source": spread.source,
         "config": {
             "target_half_width": state.target or config.target_half_width,
             "effective_target": round(state.effective_target, 5),
-            "resolution": round(resolution, 5),
-            "metric": metric,
+            "resolution": round(state.resolution, 5),
+            "metric": config.metric,
             "precision": config.precision,
             "confidence": config.confidence,
         },
     }
+
+
+def _summarise(
+    state: _TestState,
+    config: TimingConfig,
+    extra_warnings: Sequence[TimingWarning],
+) -> tuple[TestSpeedup, RatioInterval]:
+    """The interval over the used pairs; returns the speedup and the raw statistic.
+
+    It also leaves in `state` what the stopping rule reads: the resolution, tau, the
+    rounds in the estimate and their intervals, and the effective target."""
+    spread = config.spread or DEFAULT_SPREAD
+    est = _estimate(state, config, spread)
+    stat = est.stat
+    resolution = config.resolution_for(est.tau)
+    state.resolution, state.tau = resolution, est.tau
+    state.rounds_used, state.parts = len(est.per_round), est.per_round
+    shown = with_resolution(stat, resolution)
+    state.effective_target = _effective_target(config, est.tau, stat.df)
+    warnings = _quality_warnings(state, config, est, extra_warnings)
+    reliable = not any(w in _UNRELIABLE for w in warnings)
+    high_load = _high_load(state, est.used)
+    # Shown only where it explains an unreliable result; otherwise it is context.
+    if high_load and not reliable:
+        warnings.append(TimingWarning.HIGH_LOAD)
+    pilot = _pilot_pairs_left_out(state, est.used)
     # Order-preserving de-duplication of the warning codes.
     codes = list(dict.fromkeys(str(w) for w in warnings))
     speedup = TestSpeedup(
@@ -514,18 +593,18 @@ def _summarise(
         ratio=shown.ratio,
         low=shown.low,
         high=shown.high,
-        n=len(logs),
-        n_outliers=n_out,
+        n=len(est.logs),
+        n_outliers=sum(est.flags),
         reliable=reliable,
         warnings=codes,
         message="; ".join(TimingWarning(c).advice for c in codes),
-        base_mean=sum(base_vals) / len(base_vals),
-        cand_mean=sum(cand_vals) / len(cand_vals),
+        base_mean=sum(est.base_vals) / len(est.base_vals),
+        cand_mean=sum(est.cand_vals) / len(est.cand_vals),
         log_mean=stat.log_mean,
         log_se=stat.log_se,
         df=stat.df,
-        raw=raw,
-        context=context,
+        raw=_raw_record(state, config, est, pilot),
+        context=_context_record(state, config, spread, pilot, high_load),
     )
     return speedup, stat
 
@@ -783,6 +862,40 @@ def measure_candidates(
         raise ValueError("one target per test")
     if n_candidates < 1:
         raise ValueError(f"need at least one candidate, got {n_candidates}")
+    states = _initial_states(names, n_candidates, config, targets, pair_seconds)
+    failures: list[tuple[RunFailure, str] | None] = [None] * n_candidates
+    while active := _active(states, failures):
+        start = clock()
+        rounds = executor.run_candidates(
+            [
+                CandidateRoundRequest(c, i, states[c][i].want, _warmup(states[c][i], config))
+                for c, i in active
+            ]
+        )
+        elapsed = clock() - start
+        batch = _BatchShare(elapsed, len(active), _record_failures(rounds, states, failures))
+        for c, i in active:
+            if failures[c] is None:
+                _take_round(states[c][i], rounds.get((c, i)), batch, config, warnings)
+        _enforce_candidate_budgets(states, config, warnings)
+    return [
+        (
+            [_final(x) for x in states[c]],
+            failures[c][0] if failures[c] else None,
+            failures[c][1] if failures[c] else None,
+        )
+        for c in range(n_candidates)
+    ]
+
+
+def _initial_states(
+    names: Sequence[str],
+    n_candidates: int,
+    config: TimingConfig,
+    targets: Sequence[float] | None,
+    pair_seconds: Sequence[Sequence[float | None] | None] | None,
+) -> list[list[_TestState]]:
+    """Each candidate's state on each test before the first batch (slow tests planned)."""
     states = [
         [
             _TestState(name, want=config.min_pairs, target=targets[k] if targets else None)
@@ -793,75 +906,99 @@ def measure_candidates(
     for c, hints in enumerate(pair_seconds or ()):
         for st, hint in zip(states[c], hints or (), strict=False):
             _plan_slow(st, hint, config)
-    failures: list[tuple[RunFailure, str] | None] = [None] * n_candidates
-    while True:
-        active = [
-            (c, i)
-            for c in range(n_candidates)
-            if failures[c] is None
-            for i, st in enumerate(states[c])
-            if not st.done
-        ]
-        if not active:
-            break
-        start = clock()
-        rounds = executor.run_candidates(
-            [(c, i, states[c][i].want, _warmup(states[c][i], config)) for c, i in active]
-        )
-        elapsed = clock() - start
-        failed_now = False
-        for (c, i), rnd in rounds.items():
-            if rnd.failure is not None and failures[c] is None:
-                st = states[c][i]
-                st.speedup = TestSpeedup(
-                    st.name,
-                    MeasureMode.TIME,
-                    MeasureStatus.INFRA_ERROR,
-                    reliable=False,
-                    message=rnd.failure.message,
-                )
-                failures[c] = (rnd.failure, st.name)
-                failed_now = True
-        for c, i in active:
-            if failures[c] is not None:
-                continue
-            rnd = rounds.get((c, i))
-            st = states[c][i]
-            if rnd is None or not rnd.pairs:  # not run: the next batch retries it
-                # A round lost because another candidate failed beside it is not the
-                # test's doing (and cannot recur: that candidate is gone).
-                if not failed_now:
-                    st.retries += 1
-                if st.retries > 3:
-                    st.done, st.stopped = True, "not_run"
-                continue
-            # The budget counts time spent timing (the executor's share for this test);
-            # waiting for the core lock and stalled rounds are counted apart.
-            seconds = rnd.seconds if rnd.seconds > 0 else elapsed / len(active)
-            st.waited += rnd.waited_s / len(active)
-            if rnd.stalled(config):
-                if st.discarded < config.max_stalled_rounds:
-                    st.discarded += 1
-                    st.stalled_s += seconds
-                    continue  # repeated by the next batch, with the same request
-                st.kept_stalled += 1
-            st.rounds.append(rnd)
-            st.pairs += [(b, c_run, len(st.rounds) - 1) for b, c_run in rnd.pairs]
-            st.spent += seconds
-            _advance(st, config, warnings)
-        for c in range(n_candidates):
-            if sum(st.spent for st in states[c]) >= config.candidate_budget_s:
-                for st in states[c]:
-                    if not st.done and st.pairs:
-                        _stop(st, config, warnings, "candidate_budget")
+    return states
+
+
+def _active(
+    states: Sequence[Sequence[_TestState]], failures: Sequence[tuple[RunFailure, str] | None]
+) -> list[CandidateTest]:
+    """The (candidate, test)s the next batch runs: unfinished tests of unfailed candidates."""
     return [
-        (
-            [_final(x) for x in states[c]],
-            failures[c][0] if failures[c] else None,
-            failures[c][1] if failures[c] else None,
-        )
-        for c in range(n_candidates)
+        CandidateTest(c, i)
+        for c in range(len(states))
+        if failures[c] is None
+        for i, st in enumerate(states[c])
+        if not st.done
     ]
+
+
+def _record_failures(
+    rounds: dict[CandidateTest, Round],
+    states: Sequence[Sequence[_TestState]],
+    failures: list[tuple[RunFailure, str] | None],
+) -> bool:
+    """Record the first failure of each candidate that failed in this batch (its test's
+    speedup says so); True if any did."""
+    failed_now = False
+    for (c, i), rnd in rounds.items():
+        if rnd.failure is not None and failures[c] is None:
+            st = states[c][i]
+            st.speedup = TestSpeedup(
+                st.name,
+                MeasureMode.TIME,
+                MeasureStatus.INFRA_ERROR,
+                reliable=False,
+                message=rnd.failure.message,
+            )
+            failures[c] = (rnd.failure, st.name)
+            failed_now = True
+    return failed_now
+
+
+@dataclass(frozen=True)
+class _BatchShare:
+    """What a (candidate, test) of a batch needs to know of the batch as a whole."""
+
+    elapsed: float  # seconds the whole batch took (its wait for the core included)
+    active: int  # (candidate, test)s in the batch
+    failed_now: bool  # some candidate failed in it
+
+
+def _take_round(
+    st: _TestState,
+    rnd: Round | None,
+    batch: _BatchShare,
+    config: TimingConfig,
+    warnings: Sequence[TimingWarning],
+) -> None:
+    """Add one (candidate, test)'s Round of a batch to its state and advance it: a round
+    not run is retried (at most three times), a stalled one discarded and repeated (up to
+    max_stalled_rounds), any other joins the estimate."""
+    if rnd is None or not rnd.pairs:  # not run: the next batch retries it
+        # A round lost because another candidate failed beside it is not the
+        # test's doing (and cannot recur: that candidate is gone).
+        if not batch.failed_now:
+            st.retries += 1
+        if st.retries > 3:
+            st.done, st.stopped = True, "not_run"
+        return
+    # The budget counts time spent timing (the executor's share for this test);
+    # waiting for the core lock and stalled rounds are counted apart.
+    seconds = rnd.seconds if rnd.seconds > 0 else batch.elapsed / batch.active
+    st.waited += rnd.waited_s / batch.active
+    if rnd.stalled(config):
+        if st.discarded < config.max_stalled_rounds:
+            st.discarded += 1
+            st.stalled_s += seconds
+            return  # repeated by the next batch, with the same request
+        st.kept_stalled += 1
+    st.rounds.append(rnd)
+    st.pairs += [(b, c_run, len(st.rounds) - 1) for b, c_run in rnd.pairs]
+    st.spent += seconds
+    _advance(st, config, warnings)
+
+
+def _enforce_candidate_budgets(
+    states: Sequence[Sequence[_TestState]],
+    config: TimingConfig,
+    warnings: Sequence[TimingWarning],
+) -> None:
+    """Stop the unfinished tests of every candidate whose whole budget is spent."""
+    for candidate_states in states:
+        if sum(st.spent for st in candidate_states) >= config.candidate_budget_s:
+            for st in candidate_states:
+                if not st.done and st.pairs:
+                    _stop(st, config, warnings, "candidate_budget")
 
 
 def _final(state: _TestState) -> TestSpeedup:

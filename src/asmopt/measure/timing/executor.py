@@ -9,7 +9,7 @@ import secrets
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Literal
+from typing import Literal, NamedTuple
 
 from asmopt.measure.speedup import TestSpeedup, TimingWarning
 from asmopt.measure.timing.cores import CoreLock, default_core_lock
@@ -22,6 +22,7 @@ from asmopt.measure.timing.engine import (
     TimingOutcome,
     measure_candidates,
 )
+from asmopt.measure.timing.requests import CandidateRoundRequest, CandidateTest, RoundRequest
 from asmopt.measure.timing.spread import machine_spread
 from asmopt.programs.model import Comparison, TestCase
 from asmopt.sandbox.launcher import LaunchRecord
@@ -98,7 +99,7 @@ class SharedSandboxExecutor:
         self.fresh_tests = (
             list(fresh_tests) if fresh_tests is not None else [False] * len(self.tests)
         )
-        self._serial: dict[tuple[int, int], int] = {}
+        self._serial: dict[CandidateTest, int] = {}
 
     def _output_per_run(self, index: int) -> int:
         """Bytes one run of test `index` may write, for sizing a batch's output cap: the
@@ -117,14 +118,14 @@ class SharedSandboxExecutor:
         return max(2, MAX_ROUND_OUTPUT // (2 * (candidates + 1) * per_run))
 
     def run_candidates(
-        self, requests: Sequence[tuple[int, int, int, int]]
-    ) -> dict[tuple[int, int], Round]:
-        """Run (candidate, test, pairs, warm-up pairs) requests; a failure removes its
-        candidate from the batch's later sandboxes, the others go on."""
-        out: dict[tuple[int, int], Round] = {}
+        self, requests: Sequence[CandidateRoundRequest]
+    ) -> dict[CandidateTest, Round]:
+        """Run one round per request; a failure removes its candidate from the batch's
+        later sandboxes, the others go on."""
+        out: dict[CandidateTest, Round] = {}
         failed: set[int] = set()
         for group in self._groups(requests):
-            group = [req for req in group if req[0] not in failed]
+            group = [req for req in group if req.candidate not in failed]
             if not group:
                 continue
             rounds = self._run_group(group)
@@ -133,38 +134,36 @@ class SharedSandboxExecutor:
         return out
 
     def _groups(
-        self, requests: Sequence[tuple[int, int, int, int]]
-    ) -> list[list[tuple[int, int, int, int]]]:
+        self, requests: Sequence[CandidateRoundRequest]
+    ) -> list[list[CandidateRoundRequest]]:
         """Requests by sandbox: the same argv, at most MAX_INPUTS tests and at most
         MAX_SHARED_CANDIDATES candidates (spread evenly over as few sandboxes as fit)."""
-        by_argv: list[list[tuple[int, int, int, int]]] = []
+        by_argv: list[list[CandidateRoundRequest]] = []
         for req in requests:
-            argv = self.tests[req[1]].argv
+            argv = self.tests[req.test].argv
             for g in by_argv:
-                same = self.tests[g[0][1]].argv == argv
-                if same and len({r[1] for r in g} | {req[1]}) <= MAX_INPUTS:
+                same = self.tests[g[0].test].argv == argv
+                if same and len({r.test for r in g} | {req.test}) <= MAX_INPUTS:
                     g.append(req)
                     break
             else:
                 by_argv.append([req])
         groups = []
         for g in by_argv:
-            cands = sorted({r[0] for r in g})
+            cands = sorted({r.candidate for r in g})
             parts = -(-len(cands) // MAX_SHARED_CANDIDATES)
             for k in range(parts):
                 chosen = set(cands[k::parts])
-                groups += self._by_inputs([r for r in g if r[0] in chosen])
+                groups += self._by_inputs([r for r in g if r.candidate in chosen])
         return groups
 
-    def _inputs_of(self, req: tuple[int, int, int, int]) -> int:
+    def _inputs_of(self, req: CandidateRoundRequest) -> int:
         """Inputs one request needs: one per pair and warm-up on a fresh test."""
-        return min(MAX_INPUTS, req[2] + req[3]) if self.fresh_tests[req[1]] else 1
+        return min(MAX_INPUTS, req.pairs + req.warmup_pairs) if self.fresh_tests[req.test] else 1
 
-    def _by_inputs(
-        self, group: list[tuple[int, int, int, int]]
-    ) -> list[list[tuple[int, int, int, int]]]:
+    def _by_inputs(self, group: list[CandidateRoundRequest]) -> list[list[CandidateRoundRequest]]:
         """A group split so that no sandbox needs more than the launcher's MAX_INPUTS."""
-        out: list[list[tuple[int, int, int, int]]] = [[]]
+        out: list[list[CandidateRoundRequest]] = [[]]
         used = 0
         for req in group:
             need = self._inputs_of(req)
@@ -175,59 +174,22 @@ class SharedSandboxExecutor:
             used += need
         return out
 
-    def _run_group(
-        self, group: Sequence[tuple[int, int, int, int]]
-    ) -> dict[tuple[int, int], Round]:
-        """One sandbox for a group of (candidate, test, pairs, warm-up pairs) that share an
-        argv: plan the runs, run them on a locked core, judge every run, then split the
-        timings into each candidate's pairs on each test. The first failing run ends its
-        candidate's part of the batch: its Round carries the failure, and the group's
-        other Rounds stay empty (retried by the next batch, without the failed one)."""
+    def _run_group(self, group: Sequence[CandidateRoundRequest]) -> dict[CandidateTest, Round]:
+        """One sandbox for a group of requests that share an argv: plan the runs, run them
+        on a locked core, judge every run, then split the timings into each candidate's
+        pairs on each test. The first failing run ends its candidate's part of the batch:
+        its Round carries the failure, and the group's other Rounds stay empty (retried by
+        the next batch, without the failed one)."""
         batch = self._plan(group)
-        marker = secrets.token_hex(16)
-        limits = self.limits
-        walls = [limits.wall_seconds] + [
-            self.candidate_wall_s[c] or limits.wall_seconds for c in batch.cands
-        ]
-        first_test = {}
-        for c, i, _, _ in group:
-            first_test.setdefault(c, i)
-        load_before = os.getloadavg()[0]
-        asked = time.monotonic()
-        with self.lock.hold() as cpu:
-            start = time.monotonic()
-            result = self.sandbox.run_binaries(
-                [self.baseline, *(self.candidates[c] for c in batch.cands)],
-                batch.order,
-                argv=self.tests[group[0][1]].argv,
-                stdin=batch.inputs,
-                feed=batch.feed,
-                limits=limits,
-                marker=marker,
-                cpus=[cpu],
-                priority=self.priority,
-                run_wall_s=walls,
-                max_total_output=min(MAX_ROUND_OUTPUT, max(limits.stdout_cap, 2 * batch.out_bytes)),
-            )
-            seconds = time.monotonic() - start
-        load_after = os.getloadavg()[0]
-        rounds = {
-            (c, i): Round(
-                pairs=[],
-                env_pad=result.env_pad,
-                cpus=result.cpus,
-                load_before=load_before,
-                load_after=load_after,
-                priority=result.priority,
-                waited_s=start - asked,
-            )
-            for c, i, _, _ in group
-        }
+        walls = self._run_walls(batch)
+        timed = self._run_on_locked_core(batch, self.tests[group[0].test].argv, walls)
+        result = timed.result
+        rounds = {req.key: timed.empty_round() for req in group}
         if result.infra_error:
             # Nothing of it can be told apart: every candidate of the sandbox shares it (and
             # time_candidates decides, per candidate, whose it is).
-            for c, i in first_test.items():
-                rounds[c, i].failure = RunFailure(
+            for key in _first_test_of_each_candidate(group):
+                rounds[key].failure = RunFailure(
                     False, f"timing sandbox: {result.infra_error}", result
                 )
             return rounds
@@ -240,43 +202,79 @@ class SharedSandboxExecutor:
         # baseline run it was paired with, and an equal part of the rest (sandbox start-up,
         # the launcher's work between runs).
         records = result.records
-        overhead = max(0.0, seconds - sum(r.wall_time_s for r in records)) / len(group)
-        for key, blocks, warmup in batch.plan:
-            _split_pairs(rounds[key], records, blocks, warmup, overhead)
+        overhead = max(0.0, timed.seconds - sum(r.wall_time_s for r in records)) / len(group)
+        for plan in batch.plan:
+            _split_pairs(rounds[plan.key], records, plan.blocks, plan.warmup_pairs, overhead)
         return rounds
 
-    def _plan(self, group: Sequence[tuple[int, int, int, int]]) -> _Batch:
+    def _run_walls(self, batch: _Batch) -> list[float]:
+        """Each binary's per-run deadline: the baseline's, then each candidate's."""
+        limits = self.limits
+        return [limits.wall_seconds] + [
+            self.candidate_wall_s[c] or limits.wall_seconds for c in batch.cands
+        ]
+
+    def _run_on_locked_core(
+        self, batch: _Batch, argv: Sequence[str], walls: list[float]
+    ) -> _TimedSandbox:
+        """Run the batch's sandbox on a timing core held under the lock, noting the load
+        around it, the wait for the core and the seconds it ran."""
+        marker = secrets.token_hex(16)
+        limits = self.limits
+        load_before = os.getloadavg()[0]
+        asked = time.monotonic()
+        with self.lock.hold() as cpu:
+            start = time.monotonic()
+            result = self.sandbox.run_binaries(
+                [self.baseline, *(self.candidates[c] for c in batch.cands)],
+                batch.order,
+                argv=argv,
+                stdin=batch.inputs,
+                feed=batch.feed,
+                limits=limits,
+                marker=marker,
+                cpus=[cpu],
+                priority=self.priority,
+                run_wall_s=walls,
+                max_total_output=min(MAX_ROUND_OUTPUT, max(limits.stdout_cap, 2 * batch.out_bytes)),
+            )
+            seconds = time.monotonic() - start
+        load_after = os.getloadavg()[0]
+        return _TimedSandbox(result, seconds, start - asked, load_before, load_after)
+
+    def _plan(self, group: Sequence[CandidateRoundRequest]) -> _Batch:
         """The runs of a group, test after test: each test's blocks (see the class), as
         many as the candidate wanting most asks for (and its share of the output cap
         allows); each candidate is in the first `pairs + warm-up` blocks of its tests, at
         least one of them timed."""
-        batch = _Batch(cands=sorted({c for c, _, _, _ in group}))
+        batch = _Batch(cands=sorted({req.candidate for req in group}))
         binary = {c: k + 1 for k, c in enumerate(batch.cands)}
-        for _, i, _, _ in group:
-            if i not in batch.tests:
-                batch.tests.append(i)
+        for req in group:
+            if req.test not in batch.tests:
+                batch.tests.append(req.test)
         for i in batch.tests:
-            members = [(c, pairs, warmup) for c, t, pairs, warmup in group if t == i]
+            members = [req for req in group if req.test == i]
             cap = self._max_blocks_for_output(i, len(members))
             if self.fresh_tests[i]:
                 cap = min(cap, MAX_INPUTS)
-            totals = {c: min(pairs + warmup, cap) for c, pairs, warmup in members}
-            blocks: dict[int, list[tuple[int, int, int]]] = {c: [] for c, _, _ in members}
+            totals = {m.candidate: min(m.pairs + m.warmup_pairs, cap) for m in members}
+            blocks: dict[int, list[_BlockPair]] = {m.candidate: [] for m in members}
             if self.fresh_tests[i]:
                 self._plan_fresh(batch, i, members, totals, blocks, binary)
             else:
                 self._plan_shared(batch, i, members, totals, blocks, binary)
-            for c, _, warmup in members:
-                batch.plan.append(((c, i), blocks[c], min(warmup, totals[c] - 1)))
+            for m in members:
+                warmup = min(m.warmup_pairs, totals[m.candidate] - 1)
+                batch.plan.append(_CandidatePlan(m.key, blocks[m.candidate], warmup))
         return batch
 
     def _plan_shared(
         self,
         batch: _Batch,
         i: int,
-        members: Sequence[tuple[int, int, int]],
+        members: Sequence[CandidateRoundRequest],
         totals: dict[int, int],
-        blocks: dict[int, list[tuple[int, int, int]]],
+        blocks: dict[int, list[_BlockPair]],
         binary: dict[int, int],
     ) -> None:
         """A fixed test: one input for every run; each block's baseline run is shared by
@@ -285,7 +283,7 @@ class SharedSandboxExecutor:
         batch.inputs.append(self.tests[i].stdin)
         start = secrets.randbelow(len(members) + 1)
         for j in range(max(totals.values())):
-            inside = [c for c, _, _ in members if totals[c] > j]
+            inside = [m.candidate for m in members if totals[m.candidate] > j]
             runs = _block_order(inside, start + j)
             first = len(batch.order)
             base_run = first + runs.index(-1)
@@ -295,16 +293,16 @@ class SharedSandboxExecutor:
                     batch.block.append(tuple(inside))
                 else:
                     batch.block.append((c,))
-                    blocks[c].append((base_run, first + k, len(inside)))
+                    blocks[c].append(_BlockPair(base_run, first + k, len(inside)))
             batch.out_bytes += len(runs) * self._output_per_run(i)
 
     def _plan_fresh(
         self,
         batch: _Batch,
         i: int,
-        members: Sequence[tuple[int, int, int]],
+        members: Sequence[CandidateRoundRequest],
         totals: dict[int, int],
-        blocks: dict[int, list[tuple[int, int, int]]],
+        blocks: dict[int, list[_BlockPair]],
         binary: dict[int, int],
     ) -> None:
         """A test with fresh inputs: every pair is (the baseline, one candidate) on an
@@ -315,10 +313,10 @@ class SharedSandboxExecutor:
         assert self.draw is not None
         turn = 0
         for j in range(max(totals.values())):
-            inside = [c for c, _, _ in members if totals[c] > j]
+            inside = [m.candidate for m in members if totals[m.candidate] > j]
             for c in inside if j % 2 == 0 else reversed(inside):
-                serial = self._serial.get((c, i), 0)
-                self._serial[c, i] = serial + 1
+                serial = self._serial.get(CandidateTest(c, i), 0)
+                self._serial[CandidateTest(c, i)] = serial + 1
                 slot = len(batch.inputs)
                 batch.inputs.append(self.draw(c, i, serial))
                 batch.serials[slot] = serial
@@ -331,12 +329,12 @@ class SharedSandboxExecutor:
                     batch.add(0 if who == -1 else binary[c], slot, i, who, partner)
                     batch.block.append((c,))
                     if who != -1:
-                        blocks[c].append((base_run, first + k, 1))
+                        blocks[c].append(_BlockPair(base_run, first + k, 1))
                 batch.out_bytes += 2 * self._output_per_run(i)
 
     def _first_failure(
         self, batch: _Batch, result: RunResult, walls: list[float]
-    ) -> tuple[tuple[int, int], RunFailure] | None:
+    ) -> tuple[CandidateTest, RunFailure] | None:
         """The first run that failed, as ((candidate, test index), the failure), or None.
 
         Every run is judged like a correctness run (its output included, unless
@@ -438,13 +436,15 @@ class SandboxExecutor(SharedSandboxExecutor):
         """sha256 of every run's stdout, per test: (baseline digests, candidate digests)."""
         return self.digests[0]
 
-    def run_batch(self, requests: Sequence[tuple[int, int, int]]) -> dict[int, Round]:
-        rounds = self.run_candidates([(0, i, pairs, warmup) for i, pairs, warmup in requests])
-        return {i: rnd for (_, i), rnd in rounds.items()}
+    def run_batch(self, requests: Sequence[RoundRequest]) -> dict[int, Round]:
+        rounds = self.run_candidates(
+            [CandidateRoundRequest(0, req.test, req.pairs, req.warmup_pairs) for req in requests]
+        )
+        return {key.test: rnd for key, rnd in rounds.items()}
 
     def run_round(self, pairs: int, warmup_pairs: int) -> Round:
         """One test (the first): a PairExecutor for single-test callers."""
-        return self.run_batch([(0, pairs, warmup_pairs)])[0]
+        return self.run_batch([RoundRequest(0, pairs, warmup_pairs)])[0]
 
 
 def _block_order(inside: Sequence[int], turn: int) -> list[int]:
@@ -462,6 +462,54 @@ def _block_order(inside: Sequence[int], turn: int) -> list[int]:
     cycle = [-1, *inside]
     r = turn % len(cycle)
     return cycle[r:] + cycle[:r]
+
+
+class _BlockPair(NamedTuple):
+    """One candidate's pair in one block, by run number in the sandbox."""
+
+    baseline_run: int  # the block's baseline run
+    candidate_run: int  # the candidate's own run
+    sharers: int  # candidates in the block, who share its baseline run
+
+
+class _CandidatePlan(NamedTuple):
+    """One (candidate, test) of a batch: its blocks, and how many of the first are
+    warm-ups."""
+
+    key: CandidateTest
+    blocks: list[_BlockPair]
+    warmup_pairs: int
+
+
+@dataclass(frozen=True)
+class _TimedSandbox:
+    """One batch's sandbox run on a timing core, and what surrounded it."""
+
+    result: RunResult
+    seconds: float  # how long the sandbox ran (the core held)
+    waited_s: float  # how long it waited for the core
+    load_before: float
+    load_after: float
+
+    def empty_round(self) -> Round:
+        """A Round with this sandbox's circumstances and no pairs yet."""
+        return Round(
+            pairs=[],
+            env_pad=self.result.env_pad,
+            cpus=self.result.cpus,
+            load_before=self.load_before,
+            load_after=self.load_after,
+            priority=self.result.priority,
+            waited_s=self.waited_s,
+        )
+
+
+def _first_test_of_each_candidate(group: Sequence[CandidateRoundRequest]) -> list[CandidateTest]:
+    """Each candidate of a group with the first test it was asked for."""
+    first_test: dict[int, int] = {}
+    for req in group:
+        first_test.setdefault(req.candidate, req.test)
+    return [CandidateTest(c, i) for c, i in first_test.items()]
 
 
 @dataclass
@@ -485,11 +533,8 @@ class _Batch:
     partner: list[int] = field(default_factory=list)
     # The draw serial of each fresh input slot.
     serials: dict[int, int] = field(default_factory=dict)
-    # Per (candidate, test): its blocks as (baseline run, its own run, candidates in the
-    # block), and how many of the first are warm-ups.
-    plan: list[tuple[tuple[int, int], list[tuple[int, int, int]], int]] = field(
-        default_factory=list
-    )
+    # Per (candidate, test): its blocks and how many of the first are warm-ups.
+    plan: list[_CandidatePlan] = field(default_factory=list)
     out_bytes: int = 0  # expected output of all runs, with a margin per run
 
     def add(self, binary: int, slot: int, test: int, cand: int, partner: int) -> None:
@@ -503,14 +548,16 @@ class _Batch:
     def who(self, i: int) -> str:
         return "baseline" if self.order[i] == 0 else "candidate"
 
-    def key(self, i: int) -> tuple[int, int]:
+    def key(self, i: int) -> CandidateTest:
         """(candidate, test) that run `i` is charged to: its own, or for a baseline run the
         candidate beside it in its block (the first candidate next to it: nothing else ran
         between the two)."""
-        return (self.block[i][0] if self.cand[i] == -1 else self.cand[i], self.owner[i])
+        return CandidateTest(
+            self.block[i][0] if self.cand[i] == -1 else self.cand[i], self.owner[i]
+        )
 
 
-def _unfinished_run(batch: _Batch, result: RunResult, i: int) -> tuple[tuple[int, int], RunFailure]:
+def _unfinished_run(batch: _Batch, result: RunResult, i: int) -> tuple[CandidateTest, RunFailure]:
     """Run `i` did not finish and every run before it passed: why the sandbox stopped, and
     whether that is plainly the candidate's fault (a stop we cannot explain is not; then
     time_candidates decides by running the baseline alone)."""
@@ -532,7 +579,7 @@ def _unfinished_run(batch: _Batch, result: RunResult, i: int) -> tuple[tuple[int
 def _split_pairs(
     rnd: Round,
     records: Sequence[LaunchRecord],
-    blocks: Sequence[tuple[int, int, int]],
+    blocks: Sequence[_BlockPair],
     warmup: int,
     overhead: float,
 ) -> None:
@@ -642,16 +689,9 @@ def time_candidates(
     sandbox, fails the same test too; only then is it `infra_error`. Each candidate is
     judged on its own: one candidate's failure does not stop the others."""
     lock = lock or default_core_lock()
-    config = config or TimingConfig()
-    if config.spread is None:  # this machine's between-sandbox spread (measured once a day)
-        config = replace(config, spread=machine_spread(sandbox, lock))
+    config = _with_machine_spread(config or TimingConfig(), sandbox, lock)
     limits = limits or sandbox.limits
-    refs = list(references) if references is not None else [None] * len(candidates)
-    if len(refs) != len(candidates):
-        raise ValueError("one reference (or None) per candidate")
-    if any(r is not None and len(r) != len(tests) for r in refs):
-        raise ValueError("one reference run per test")
-    walls = [_candidate_wall(r, limits) for r in refs]
+    refs = _checked_references(references, len(candidates), len(tests))
     executor = SharedSandboxExecutor(
         sandbox,
         baseline,
@@ -660,17 +700,12 @@ def time_candidates(
         limits,
         lock,
         priority=config.priority,
-        candidate_wall_s=walls,
+        candidate_wall_s=[_candidate_wall(r, limits) for r in refs],
         draw=draw,
         fresh_tests=fresh_tests,
     )
     warnings = [] if lock.layout.isolated else [TimingWarning.NOT_ISOLATED]
     names = [t.name for t in tests]
-    # One pair of a test costs about two of the candidate's correctness runs, on a core of
-    # its own: their CPU time, not their wall time, which load on the other cores (where
-    # correctness runs go) inflates; a plan sized from it would shrink the measurement to
-    # one short round. A run that mostly waits (CPU far under wall) is bounded by the budget.
-    hints = [[2.0 * r.cpu_s for r in ref] if ref is not None else None for ref in refs]
     results = measure_candidates(
         executor,
         names,
@@ -678,21 +713,74 @@ def time_candidates(
         config,
         warnings=warnings,
         targets=targets,
-        pair_seconds=hints,
+        pair_seconds=[_pair_seconds(ref) for ref in refs],
     )
-    out = []
-    for c, (speedups, failure, failed) in enumerate(results):
-        ref = refs[c]
+    judge = _CandidateJudge(sandbox, baseline, tests, limits, executor)
+    return [judge.settle(c, result, refs[c]) for c, result in enumerate(results)]
+
+
+def _with_machine_spread(config: TimingConfig, sandbox: Sandbox, lock: CoreLock) -> TimingConfig:
+    """The config with this machine's between-sandbox spread (measured once a day) where
+    it names none."""
+    if config.spread is None:
+        config = replace(config, spread=machine_spread(sandbox, lock))
+    return config
+
+
+def _checked_references(
+    references: Sequence[Sequence[ReferenceRun] | None] | None, n_candidates: int, n_tests: int
+) -> list[Sequence[ReferenceRun] | None]:
+    """One reference list (or None) per candidate, each with one run per test."""
+    refs = list(references) if references is not None else [None] * n_candidates
+    if len(refs) != n_candidates:
+        raise ValueError("one reference (or None) per candidate")
+    if any(r is not None and len(r) != n_tests for r in refs):
+        raise ValueError("one reference run per test")
+    return refs
+
+
+def _pair_seconds(reference: Sequence[ReferenceRun] | None) -> list[float] | None:
+    """The seconds one pair of each test is expected to take, from a candidate's
+    correctness runs.
+
+    One pair of a test costs about two of the candidate's correctness runs, on a core of
+    its own: their CPU time, not their wall time, which load on the other cores (where
+    correctness runs go) inflates; a plan sized from it would shrink the measurement to
+    one short round. A run that mostly waits (CPU far under wall) is bounded by the budget."""
+    return [2.0 * r.cpu_s for r in reference] if reference is not None else None
+
+
+@dataclass(frozen=True)
+class _CandidateJudge:
+    """Turns a candidate's measurement into its final answer: blame for failures that are
+    not plainly its own, and the consistency check against its correctness runs."""
+
+    sandbox: Sandbox
+    baseline: str | os.PathLike[str]
+    tests: Sequence[TestCase]
+    limits: Limits
+    executor: SharedSandboxExecutor
+
+    def settle(
+        self,
+        candidate: int,
+        result: tuple[list[TestSpeedup], RunFailure | None, str | None],
+        reference: Sequence[ReferenceRun] | None,
+    ) -> tuple[list[TestSpeedup], RunFailure | None, str | None]:
+        """(speedups, failure, failing test's name) after blame and the consistency check."""
+        speedups, failure, failed = result
+        names = [t.name for t in self.tests]
         if failure is not None and not failure.candidate_fault and failed is not None:
-            failure = _blame(sandbox, baseline, tests[names.index(failed)], limits, failure)
-        if failure is None and ref is not None:
-            found = _inconsistency(speedups, ref, executor.digests[c], executor.fresh_tests)
+            test = self.tests[names.index(failed)]
+            failure = _blame(self.sandbox, self.baseline, test, self.limits, failure)
+        if failure is None and reference is not None:
+            digests = self.executor.digests[candidate]
+            found = _inconsistency(speedups, reference, digests, self.executor.fresh_tests)
             if found is not None:
                 index, why = found
                 failure = RunFailure(True, why, None, 0, "sandbox_violation")
-                failed = tests[index].name
-        out.append((speedups, failure, failed))
-    return out
+                failed = self.tests[index].name
+        return speedups, failure, failed
 
 
 def _candidate_wall(reference: Sequence[ReferenceRun] | None, limits: Limits) -> float | None:

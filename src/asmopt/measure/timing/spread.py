@@ -40,6 +40,7 @@ from pathlib import Path
 from typing import Any
 
 from asmopt.measure.stats import between_variance, chi2_quantile, trimmed_interval
+from asmopt.measure.timing.requests import RoundRequest
 
 log = logging.getLogger(__name__)
 
@@ -150,7 +151,7 @@ def spread_from_rounds(
 
 
 def calibration_rounds(
-    run_batch: Callable[[Sequence[tuple[int, int, int]]], dict[int, Any]],
+    run_batch: Callable[[Sequence[RoundRequest]], dict[int, Any]],
     lengths: int,
     metric: str = "cpu",
     rounds: int = CALIBRATION_ROUNDS,
@@ -162,7 +163,7 @@ def calibration_rounds(
     logs: list[list[list[float]]] = [[] for _ in range(lengths)]
     base: list[list[float]] = [[] for _ in range(lengths)]
     for _ in range(rounds):
-        out = run_batch([(i, pairs, 1) for i in range(lengths)])
+        out = run_batch([RoundRequest(i, pairs, 1) for i in range(lengths)])
         for i in range(lengths):
             rnd = out.get(i)
             if rnd is None or rnd.failure is not None or not rnd.pairs:

@@ -746,23 +746,8 @@ class PLTModel(PLTPreTrainedModel):
 
         diagnostics = output_attentions or output_hidden_states or output_loop_states
         gated = self.config.plt_uses_gated_attention
-        if (
-            gated
-            and self.config.plt_loop_mode == "plt"
-            and past_length > 0
-            and past_key_values.loop_states is None
-        ):
-            raise ValueError(
-                "The PLTCache has tokens but no per-loop states; it was not filled by PLT."
-            )
-        if (
-            self.parallel_decode
-            and self.config.plt_loop_mode == "plt"
-            and past_key_values is not None
-            and past_length > 0
-            and q_len == 1
-            and not diagnostics
-        ):
+        self._check_loop_states(past_key_values, past_length)
+        if self._decodes_in_parallel(past_key_values, past_length, q_len, diagnostics):
             masks = self._parallel_masks(key_valid, past_length, inputs_embeds.device)
             hidden_states = self._parallel_decode_step(
                 inputs_embeds, position_embeddings, masks, past_key_values, key_valid, past_length
@@ -784,6 +769,33 @@ class PLTModel(PLTPreTrainedModel):
             output_attentions=output_attentions,
             output_hidden_states=output_hidden_states,
             output_loop_states=output_loop_states,
+        )
+
+    def _check_loop_states(self, past_key_values: PLTCache | None, past_length: int) -> None:
+        """Refuse a cache with tokens but no per-loop states where the gated PLT mode needs
+        them (h(r) of the last token, carried into the next step)."""
+        if (
+            self.config.plt_uses_gated_attention
+            and self.config.plt_loop_mode == "plt"
+            and past_length > 0
+            and past_key_values.loop_states is None
+        ):
+            raise ValueError(
+                "The PLTCache has tokens but no per-loop states; it was not filled by PLT."
+            )
+
+    def _decodes_in_parallel(
+        self, past_key_values: PLTCache | None, past_length: int, q_len: int, diagnostics: bool
+    ) -> bool:
+        """Whether this call is a PLT decode step of one token after a filled cache, with
+        no diagnostics asked for: then all R loops run in one batched pass."""
+        return (
+            self.parallel_decode
+            and self.config.plt_loop_mode == "plt"
+            and past_key_values is not None
+            and past_length > 0
+            and q_len == 1
+            and not diagnostics
         )
 
     def _cache_for_call(
@@ -850,28 +862,17 @@ class PLTModel(PLTPreTrainedModel):
                 cache=past_key_values,
                 need_probs=output_attentions,
             )
-            layer_probs: list[torch.Tensor] = []
-            layer_gates: list[torch.Tensor] = []
-            for layer_idx, decoder_layer in enumerate(self.layers[: self.config.num_hidden_layers]):
-                global_key, global_value = loop1_kv[layer_idx] if loop_idx > 0 else (None, None)
-                hidden_states, key, value, probs, gate = decoder_layer(
-                    hidden_states,
-                    global_key,
-                    global_value,
-                    position_embeddings=position_embeddings,
-                    context=context,
-                )
-                if keep_loop1_kv and loop_idx == 0:
-                    loop1_kv[layer_idx] = (key, value)
-                if output_hidden_states:
-                    all_hidden.append(hidden_states)
-                if probs is not None:
-                    layer_probs.append(probs)
-                if gate is not None:
-                    layer_gates.append(gate)
+            hidden_states, layer_probs, layer_gates = self._through_layers(
+                hidden_states,
+                context,
+                position_embeddings,
+                loop1_kv,
+                keep_loop1_kv and loop_idx == 0,
+                all_hidden if output_hidden_states else None,
+            )
             loop_hidden.append(hidden_states)
-            loop_attentions.append(tuple(layer_probs))
-            loop_gates.append(tuple(layer_gates) if layer_gates else None)
+            loop_attentions.append(layer_probs)
+            loop_gates.append(layer_gates)
             if shifted and past_key_values is not None and loop_idx < self.config.plt_num_loops - 1:
                 last_states.append(hidden_states[:, -1])
         if last_states:
@@ -888,6 +889,41 @@ class PLTModel(PLTPreTrainedModel):
             loop_attentions=tuple(loop_attentions) if output_attentions else None,
             loop_gates=tuple(loop_gates) if output_loop_states else None,
         )
+
+    def _through_layers(
+        self,
+        hidden_states: torch.Tensor,
+        context: PLTLoopContext,
+        position_embeddings: tuple[torch.Tensor, torch.Tensor],
+        loop1_kv: list[tuple[torch.Tensor | None, torch.Tensor | None]],
+        keep_loop1_kv: bool,
+        all_hidden: list[torch.Tensor] | None,
+    ) -> tuple[torch.Tensor, tuple[torch.Tensor, ...], tuple[torch.Tensor, ...] | None]:
+        """One loop through every decoder layer: its output, each layer's attention
+        probabilities (where asked for) and gates (None without any). Loops after the
+        first read loop 1's keys and values (`loop1_kv`); loop 1 stores them there when
+        `keep_loop1_kv`. Each layer's output is appended to `all_hidden` unless None."""
+        layer_probs: list[torch.Tensor] = []
+        layer_gates: list[torch.Tensor] = []
+        loop_idx = context.loop_idx
+        for layer_idx, decoder_layer in enumerate(self.layers[: self.config.num_hidden_layers]):
+            global_key, global_value = loop1_kv[layer_idx] if loop_idx > 0 else (None, None)
+            hidden_states, key, value, probs, gate = decoder_layer(
+                hidden_states,
+                global_key,
+                global_value,
+                position_embeddings=position_embeddings,
+                context=context,
+            )
+            if keep_loop1_kv:
+                loop1_kv[layer_idx] = (key, value)
+            if all_hidden is not None:
+                all_hidden.append(hidden_states)
+            if probs is not None:
+                layer_probs.append(probs)
+            if gate is not None:
+                layer_gates.append(gate)
+        return hidden_states, tuple(layer_probs), tuple(layer_gates) if layer_gates else None
 
     def _loop_carry(self, hidden_states: torch.Tensor) -> torch.Tensor:
         """n(h): what a loop hands to the next one (the shared final norm, if configured)."""
