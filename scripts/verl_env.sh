@@ -35,6 +35,9 @@ REQUIREMENTS=(
   "codetiming"
   "dill"
   "packaging"
+  # asmopt's own core dependencies the reward imports (pyproject.toml)
+  "pebble>=5.0"
+  "jinja2>=3.1"
 )
 
 stamp="$VENV/.asmopt-verl-$(printf '%s\n' "verl==$VERL_VERSION" "${REQUIREMENTS[@]}" | sha256sum | cut -c1-16)"

@@ -48,3 +48,26 @@ def test_the_api_is_lazy_and_named() -> None:
     )
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.splitlines() == ["[]", "True True True"]
+
+
+def test_the_readme_best_of_n_example_runs_in_under_15_lines(tmp_path: Path) -> None:
+    """The README's Python best-of-N evaluation runs as written, on a real (tiny) model."""
+    readme = (REPO / "README.md").read_text()
+    blocks = re.findall(r"```python\n(.*?)```", readme, re.S)
+    example = next(b for b in blocks if "best_of_n" in b)
+    code_lines = [line for line in example.splitlines() if line.strip()]
+    assert len(code_lines) < 15, example
+    proc = subprocess.run(
+        [sys.executable, "-c", example],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        env={**os.environ, "PYTHONPATH": str(REPO / "src")},
+        timeout=600,
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    n, honest, oracle = proc.stdout.split()[-3:]
+    assert n == "4" and 0.0 <= float(honest) <= float(oracle) <= 1.0
+    assert (tmp_path / "runs" / "best-of-4" / "results.db").is_file()
+    # The library printed nothing of its own: the three numbers are all of stdout.
+    assert proc.stdout.split() == [n, honest, oracle]

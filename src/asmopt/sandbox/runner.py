@@ -36,6 +36,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from asmopt.errors import EnvironmentProblem
+from asmopt.sandbox import live as live_processes
 from asmopt.sandbox.launcher import (
     LauncherBuildError,
     LaunchRecord,
@@ -1201,9 +1202,15 @@ class Sandbox:
             return RunResult(infra_error=f"could not start the sandbox: {exc}")
         os.close(report_w)
         streams = _Streams(limits)
-        stuck = self._collect_until_gone(
-            proc, report_r, streams, start + limits.wall_seconds, cmd[0] == self.bwrap, marker
-        )
+
+        def cancel() -> None:  # a cancelled evaluation ends it (sandbox/live.py)
+            if proc.returncode is None:
+                self._kill(proc)
+
+        with live_processes.registered(proc.pid, cancel):
+            stuck = self._collect_until_gone(
+                proc, report_r, streams, start + limits.wall_seconds, cmd[0] == self.bwrap, marker
+            )
         report = parse_report(streams.buffers["rep"].decode("utf-8", "replace"))
         result = _result_of(streams, report, achieved, time.monotonic() - start)
         _explain_failure(result, report, streams, stuck, proc.returncode)
