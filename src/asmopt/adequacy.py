@@ -219,7 +219,7 @@ class AdequacyReport:
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> AdequacyReport:
         if not isinstance(data, dict) or "fit" not in data or "program" not in data:
-            raise ValueError("an adequacy report needs at least 'program' and 'fit'")
+            raise InputError("an adequacy report needs at least 'program' and 'fit'")
         return cls(
             program_id=str(data["program"]),
             fit=bool(data["fit"]),
@@ -242,7 +242,7 @@ class AdequacyReport:
     def to_mark(self, toolchain_identity: str) -> dict[str, Any]:
         """The dict stored as `metadata.adequacy` in program.json."""
         if self.error:
-            raise ValueError(f"{self.program_id}: an unchecked report is not a mark ({self.error})")
+            raise InputError(f"{self.program_id}: an unchecked report is not a mark ({self.error})")
         return {**self.to_dict(), "checked_with": toolchain_identity}
 
 

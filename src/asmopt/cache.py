@@ -17,6 +17,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+from asmopt.errors import InputError
+
 
 def cache_root() -> Path:
     """`$ASMOPT_CACHE_DIR`, else `$XDG_CACHE_HOME/asmopt`, else `~/.cache/asmopt`."""
@@ -41,7 +43,7 @@ def parse_bytes(text: str) -> int:
     bytes; a value that is neither is refused rather than guessed at."""
     match = _SIZE.match(text)
     if match is None:
-        raise ValueError(f"not a size in bytes: {text!r} (examples: 33554432, 32M, 2GiB)")
+        raise InputError(f"not a size in bytes: {text!r} (examples: 33554432, 32M, 2GiB)")
     number, unit = match.groups()
     return int(number) * (_UNITS[unit.lower()] if unit else 1)
 
@@ -54,7 +56,7 @@ def env_bytes(name: str, default: int) -> int:
     try:
         return parse_bytes(raw)
     except ValueError as exc:
-        raise ValueError(f"{name}: {exc}") from None
+        raise InputError(f"{name}: {exc}") from None
 
 
 def format_bytes(n: int) -> str:
@@ -113,9 +115,9 @@ class BoundedCache:
         low_water: float = 0.9,
     ) -> None:
         if max_bytes < 0:
-            raise ValueError(f"cache bound must be >= 0 bytes (0: unbounded), got {max_bytes}")
+            raise InputError(f"cache bound must be >= 0 bytes (0: unbounded), got {max_bytes}")
         if not 0.0 < low_water <= 1.0:
-            raise ValueError(f"low_water must be in (0, 1], got {low_water}")
+            raise InputError(f"low_water must be in (0, 1], got {low_water}")
         self.root = Path(root)
         self.root.mkdir(parents=True, exist_ok=True)
         self.max_bytes = max_bytes

@@ -20,6 +20,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from asmopt.errors import InputError
 from asmopt.judge import TestVerdict, Verdict, classify_run
 from asmopt.measure.timing.executor import DrawInput
 from asmopt.programs.generators import derive_seed
@@ -57,9 +58,9 @@ class FreshInputs:
 
     def __post_init__(self) -> None:
         if isinstance(self.seed, bool) or not isinstance(self.seed, int) or self.seed < 0:
-            raise ValueError(f"seed must be a non-negative integer, got {self.seed!r}")
+            raise InputError(f"seed must be a non-negative integer, got {self.seed!r}")
         if not 0 <= self.per_class <= MAX_PER_CLASS:
-            raise ValueError(f"per_class must be in 0..{MAX_PER_CLASS}, got {self.per_class}")
+            raise InputError(f"per_class must be in 0..{MAX_PER_CLASS}, got {self.per_class}")
 
     @classmethod
     def off(cls) -> FreshInputs:
@@ -76,7 +77,7 @@ class FreshInputs:
     ) -> tuple[bytes, int]:
         """One input of `size_class` and the seed it was drawn from."""
         if program.inputs is None:
-            raise ValueError(f"program {program.id!r} has fixed inputs only")
+            raise InputError(f"program {program.id!r} has fixed inputs only")
         seed = derive_seed(self.seed, program.id, label, purpose, size_class, index)
         return program.inputs.draw(size_class, seed), seed
 

@@ -33,7 +33,7 @@ from pathlib import Path
 from typing import Literal
 
 from asmopt.cache import BoundedCache, cache_root, env_bytes, format_bytes
-from asmopt.errors import AsmoptError
+from asmopt.errors import AsmoptError, InputError
 from asmopt.programs.model import Program, encode_source
 from asmopt.sandbox.runner import (
     TOOLCHAIN_LIMITS,
@@ -137,7 +137,7 @@ class Toolchain:
         if max_binary_bytes is None:
             max_binary_bytes = env_bytes(MAX_BINARY_BYTES_ENV, DEFAULT_MAX_BINARY_BYTES)
         if max_binary_bytes <= 0:
-            raise ValueError(f"max_binary_bytes must be positive, got {max_binary_bytes}")
+            raise InputError(f"max_binary_bytes must be positive, got {max_binary_bytes}")
         self.max_binary_bytes = max_binary_bytes
         if cache_max_bytes is None:
             cache_max_bytes = env_bytes(BUILD_CACHE_MAX_BYTES_ENV, DEFAULT_BUILD_CACHE_MAX_BYTES)

@@ -20,6 +20,8 @@ from typing import Annotated, Any, Literal
 import pydantic
 from pydantic_core import PydanticCustomError
 
+from asmopt.errors import InputError
+
 # Builds a nested dataclass section: nested(cls, value, key).
 Nested = Callable[[type, Any, str], Any]
 # Device types the trainers and the study run on (`auto` picks one of the first two).
@@ -62,7 +64,7 @@ def check_device(name: str, key: str = "device") -> str:
         kind in DEVICE_TYPES and (not sep or (index.isascii() and index.isdigit()))
     ):
         return name
-    raise ValueError(f"{key} {show(name)} is not one of auto, cpu, cuda, cuda:N, mps")
+    raise InputError(f"{key} {show(name)} is not one of auto, cpu, cuda, cuda:N, mps")
 
 
 def coerce(key: str, value: Any, tp: Any, nested: Nested | None = None) -> Any:
@@ -78,7 +80,7 @@ def coerce(key: str, value: Any, tp: Any, nested: Nested | None = None) -> Any:
     try:
         return _adapter(view).validate_python(value)
     except pydantic.ValidationError as exc:
-        raise ValueError(_message(key, view, exc.errors())) from None
+        raise InputError(_message(key, view, exc.errors())) from None
 
 
 def _accepting(kinds: tuple[type, ...], error: str, expected: str) -> Any:
@@ -114,7 +116,7 @@ def _strict_view(key: str, tp: Any) -> Any:
     if tp in _LAX_LEAVES:
         return _LAX_LEAVES[tp]
     if dataclasses.is_dataclass(tp):
-        raise ValueError(f"{key}: unsupported field type {type_name(tp)}")
+        raise InputError(f"{key}: unsupported field type {type_name(tp)}")
     if origin in (typing.Union, types.UnionType):
         return typing.Union[tuple(_strict_view(key, a) for a in args)]  # noqa: UP007
     if origin is list:
@@ -126,7 +128,7 @@ def _strict_view(key: str, tp: Any) -> Any:
         return Annotated[tuple[items], pydantic.Strict(False)]  # type: ignore[valid-type]
     if origin is Literal or tp in (bool, str, type(None), Any):
         return tp
-    raise ValueError(f"{key}: unsupported field type {type_name(tp)}")
+    raise InputError(f"{key}: unsupported field type {type_name(tp)}")
 
 
 @functools.lru_cache(maxsize=256)
@@ -234,14 +236,14 @@ def read_text(path: Path, what: str = "config") -> str:
         with open(path, "rb") as f:
             data = f.read(MAX_FILE_BYTES + 1)
     except OSError as exc:
-        raise ValueError(f"{path}: cannot read {what} ({exc.strerror or exc})") from None
+        raise InputError(f"{path}: cannot read {what} ({exc.strerror or exc})") from None
     if len(data) > MAX_FILE_BYTES:
-        raise ValueError(f"{path}: over {MAX_FILE_BYTES >> 20} MiB, too large for a {what}")
+        raise InputError(f"{path}: over {MAX_FILE_BYTES >> 20} MiB, too large for a {what}")
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError as exc:
         line = data.count(b"\n", 0, exc.start) + 1
-        raise ValueError(
+        raise InputError(
             f"{path}: not UTF-8 text (byte 0x{data[exc.start]:02x} on line {line}); "
             "save it as UTF-8"
         ) from None
@@ -263,13 +265,13 @@ def parse_yaml(text: str, source: str) -> Any:
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark
         where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
-        raise ValueError(
+        raise InputError(
             f"{source}: not valid YAML ({one_line(exc.problem or exc)}{where})"
         ) from None
     except yaml.YAMLError as exc:
-        raise ValueError(f"{source}: not valid YAML ({one_line(exc)})") from None
+        raise InputError(f"{source}: not valid YAML ({one_line(exc)})") from None
     except ValueError as exc:
-        raise ValueError(f"{source}: {bad_scalar(text) or one_line(exc)}") from None
+        raise InputError(f"{source}: {bad_scalar(text) or one_line(exc)}") from None
 
 
 def parse_override(raw: str, label: str) -> Any:
@@ -284,7 +286,7 @@ def parse_override(raw: str, label: str) -> Any:
     except yaml.YAMLError:
         return raw
     except ValueError as exc:
-        raise ValueError(f"{label}: {bad_scalar(raw) or one_line(exc)}") from None
+        raise InputError(f"{label}: {bad_scalar(raw) or one_line(exc)}") from None
 
 
 def bad_scalar(text: str) -> str | None:

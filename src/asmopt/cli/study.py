@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from asmopt.cli.options import add_bounded
+from asmopt.errors import InputError
 
 
 def _config(args: argparse.Namespace) -> Any:
@@ -158,7 +159,7 @@ def cmd_report(args: argparse.Namespace) -> int:
     except (KeyError, TypeError, IndexError, AttributeError) as exc:
         # load_result checks the top level; deeper, the file is read as it goes.
         detail = f"no {exc.args[0]!r}" if isinstance(exc, KeyError) else str(exc)
-        raise ValueError(
+        raise InputError(
             f"{args.study}: not the study.json a study run writes ({detail}); write the "
             "report from the run's own study.json"
         ) from None
@@ -186,7 +187,7 @@ def cmd_diagnose(args: argparse.Namespace) -> int:
         ids = encode(tokenizer, Path(args.text).read_text(encoding="utf-8"))
         seq = cfg.train.seq_len
         if len(ids) < seq + 1:
-            raise ValueError(f"{args.text}: {len(ids)} tokens, fewer than seq_len + 1 = {seq + 1}")
+            raise InputError(f"{args.text}: {len(ids)} tokens, fewer than seq_len + 1 = {seq + 1}")
         count = min(cfg.eval.diag_windows, len(ids) // (seq + 1))
         windows = torch.tensor(ids[: count * (seq + 1)]).view(count, seq + 1)
     else:

@@ -60,6 +60,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from asmopt.compare import compare_output
+from asmopt.errors import InputError
 from asmopt.programs.generators import (
     GENERATOR_VERSION,
     GeneratorError,
@@ -730,7 +731,7 @@ def learn_generator(program: Program, level: str = "full") -> InputGenerator | N
     has up to `level`), before acceptance, or None when no test gives a class. This is the
     spec only: `accept_generator` is what decides which classes are kept."""
     if level not in LEVELS:
-        raise ValueError(f"level must be one of {', '.join(LEVELS)}")
+        raise InputError(f"level must be one of {', '.join(LEVELS)}")
     if not reads_stdin(program):
         return None
     classes, tests = {}, {}

@@ -27,6 +27,7 @@ import time
 from dataclasses import dataclass, replace
 from typing import Any
 
+from asmopt.errors import InputError
 from asmopt.evaluate import CheckResult, check_candidate, reference_runs
 from asmopt.measure.canonical import canonical_hash
 from asmopt.measure.speedup import MeasureStatus
@@ -103,7 +104,7 @@ class CompilerSearchPolicy:
         budget_s: float = DEFAULT_BUDGET_S,
     ) -> None:
         if budget_s <= 0:
-            raise ValueError(f"compiler-search budget must be positive, got {budget_s}")
+            raise InputError(f"compiler-search budget must be positive, got {budget_s}")
         self._toolchain = toolchain
         self._sandbox = sandbox
         self.timing = timing or TimingConfig(target_half_width=0.02, max_pairs=40, budget_s=6.0)

@@ -10,7 +10,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from asmopt.errors import AsmoptError
+from asmopt.errors import AsmoptError, InputError
 from asmopt.policies.base import Candidate, PolicyRequest
 from asmopt.policies.diff_format import DiffError, apply_unified_diff
 from asmopt.policies.extract import extract_assembly, extract_diff
@@ -45,11 +45,11 @@ class SamplingParams:
 
     def __post_init__(self) -> None:
         if self.temperature < 0:
-            raise ValueError(f"temperature must be >= 0, got {self.temperature}")
+            raise InputError(f"temperature must be >= 0, got {self.temperature}")
         if not 0 < self.top_p <= 1:
-            raise ValueError(f"top_p must be in (0, 1], got {self.top_p}")
+            raise InputError(f"top_p must be in (0, 1], got {self.top_p}")
         if self.max_new_tokens < 1:
-            raise ValueError(f"max_new_tokens must be >= 1, got {self.max_new_tokens}")
+            raise InputError(f"max_new_tokens must be >= 1, got {self.max_new_tokens}")
 
 
 class Backend(Protocol):

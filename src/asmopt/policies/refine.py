@@ -15,6 +15,7 @@ import math
 from dataclasses import replace
 from typing import Any
 
+from asmopt.errors import InputError
 from asmopt.evaluate import CheckResult, build_verdict, check_binary
 from asmopt.judge import Verdict
 from asmopt.measure.speedup import MeasureStatus
@@ -40,7 +41,7 @@ class RefinePolicy:
         timing: TimingConfig | None = None,
     ) -> None:
         if rounds < 1:
-            raise ValueError(f"rounds must be at least 1, got {rounds}")
+            raise InputError(f"rounds must be at least 1, got {rounds}")
         self.inner = inner
         self.rounds = rounds
         self.toolchain = toolchain

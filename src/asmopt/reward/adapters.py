@@ -29,6 +29,7 @@ import threading
 from collections.abc import Sequence
 from typing import Any
 
+from asmopt.errors import InputError
 from asmopt.policies.feedback import message_feedback
 from asmopt.programs.model import Program
 from asmopt.reward.service import RewardService, ScoreConfig, ScoreRequest, ScoreResult
@@ -122,7 +123,7 @@ def compute_score(
     truths = [None] * n if ground_truths is None else list(ground_truths)
     infos = list(extra_infos)
     if not len(sources) == len(truths) == len(infos) == n:
-        raise ValueError(
+        raise InputError(
             f"compute_score's batch form got {len(sources)} data_sources, {n} solution_strs, "
             f"{len(truths)} ground_truths and {len(infos)} extra_infos: one each per answer"
         )
@@ -144,7 +145,7 @@ def _score_verl(
     for i, (source, solution, truth, extra) in enumerate(items):
         if not isinstance(extra, dict):
             where = "" if len(items) == 1 else f" (answer {i} of the batch)"
-            raise ValueError(
+            raise InputError(
                 f"compute_score needs the row's extra_info (c_code, inputs, outputs){where}; "
                 "use a parquet written by `asmopt data export --format verl-parquet`"
             )
@@ -274,7 +275,7 @@ class TRLReward:
             if "reward_model" in columns and isinstance(columns["reward_model"][i], dict):
                 truth = columns["reward_model"][i].get("ground_truth")
             return program_from_row(columns["extra_info"][i], truth), truth
-        raise ValueError(
+        raise InputError(
             "TRLReward needs a 'program_id' or 'extra_info' dataset column; "
             f"got columns {sorted(columns)}"
         )

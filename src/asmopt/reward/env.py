@@ -41,6 +41,7 @@ from gymnasium.vector.utils import (
     write_to_shared_memory,
 )
 
+from asmopt.errors import InputError
 from asmopt.gym_registration import ENV_ID, register
 from asmopt.policies.feedback import message_feedback
 from asmopt.policies.prompts import load_template
@@ -167,7 +168,7 @@ def _write_any_text_to_shared_memory(
     if not isinstance(value, str):
         raise TypeError(f"{space} holds text, not {type(value).__name__}")
     if len(value) > space.max_length:
-        raise ValueError(f"{len(value)} characters do not fit {space}")
+        raise InputError(f"{len(value)} characters do not fit {space}")
     data = value.encode("utf-8", "surrogatepass")
     start = index * _slot(space)
     buffer = _buffer(shared_memory)
@@ -208,9 +209,9 @@ class AsmOptEnv(gym.Env[dict[str, Any], str]):
         render_mode: str | None = None,
     ) -> None:
         if max_rounds < 1:
-            raise ValueError(f"max_rounds must be at least 1, got {max_rounds}")
+            raise InputError(f"max_rounds must be at least 1, got {max_rounds}")
         if render_mode not in (None, "ansi"):
-            raise ValueError(f"render_mode must be None or 'ansi', got {render_mode!r}")
+            raise InputError(f"render_mode must be None or 'ansi', got {render_mode!r}")
         self.suite = load_suite(suite) if suite else load_builtin_suite()
         self.programs = self.suite.select(split=split, ids=program_ids)
         if not self.programs:
@@ -349,7 +350,7 @@ class AsmOptEnv(gym.Env[dict[str, Any], str]):
     def set_state(self, state: dict[str, Any]) -> dict[str, Any]:
         """Restore an episode without re-running anything; returns the observation."""
         if state.get("version") != STATE_VERSION:
-            raise ValueError(
+            raise InputError(
                 f"episode state version {state.get('version')!r} is not "
                 f"supported (expected {STATE_VERSION})"
             )

@@ -18,6 +18,7 @@ import math
 from dataclasses import dataclass, field
 from typing import Protocol
 
+from asmopt.errors import InputError
 from asmopt.judge import ALL_VERDICTS, BUILD_FAILURES, RUNTIME_FAILURES
 
 
@@ -40,11 +41,11 @@ class RewardInput:
 
     def __post_init__(self) -> None:
         if self.verdict not in ALL_VERDICTS:
-            raise ValueError(f"unknown verdict {self.verdict!r}")
+            raise InputError(f"unknown verdict {self.verdict!r}")
         if self.passed < 0 or self.total < 0 or self.passed > self.total:
-            raise ValueError(f"bad test counts passed={self.passed} total={self.total}")
+            raise InputError(f"bad test counts passed={self.passed} total={self.total}")
         if self.speedup is not None and not (self.speedup > 0 and math.isfinite(self.speedup)):
-            raise ValueError(f"speedup must be a positive finite number, got {self.speedup}")
+            raise InputError(f"speedup must be a positive finite number, got {self.speedup}")
 
 
 class RewardFunction(Protocol):
@@ -125,7 +126,7 @@ class RobustReward:
     def __post_init__(self) -> None:
         unknown = set(self.penalties) - (BUILD_FAILURES | RUNTIME_FAILURES | {"wrong_output"})
         if unknown:
-            raise ValueError(f"penalties for unknown failure classes: {sorted(unknown)}")
+            raise InputError(f"penalties for unknown failure classes: {sorted(unknown)}")
 
     def __call__(self, x: RewardInput) -> float | None:
         if x.verdict == "infra_error":
@@ -151,5 +152,5 @@ REWARDS: dict[str, type] = {
 
 def get_reward(name: str, **options: object) -> RewardFunction:
     if name not in REWARDS:
-        raise ValueError(f"unknown reward {name!r}; available: {', '.join(sorted(REWARDS))}")
+        raise InputError(f"unknown reward {name!r}; available: {', '.join(sorted(REWARDS))}")
     return REWARDS[name](**options)  # type: ignore[no-any-return]

@@ -43,6 +43,7 @@ import pebble
 
 from asmopt import typed_config
 from asmopt.adequacy import require_fit
+from asmopt.errors import InputError
 from asmopt.fresh import DEFAULT_PER_CLASS, FreshInputs, new_seed
 from asmopt.measure.timing import TimingConfig
 from asmopt.programs.model import Program
@@ -123,11 +124,11 @@ class ScoreConfig:
         get_reward(self.reward, **self.reward_options)  # fail now, not in a worker
         FreshInputs(seed=self.seed or 0, per_class=self.drawn_per_class)  # bounds, now
         if self.edit_format not in ("assembly", "diff"):
-            raise ValueError(f"edit_format must be assembly or diff, got {self.edit_format!r}")
+            raise InputError(f"edit_format must be assembly or diff, got {self.edit_format!r}")
         if self.measure not in ("time", "instructions", "none"):
-            raise ValueError(f"measure must be time, instructions or none, got {self.measure!r}")
+            raise InputError(f"measure must be time, instructions or none, got {self.measure!r}")
         if self.deadline_s <= 0:
-            raise ValueError("deadline_s must be positive")
+            raise InputError("deadline_s must be positive")
 
     @classmethod
     def from_options(cls, options: Mapping[str, Any]) -> ScoreConfig:
@@ -137,14 +138,14 @@ class ScoreConfig:
         names = [f.name for f in fields(cls)]
         for key in options:
             if key in _FLAT_TIMING_KEYS:
-                raise ValueError(
+                raise InputError(
                     f"{key}: use {_FLAT_TIMING_KEYS[key]} (the timing settings are one "
                     "nested mapping, `timing:`, of TimingConfig fields)"
                 )
             if key not in names:
                 close = difflib.get_close_matches(str(key), names, n=1)
                 hint = f"; did you mean {close[0]!r}?" if close else ""
-                raise ValueError(f"unknown ScoreConfig setting {key!r}{hint}")
+                raise InputError(f"unknown ScoreConfig setting {key!r}{hint}")
         return cls(**options)
 
     def to_dict(self) -> dict[str, Any]:
@@ -164,19 +165,19 @@ def reward_timing(settings: Mapping[str, Any]) -> TimingConfig:
     values = {}
     for key, value in settings.items():
         if key == "spread":
-            raise ValueError(
+            raise InputError(
                 "timing.spread: the between-sandbox spread is this machine's measurement; a "
                 "SandboxSpread can be given in Python only (TimingConfig(spread=...))"
             )
         if key not in names:
             close = difflib.get_close_matches(str(key), names, n=1)
             hint = f"; did you mean 'timing.{close[0]}'?" if close else ""
-            raise ValueError(f"unknown timing setting 'timing.{key}'{hint}")
+            raise InputError(f"unknown timing setting 'timing.{key}'{hint}")
         values[key] = typed_config.coerce(f"timing.{key}", value, hints[key])
     try:
         return replace(REWARD_TIMING, **values)
     except ValueError as exc:
-        raise ValueError(f"timing: {exc}") from None
+        raise InputError(f"timing: {exc}") from None
 
 
 @dataclass
@@ -300,7 +301,7 @@ def _finish(result: ScoreResult, config: ScoreConfig, start: float) -> ScoreResu
     reward_fn = get_reward(config.reward, **config.reward_options)
     value = reward_fn(_reward_input(result))
     if value is not None and not math.isfinite(value):
-        raise ValueError(f"reward {config.reward} produced a non-finite value {value}")
+        raise InputError(f"reward {config.reward} produced a non-finite value {value}")
     result.reward = value
     result.seconds = time.monotonic() - start
     result.cost.setdefault("check_s", round(result.seconds, 4))  # nothing was timed
@@ -677,9 +678,9 @@ class RewardService:
         allow_unfit: bool = False,
     ) -> None:
         if workers < 1:
-            raise ValueError("workers must be at least 1")
+            raise InputError("workers must be at least 1")
         if backend not in ("process", "thread", "ray"):
-            raise ValueError(f"backend must be process, thread or ray, got {backend!r}")
+            raise InputError(f"backend must be process, thread or ray, got {backend!r}")
         self.config = config or ScoreConfig()
         self.workers = workers
         self.backend = backend

@@ -106,14 +106,14 @@ def load_trainable_state(
     missing = sorted(set(params) - set(state))
     unexpected = sorted(set(state) - set(params))
     if missing or unexpected:
-        raise ValueError(
+        raise InputError(
             f"checkpoint does not fit the {what}: missing {missing[:3]}, unexpected "
             f"{unexpected[:3]} (was it made with another model, LoRA or critic setting?)"
         )
     with torch.no_grad():
         for name, p in params.items():
             if p.shape != state[name].shape:
-                raise ValueError(
+                raise InputError(
                     f"checkpoint {what} parameter {name}: shape {tuple(state[name].shape)}, "
                     f"model has {tuple(p.shape)}"
                 )
@@ -298,7 +298,7 @@ def load_checkpoint(
     path = Path(path)
     file = path / STATE_FILE if path.is_dir() else path
     if not file.is_file():
-        raise ValueError(f"{path}: not a checkpoint (no {STATE_FILE})")
+        raise InputError(f"{path}: not a checkpoint (no {STATE_FILE})")
     with open(file, "rb") as f:  # a file we may not read is an OSError, not damage
         if os.fstat(f.fileno()).st_size == 0:
             raise damaged(file, "it is empty (0 bytes)", explicit)
@@ -377,7 +377,7 @@ def resolve_resume(resume: str, output_dir: str | Path) -> Path | None:
     if resume == "never":
         existing = find_checkpoint(output_dir)
         if existing is not None:
-            raise ValueError(
+            raise InputError(
                 f"{output_dir} already holds a run ({existing.name}); set resume: auto to "
                 "continue it, or choose another output_dir"
             )
@@ -386,5 +386,5 @@ def resolve_resume(resume: str, output_dir: str | Path) -> Path | None:
         return find_checkpoint(output_dir)
     path = Path(resume)
     if not (path / STATE_FILE).is_file():
-        raise ValueError(f"resume: {resume} is not a checkpoint directory (no {STATE_FILE})")
+        raise InputError(f"resume: {resume} is not a checkpoint directory (no {STATE_FILE})")
     return path

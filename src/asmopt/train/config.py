@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any, Literal, TypeVar
 
 from asmopt import typed_config
+from asmopt.errors import InputError
 from asmopt.typed_config import coerce, show
 
 # --------------------------------------------------------------------------- shared fields
@@ -218,36 +219,36 @@ class PPOConfig(RunFields, DataFields, ModelFields):
             "critic_warmup_steps",
         )
         if self.rollout_size % self.mini_batch_size:
-            raise ValueError(
+            raise InputError(
                 f"mini_batch_size ({self.mini_batch_size}) must divide prompts_per_step x "
                 f"samples_per_prompt ({self.prompts_per_step} x {self.samples_per_prompt} = "
                 f"{self.rollout_size})"
             )
         if self.mini_batch_size % self.micro_batch_size:
-            raise ValueError(
+            raise InputError(
                 f"micro_batch_size ({self.micro_batch_size}) must divide mini_batch_size "
                 f"({self.mini_batch_size})"
             )
         if not 0.0 <= self.gamma <= 1.0 or not 0.0 <= self.gae_lambda <= 1.0:
-            raise ValueError(
+            raise InputError(
                 f"gamma ({self.gamma}) and gae_lambda ({self.gae_lambda}) must lie in [0, 1]"
             )
         if self.temperature <= 0:
-            raise ValueError(
+            raise InputError(
                 f"temperature must be > 0 for sampled rollouts, got {self.temperature}"
             )
         if not 0.0 < self.top_p <= 1.0:
-            raise ValueError(f"top_p must lie in (0, 1], got {self.top_p}")
+            raise InputError(f"top_p must lie in (0, 1], got {self.top_p}")
         if self.val_temperature < 0:
-            raise ValueError(f"val_temperature must be >= 0, got {self.val_temperature}")
+            raise InputError(f"val_temperature must be >= 0, got {self.val_temperature}")
         _positive(self, "val_samples_per_prompt")
         if self.val_samples_per_prompt > 1 and self.val_temperature == 0:
-            raise ValueError(
+            raise InputError(
                 f"val_samples_per_prompt={self.val_samples_per_prompt} with greedy decoding "
                 "(val_temperature 0) repeats one answer; set val_temperature > 0"
             )
         if self.target_kl is not None and self.target_kl <= 0:
-            raise ValueError(f"target_kl must be > 0 or null, got {self.target_kl}")
+            raise InputError(f"target_kl must be > 0 or null, got {self.target_kl}")
 
 
 # --------------------------------------------------------------------------- SFT
@@ -286,12 +287,12 @@ class SFTConfig(RunFields, DataFields, ModelFields):
         _positive(self, "max_seq_len", "batch_size", "micro_batch_size")
         _non_negative(self, "lr", "max_grad_norm")
         if self.batch_size % self.micro_batch_size:
-            raise ValueError(
+            raise InputError(
                 f"micro_batch_size ({self.micro_batch_size}) must divide batch_size "
                 f"({self.batch_size})"
             )
         if not self.target_flags:
-            raise ValueError("target_flags must name at least one gcc flag (e.g. [-O3])")
+            raise InputError("target_flags must name at least one gcc flag (e.g. [-O3])")
         _non_negative(self, "target_diff_context")
 
 
@@ -301,13 +302,13 @@ class SFTConfig(RunFields, DataFields, ModelFields):
 def _positive(cfg: Any, *names: str) -> None:
     for name in names:
         if getattr(cfg, name) < 1:
-            raise ValueError(f"{name} must be at least 1, got {show(getattr(cfg, name))}")
+            raise InputError(f"{name} must be at least 1, got {show(getattr(cfg, name))}")
 
 
 def _non_negative(cfg: Any, *names: str) -> None:
     for name in names:
         if getattr(cfg, name) < 0:
-            raise ValueError(f"{name} must be >= 0, got {show(getattr(cfg, name))}")
+            raise InputError(f"{name} must be >= 0, got {show(getattr(cfg, name))}")
 
 
 def _validate_common(cfg: Any) -> None:
@@ -324,15 +325,15 @@ def _validate_common(cfg: Any) -> None:
         "val_max_rows",
     )
     if cfg.total_steps == 0 and cfg.total_epochs == 0:
-        raise ValueError("give total_steps or total_epochs (both are 0)")
+        raise InputError("give total_steps or total_epochs (both are 0)")
     if cfg.keep_checkpoints < 1:
-        raise ValueError(f"keep_checkpoints must be at least 1, got {cfg.keep_checkpoints}")
+        raise InputError(f"keep_checkpoints must be at least 1, got {cfg.keep_checkpoints}")
     if cfg.lora_r and cfg.lora_alpha < 1:
-        raise ValueError(f"lora_alpha must be at least 1, got {cfg.lora_alpha}")
+        raise InputError(f"lora_alpha must be at least 1, got {cfg.lora_alpha}")
     if cfg.model_overrides and not cfg.model.startswith("tiny:"):
-        raise ValueError(f"model_overrides apply to tiny:* models only, but model is {cfg.model!r}")
+        raise InputError(f"model_overrides apply to tiny:* models only, but model is {cfg.model!r}")
     if cfg.amp != "none" and cfg.dtype != "float32":
-        raise ValueError(f"amp={cfg.amp} needs dtype float32 weights, got dtype={cfg.dtype}")
+        raise InputError(f"amp={cfg.amp} needs dtype float32 weights, got dtype={cfg.dtype}")
 
 
 # --------------------------------------------------------------------------- YAML
@@ -350,18 +351,18 @@ def config_from_dict(cls: type[C], data: dict[str, Any], *, source: str = "confi
     try:
         return _build(cls, data)
     except ValueError as exc:
-        raise ValueError(f"{source}: {exc}") from None
+        raise InputError(f"{source}: {exc}") from None
 
 
 def _build(cls: type[C], data: Any) -> C:
     """`cls` from `data`, checked key by key and then as a whole; errors name the key but
     not the source, which the caller knows."""
     if not isinstance(data, dict):
-        raise ValueError(f"expected a mapping of settings, got {type(data).__name__}")
+        raise InputError(f"expected a mapping of settings, got {type(data).__name__}")
     types_ = field_types(cls)
     unknown = [k for k in data if k not in types_]
     if unknown:
-        raise ValueError(_unknown_key(cls, unknown[0], types_))
+        raise InputError(_unknown_key(cls, unknown[0], types_))
     values = {key: coerce(key, value, types_[key]) for key, value in data.items()}
     cfg = cls(**values)
     cfg.validate()
@@ -377,7 +378,7 @@ def _unknown_key(cls: type, key: Any, types_: dict[str, Any]) -> str:
 def parse_override(text: str) -> tuple[str, Any]:
     """`key=value` from the command line; the value is read as YAML (numbers, lists, null)."""
     if "=" not in text:
-        raise ValueError(f"--set expects KEY=VALUE, got {show(text)}")
+        raise InputError(f"--set expects KEY=VALUE, got {show(text)}")
     key, raw = text.split("=", 1)
     key = key.strip()
     return key, typed_config.parse_override(raw, f"--set {key}")
@@ -396,7 +397,7 @@ def load_config(
         if loaded is None:
             loaded = {}
         if not isinstance(loaded, dict):
-            raise ValueError(f"{path}: expected a mapping of settings at the top level")
+            raise InputError(f"{path}: expected a mapping of settings at the top level")
         data.update(loaded)
     overrides = overrides or {}
     _check_overrides(cls, overrides)
@@ -410,7 +411,7 @@ def load_config(
             len(keys),
         )
         where = ", ".join(f"--set {keys[i]}" for i in blamed) or source
-        raise ValueError(f"{where}: {exc}") from None
+        raise InputError(f"{where}: {exc}") from None
 
 
 def _check_overrides(cls: type, overrides: dict[str, Any]) -> None:
@@ -418,11 +419,11 @@ def _check_overrides(cls: type, overrides: dict[str, Any]) -> None:
     types_ = field_types(cls)
     for key, value in overrides.items():
         if key not in types_:
-            raise ValueError(f"--set {key}: {_unknown_key(cls, key, types_)}")
+            raise InputError(f"--set {key}: {_unknown_key(cls, key, types_)}")
         try:
             coerce(key, value, types_[key])
         except ValueError as exc:
-            raise ValueError(f"--set {key}: {exc}") from None
+            raise InputError(f"--set {key}: {exc}") from None
 
 
 def config_to_dict(cfg: Any) -> dict[str, Any]:

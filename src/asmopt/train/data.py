@@ -28,6 +28,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from asmopt.errors import InputError
+
 Row = dict[str, Any]
 TEXT_TASK_SIZES = {"train": 64, "validation": 16, "test": 16}
 
@@ -36,7 +38,7 @@ def check_prompt(prompt: Any, where: str) -> None:
     """A prompt is a non-empty string or a list of {role, content} messages."""
     if isinstance(prompt, str):
         if not prompt:
-            raise ValueError(f"{where}: empty prompt")
+            raise InputError(f"{where}: empty prompt")
         return
     if isinstance(prompt, list) and prompt:
         for m in prompt:
@@ -45,9 +47,9 @@ def check_prompt(prompt: Any, where: str) -> None:
                 and isinstance(m.get("role"), str)
                 and isinstance(m.get("content"), str)
             ):
-                raise ValueError(f"{where}: each prompt message needs string role and content")
+                raise InputError(f"{where}: each prompt message needs string role and content")
         return
-    raise ValueError(f"{where}: prompt must be a string or a list of chat messages")
+    raise InputError(f"{where}: prompt must be a string or a list of chat messages")
 
 
 def rows_from_jsonl(path: str | Path, *, need_completion: bool = False) -> list[Row]:
@@ -56,7 +58,7 @@ def rows_from_jsonl(path: str | Path, *, need_completion: bool = False) -> list[
     try:
         lines = path.read_text(encoding="utf-8").splitlines()
     except OSError as exc:
-        raise ValueError(f"{path}: cannot read rows ({exc.strerror or exc})") from None
+        raise InputError(f"{path}: cannot read rows ({exc.strerror or exc})") from None
     rows: list[Row] = []
     for n, line in enumerate(lines, 1):
         if not line.strip():
@@ -64,15 +66,15 @@ def rows_from_jsonl(path: str | Path, *, need_completion: bool = False) -> list[
         try:
             row = json.loads(line)
         except json.JSONDecodeError as exc:
-            raise ValueError(f"{path}:{n}: not JSON ({exc.msg})") from None
+            raise InputError(f"{path}:{n}: not JSON ({exc.msg})") from None
         if not isinstance(row, dict) or "prompt" not in row:
-            raise ValueError(f"{path}:{n}: expected an object with a 'prompt' field")
+            raise InputError(f"{path}:{n}: expected an object with a 'prompt' field")
         check_prompt(row["prompt"], f"{path}:{n}")
         if need_completion and not isinstance(row.get("completion"), str):
-            raise ValueError(f"{path}:{n}: SFT rows need a string 'completion' field")
+            raise InputError(f"{path}:{n}: SFT rows need a string 'completion' field")
         rows.append(row)
     if not rows:
-        raise ValueError(f"{path}: no rows")
+        raise InputError(f"{path}: no rows")
     return rows
 
 
@@ -136,7 +138,7 @@ def rows_from_suite(
     splits = [part for part in split.split("+") if part]
     programs = [p for part in splits for p in suite.select(split=part)]
     if not programs:
-        raise ValueError(f"suite {suite.name!r} has no programs in split {split!r}")
+        raise InputError(f"suite {suite.name!r} has no programs in split {split!r}")
     from asmopt.adequacy import require_fit
 
     require_fit(programs, f"training rows (suite {suite.name!r}, split {split!r})", allow_unfit)
@@ -170,14 +172,14 @@ def rows_from_suite(
             stacklevel=2,
         )
     if not rows:
-        raise ValueError(f"no program of split {split!r} has a target that differs from -O3")
+        raise InputError(f"no program of split {split!r} has a target that differs from -O3")
     return rows
 
 
 def text_task_rows(split: str) -> list[Row]:
     """Toy prompts for the `text-task` reward (answer in lowercase letters; optimum 1.0)."""
     if split not in TEXT_TASK_SIZES:
-        raise ValueError(f"text-task has splits {', '.join(TEXT_TASK_SIZES)}, not {split!r}")
+        raise InputError(f"text-task has splits {', '.join(TEXT_TASK_SIZES)}, not {split!r}")
     offset = {"train": 0, "validation": 1000, "test": 2000}[split]
     words = ("alpha", "bravo", "delta", "kilo", "oscar", "tango", "zulu", "echo")
     rows = []
@@ -225,7 +227,7 @@ def load_rows(
         return text_task_rows(split or "train")
     path = Path(spec)
     if not path.is_file():
-        raise ValueError(
+        raise InputError(
             f"data source {spec!r}: not suite:SPLIT, text-task:SPLIT or an existing JSONL file"
         )
     return rows_from_jsonl(path, need_completion=need_completion)
@@ -256,7 +258,7 @@ def trl_columns(
     from asmopt.programs import load_builtin_suite, load_suite
 
     if max_prompt_tokens is not None and tokenizer is None:
-        raise ValueError("max_prompt_tokens needs the policy's tokenizer (tokenizer=...)")
+        raise InputError("max_prompt_tokens needs the policy's tokenizer (tokenizer=...)")
     loaded = load_suite(suite) if suite else load_builtin_suite()
     rows = rows_from_suite(loaded, split, template=template, allow_unfit=allow_unfit)
     if isinstance(tokenizer, (str, Path)):
@@ -286,7 +288,7 @@ def trl_columns(
             stacklevel=2,
         )
     if not kept:
-        raise ValueError(f"no prompt of split {split!r} fits {limits}")
+        raise InputError(f"no prompt of split {split!r} fits {limits}")
     return {
         "prompt": [row["prompt"] for row in kept],
         "program_id": [row["program_id"] for row in kept],
@@ -301,7 +303,7 @@ class RowSampler:
 
     def __init__(self, num_rows: int, seed: int, *, shuffle: bool = True) -> None:
         if num_rows < 1:
-            raise ValueError("no rows to sample from")
+            raise InputError("no rows to sample from")
         self.num_rows = num_rows
         self.seed = seed
         self.shuffle = shuffle
@@ -334,7 +336,7 @@ class RowSampler:
 
     def load_state_dict(self, state: dict[str, int]) -> None:
         if state["num_rows"] != self.num_rows:
-            raise ValueError(
+            raise InputError(
                 f"the checkpoint was made with {state['num_rows']} training rows, now there "
                 f"are {self.num_rows}; resume with the same data"
             )

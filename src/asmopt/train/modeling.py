@@ -23,6 +23,7 @@ from typing import Any
 import torch
 from torch import nn
 
+from asmopt.errors import InputError
 from asmopt.typed_config import one_line
 
 DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
@@ -37,7 +38,7 @@ def load_tokenizer(path: str | Path) -> Any:
     if tok.pad_token_id is None:
         tok.pad_token = tok.eos_token or tok.unk_token
     if tok.pad_token_id is None:
-        raise ValueError(f"{path}: the tokenizer has no pad, eos or unk token to pad with")
+        raise InputError(f"{path}: the tokenizer has no pad, eos or unk token to pad with")
     return tok
 
 
@@ -55,7 +56,7 @@ def load_causal_lm(path: str | Path, dtype: str, device: torch.device) -> Any:
             path, local_files_only=True, dtype=DTYPES[dtype]
         )
     except (OSError, ValueError, RuntimeError, EOFError, SafetensorError) as exc:
-        raise ValueError(f"{path}: cannot load the model: {one_line(str(exc))[:300]}") from None
+        raise InputError(f"{path}: cannot load the model: {one_line(str(exc))[:300]}") from None
     return model.to(device)
 
 
@@ -70,7 +71,7 @@ def check_weight_files(model_dir: Path) -> None:
             with safe_open(str(file), framework="pt"):
                 pass
         except (SafetensorError, OSError) as exc:
-            raise ValueError(
+            raise InputError(
                 f"{file}: damaged model weights ({one_line(str(exc))[:160]}); "
                 f"{_weights_way_out(model_dir)}"
             ) from None
@@ -95,7 +96,7 @@ def prepare_trainable(model: Any, cfg: Any) -> Any:
     try:
         from peft import LoraConfig, get_peft_model
     except ImportError as exc:
-        raise ValueError(f"lora_r > 0 needs peft (pip install 'asmopt[rl]'): {exc}") from None
+        raise InputError(f"lora_r > 0 needs peft (pip install 'asmopt[rl]'): {exc}") from None
     lora = LoraConfig(
         r=cfg.lora_r,
         lora_alpha=cfg.lora_alpha,
@@ -138,7 +139,7 @@ def hidden_size_of(model: Any) -> int:
     config = base_model(model).config
     size = getattr(config, "hidden_size", None) or getattr(config, "d_model", None)
     if not size:
-        raise ValueError(f"cannot find the hidden size in the {type(config).__name__} config")
+        raise InputError(f"cannot find the hidden size in the {type(config).__name__} config")
     return int(size)
 
 
@@ -148,7 +149,7 @@ class HeadInputTap:
     def __init__(self, model: Any) -> None:
         head = base_model(model).get_output_embeddings()
         if head is None:
-            raise ValueError(f"{type(base_model(model)).__name__} has no output embedding layer")
+            raise InputError(f"{type(base_model(model)).__name__} has no output embedding layer")
         self.hidden: torch.Tensor | None = None
         self._handle = head.register_forward_hook(self._hook)
 

@@ -34,6 +34,7 @@ from typing import Any
 
 import torch
 
+from asmopt.errors import InputError
 from asmopt.policies.prompts import render_prompt
 from asmopt.train import ppo_core as core
 from asmopt.train.checkpoint import (
@@ -132,7 +133,7 @@ def build_models(cfg: PPOConfig, device: torch.device, echo: Echo) -> Models:
     vocab = base_model(actor).config.vocab_size
     for what, other in (("critic_model", critic), ("ref_model", ref)):
         if other is not None and base_model(other).config.vocab_size != vocab:
-            raise ValueError(
+            raise InputError(
                 f"{what} has a vocabulary of {base_model(other).config.vocab_size} tokens, the "
                 f"actor {vocab}: they must share the actor's tokenizer"
             )
@@ -167,7 +168,7 @@ def prepare_rows(
         n = len(tokenizer(text)["input_ids"])
         if n > cfg.max_prompt_len:
             if cfg.long_prompts == "error":
-                raise ValueError(
+                raise InputError(
                     f"{what} row {i}: prompt has {n} tokens > max_prompt_len {cfg.max_prompt_len}"
                 )
             continue
@@ -179,7 +180,7 @@ def prepare_rows(
             f"than {cfg.max_prompt_len} tokens"
         )
     if not kept:
-        raise ValueError(f"{what}: no row has a prompt of at most {cfg.max_prompt_len} tokens")
+        raise InputError(f"{what}: no row has a prompt of at most {cfg.max_prompt_len} tokens")
     return kept, texts
 
 
@@ -194,7 +195,7 @@ def check_edit_format(cfg: PPOConfig) -> None:
     asked = load_template(cfg.prompt_template).edit_format
     read = cfg.reward_options.get("edit_format", "assembly")
     if asked != read:
-        raise ValueError(
+        raise InputError(
             f"prompt_template {cfg.prompt_template!r} asks for {asked} answers but the "
             f"execution reward reads {read} answers; set reward_options.edit_format: {asked}"
         )

@@ -33,6 +33,8 @@ import numbers
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from asmopt.errors import InputError
+
 RewardFn = Callable[..., Sequence[float | None]]
 RewardFactory = Callable[..., RewardFn]
 
@@ -47,11 +49,11 @@ _REGISTRY: dict[str, RewardFactory | str] = {
 def register_reward(name: str, factory: RewardFactory | str, *, replace: bool = False) -> None:
     """Make `name` usable as `reward:` in a config. `factory(**reward_options)` builds it."""
     if not name or ":" in name:
-        raise ValueError(f"reward names are non-empty and contain no ':', got {name!r}")
+        raise InputError(f"reward names are non-empty and contain no ':', got {name!r}")
     if name in _REGISTRY and not replace and _REGISTRY[name] != factory:
-        raise ValueError(f"reward {name!r} is already registered (pass replace=True)")
+        raise InputError(f"reward {name!r} is already registered (pass replace=True)")
     if isinstance(factory, str) and ":" not in factory:
-        raise ValueError(f"a lazy factory is 'module:attribute', got {factory!r}")
+        raise InputError(f"a lazy factory is 'module:attribute', got {factory!r}")
     _REGISTRY[name] = factory
 
 
@@ -66,7 +68,7 @@ def _import(target: str) -> Any:
         for part in attr.split("."):
             obj = getattr(obj, part)
     except (ImportError, AttributeError) as exc:
-        raise ValueError(f"cannot import reward factory {target!r}: {exc}") from None
+        raise InputError(f"cannot import reward factory {target!r}: {exc}") from None
     return obj
 
 
@@ -80,13 +82,13 @@ def make_reward(name: str, options: dict[str, Any] | None = None) -> RewardFn:
     else:
         close = difflib.get_close_matches(name, list(_REGISTRY), n=1)
         hint = f"did you mean {close[0]!r}? " if close else ""
-        raise ValueError(
+        raise InputError(
             f"unknown reward {name!r}; {hint}available: {', '.join(available_rewards())} "
             "(or give module:attribute)"
         )
     fn = factory(**(options or {}))
     if not callable(fn):
-        raise ValueError(f"reward factory for {name!r} returned {type(fn).__name__}, not callable")
+        raise InputError(f"reward factory for {name!r} returned {type(fn).__name__}, not callable")
     return fn
 
 
@@ -101,7 +103,7 @@ class TextTaskReward:
 
     def __init__(self, alphabet: str = "abcdefghijklmnopqrstuvwxyz") -> None:
         if not alphabet:
-            raise ValueError("text-task: alphabet must not be empty")
+            raise InputError("text-task: alphabet must not be empty")
         self.alphabet = frozenset(alphabet)
 
     def __call__(self, prompts: list[str], completions: list[str], **columns: Any) -> list[float]:
@@ -146,7 +148,7 @@ def score(
     raw = list(fn(prompts=prompts, completions=completions, **kwargs))
     name = getattr(fn, "name", type(fn).__name__)
     if len(raw) != len(completions):
-        raise ValueError(
+        raise InputError(
             f"reward {name!r} returned {len(raw)} values for {len(completions)} completions"
         )
     out: list[float | None] = []
@@ -155,15 +157,15 @@ def score(
             out.append(None)
             continue
         if isinstance(value, bool) or not isinstance(value, numbers.Real):
-            raise ValueError(f"reward {name!r} returned {value!r} for sample {i}; want a float")
+            raise InputError(f"reward {name!r} returned {value!r} for sample {i}; want a float")
         if not math.isfinite(float(value)):
-            raise ValueError(
+            raise InputError(
                 f"reward {name!r} returned {value} for sample {i}; use None to exclude a sample"
             )
         out.append(float(value))
     for column, values in extras.items():
         if len(values) != len(completions):
-            raise ValueError(
+            raise InputError(
                 f"reward {name!r} logged {len(values)} values of {column!r} for "
                 f"{len(completions)} completions"
             )

@@ -20,6 +20,7 @@ from typing import Any
 
 import torch
 
+from asmopt.errors import InputError
 from asmopt.train.checkpoint import (
     KEY_MEANINGS,
     STATE_FILE,
@@ -50,24 +51,24 @@ def resolve_device(name: str) -> torch.device:
     except RuntimeError:
         device = None
     if device is None or device.type not in DEVICE_TYPES:
-        raise ValueError(f"device {name!r} is not one of auto, cpu, cuda, cuda:N, mps")
+        raise InputError(f"device {name!r} is not one of auto, cpu, cuda, cuda:N, mps")
     _check_available(name, device)
     return device
 
 
 def _check_available(name: str, device: torch.device) -> None:
     if device.type == "mps" and not torch.backends.mps.is_available():
-        raise ValueError(f"device {name!r}: torch sees no MPS device here (use device: cpu)")
+        raise InputError(f"device {name!r}: torch sees no MPS device here (use device: cpu)")
     if device.type != "cuda":
         return
     if not torch.cuda.is_available():
-        raise ValueError(
+        raise InputError(
             f"device {name!r} asked for, but torch sees no CUDA device here "
             "(use device: cpu, or auto)"
         )
     count = torch.cuda.device_count()
     if device.index is not None and device.index >= count:
-        raise ValueError(
+        raise InputError(
             f"device {name!r} asked for, but torch sees {count} CUDA device(s): "
             f"cuda:0 to cuda:{count - 1}"
         )
@@ -145,7 +146,7 @@ def start_run(
         with restoring(resume_from, explicit):
             differ = changed(ckpt)
         if differ:
-            raise ValueError(
+            raise InputError(
                 f"cannot resume {resume_from}: the config changed in {', '.join(differ)}; "
                 "a resumed run must compute what the original would have (use a new "
                 "output_dir, or delete that run)"

@@ -18,6 +18,7 @@ from typing import Any
 
 import torch
 
+from asmopt.errors import InputError
 from asmopt.policies.prompts import render_prompt
 from asmopt.train import ppo_core as core
 from asmopt.train.checkpoint import (
@@ -66,7 +67,7 @@ def tokenize_rows(
         n = len(prompt) + len(completion)
         if n > cfg.max_seq_len:
             if cfg.long_examples == "error":
-                raise ValueError(f"{what} row {i}: {n} tokens > max_seq_len {cfg.max_seq_len}")
+                raise InputError(f"{what} row {i}: {n} tokens > max_seq_len {cfg.max_seq_len}")
             continue
         out.append((prompt, completion))
     if len(out) < len(rows):
@@ -75,7 +76,7 @@ def tokenize_rows(
             f"{cfg.max_seq_len} tokens"
         )
     if not out:
-        raise ValueError(f"{what}: no row fits in max_seq_len {cfg.max_seq_len}")
+        raise InputError(f"{what}: no row fits in max_seq_len {cfg.max_seq_len}")
     return out
 
 

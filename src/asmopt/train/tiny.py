@@ -13,6 +13,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+from asmopt.errors import InputError
 from asmopt.train.checkpoint import staged_dir
 
 TINY_ARCHS = ("llama", "plt")
@@ -65,7 +66,7 @@ def build_tiny_model(
     from transformers import AutoTokenizer, LlamaConfig, LlamaForCausalLM
 
     if arch not in TINY_ARCHS:
-        raise ValueError(f"unknown tiny model {arch!r}; available: {', '.join(TINY_ARCHS)}")
+        raise InputError(f"unknown tiny model {arch!r}; available: {', '.join(TINY_ARCHS)}")
     if tokenizer_dir is not None:
         tokenizer = AutoTokenizer.from_pretrained(tokenizer_dir, local_files_only=True)
         if tokenizer.pad_token_id is None:
@@ -125,7 +126,7 @@ def resolve_model(
         if marker.is_file():
             built = _read_marker(marker)
             if built != wanted:
-                raise ValueError(
+                raise InputError(
                     f"{out} holds a different tiny model ({built}) than asked ({wanted}); "
                     "use another output_dir"
                 )
@@ -136,7 +137,7 @@ def resolve_model(
     try:
         return check_model_dir(spec)
     except PolicyError as exc:
-        raise ValueError(str(exc)) from None
+        raise InputError(str(exc)) from None
 
 
 def _read_marker(marker: Path) -> Any:
@@ -145,7 +146,7 @@ def _read_marker(marker: Path) -> Any:
     try:
         return json.loads(marker.read_text(encoding="utf-8"))
     except (UnicodeDecodeError, json.JSONDecodeError):
-        raise ValueError(
+        raise InputError(
             f"{marker}: damaged (not the JSON this file holds); delete {marker.parent} and "
             "rerun: a tiny:* model is built again from its seed"
         ) from None

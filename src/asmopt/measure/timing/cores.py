@@ -12,6 +12,8 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+from asmopt.errors import InputError
+
 
 # ---------------------------------------------------------------------------- cores
 def _physical_core(cpu: int) -> str:
@@ -44,13 +46,13 @@ class CoreLayout:
             try:
                 timing = tuple(int(x) for x in spec.replace(" ", "").split(",") if x)
             except ValueError:
-                raise ValueError(
+                raise InputError(
                     f"ASMOPT_TIMING_CORES must be a comma-separated list of CPU numbers, "
                     f"got {spec!r}"
                 ) from None
             bad = [c for c in timing if c not in allowed]
             if bad:
-                raise ValueError(
+                raise InputError(
                     f"timing cores {bad} are not available to this process (allowed: {allowed})"
                 )
         else:
@@ -98,7 +100,7 @@ class CoreLock:
     def only(self, cpu: int) -> CoreLock:
         """The same lock restricted to one of its timing cores (to measure that core)."""
         if cpu not in self.layout.timing:
-            raise ValueError(f"CPU {cpu} is not a timing core of this lock")
+            raise InputError(f"CPU {cpu} is not a timing core of this lock")
         layout = CoreLayout((cpu,), self.layout.general, self.layout.isolated)
         return CoreLock(layout, self.lock_dir, cancel=self.cancel)
 

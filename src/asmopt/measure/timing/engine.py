@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal, Protocol
 
+from asmopt.errors import InputError
 from asmopt.measure.speedup import (
     INTERVAL_CONFIDENCE,
     MeasureMode,
@@ -138,39 +139,39 @@ class TimingConfig:
 
     def __post_init__(self) -> None:
         if not 0 < self.target_half_width < 1:
-            raise ValueError(f"target_half_width must be in (0, 1), got {self.target_half_width}")
+            raise InputError(f"target_half_width must be in (0, 1), got {self.target_half_width}")
         if not 0 < self.confidence < 1:
-            raise ValueError(f"confidence must be in (0, 1), got {self.confidence}")
+            raise InputError(f"confidence must be in (0, 1), got {self.confidence}")
         if self.min_pairs < 2 or self.max_pairs < self.min_pairs:
-            raise ValueError(
+            raise InputError(
                 f"need 2 <= min_pairs <= max_pairs, got {self.min_pairs} and {self.max_pairs}"
             )
         if self.short_test_pair_factor < 1:
-            raise ValueError("short_test_pair_factor must be at least 1")
+            raise InputError("short_test_pair_factor must be at least 1")
         if self.warmup_pairs < 0 or self.max_rounds < 1 or self.budget_s <= 0:
-            raise ValueError("warmup_pairs >= 0, max_rounds >= 1 and budget_s > 0 are required")
+            raise InputError("warmup_pairs >= 0, max_rounds >= 1 and budget_s > 0 are required")
         if self.metric not in ("cpu", "wall"):
-            raise ValueError(f"metric must be 'cpu' or 'wall', got {self.metric!r}")
+            raise InputError(f"metric must be 'cpu' or 'wall', got {self.metric!r}")
         if self.candidate_budget_s <= 0:
-            raise ValueError(f"candidate_budget_s must be positive, got {self.candidate_budget_s}")
+            raise InputError(f"candidate_budget_s must be positive, got {self.candidate_budget_s}")
         if self.stall_share <= 0 or self.stall_min_s < 0 or self.max_stalled_rounds < 0:
-            raise ValueError("stall_share > 0, stall_min_s >= 0, max_stalled_rounds >= 0")
+            raise InputError("stall_share > 0, stall_min_s >= 0, max_stalled_rounds >= 0")
         if not 0 < self.early_stop_half_width < 1:
-            raise ValueError(
+            raise InputError(
                 f"early_stop_half_width must be in (0, 1), got {self.early_stop_half_width}"
             )
         if any(not (p > 0 and math.isfinite(p)) for p in self.decision_points):
-            raise ValueError(f"decision_points must be positive ratios: {self.decision_points}")
+            raise InputError(f"decision_points must be positive ratios: {self.decision_points}")
         if self.resolution is not None and not 0 <= self.resolution < 1:
-            raise ValueError(f"resolution must be in [0, 1) or None, got {self.resolution}")
+            raise InputError(f"resolution must be in [0, 1) or None, got {self.resolution}")
         if not 0 <= self.min_resolution < 1:
-            raise ValueError(f"min_resolution must be in [0, 1), got {self.min_resolution}")
+            raise InputError(f"min_resolution must be in [0, 1), got {self.min_resolution}")
         if self.min_rounds < 1:
-            raise ValueError(f"min_rounds must be at least 1, got {self.min_rounds}")
+            raise InputError(f"min_rounds must be at least 1, got {self.min_rounds}")
         if self.precision not in ("target", "decision"):
-            raise ValueError(f"precision must be 'target' or 'decision', got {self.precision!r}")
+            raise InputError(f"precision must be 'target' or 'decision', got {self.precision!r}")
         if not 0 < self.equivalence_margin < 1:
-            raise ValueError(f"equivalence_margin must be in (0, 1), got {self.equivalence_margin}")
+            raise InputError(f"equivalence_margin must be in (0, 1), got {self.equivalence_margin}")
 
     @property
     def rounds_needed(self) -> int:
@@ -859,9 +860,9 @@ def measure_candidates(
     Returns, per candidate (in order), what `measure_tests` returns for one candidate."""
     config = config or TimingConfig()
     if targets is not None and len(targets) != len(names):
-        raise ValueError("one target per test")
+        raise InputError("one target per test")
     if n_candidates < 1:
-        raise ValueError(f"need at least one candidate, got {n_candidates}")
+        raise InputError(f"need at least one candidate, got {n_candidates}")
     states = _initial_states(names, n_candidates, config, targets, pair_seconds)
     failures: list[tuple[RunFailure, str] | None] = [None] * n_candidates
     while active := _active(states, failures):

@@ -11,6 +11,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Literal, NamedTuple
 
+from asmopt.errors import InputError
 from asmopt.measure.speedup import TestSpeedup, TimingWarning
 from asmopt.measure.timing.cores import CoreLock, default_core_lock
 from asmopt.measure.timing.engine import (
@@ -67,13 +68,13 @@ class SharedSandboxExecutor:
         fresh_tests: Sequence[bool] | None = None,
     ) -> None:
         if not candidates:
-            raise ValueError("at least one candidate")
+            raise InputError("at least one candidate")
         if (draw is None) != (fresh_tests is None):
-            raise ValueError("draw and fresh_tests come together")
+            raise InputError("draw and fresh_tests come together")
         if fresh_tests is not None and len(fresh_tests) != len(tests):
-            raise ValueError("one fresh_tests flag per test")
+            raise InputError("one fresh_tests flag per test")
         if candidate_wall_s is not None and len(candidate_wall_s) != len(candidates):
-            raise ValueError("one candidate wall time (or None) per candidate")
+            raise InputError("one candidate wall time (or None) per candidate")
         self.priority = priority
         self.sandbox = sandbox
         self.baseline = baseline
@@ -733,9 +734,9 @@ def _checked_references(
     """One reference list (or None) per candidate, each with one run per test."""
     refs = list(references) if references is not None else [None] * n_candidates
     if len(refs) != n_candidates:
-        raise ValueError("one reference (or None) per candidate")
+        raise InputError("one reference (or None) per candidate")
     if any(r is not None and len(r) != n_tests for r in refs):
-        raise ValueError("one reference run per test")
+        raise InputError("one reference run per test")
     return refs
 
 

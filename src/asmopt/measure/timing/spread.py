@@ -39,6 +39,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from asmopt.errors import InputError
 from asmopt.measure.stats import between_variance, chi2_quantile, trimmed_interval
 from asmopt.measure.timing.requests import RoundRequest
 
@@ -72,13 +73,13 @@ class SandboxSpread:
 
     def __post_init__(self) -> None:
         if not self.points:
-            raise ValueError("a spread needs at least one point")
+            raise InputError("a spread needs at least one point")
         if any(not (s > 0 and t >= 0 and math.isfinite(t)) for s, t in self.points):
-            raise ValueError(f"spread points must be (positive seconds, tau >= 0): {self.points}")
+            raise InputError(f"spread points must be (positive seconds, tau >= 0): {self.points}")
         if list(self.points) != sorted(self.points):
-            raise ValueError("spread points must be in increasing run length")
+            raise InputError("spread points must be in increasing run length")
         if self.df < 0:
-            raise ValueError("df must be non-negative")
+            raise InputError("df must be non-negative")
 
     def tau(self, run_s: float) -> float:
         """The spread for runs of `run_s` seconds (log-linear between measured lengths)."""
@@ -137,7 +138,7 @@ def spread_from_rounds(
     for run_s in sorted(rounds_by_length):
         parts = [trimmed_interval(r) for r in rounds_by_length[run_s] if len(r) >= 2]
         if len(parts) < 2:
-            raise ValueError(f"need at least two rounds of two pairs at {run_s:.4g} s")
+            raise InputError(f"need at least two rounds of two pairs at {run_s:.4g} s")
         tau2 = between_variance(parts)
         df = len(parts) - 1
         points.append((run_s, math.sqrt(tau2 * df / chi2_quantile(1.0 - UPPER_BOUND_LEVEL, df))))

@@ -17,6 +17,8 @@ from huggingface_hub.dataclasses import strict
 from transformers.configuration_utils import PreTrainedConfig
 from transformers.modeling_rope_utils import RopeParameters
 
+from asmopt.errors import InputError
+
 PLT_LOOP_MODES: tuple[str, ...] = ("plt", "plain", "loop_v1")
 
 
@@ -98,7 +100,7 @@ class PLTConfig(PreTrainedConfig):
         is_v1 = loop_num is not None or loop_window_size is not None
         if loop_num is not None:
             if self.plt_num_loops is not None and self.plt_num_loops != loop_num:
-                raise ValueError(
+                raise InputError(
                     f"`loop_num` ({loop_num}) and `plt_num_loops` ({self.plt_num_loops}) "
                     "disagree; give one of them."
                 )
@@ -108,7 +110,7 @@ class PLTConfig(PreTrainedConfig):
         if loop_window_size is not None:
             v1_window = [int(loop_window_size) - 1, 0]
             if self.plt_window_size is not None and _as_window(self.plt_window_size) != v1_window:
-                raise ValueError(
+                raise InputError(
                     f"`loop_window_size` ({loop_window_size}, i.e. {v1_window}) and "
                     f"`plt_window_size` ({self.plt_window_size}) disagree; give one of them."
                 )
@@ -139,19 +141,19 @@ class PLTConfig(PreTrainedConfig):
     def validate_architecture(self) -> None:
         """Called by `@strict` validation; every message names the conflicting values."""
         if self.num_attention_heads % self.num_key_value_heads != 0:
-            raise ValueError(
+            raise InputError(
                 f"num_attention_heads ({self.num_attention_heads}) is not a multiple of "
                 f"num_key_value_heads ({self.num_key_value_heads})."
             )
         if self.plt_num_loops < 1:
-            raise ValueError(f"plt_num_loops must be >= 1, got {self.plt_num_loops}.")
+            raise InputError(f"plt_num_loops must be >= 1, got {self.plt_num_loops}.")
         if self.plt_loop_mode not in PLT_LOOP_MODES:
-            raise ValueError(
+            raise InputError(
                 f"plt_loop_mode must be one of {PLT_LOOP_MODES}, got {self.plt_loop_mode!r}."
             )
         left, right = _as_window(self.plt_window_size)
         if left < 0 or right != 0:
-            raise ValueError(
+            raise InputError(
                 f"plt_window_size must be [left >= 0, 0] (token itself plus `left` previous), "
                 f"got {self.plt_window_size}."
             )
@@ -173,7 +175,7 @@ def _as_window(window: list[int] | tuple[int, ...] | int) -> list[int]:
         return [int(window), 0]
     values = [int(v) for v in window]
     if len(values) != 2:
-        raise ValueError(f"plt_window_size must be an int or [left, right], got {window}.")
+        raise InputError(f"plt_window_size must be an int or [left, right], got {window}.")
     return values
 
 
@@ -249,7 +251,7 @@ class IQuestLoopCoderConfig(PLTConfig):
     def validate_architecture(self) -> None:
         super().validate_architecture()
         if self.plt_loop_mode != "loop_v1":
-            raise ValueError(
+            raise InputError(
                 f"iquestloopcoder checkpoints compute plt_loop_mode 'loop_v1', got "
                 f"{self.plt_loop_mode!r}; use PLTConfig for other modes."
             )
