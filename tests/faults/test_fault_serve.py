@@ -73,7 +73,7 @@ def _answer(sock: socket.socket) -> tuple[int, dict[str, Any], dict[str, str]]:
 
 def _exchange(srv: Any, request: bytes) -> tuple[int, dict[str, Any], dict[str, str]]:
     """Send raw bytes, read one HTTP response (status, JSON body, headers)."""
-    with socket.create_connection(srv.httpd.server_address[:2], timeout=60) as sock:
+    with socket.create_connection(srv.address, timeout=60) as sock:
         sock.sendall(request)
         return _answer(sock)
 
@@ -242,7 +242,7 @@ def test_serve_limits_body_over_cap_is_413_before_it_is_read(
 ) -> None:
     """Only the headers are sent: an answer proves the body was not waited for."""
     length = max(_body_cap(context) + 1, over)
-    with socket.create_connection(server.httpd.server_address[:2], timeout=10) as sock:
+    with socket.create_connection(server.address, timeout=10) as sock:
         head = "POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\n"
         sock.sendall(f"{head}Content-Length: {length}\r\n\r\n".encode())
         status, payload, headers = _answer(sock)
@@ -252,7 +252,7 @@ def test_serve_limits_body_over_cap_is_413_before_it_is_read(
 
 
 def _first_line_after_expect(srv: Any, length: int) -> bytes:
-    with socket.create_connection(srv.httpd.server_address[:2], timeout=10) as sock:
+    with socket.create_connection(srv.address, timeout=10) as sock:
         head = "POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nExpect: 100-continue\r\n"
         sock.sendall(f"{head}Content-Length: {length}\r\n\r\n".encode())
         return sock.makefile("rb").readline()
@@ -302,7 +302,7 @@ def test_serve_limits_full_queue_is_429_with_retry_after(limited: Callable[..., 
 @pytest.mark.ml
 def test_serve_limits_connections_past_the_limit_get_503(limited: Callable[..., Any]) -> None:
     srv = limited(max_connections=1)
-    with socket.create_connection(srv.httpd.server_address[:2], timeout=10):  # holds the one
+    with socket.create_connection(srv.address, timeout=10):  # holds the one
         time.sleep(0.2)  # accepted and handed to its thread
         status, payload, headers = _exchange(srv, b"GET /health HTTP/1.1\r\nHost: x\r\n\r\n")
     assert status == 503 and int(headers["Retry-After"]) >= 1
@@ -314,7 +314,7 @@ def test_serve_limits_a_stalled_body_is_408_after_the_read_timeout(
     limited: Callable[..., Any],
 ) -> None:
     srv = limited(read_timeout_s=1)
-    with socket.create_connection(srv.httpd.server_address[:2], timeout=10) as sock:
+    with socket.create_connection(srv.address, timeout=10) as sock:
         head = "POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\n"
         sock.sendall(head.encode() + b'{"messages": ')  # and then nothing
         start = time.monotonic()
