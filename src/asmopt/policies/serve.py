@@ -26,9 +26,10 @@ an answer:
 - A request that arrives while more than `max_connections` connections are open is answered
   503 with Retry-After, and its connection closed, before a byte of its body is read.
 - A request line and headers must arrive whole within `read_timeout_s` of their first byte
-  (or of the connection opening), in at most MAX_HEAD_BYTES, or they are answered 408 (400
-  when too long) and the connection closed: a client trickling them holds one connection
-  slot for that long at most, never a generation slot. A body must arrive whole within
+  (or of the connection opening), or they are answered 408 and the connection closed, and
+  a head still unfinished past MAX_HEAD_BYTES is a 400 (h11's bound on what it buffers):
+  a client trickling a head holds one connection slot for that long at most, and never a
+  generation slot. A body must arrive whole within
   `read_timeout_s` too (408), a client that stops reading its answer for that long is
   dropped, and an idle keep-alive connection is closed after it.
 - A connection ends with a lingering close (half-close, then drop what the client still
@@ -89,7 +90,7 @@ MAX_BODY = 32 << 20  # whatever the context: no body is larger
 # JSON escapes to 6 or 12 bytes (\ud83d\ude00).
 BODY_BASE = 64 << 10
 BODY_BYTES_PER_TOKEN = 64
-MAX_HEAD_BYTES = 64 << 10  # a request line and headers: as the standard library allowed
+MAX_HEAD_BYTES = 64 << 10  # an unfinished request head: the standard library's line limit
 MAX_STOP = 4  # as in the OpenAI API
 DEFAULT_MAX_TOKENS = 256
 LISTEN_BACKLOG = 1024

@@ -382,7 +382,7 @@ class _GuardedH11Protocol(H11Protocol):
         self._answer_and_close(
             400,
             "the request is not valid HTTP/1.1 (a malformed request line or header, a bad "
-            f"Content-Length, or a request line and headers over {MAX_HEAD_BYTES} bytes)",
+            f"Content-Length, or a request head still unfinished after {MAX_HEAD_BYTES} bytes)",
             None,
         )
 
