@@ -537,3 +537,32 @@ def test_importing_serve_needs_neither_starlette_nor_uvicorn() -> None:
         [sys.executable, "-c", code], capture_output=True, text=True, env=env(), timeout=120
     )
     assert out.returncode == 0 and out.stdout.strip() == "[]", out
+
+
+@pytest.mark.slow  # about 15 s: 64 x 128 tokens with log-probabilities
+@pytest.mark.ml
+def test_serve_limits_a_client_that_stops_reading_its_answer_is_dropped(
+    limited: Callable[..., Any],
+) -> None:
+    """An answer of about 10 MB (64 choices of 128 tokens with 20 alternatives each) to a
+    client that reads none of it: once the kernel's buffers are full the server waits the
+    read timeout, then drops the connection, so the client finds its answer cut short."""
+    srv = limited(read_timeout_s=1)
+    body = json.dumps(
+        {"messages": MSG, "n": 64, "max_tokens": 128, "logprobs": True, "top_logprobs": 20}
+    ).encode()
+    head = f"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Length: {len(body)}\r\n\r\n"
+    with socket.socket() as sock:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)  # before connecting
+        sock.settimeout(60)
+        sock.connect(srv.address)
+        sock.sendall(head.encode() + body)
+        deadline = time.monotonic() + 60
+        while _health(srv)["generating"] == 0 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        while _health(srv)["generating"] == 1 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        time.sleep(3)  # the answer is being written: the read timeout runs out meanwhile
+        with pytest.raises((http.client.IncompleteRead, ConnectionResetError)):
+            _answer(sock)
+    assert _health(srv)["status"] == "ok"
