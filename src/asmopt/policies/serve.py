@@ -29,9 +29,10 @@ an answer:
   (or of the connection opening), or they are answered 408 and the connection closed, and
   a head still unfinished past MAX_HEAD_BYTES is a 400 (h11's bound on what it buffers):
   a client trickling a head holds one connection slot for that long at most, and never a
-  generation slot. A body must arrive whole within
-  `read_timeout_s` too (408), a client that stops reading its answer for that long is
-  dropped, and an idle keep-alive connection is closed after it.
+  generation slot. A body must arrive whole within `read_timeout_s` too (408), a client
+  that stops reading its answer for that long is dropped, and an idle keep-alive
+  connection is closed after it. A client that half-closes after its request still gets
+  its answer.
 - A connection ends with a lingering close (half-close, then drop what the client still
   sends for up to LINGER_S), so an answer written before the body was read (a 413) reaches
   the client instead of being destroyed by a reset. "100 Continue" is said only to a body
@@ -622,10 +623,10 @@ def check_port(host: str, port: int) -> None:
 class ModelServer:
     """A server around one back-end: `start()` serves from a background thread (tests) and
     returns once it answers, `serve_forever()` serves from this thread (the command: Ctrl+C
-    ends it after the requests being answered, or at once when pressed twice); `stop()` ends
-    either within about STOP_GRACE_S. The socket is bound and listening from construction
-    on, so `url` is known (port 0 picks a free one) and early connections wait in the
-    backlog until the server runs."""
+    ends it once the requests being answered are, STOP_GRACE_S at most, or at once when
+    pressed twice); `stop()` ends either within about STOP_GRACE_S. The socket is bound and
+    listening from construction on, so `url` is known (port 0 picks a free one) and early
+    connections wait in the backlog until the server runs."""
 
     def __init__(
         self,

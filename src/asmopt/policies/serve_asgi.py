@@ -5,10 +5,11 @@ module carries it over HTTP. It imports Starlette and uvicorn, so it is imported
 `ModelServer` is built. What it adds to them, and why (the guarantees are listed in
 `serve.py`'s docstring):
 
-- `_Gate` meets every request before routing: the connection limit (503 with Retry-After),
-  a method other than GET and POST (405 with the path's Allow: Starlette's router would
-  serve HEAD on GET routes and name the allowed methods in set order), a trailing slash
-  (ignored, where the router would redirect).
+- `_Gate` meets every request before routing: the connection limit (503 with Retry-After
+  in the OpenAI shape; uvicorn's own `limit_concurrency` answers in plain text without
+  Retry-After, so it is not used), a method other than GET and POST (405 with the path's
+  Allow: Starlette's router would serve HEAD on GET routes and name the allowed methods in
+  set order), a trailing slash (ignored, where the router would redirect).
 - Starlette's own 404 and 405, every `ApiError` and any failure of ours are answered in the
   OpenAI error shape (`_answer`), the headers spelled as the standard library's server did.
 - `_GuardedH11Protocol` is uvicorn's h11 protocol with what uvicorn leaves out: a deadline
