@@ -10,7 +10,10 @@ from __future__ import annotations
 import http.client
 import json
 import re
+import select
 import socket
+import subprocess
+import sys
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -18,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from faultkit import error_line, run_asmopt
+from faultkit import env, error_line, run_asmopt
 
 
 @pytest.fixture(scope="module")
@@ -73,7 +76,7 @@ def _answer(sock: socket.socket) -> tuple[int, dict[str, Any], dict[str, str]]:
 
 def _exchange(srv: Any, request: bytes) -> tuple[int, dict[str, Any], dict[str, str]]:
     """Send raw bytes, read one HTTP response (status, JSON body, headers)."""
-    with socket.create_connection(srv.httpd.server_address[:2], timeout=60) as sock:
+    with socket.create_connection(srv.address, timeout=60) as sock:
         sock.sendall(request)
         return _answer(sock)
 
@@ -242,7 +245,7 @@ def test_serve_limits_body_over_cap_is_413_before_it_is_read(
 ) -> None:
     """Only the headers are sent: an answer proves the body was not waited for."""
     length = max(_body_cap(context) + 1, over)
-    with socket.create_connection(server.httpd.server_address[:2], timeout=10) as sock:
+    with socket.create_connection(server.address, timeout=10) as sock:
         head = "POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\n"
         sock.sendall(f"{head}Content-Length: {length}\r\n\r\n".encode())
         status, payload, headers = _answer(sock)
@@ -252,7 +255,7 @@ def test_serve_limits_body_over_cap_is_413_before_it_is_read(
 
 
 def _first_line_after_expect(srv: Any, length: int) -> bytes:
-    with socket.create_connection(srv.httpd.server_address[:2], timeout=10) as sock:
+    with socket.create_connection(srv.address, timeout=10) as sock:
         head = "POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nExpect: 100-continue\r\n"
         sock.sendall(f"{head}Content-Length: {length}\r\n\r\n".encode())
         return sock.makefile("rb").readline()
@@ -275,18 +278,26 @@ def _health(srv: Any) -> dict[str, Any]:
     return payload
 
 
-@pytest.mark.ml
-def test_serve_limits_full_queue_is_429_with_retry_after(limited: Callable[..., Any]) -> None:
-    srv = limited(max_concurrent=1, max_queue=0)
+def _hold_the_slot(
+    srv: Any, tokens: int = 300
+) -> tuple[threading.Thread, list[tuple[int, dict[str, Any]]]]:
+    """A request that generates `tokens` tokens, started on a thread; returns once it does."""
     held: list[tuple[int, dict[str, Any]]] = []
-    # Greedy from "hi" never ends early on this model: the request generates for seconds.
-    long = json.dumps({"prompt": "hi", "temperature": 0, "max_tokens": 300}).encode()
+    # Greedy from "hi" never ends early on this model: the request generates for a while.
+    long = json.dumps({"prompt": "hi", "temperature": 0, "max_tokens": tokens}).encode()
     holder = threading.Thread(target=lambda: held.append(_post(srv, long, "/v1/completions")))
     holder.start()
     deadline = time.monotonic() + 30
     while _health(srv)["generating"] == 0:
         assert time.monotonic() < deadline and holder.is_alive(), held
         time.sleep(0.02)
+    return holder, held
+
+
+@pytest.mark.ml
+def test_serve_limits_full_queue_is_429_with_retry_after(limited: Callable[..., Any]) -> None:
+    srv = limited(max_concurrent=1, max_queue=0)
+    holder, held = _hold_the_slot(srv)
     request = json.dumps({"messages": MSG, "max_tokens": 2}).encode()
     head = f"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Length: {len(request)}"
     status, payload, headers = _exchange(srv, f"{head}\r\n\r\n".encode() + request)
@@ -300,9 +311,60 @@ def test_serve_limits_full_queue_is_429_with_retry_after(limited: Callable[..., 
 
 
 @pytest.mark.ml
+def test_serve_limits_a_wait_past_the_queue_timeout_is_503_with_retry_after(
+    limited: Callable[..., Any],
+) -> None:
+    srv = limited(max_concurrent=1, max_queue=1, queue_timeout_s=0.5)
+    holder, held = _hold_the_slot(srv, tokens=3000)  # seconds on a CPU
+    request = json.dumps({"messages": MSG, "max_tokens": 2}).encode()
+    head = f"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Length: {len(request)}"
+    waited: list[tuple[int, dict[str, Any], dict[str, str]]] = []
+    start = time.monotonic()
+    waiter = threading.Thread(
+        target=lambda: waited.append(_exchange(srv, f"{head}\r\n\r\n".encode() + request))
+    )
+    waiter.start()
+    seen_waiting = False
+    while waiter.is_alive() and not seen_waiting:
+        seen_waiting = _health(srv)["waiting"] == 1
+    waiter.join(timeout=10)
+    took = time.monotonic() - start
+    holder.join(timeout=120)
+    assert seen_waiting and waited, waited
+    status, payload, headers = waited[0]
+    assert status == 503 and int(headers["Retry-After"]) >= 1 and 0.4 < took < 5, waited
+    assert (
+        payload["error"]["code"] == "server_busy" and "waited 0.5 s" in payload["error"]["message"]
+    )
+    assert held and held[0][0] == 200
+
+
+@pytest.mark.ml
+def test_serve_our_own_failures_are_500_in_openai_shape(
+    server: Any, backend: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A failure injected into the back-end (generating, then rendering the prompt) is still
+    answered, as a server_error, and the server serves on."""
+
+    def fail(*args: Any, **kwargs: Any) -> Any:
+        raise RuntimeError("injected")
+
+    monkeypatch.setattr(backend, "generate_prompts", fail)
+    status, payload = _chat(server, "hi", max_tokens=2)
+    assert status == 500 and payload["error"]["type"] == "server_error"
+    assert payload["error"]["message"] == "generation failed: RuntimeError: injected"
+    monkeypatch.setattr(backend, "render", fail)
+    status, payload = _chat(server, "hi", max_tokens=2)
+    assert status == 500 and payload["error"]["type"] == "server_error"
+    assert payload["error"]["message"] == "internal error: RuntimeError: injected"
+    monkeypatch.undo()
+    assert _chat(server, "hi", max_tokens=2)[0] == 200
+
+
+@pytest.mark.ml
 def test_serve_limits_connections_past_the_limit_get_503(limited: Callable[..., Any]) -> None:
     srv = limited(max_connections=1)
-    with socket.create_connection(srv.httpd.server_address[:2], timeout=10):  # holds the one
+    with socket.create_connection(srv.address, timeout=10):  # holds the one
         time.sleep(0.2)  # accepted and handed to its thread
         status, payload, headers = _exchange(srv, b"GET /health HTTP/1.1\r\nHost: x\r\n\r\n")
     assert status == 503 and int(headers["Retry-After"]) >= 1
@@ -314,7 +376,7 @@ def test_serve_limits_a_stalled_body_is_408_after_the_read_timeout(
     limited: Callable[..., Any],
 ) -> None:
     srv = limited(read_timeout_s=1)
-    with socket.create_connection(srv.httpd.server_address[:2], timeout=10) as sock:
+    with socket.create_connection(srv.address, timeout=10) as sock:
         head = "POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\n"
         sock.sendall(head.encode() + b'{"messages": ')  # and then nothing
         start = time.monotonic()
@@ -336,3 +398,171 @@ def test_serve_limits_flags_are_checked_before_the_model_loads(
 ) -> None:
     line = error_line(run_asmopt("serve", str(tmp_path), "--port", "0", flag, value))
     assert needle in line
+
+
+TRICKLED_HEAD = b"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nX-Slow: "
+HEALTH = b"GET /health HTTP/1.1\r\nHost: x\r\n\r\n"
+
+
+def _trickle_until_answered(sock: socket.socket, limit_s: float = 5.0) -> float:
+    """Send a request head one byte every 0.1 s, so no single read ever waits long, until the
+    server answers; the seconds that took."""
+    sock.sendall(TRICKLED_HEAD)
+    start = time.monotonic()
+    while not select.select([sock], [], [], 0.1)[0]:
+        assert time.monotonic() - start < limit_s, "the trickled head was never cut off"
+        sock.sendall(b"a")
+    return time.monotonic() - start
+
+
+@pytest.mark.ml
+def test_serve_limits_a_trickled_head_is_cut_off_while_others_are_answered(
+    limited: Callable[..., Any],
+) -> None:
+    """A client trickling its headers holds its connection for the read timeout in all (not
+    per byte), and meanwhile another client within the connection limit is answered."""
+    srv = limited(read_timeout_s=1, max_connections=2)
+    meanwhile: list[dict[str, Any]] = []
+    with socket.create_connection(srv.address, timeout=10) as slow:
+        waiter = threading.Thread(target=lambda: (time.sleep(0.3), meanwhile.append(_health(srv))))
+        waiter.start()
+        took = _trickle_until_answered(slow)
+        status, payload, headers = _answer(slow)
+        waiter.join(timeout=10)
+    assert status == 408 and payload["error"]["code"] == "timeout"
+    assert headers["Connection"] == "close" and 0.9 <= took < 3
+    assert meanwhile and meanwhile[0]["status"] == "ok"
+
+
+@pytest.mark.ml
+def test_serve_limits_a_trickler_holds_the_last_connection_slot_only_until_its_deadline(
+    limited: Callable[..., Any],
+) -> None:
+    srv = limited(read_timeout_s=1, max_connections=1)
+    with socket.create_connection(srv.address, timeout=10) as slow:
+        slow.sendall(TRICKLED_HEAD)
+        time.sleep(0.2)  # accepted
+        busy, payload, _ = _exchange(srv, HEALTH)
+        assert busy == 503 and payload["error"]["code"] == "server_busy"
+        _trickle_until_answered(slow)
+        assert _answer(slow)[0] == 408
+    deadline = time.monotonic() + 5  # the server sees the trickler close, then frees its slot
+    while (status := _exchange(srv, HEALTH)[0]) != 200 and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert status == 200
+
+
+@pytest.mark.ml
+def test_serve_limits_a_head_unfinished_past_its_cap_is_400_in_openai_shape(server: Any) -> None:
+    """A head that keeps growing without ending (no blank line yet) is refused once it is
+    over MAX_HEAD_BYTES, before its deadline: its memory is bounded too."""
+    from asmopt.policies.serve import MAX_HEAD_BYTES
+
+    with socket.create_connection(server.address, timeout=10) as sock:
+        sock.sendall(b"GET /health HTTP/1.1\r\nHost: x\r\nX-Pad: " + b"a" * (MAX_HEAD_BYTES + 1))
+        start = time.monotonic()
+        status, payload, headers = _answer(sock)
+    assert status == 400 and headers["Connection"] == "close" and time.monotonic() - start < 5
+    err = payload["error"]
+    assert err["type"] == "invalid_request_error" and str(MAX_HEAD_BYTES) in err["message"]
+
+
+@pytest.mark.ml
+@pytest.mark.parametrize(
+    "line, extra, status",
+    [
+        ("GET /v1/completions", "Content-Length: 10", 405),
+        ("BREW /v1/chat/completions", "Content-Length: 10", 405),
+        ("POST /v1/nowhere", "Content-Length: 10", 404),
+        ("POST /v1/chat/completions", "Transfer-Encoding: chunked", 411),
+    ],
+)
+def test_serve_limits_no_100_continue_for_a_request_refused_before_its_body(
+    server: Any, line: str, extra: str, status: int
+) -> None:
+    """A refusal is the first thing said; "100 Continue" would make the client send a body
+    nobody reads."""
+    with socket.create_connection(server.address, timeout=10) as sock:
+        sock.sendall(
+            f"{line} HTTP/1.1\r\nHost: x\r\nExpect: 100-continue\r\n{extra}\r\n\r\n".encode()
+        )
+        first = sock.makefile("rb").readline()
+    assert first.split()[1] == str(status).encode()
+
+
+@pytest.mark.ml
+def test_serve_a_client_that_half_closes_after_its_request_gets_its_answer(server: Any) -> None:
+    body = json.dumps({"messages": MSG, "max_tokens": 2}).encode()
+    head = f"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Length: {len(body)}\r\n\r\n"
+    with socket.create_connection(server.address, timeout=60) as sock:
+        sock.sendall(head.encode() + body)
+        sock.shutdown(socket.SHUT_WR)
+        status, payload, _ = _answer(sock)
+    assert status == 200 and len(payload["choices"]) == 1
+
+
+@pytest.mark.ml
+def test_serve_stop_is_prompt_with_connections_open(backend: Any, context: int) -> None:
+    """An idle connection, a kept-alive one and one lingering after a 413 do not hold up
+    stop(); afterwards the port refuses connections and every one of them is closed."""
+    from asmopt.policies.serve import ModelServer
+
+    srv = ModelServer(backend, port=0, model_name="tiny").start()
+    address = srv.address
+    idle = socket.create_connection(address, timeout=10)
+    kept = socket.create_connection(address, timeout=10)
+    kept.sendall(HEALTH)
+    assert _answer(kept)[0] == 200
+    lingering = socket.create_connection(address, timeout=10)
+    head = "POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\n"
+    lingering.sendall(f"{head}Content-Length: {_body_cap(context) + 1}\r\n\r\n".encode())
+    assert _answer(lingering)[0] == 413
+    start = time.monotonic()
+    srv.stop()
+    assert time.monotonic() - start < 2
+    with pytest.raises(ConnectionRefusedError):
+        socket.create_connection(address, timeout=2)
+    for sock in (idle, kept, lingering):
+        with sock:
+            assert sock.recv(1 << 16) == b""  # closed by the server, nothing more
+
+
+def test_importing_serve_needs_neither_starlette_nor_uvicorn() -> None:
+    """The HTTP stack loads with the first ModelServer, not with the package or the CLI."""
+    code = (
+        "import sys, asmopt, asmopt.policies, asmopt.policies.serve, asmopt.cli.main\n"
+        "print(sorted({m.split('.')[0] for m in sys.modules} & {'starlette', 'uvicorn', 'h11'}))"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, env=env(), timeout=120
+    )
+    assert out.returncode == 0 and out.stdout.strip() == "[]", out
+
+
+@pytest.mark.slow  # about 15 s: 64 x 128 tokens with log-probabilities
+@pytest.mark.ml
+def test_serve_limits_a_client_that_stops_reading_its_answer_is_dropped(
+    limited: Callable[..., Any],
+) -> None:
+    """An answer of about 10 MB (64 choices of 128 tokens with 20 alternatives each) to a
+    client that reads none of it: once the kernel's buffers are full the server waits the
+    read timeout, then drops the connection, so the client finds its answer cut short."""
+    srv = limited(read_timeout_s=1)
+    body = json.dumps(
+        {"messages": MSG, "n": 64, "max_tokens": 128, "logprobs": True, "top_logprobs": 20}
+    ).encode()
+    head = f"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Length: {len(body)}\r\n\r\n"
+    with socket.socket() as sock:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)  # before connecting
+        sock.settimeout(60)
+        sock.connect(srv.address)
+        sock.sendall(head.encode() + body)
+        deadline = time.monotonic() + 60
+        while _health(srv)["generating"] == 0 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        while _health(srv)["generating"] == 1 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        time.sleep(3)  # the answer is being written: the read timeout runs out meanwhile
+        with pytest.raises((http.client.IncompleteRead, ConnectionResetError)):
+            _answer(sock)
+    assert _health(srv)["status"] == "ok"

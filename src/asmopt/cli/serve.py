@@ -9,6 +9,11 @@ from __future__ import annotations
 import argparse
 import logging
 import sys
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from asmopt.policies.serve import ServeLimits
 
 log = logging.getLogger(__name__)
 
@@ -31,42 +36,72 @@ then run: asmopt serve tiny-llama
 """
 
 
-# The server's own limits: (lowest, highest). Checked here, before the port and the model,
-# so a wrong number costs nothing; the highs are far above sensible use.
-LIMIT_BOUNDS: dict[str, tuple[float, float]] = {
-    "max_concurrent": (1, 256),
-    "max_queue": (0, 100_000),
-    "max_connections": (1, 100_000),
-    "read_timeout": (0.1, 3_600),
-}
+@dataclass(frozen=True)
+class LimitFlag:
+    """One of the server's limits as a flag: its ServeLimits field, its type and the range
+    it is checked against (here, before the port and the model, so a wrong number costs
+    nothing; the highs are far above sensible use)."""
+
+    dest: str
+    field: str
+    kind: type[int] | type[float]
+    low: float
+    high: float
+    help: str
+
+    @property
+    def flag(self) -> str:
+        return "--" + self.dest.replace("_", "-")
 
 
-def _check_limits(args: argparse.Namespace) -> None:
-    for name, (low, high) in LIMIT_BOUNDS.items():
-        value = getattr(args, name)
-        flag = "--" + name.replace("_", "-")
-        if not low <= value <= high:  # also false for nan
-            raise ValueError(f"{flag} must be {low:g}..{high:g}, got {value}")
+LIMIT_FLAGS = (
+    LimitFlag("max_concurrent", "max_concurrent", int, 1, 256, "requests generating at once"),
+    LimitFlag(
+        "max_queue", "max_queue", int, 0, 100_000, "requests waiting to generate; beyond them a 429"
+    ),
+    LimitFlag(
+        "max_connections",
+        "max_connections",
+        int,
+        1,
+        100_000,
+        "connections served at once; beyond them a 503",
+    ),
+    LimitFlag(
+        "read_timeout",
+        "read_timeout_s",
+        float,
+        0.1,
+        3_600,
+        "seconds a client may take for its request line and headers, again for its body, and "
+        "to start reading its answer; also how long an idle connection stays open",
+    ),
+)
+
+
+def _limits(args: argparse.Namespace) -> ServeLimits:
+    """The limits the flags ask for, each checked against its range."""
+    from asmopt.policies.serve import ServeLimits
+
+    for spec in LIMIT_FLAGS:
+        value = getattr(args, spec.dest)
+        if not spec.low <= value <= spec.high:  # also false for nan
+            raise ValueError(f"{spec.flag} must be {spec.low:g}..{spec.high:g}, got {value}")
+    return ServeLimits(**{spec.field: getattr(args, spec.dest) for spec in LIMIT_FLAGS})
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
     from asmopt.policies.hf_local import HFBackend
     from asmopt.policies.llm import PolicyError
-    from asmopt.policies.serve import ModelServer, ServeLimits, check_port
+    from asmopt.policies.serve import ModelServer, check_port
     from asmopt.typed_config import check_device
 
     if args.model_dir is None:
         raise ValueError(f"asmopt serve needs MODEL_DIR, a local model directory; {FIRST_TRY}")
     if not 0 <= args.port <= 65535:
         raise ValueError(f"--port must be 0..65535, got {args.port}")
-    _check_limits(args)
+    limits = _limits(args)
     check_device(args.device, "--device")  # before the model loads: one line, not a traceback
-    limits = ServeLimits(
-        max_concurrent=args.max_concurrent,
-        max_queue=args.max_queue,
-        max_connections=args.max_connections,
-        read_timeout_s=args.read_timeout,
-    )
     try:  # before the model loads, which takes a while
         check_port(args.host, args.port)
     except OSError as exc:
@@ -91,11 +126,11 @@ def cmd_serve(args: argparse.Namespace) -> int:
         flush=True,
     )
     try:
-        server.serve_forever()
+        server.serve_forever()  # Ctrl+C: the requests being answered end first
     except KeyboardInterrupt:
         pass
     finally:
-        server.httpd.server_close()
+        server.stop()
     return 0
 
 
@@ -122,28 +157,11 @@ def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -
     from asmopt.policies.serve import ServeLimits
 
     defaults = ServeLimits()
-    p.add_argument(
-        "--max-concurrent",
-        type=int,
-        default=defaults.max_concurrent,
-        help="requests generating at once (default: %(default)s)",
-    )
-    p.add_argument(
-        "--max-queue",
-        type=int,
-        default=defaults.max_queue,
-        help="requests waiting to generate; beyond them a 429 (default: %(default)s)",
-    )
-    p.add_argument(
-        "--max-connections",
-        type=int,
-        default=defaults.max_connections,
-        help="connections served at once; beyond them a 503 (default: %(default)s)",
-    )
-    p.add_argument(
-        "--read-timeout",
-        type=float,
-        default=defaults.read_timeout_s,
-        help="seconds a client may take per read, and for its whole body (default: %(default)s)",
-    )
+    for spec in LIMIT_FLAGS:
+        p.add_argument(
+            spec.flag,
+            type=spec.kind,
+            default=getattr(defaults, spec.field),
+            help=f"{spec.help} (default: %(default)s)",
+        )
     p.set_defaults(func=cmd_serve)

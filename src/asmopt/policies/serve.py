@@ -14,20 +14,30 @@ that only change nothing at one value (`presence_penalty` 0, `tools` [], `stream
 ...) are accepted at that value; anything else is refused. Streaming is not supported.
 A first model to try: `asmopt.train.tiny.build_tiny_model` (README, "Language models").
 
-It is the standard library's threading HTTP server, with these guarantees added, so that
-no client, however many or however malformed, kills it or is dropped without an answer:
+This module is the OpenAI side (requests, limits, admission, answers) and `ModelServer`;
+`serve_asgi.py` is the HTTP side: a Starlette application served by uvicorn (its h11
+protocol, on one event loop in one thread), imported only when a server is built, so
+`import asmopt.policies.serve` needs neither. On top of uvicorn come these guarantees, so
+that no client, however many or however malformed, kills the server or is dropped without
+an answer:
 
 - The listen backlog is LISTEN_BACKLOG (the kernel may cap it at net.core.somaxconn), so a
   burst of connections waits to be accepted instead of being reset.
-- At most `max_connections` connections are served at once; one more is answered 503 with
-  Retry-After at once (as many again at most; beyond that, in a flood, it is closed).
-  Every socket read and write has a timeout (`read_timeout_s`), and a body must arrive
-  whole within that time, so a slow or silent client cannot hold a thread for longer (the
-  request line and headers are bounded per read only: a client trickling them ties up one
-  connection slot, not a generation slot). A connection ends with a lingering close
-  (half-close, then drop what the client still sends for up to LINGER_S), so an answer
-  written before the body was read (a 413) reaches the client instead of being destroyed
-  by a reset. "100 Continue" is said only to a body that will be read.
+- A request that arrives while more than `max_connections` connections are open is answered
+  503 with Retry-After, and its connection closed, before a byte of its body is read.
+- A request line and headers must arrive whole within `read_timeout_s` of their first byte
+  (or of the connection opening), or they are answered 408 and the connection closed, and
+  a head still unfinished past MAX_HEAD_BYTES is a 400 (h11's bound on what it buffers):
+  a client trickling a head holds one connection slot for that long at most, and never a
+  generation slot. A body must arrive whole within `read_timeout_s` too (408), a client
+  that stops reading its answer for that long is dropped, and an idle keep-alive
+  connection is closed after it. A client that half-closes after its request still gets
+  its answer.
+- A connection ends with a lingering close (half-close, then drop what the client still
+  sends for up to LINGER_S), so an answer written before the body was read (a 413) reaches
+  the client instead of being destroyed by a reset. "100 Continue" is said only to a body
+  that will be read: uvicorn says it when the application first reads the body, and every
+  refusal is answered before that.
 - Limits per request derive from the model's context C: the body may be at most
   BODY_BASE + BODY_BYTES_PER_TOKEN * C bytes (never over MAX_BODY), checked from
   Content-Length before a byte of it is read; the prompt is counted in tokens (in pieces,
@@ -37,7 +47,9 @@ no client, however many or however malformed, kills it or is dropped without an 
   logits are refused. So one request's memory follows C, not what the client sends.
 - At most `max_concurrent` requests generate at once and `max_queue` more wait, at most
   `queue_timeout_s`; any other valid request is answered 429 with Retry-After in the OpenAI
-  error shape (a wait that times out: 503), never queued without bound.
+  error shape (a wait that times out: 503), never queued without bound. Generation, and
+  the work before it (parsing, rendering and counting the prompt), runs on threads, never
+  on the event loop, so /health and every refusal are answered while a batch generates.
 - Every malformed request (bad JSON, a wrong type, an integer out of range such as a seed
   outside 64 bits, an unknown parameter, an unknown method: 405 with Allow) is a 4xx in
   the OpenAI error shape; only a failure of our own is a 500.
@@ -45,6 +57,7 @@ no client, however many or however malformed, kills it or is dropped without an 
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import json
 import logging
@@ -53,9 +66,8 @@ import socket
 import threading
 import time
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import AsyncIterator, Mapping
 from dataclasses import dataclass
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Annotated, Any, Literal
 
 from pydantic import (
@@ -79,10 +91,13 @@ MAX_BODY = 32 << 20  # whatever the context: no body is larger
 # JSON escapes to 6 or 12 bytes (\ud83d\ude00).
 BODY_BASE = 64 << 10
 BODY_BYTES_PER_TOKEN = 64
+MAX_HEAD_BYTES = 64 << 10  # an unfinished request head: the standard library's line limit
 MAX_STOP = 4  # as in the OpenAI API
 DEFAULT_MAX_TOKENS = 256
 LISTEN_BACKLOG = 1024
 LINGER_S = 5.0
+STOP_GRACE_S = 5  # stop(): how long requests still being answered may take to finish
+START_TIMEOUT_S = 30.0
 LOGPROB_BUDGET = 4 << 30
 SEED_RANGE = (-(1 << 63), (1 << 64) - 1)  # what torch.manual_seed takes: 64 bits either way
 ROUTES = {
@@ -92,6 +107,7 @@ ROUTES = {
     "/v1/chat/completions": "POST",
     "/v1/completions": "POST",
 }
+ANY_ROUTE = "GET, POST"  # what Allow names on a path that is no route
 
 
 @dataclass(frozen=True)
@@ -113,8 +129,10 @@ def body_cap(context: int) -> int:
     return min(MAX_BODY, BODY_BASE + BODY_BYTES_PER_TOKEN * context)
 
 
-class _BadRequest(Exception):
-    """A request this server refuses; becomes a 4xx JSON error in the OpenAI shape."""
+class ApiError(Exception):
+    """A request answered with an error in the OpenAI shape instead of a completion: a 4xx
+    the client caused, or a 5xx (busy, a failure of ours). `close` ends the connection after
+    the answer, for an answer given before the body was read (its end is unknown)."""
 
     def __init__(
         self,
@@ -124,6 +142,7 @@ class _BadRequest(Exception):
         code: str | None = None,
         kind: str = "invalid_request_error",
         headers: dict[str, str] | None = None,
+        close: bool = False,
     ) -> None:
         super().__init__(message)
         self.param = param
@@ -131,6 +150,10 @@ class _BadRequest(Exception):
         self.code = code
         self.kind = kind
         self.headers = headers or {}
+        self.close = close
+
+    def payload(self) -> dict[str, Any]:
+        return error_payload(str(self), self.kind, self.param, self.code)
 
 
 # Parameters of the OpenAI API this server cannot act on, accepted only at the values that
@@ -253,7 +276,7 @@ class _ChatRequest(_Request):
     def top_logprobs_asked(self) -> int | None:
         if not self.logprobs:
             if self.top_logprobs is not None:
-                raise _BadRequest(
+                raise ApiError(
                     "top_logprobs needs logprobs: true", "top_logprobs", code="invalid_value"
                 )
             return None
@@ -279,14 +302,14 @@ def _refuse_unsupported(body: dict[str, Any], model: type[_Request]) -> dict[str
         elif key in neutral:
             if value is not None and value not in neutral[key]:
                 allowed = " or ".join(json.dumps(v) for v in neutral[key])
-                raise _BadRequest(
+                raise ApiError(
                     f"{key}={json.dumps(value)[:100]} is not supported by asmopt serve "
                     f"(only {allowed} or null)",
                     key,
                     code="unsupported_value",
                 )
         else:
-            raise _BadRequest(
+            raise ApiError(
                 f"unsupported parameter: {key!r} is not supported by asmopt serve",
                 str(key),
                 code="unsupported_parameter",
@@ -301,9 +324,9 @@ def _parse(model: type[_Request], body: dict[str, Any]) -> _Request:
         err = exc.errors()[0]
         param = ".".join(str(p) for p in err["loc"]) or None
         message = err["msg"].removeprefix("Value error, ")
-        raise _BadRequest(f"{param}: {message} (got {err.get('input')!r})"[:300], param) from None
+        raise ApiError(f"{param}: {message} (got {err.get('input')!r})"[:300], param) from None
     if request.stream:
-        raise _BadRequest(
+        raise ApiError(
             "streaming is not supported by asmopt serve; send stream: false",
             "stream",
             code="unsupported_value",
@@ -319,7 +342,7 @@ def fit_tokens(request: _Request, prompt: TokenCount, context: int, prompt_param
     name, asked = request.asked_tokens()
     has = f"{prompt.tokens}" if prompt.exact else f"at least {prompt.tokens}"
     if prompt.tokens >= context:
-        raise _BadRequest(
+        raise ApiError(
             f"this model's context is {context} tokens, and the prompt alone has {has} "
             "tokens; shorten the prompt",
             prompt_param,
@@ -329,7 +352,7 @@ def fit_tokens(request: _Request, prompt: TokenCount, context: int, prompt_param
     if asked is None:
         return min(DEFAULT_MAX_TOKENS, room)
     if asked > room:
-        raise _BadRequest(
+        raise ApiError(
             f"this model's context is {context} tokens, but the prompt has {has} tokens and "
             f"{name} asks for {asked} more ({prompt.tokens + asked} in all); ask for at most "
             f"{room}",
@@ -344,7 +367,7 @@ def check_logits_memory(backend: HFBackend, n: int, max_new_tokens: int) -> None
     whose logits alone would take more than LOGPROB_BUDGET, naming the numbers to lower."""
     need = backend.logits_bytes(n, max_new_tokens)
     if need > LOGPROB_BUDGET:
-        raise _BadRequest(
+        raise ApiError(
             f"log-probabilities for {max_new_tokens} tokens x {min(n, backend.batch_size)} "
             f"choices at once over a {backend.vocab_size}-token vocabulary would hold "
             f"{need >> 20} MiB of logits (at most {LOGPROB_BUDGET >> 20} MiB); ask for fewer "
@@ -354,72 +377,164 @@ def check_logits_memory(backend: HFBackend, n: int, max_new_tokens: int) -> None
         )
 
 
+def declared_length(headers: Mapping[str, str], context: int) -> int:
+    """The body's declared length, refused before a byte of the body is read when it is
+    missing, not a number, empty or over the cap this model's context sets. `headers` is
+    looked up case-insensitively (Starlette's `Headers`)."""
+    if headers.get("transfer-encoding", "").lower() == "chunked":
+        raise ApiError("chunked request bodies are not supported", status=411, close=True)
+    raw_length = headers.get("content-length")
+    if raw_length is None:
+        raise ApiError("a Content-Length header is required", status=411, close=True)
+    try:
+        length = int(raw_length.strip())
+    except ValueError:  # the body's end is unknown: end the connection
+        raise ApiError(f"Content-Length is not a number: {raw_length[:40]!r}", close=True) from None
+    if length <= 0:
+        raise ApiError("the request body is empty; send a JSON object")
+    cap = body_cap(context)
+    if length > cap:
+        raise ApiError(
+            f"the request body of {length} bytes is over this server's cap of {cap} "
+            f"bytes ({BODY_BYTES_PER_TOKEN} bytes per token of the model's "
+            f"{context}-token context, at most {MAX_BODY})",
+            status=413,
+            code="request_too_large",
+            close=True,
+        )
+    return length
+
+
+def _json_object(data: bytes) -> dict[str, Any]:
+    try:
+        body = json.loads(data)
+    except (ValueError, RecursionError):  # ValueError: also an int over 4300 digits
+        raise ApiError("request body is not valid JSON") from None
+    if not isinstance(body, dict):
+        raise ApiError("request body must be a JSON object")
+    return body
+
+
+@dataclass(frozen=True)
+class Job:
+    """A request checked against every limit and ready to generate."""
+
+    prompts: list[str]
+    request: _Request
+    max_new_tokens: int
+    top_logprobs: int | None
+    chat: bool
+
+
+def plan(backend: HFBackend, model_name: str, data: bytes, chat: bool) -> Job:
+    """The body of a completion request, parsed and checked (the model asked for, every
+    field, the prompt's tokens against the context, the logits' memory): a Job, or an
+    ApiError naming what to change. CPU work (a long prompt is tokenised): run off the
+    event loop."""
+    body = _json_object(data)
+    asked = body.get("model")
+    if isinstance(asked, str) and asked != model_name:  # before the other fields
+        raise ApiError(
+            f"model {asked!r} not found; this server serves {model_name!r}",
+            "model",
+            status=404,
+            kind="model_not_found",
+        )
+    request = _parse(_ChatRequest if chat else _CompletionRequest, body)
+    top_logprobs = request.top_logprobs_asked()
+    if isinstance(request, _ChatRequest):
+        prompt = backend.render([m.model_dump() for m in request.messages])
+    else:
+        assert isinstance(request, _CompletionRequest)
+        prompt = request.prompt
+    context = backend.context_length
+    counted = backend.count_tokens(prompt, context)
+    max_new = fit_tokens(request, counted, context, "messages" if chat else "prompt")
+    if top_logprobs is not None:
+        check_logits_memory(backend, request.n or 1, max_new)
+    return Job([prompt] * (request.n or 1), request, max_new, top_logprobs, chat)
+
+
+def generate(backend: HFBackend, job: Job) -> list[LocalCompletion]:
+    """The job's completions (blocking: run off the event loop); a failure of the back-end
+    is a 500 naming it, and logged."""
+    try:
+        return backend.generate_prompts(
+            job.prompts,
+            job.request.sampling(job.max_new_tokens),
+            stop=job.request.stop,
+            top_logprobs=job.top_logprobs,
+        )
+    except Exception as exc:  # reported to the client as a server error, logged here
+        log.exception("generation failed")
+        raise ApiError(
+            f"generation failed: {type(exc).__name__}: {exc}", status=500, kind="server_error"
+        ) from exc
+
+
 class Admission:
     """Who may generate: `max_concurrent` requests at once and `max_queue` more waiting;
     any other is answered 429 at once, so a burst gets answers (and a Retry-After) instead
-    of a pile of threads each holding a parsed prompt. Retry-After is the recent mean
-    generation time times the requests ahead, per generating slot."""
+    of a pile of waiting requests each holding a parsed prompt. Retry-After is the recent
+    mean generation time times the requests ahead, per generating slot.
+
+    It lives on the server's event loop (every method is called there), so its counts need
+    no lock and a waiting request holds no thread."""
 
     def __init__(self, limits: ServeLimits) -> None:
         self.limits = limits
-        self._admitted = threading.Semaphore(limits.max_concurrent + limits.max_queue)
-        self._running = threading.Semaphore(limits.max_concurrent)
-        self._lock = threading.Lock()
+        self._running = asyncio.Semaphore(limits.max_concurrent)
         self.generating = 0
         self.waiting = 0
         self._mean_s = 1.0
 
     def state(self) -> dict[str, int]:
         """What /health reports."""
-        with self._lock:
-            return {"generating": self.generating, "waiting": self.waiting}
+        return {"generating": self.generating, "waiting": self.waiting}
 
     def retry_after(self) -> str:
-        with self._lock:
-            ahead = self.generating + self.waiting
-            mean = self._mean_s
-        return str(max(1, math.ceil(mean * ahead / self.limits.max_concurrent)))
+        ahead = self.generating + self.waiting
+        return str(max(1, math.ceil(self._mean_s * ahead / self.limits.max_concurrent)))
 
-    def _busy(self, status: int, why: str) -> _BadRequest:
-        return _BadRequest(
+    def busy(self, status: int, why: str, close: bool = False) -> ApiError:
+        """A 429 (the queue is full) or a 503 (no room), in the OpenAI shape."""
+        return ApiError(
             f"asmopt serve is busy ({why}); retry after the Retry-After seconds",
             status=status,
             code="rate_limit_exceeded" if status == 429 else "server_busy",
             kind="rate_limit_error" if status == 429 else "server_error",
             headers={"Retry-After": self.retry_after()},
+            close=close,
         )
 
-    def _count(self, generating: int = 0, waiting: int = 0) -> None:
-        with self._lock:
-            self.generating += generating
-            self.waiting += waiting
+    async def _wait_for_slot(self) -> None:
+        self.waiting += 1
+        try:
+            async with asyncio.timeout(self.limits.queue_timeout_s):
+                await self._running.acquire()
+        except TimeoutError:
+            raise self.busy(503, f"waited {self.limits.queue_timeout_s:g} s for a slot") from None
+        finally:
+            self.waiting -= 1
 
-    @contextlib.contextmanager
-    def slot(self) -> Iterator[None]:
-        """Hold a generating slot for the `with` body; a 429 when none is free and the
+    @contextlib.asynccontextmanager
+    async def slot(self) -> AsyncIterator[None]:
+        """Hold a generating slot for the `async with` body; a 429 when none is free and the
         queue is full, a 503 when the wait outlasts `queue_timeout_s`."""
-        if not self._admitted.acquire(blocking=False):
-            limits = self.limits
-            raise self._busy(
+        limits = self.limits
+        if self.generating + self.waiting >= limits.max_concurrent + limits.max_queue:
+            raise self.busy(
                 429, f"{limits.max_concurrent} generating and {limits.max_queue} waiting"
             )
+        await self._wait_for_slot()
+        self.generating += 1
+        start = time.monotonic()
         try:
-            self._count(waiting=1)
-            got = self._running.acquire(timeout=self.limits.queue_timeout_s)
-            self._count(waiting=-1)
-            if not got:
-                raise self._busy(503, f"waited {self.limits.queue_timeout_s:g} s for a slot")
-            self._count(generating=1)
-            start = time.monotonic()
-            try:
-                yield
-            finally:
-                self._count(generating=-1)
-                self._running.release()
-                with self._lock:
-                    self._mean_s = 0.8 * self._mean_s + 0.2 * (time.monotonic() - start)
+            yield
         finally:
-            self._admitted.release()
+            self.generating -= 1
+            self._running.release()
+            self._mean_s = 0.8 * self._mean_s + 0.2 * (time.monotonic() - start)
 
 
 # Response bodies in the OpenAI shape.
@@ -459,7 +574,7 @@ def _choice(index: int, out: LocalCompletion, chat: bool) -> dict[str, Any]:
     return choice
 
 
-def _response(model_name: str, outs: list[LocalCompletion], chat: bool) -> dict[str, Any]:
+def completion_payload(model_name: str, outs: list[LocalCompletion], chat: bool) -> dict[str, Any]:
     prompt_tokens = outs[0].prompt_tokens if outs else 0
     completion_tokens = sum(c.completion_tokens for c in outs)
     return {
@@ -476,7 +591,7 @@ def _response(model_name: str, outs: list[LocalCompletion], chat: bool) -> dict[
     }
 
 
-def _error_payload(
+def error_payload(
     message: str,
     kind: str = "invalid_request_error",
     param: str | None = None,
@@ -485,346 +600,33 @@ def _error_payload(
     return {"error": {"message": message, "type": kind, "param": param, "code": code}}
 
 
-def make_handler(
-    backend: HFBackend,
-    model_name: str,
-    limits: ServeLimits | None = None,
-    admission: Admission | None = None,
-) -> type[BaseHTTPRequestHandler]:
-    limits = limits or ServeLimits()
-    gate = admission or Admission(limits)
-    context = backend.context_length
-    cap = body_cap(context)
-
-    class Handler(BaseHTTPRequestHandler):
-        server_version = "asmopt-serve"
-        protocol_version = "HTTP/1.1"
-        timeout = limits.read_timeout_s  # every read and write of the connection
-
-        def log_message(self, fmt: str, *args: Any) -> None:
-            log.info("%s %s", self.address_string(), fmt % args)
-
-        def _send(
-            self, status: int, payload: dict[str, Any], headers: dict[str, str] | None = None
-        ) -> None:
-            data = json.dumps(payload).encode()
-            self.send_response(status)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(data)))
-            for key, value in (headers or {}).items():
-                self.send_header(key, value)
-            if self.close_connection:
-                self.send_header("Connection", "close")
-            self.end_headers()
-            self.wfile.write(data)
-
-        def _error(
-            self,
-            status: int,
-            message: str,
-            kind: str = "invalid_request_error",
-            param: str | None = None,
-            code: str | None = None,
-            headers: dict[str, str] | None = None,
-        ) -> None:
-            self._send(status, _error_payload(message, kind, param, code), headers)
-
-        def send_error(
-            self, code: int, message: str | None = None, explain: str | None = None
-        ) -> None:
-            """Errors found by the HTTP layer itself (a malformed request line, a header too
-            long) are answered in the same JSON shape as every other error."""
-            self.close_connection = True
-            with contextlib.suppress(OSError):
-                self._error(code, message or explain or "bad request")
-
-        def __getattr__(self, name: str) -> Any:
-            """`do_PUT`, `do_BREW`, ...: every method without a handler is a 405 naming the
-            allowed ones (the standard library answers 501, a server fault, instead)."""
-            if name.startswith("do_"):
-                return self._not_allowed
-            raise AttributeError(name)
-
-        def _path(self) -> str:
-            return self.path.rstrip("/") or "/"
-
-        def _not_allowed(self) -> None:
-            self.close_connection = True  # a body, if one was sent, is not read
-            allowed = ROUTES.get(self._path(), "GET, POST")
-            with contextlib.suppress(OSError):
-                self._error(
-                    405,
-                    f"method {self.command} is not allowed on {self.path[:200]}; "
-                    f"allowed: {allowed}",
-                    code="method_not_allowed",
-                    headers={"Allow": allowed},
-                )
-
-        def _routed(self, method: str) -> bool:
-            """Whether the path takes this method; if not, it is answered (404 or 405)."""
-            allowed = ROUTES.get(self._path())
-            if allowed is None:
-                self.close_connection = True  # a body, if one was sent, is not read
-                self._error(404, f"no route {self.path[:200]}")
-            elif allowed != method:
-                self._not_allowed()
-            return allowed == method
-
-        def do_GET(self) -> None:
-            try:
-                if not self._routed("GET"):
-                    return
-                if self._path() == "/health":
-                    limits_now = {"context": context, "max_body_bytes": cap}
-                    self._send(200, {"status": "ok", **gate.state(), **limits_now})
-                    return
-                model = {"id": model_name, "object": "model", "owned_by": "asmopt"}
-                self._send(200, {"object": "list", "data": [model]})
-            except OSError:
-                self.close_connection = True
-
-        def _content_length(self) -> int:
-            """The body's declared length, refused before a byte of the body is read when it
-            is missing, not a number, empty or over the cap this model's context sets."""
-            if self.headers.get("Transfer-Encoding", "").lower() == "chunked":
-                self.close_connection = True
-                raise _BadRequest("chunked request bodies are not supported", status=411)
-            raw_length = self.headers.get("Content-Length")
-            if raw_length is None:
-                self.close_connection = True
-                raise _BadRequest("a Content-Length header is required", status=411)
-            try:
-                length = int(raw_length.strip())
-            except ValueError:
-                self.close_connection = True  # the body's end is unknown: end the connection
-                raise _BadRequest(f"Content-Length is not a number: {raw_length[:40]!r}") from None
-            if length <= 0:
-                raise _BadRequest("the request body is empty; send a JSON object")
-            if length > cap:
-                self.close_connection = True
-                raise _BadRequest(
-                    f"the request body of {length} bytes is over this server's cap of {cap} "
-                    f"bytes ({BODY_BYTES_PER_TOKEN} bytes per token of the model's "
-                    f"{context}-token context, at most {MAX_BODY})",
-                    status=413,
-                    code="request_too_large",
-                )
-            return length
-
-        def handle_expect_100(self) -> bool:
-            """Say "100 Continue" only to a body this server will read: a client that asks
-            first is answered (413, 405, ...) without sending a body that would be refused."""
-            if ROUTES.get(self._path()) != self.command:
-                return True  # the method handler answers 404 or 405
-            try:
-                self._content_length()
-            except _BadRequest:
-                return True  # do_POST meets the same refusal and answers it
-            return super().handle_expect_100()
-
-        def _read_body(self, length: int) -> bytearray:
-            """`length` bytes, which must all arrive within the read timeout (a client that
-            sends one byte now and then cannot hold this thread)."""
-            deadline = time.monotonic() + limits.read_timeout_s
-            data = bytearray()
-            while len(data) < length:
-                try:
-                    if time.monotonic() > deadline:
-                        raise TimeoutError
-                    piece = self.rfile.read1(min(length - len(data), 1 << 16))
-                except TimeoutError:
-                    self.close_connection = True
-                    raise _BadRequest(
-                        f"the request body did not arrive within {limits.read_timeout_s:g} s",
-                        status=408,
-                        code="timeout",
-                    ) from None
-                if not piece:
-                    self.close_connection = True
-                    raise _BadRequest("the request body ended before Content-Length bytes")
-                data += piece
-            return data
-
-        def _body(self) -> dict[str, Any]:
-            data = self._read_body(self._content_length())
-            try:
-                body = json.loads(data)
-            except (ValueError, RecursionError):  # ValueError: also an int over 4300 digits
-                raise _BadRequest("request body is not valid JSON") from None
-            if not isinstance(body, dict):
-                raise _BadRequest("request body must be a JSON object")
-            return body
-
-        def do_POST(self) -> None:
-            """Every outcome is an answer; a client gone before it is written ends the
-            connection quietly (a write to it fails)."""
-            try:
-                try:
-                    self._post()
-                except _BadRequest as exc:
-                    self._error(exc.status, str(exc), exc.kind, exc.param, exc.code, exc.headers)
-                except OSError:
-                    raise
-                except Exception as exc:  # a bug of ours: still an answer, and logged here
-                    log.exception("request failed")
-                    self.close_connection = True
-                    message = f"internal error: {type(exc).__name__}: {exc}"
-                    self._error(500, message, "server_error")
-            except OSError:  # the client went away
-                self.close_connection = True
-
-        def _post(self) -> None:
-            if not self._routed("POST"):
-                return
-            chat = self._path() == "/v1/chat/completions"
-            body = self._body()
-            asked = body.get("model")
-            if isinstance(asked, str) and asked != model_name:  # before the other fields
-                self._error(
-                    404,
-                    f"model {asked!r} not found; this server serves {model_name!r}",
-                    "model_not_found",
-                    "model",
-                )
-                return
-            request = _parse(_ChatRequest if chat else _CompletionRequest, body)
-            top_logprobs = request.top_logprobs_asked()
-            if isinstance(request, _ChatRequest):
-                prompt = backend.render([m.model_dump() for m in request.messages])
-            else:
-                assert isinstance(request, _CompletionRequest)
-                prompt = request.prompt
-            counted = backend.count_tokens(prompt, context)
-            max_new = fit_tokens(request, counted, context, "messages" if chat else "prompt")
-            if top_logprobs is not None:
-                check_logits_memory(backend, request.n or 1, max_new)
-            with gate.slot():
-                outs = self._generate([prompt] * (request.n or 1), request, max_new, top_logprobs)
-            if outs is not None:
-                self._send(200, _response(model_name, outs, chat))
-
-        def _generate(
-            self,
-            prompts: list[str],
-            request: _Request,
-            max_new_tokens: int,
-            top_logprobs: int | None,
-        ) -> list[LocalCompletion] | None:
-            """The completions, or None once a failure has been answered as a 500."""
-            try:
-                return backend.generate_prompts(
-                    prompts,
-                    request.sampling(max_new_tokens),
-                    stop=request.stop,
-                    top_logprobs=top_logprobs,
-                )
-            except Exception as exc:  # reported to the client as a server error, logged here
-                log.exception("generation failed")
-                self._error(500, f"generation failed: {type(exc).__name__}: {exc}", "server_error")
-                return None
-
-    return Handler
-
-
-def _busy_response(retry_after: str) -> bytes:
-    """A whole HTTP 503 response, for a connection refused before a handler takes it."""
-    body = json.dumps(
-        _error_payload(
-            "asmopt serve has too many open connections; retry after the Retry-After seconds",
-            "server_error",
-            code="server_busy",
-        )
-    ).encode()
-    head = (
-        "HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/json\r\n"
-        f"Content-Length: {len(body)}\r\nRetry-After: {retry_after}\r\n"
-        "Connection: close\r\n\r\n"
-    )
-    return head.encode() + body
-
-
-def linger_close(sock: socket.socket, seconds: float = LINGER_S) -> None:
-    """Half-close, then read and drop what the client still sends until it closes (at most
-    `seconds`), then close: closing a socket with unread bytes makes the kernel send a
-    reset, which can destroy an answer already written (a 413 sent before the body, a 503
-    sent before the request) before the client reads it."""
-    with contextlib.suppress(OSError):
-        sock.shutdown(socket.SHUT_WR)
-        deadline = time.monotonic() + seconds
-        while (left := deadline - time.monotonic()) > 0:
-            sock.settimeout(left)
-            if not sock.recv(1 << 16):
-                break
-    sock.close()
-
-
-class _HTTPServer(ThreadingHTTPServer):
-    """The standard threading server with a real backlog, a bounded number of connections
-    served at once (one more gets a 503 at once) and a lingering close for every one."""
-
-    request_queue_size = LISTEN_BACKLOG
-    daemon_threads = True
-
-    def __init__(
-        self,
-        address: tuple[str, int],
-        handler: type[BaseHTTPRequestHandler],
-        limits: ServeLimits,
-        retry_after: Callable[[], str],
-    ) -> None:
-        self.limits = limits
-        self.retry_after = retry_after
-        self._connections = threading.Semaphore(limits.max_connections)
-        # Refusals linger too, so they are bounded as well; past both limits (a flood) a
-        # connection is closed unanswered rather than given one more thread.
-        self._refusals = threading.Semaphore(limits.max_connections)
-        super().__init__(address, handler)
-
-    def process_request(self, request: Any, client_address: Any) -> None:
-        if not self._connections.acquire(blocking=False):
-            if self._refusals.acquire(blocking=False):
-                threading.Thread(target=self._refuse, args=(request,), daemon=True).start()
-            else:
-                request.close()
-            return
-        try:
-            super().process_request(request, client_address)
-        except BaseException:  # no thread started: the slot is free again
-            self._connections.release()
-            raise
-
-    def process_request_thread(self, request: Any, client_address: Any) -> None:
-        try:
-            super().process_request_thread(request, client_address)
-        finally:
-            self._connections.release()
-
-    def _refuse(self, request: socket.socket) -> None:
-        try:
-            with contextlib.suppress(OSError):
-                request.settimeout(self.limits.read_timeout_s)
-                request.sendall(_busy_response(self.retry_after()))
-            linger_close(request)
-        finally:
-            self._refusals.release()
-
-    def shutdown_request(self, request: Any) -> None:
-        linger_close(request)
+def _bound_socket(host: str, port: int) -> socket.socket:
+    """A TCP socket bound to (host, port) with SO_REUSEADDR (IPv6 when the host has a ':'),
+    not yet listening; OSError when the address cannot be bound."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind((host, port))
+    except BaseException:
+        sock.close()
+        raise
+    return sock
 
 
 def check_port(host: str, port: int) -> None:
     """Raise OSError now if (host, port) cannot be bound, so a busy port is reported before a
-    model takes its time to load (the server binds the same way: SO_REUSEADDR)."""
-    import socket
-
-    family = socket.AF_INET6 if ":" in host else socket.AF_INET
-    with socket.socket(family, socket.SOCK_STREAM) as sock:
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        sock.bind((host, port))
+    model takes its time to load (the server binds the same way)."""
+    _bound_socket(host, port).close()
 
 
 class ModelServer:
-    """A running server; `start()` in a background thread (tests) or `serve_forever()`."""
+    """A server around one back-end: `start()` serves from a background thread (tests) and
+    returns once it answers, `serve_forever()` serves from this thread (the command: Ctrl+C
+    ends it once the requests being answered are, STOP_GRACE_S at most, or at once when
+    pressed twice); `stop()` ends either within about STOP_GRACE_S. The socket is bound and
+    listening from construction on, so `url` is known (port 0 picks a free one) and early
+    connections wait in the backlog until the server runs."""
 
     def __init__(
         self,
@@ -834,28 +636,49 @@ class ModelServer:
         model_name: str | None = None,
         limits: ServeLimits | None = None,
     ) -> None:
+        from asmopt.policies.serve_asgi import build_server
+
         self.model_name = model_name or backend.name
         self.limits = limits or ServeLimits()
         self.admission = Admission(self.limits)
-        handler = make_handler(backend, self.model_name, self.limits, self.admission)
-        self.httpd = _HTTPServer((host, port), handler, self.limits, self.admission.retry_after)
+        self._socket = _bound_socket(host, port)
+        try:
+            self._socket.listen(LISTEN_BACKLOG)
+            self._server = build_server(backend, self.model_name, self.limits, self.admission)
+        except BaseException:
+            self._socket.close()
+            raise
         self._thread: threading.Thread | None = None
 
     @property
+    def address(self) -> tuple[str, int]:
+        """The (host, port) the server listens on."""
+        host, port = self._socket.getsockname()[:2]
+        return host, port
+
+    @property
     def url(self) -> str:
-        host, port = self.httpd.server_address[:2]
-        return f"http://{host}:{port}/v1"
+        host, port = self.address
+        return f"http://{f'[{host}]' if ':' in host else host}:{port}/v1"
 
     def start(self) -> ModelServer:
-        self._thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
+        self._thread = threading.Thread(target=self.serve_forever, name="asmopt-serve", daemon=True)
         self._thread.start()
+        deadline = time.monotonic() + START_TIMEOUT_S
+        while not self._server.started:
+            if not self._thread.is_alive() or time.monotonic() > deadline:
+                self.stop()
+                raise RuntimeError(f"asmopt serve did not start on {self.url}")
+            time.sleep(0.01)
         return self
 
     def serve_forever(self) -> None:
-        self.httpd.serve_forever()
+        self._server.run(sockets=[self._socket])
 
     def stop(self) -> None:
-        self.httpd.shutdown()
-        self.httpd.server_close()
+        """Stop accepting, close idle connections at once, give requests being answered
+        STOP_GRACE_S, then close the rest; returns once the server's thread has ended."""
+        self._server.should_exit = True
         if self._thread is not None:
-            self._thread.join(timeout=10)
+            self._thread.join(timeout=STOP_GRACE_S + 5)
+        self._socket.close()
