@@ -12,6 +12,9 @@ import sys
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from asmopt.cli.common import UsageError
+from asmopt.cli.options import add_bounded
+
 if TYPE_CHECKING:
     from asmopt.policies.serve import ServeLimits
 
@@ -86,7 +89,7 @@ def _limits(args: argparse.Namespace) -> ServeLimits:
     for spec in LIMIT_FLAGS:
         value = getattr(args, spec.dest)
         if not spec.low <= value <= spec.high:  # also false for nan
-            raise ValueError(f"{spec.flag} must be {spec.low:g}..{spec.high:g}, got {value}")
+            raise UsageError(f"{spec.flag} must be {spec.low:g}..{spec.high:g}, got {value}")
     return ServeLimits(**{spec.field: getattr(args, spec.dest) for spec in LIMIT_FLAGS})
 
 
@@ -97,15 +100,13 @@ def cmd_serve(args: argparse.Namespace) -> int:
     from asmopt.typed_config import check_device
 
     if args.model_dir is None:
-        raise ValueError(f"asmopt serve needs MODEL_DIR, a local model directory; {FIRST_TRY}")
-    if not 0 <= args.port <= 65535:
-        raise ValueError(f"--port must be 0..65535, got {args.port}")
+        raise UsageError(f"asmopt serve needs MODEL_DIR, a local model directory; {FIRST_TRY}")
     limits = _limits(args)
     check_device(args.device, "--device")  # before the model loads: one line, not a traceback
     try:  # before the model loads, which takes a while
         check_port(args.host, args.port)
     except OSError as exc:
-        raise ValueError(
+        raise UsageError(
             f"cannot listen on {args.host}:{args.port} ({exc.strerror or exc}); "
             "choose another --port or stop what uses it"
         ) from None
@@ -149,11 +150,11 @@ def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -
         help="local Hugging Face model directory (see below for a tiny one to start with)",
     )
     p.add_argument("--host", default="127.0.0.1")
-    p.add_argument("--port", type=int, default=8000)
+    add_bounded(p, "--port", low=0, high=65_535, type=int, default=8000)
     p.add_argument("--name", default=None, help="model name clients must use (default: dir name)")
     p.add_argument("--device", default="cpu")
     p.add_argument("--dtype", default="auto", help="auto | float32 | bfloat16 | float16")
-    p.add_argument("--batch-size", type=int, default=8)
+    add_bounded(p, "--batch-size", low=1, high=4_096, type=int, default=8)
     from asmopt.policies.serve import ServeLimits
 
     defaults = ServeLimits()
