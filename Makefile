@@ -3,7 +3,7 @@
 VENV ?= .venv
 PY := $(VENV)/bin/python
 
-.PHONY: setup demo test test-slow lint bench-timing bench-plt clean
+.PHONY: setup demo test test-fast test-slow lint bench-timing bench-plt clean
 
 setup:
 	@bash scripts/setup.sh
@@ -18,7 +18,11 @@ demo: setup
 # Everything but the tests marked slow (see [tool.pytest.ini_options] in pyproject.toml);
 # -rs prints the reason of every skipped test, so none is skipped silently.
 test: setup
-	$(PY) -m pytest -q -rs
+	$(PY) -m pytest -q -rs --durations=15
+
+# The sandbox-free tests alone, under a minute: what to run first while changing code.
+test-fast: setup
+	$(PY) -m pytest -q -rs -m "fast and not slow" --durations=5
 
 # Only the slow tests: full sweeps over the built-in suite, multi-process training runs.
 test-slow: setup
@@ -26,6 +30,7 @@ test-slow: setup
 
 lint: setup
 	$(VENV)/bin/ruff check src tests bench scripts
+	$(PY) scripts/function_lengths.py src
 	cd src && $(abspath $(VENV))/bin/lint-imports --config ../pyproject.toml
 
 clean:

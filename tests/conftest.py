@@ -2,7 +2,8 @@
 
 Markers (registered in pyproject.toml): `slow` tests run only under `make test-slow`
 (`pytest -m slow`); `ml` tests need torch and transformers and are skipped when either is
-missing. Heavy modules (torch, transformers, the PLT model) are imported when a test first
+missing; `fast` marks the modules of FAST_MODULES, sandbox-free, which `make test-fast` runs
+alone in under a minute (a `fast` test that starts a sandboxed process fails). Heavy modules (torch, transformers, the PLT model) are imported when a test first
 uses them (`lazy`), so collecting the suite does not import them.
 """
 
@@ -37,8 +38,40 @@ from asmopt.toolchain import Toolchain  # noqa: E402
 ML_PACKAGES = ("torch", "transformers")
 
 
+# Test modules that start no sandbox, compiler or subprocess of ours: what a contributor runs
+# first (`make test-fast`, under a minute). The guard below keeps them honest.
+FAST_MODULES = frozenset(
+    {
+        "test_architecture",
+        "test_bench_few_row_products",
+        "test_bench_plt_decode",
+        "test_canonical",
+        "test_compare",
+        "test_generators",
+        "test_measure_stats",
+        "test_metrics",
+        "test_plt_generate",
+        "test_plt_kernels",
+        "test_plt_model",
+        "test_ppo_core",
+        "test_programs",
+        "test_reward_functions",
+        "test_study_diagnostics",
+        "test_study_layering",
+        "test_timing_rounds",
+        "test_timing_spread",
+    }
+)
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """`ml` tests skip (rather than fail) on an install without the `train` extra."""
+    """Mark the fast modules' tests (not those that ask for the sandbox or toolchain
+    fixture); `ml` tests skip (rather than fail) on an install without the
+    `train` extra."""
+    for item in items:
+        uses_sandbox = {"sandbox", "toolchain"} & set(getattr(item, "fixturenames", ()))
+        if item.path.stem in FAST_MODULES and not uses_sandbox:
+            item.add_marker(pytest.mark.fast)
     missing = [name for name in ML_PACKAGES if importlib.util.find_spec(name) is None]
     if not missing:
         return
@@ -46,6 +79,24 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     for item in items:
         if item.get_closest_marker("ml") is not None:
             item.add_marker(skip)
+
+
+@pytest.fixture(autouse=True)
+def _fast_tests_start_no_sandbox(
+    request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A test marked `fast` that reaches the sandbox fails at once: the fast group's promise
+    (no sandbox, under a minute) is checked, not hoped for."""
+    if request.node.get_closest_marker("fast") is None:
+        return
+
+    def refuse(*args: Any, **kwargs: Any) -> Any:
+        raise AssertionError(
+            f"{request.node.nodeid} is in FAST_MODULES but starts a sandboxed process; "
+            "take its module out of FAST_MODULES (tests/conftest.py)"
+        )
+
+    monkeypatch.setattr("asmopt.sandbox.runner.Sandbox._execute", refuse)
 
 
 class LazyModule:

@@ -311,17 +311,24 @@ def _finish(result: ScoreResult, config: ScoreConfig, start: float) -> ScoreResu
 def score(
     program: Program,
     completion: str | bytes,
+    config: ScoreConfig | None = None,
     *,
     baseline_asm: str | None = None,
     allow_unfit: bool = False,
     **options: Any,
 ) -> ScoreResult:
     """The reward of one model answer (raw text with an assembly fence, or with
-    `extract=False` the assembly itself): the public entry point. `options` are ScoreConfig
-    fields (`reward`, `measure`, `timing={"budget_s": 20}`, ...). Programs marked unfit are
-    refused (UnfitProgramError) unless `allow_unfit`."""
+    `extract=False` the assembly itself): the public entry point. Settings come as a typed
+    `ScoreConfig`, or as its fields by keyword (`reward`, `measure`, `timing={"budget_s":
+    20}`, ...), each checked by name and type (`ScoreConfig.from_options`); not both.
+    Programs marked unfit are refused (UnfitProgramError) unless `allow_unfit`."""
+    if config is not None and options:
+        raise InputError(
+            f"give a ScoreConfig or its fields by keyword, not both (got {sorted(options)})"
+        )
+    config = config if config is not None else ScoreConfig.from_options(options)
     require_fit([program], "reward", allow_unfit)
-    return score_one(program, completion, baseline_asm, ScoreConfig.from_options(options))
+    return score_one(program, completion, baseline_asm, config)
 
 
 def score_one(
@@ -600,7 +607,13 @@ def _ray_init(ray: Any, address: str | None, timeout_s: float) -> None:
                 "(`ray status` on the head node) or use ray_address=None for a local instance"
             ) from None
     where = f"the Ray cluster at {address!r}" if address else "a local Ray instance"
-    timed = threading.current_thread() is threading.main_thread() and hasattr(signal, "setitimer")
+    # The timer borrows SIGALRM only while the host has no handler of its own on it (a host
+    # program owns its signals; with one installed, ray.init runs without the timeout).
+    timed = (
+        threading.current_thread() is threading.main_thread()
+        and hasattr(signal, "setitimer")
+        and signal.getsignal(signal.SIGALRM) in (signal.SIG_DFL, None)
+    )
 
     def expire(signum: int, frame: Any) -> None:
         raise TimeoutError
