@@ -1,9 +1,9 @@
-"""The `asmopt` command. Thin: it parses, validates, delegates, and prints.
+"""The `asmopt` command. Thin: it parses into typed configs, delegates, and prints.
 
-`main.py` holds the parser and the core commands (suite, baseline, check, eval, results,
-report); every other group has a module here (`data`, `serve`, `train`, `study`), listed in
-`main.COMMAND_MODULES`; `common.py` holds what they share. Nothing outside this package
-imports it.
+`main.py` assembles the parser from one module per command group (`suite`, `check`, `eval`,
+`results`, `data`, `doctor`, `serve`, `train`, `study`), listed in `main.COMMAND_MODULES`;
+`options.py`, `display.py`, `interrupt.py` and `common.py` hold what they share. Nothing
+outside this package imports it.
 """
 
 from asmopt.cli.main import main
