@@ -130,3 +130,31 @@ def test_eval_default_max_tokens_leaves_room_for_a_whole_answer() -> None:
     args = build_parser().parse_args(["eval", "--policy", "openai", "--model", "m"])
     assert args.max_tokens >= 6300
     assert SamplingParams().max_new_tokens == args.max_tokens
+
+
+def test_a_bug_is_an_internal_error_not_bad_input(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A user's mistake (an AsmoptError) is one line and exit 2; anything else is ours: an
+    internal error (exit 70) asking for a report, with the traceback under -v only."""
+    import asmopt.cli.suite
+    from asmopt.cli.main import EXIT_INTERNAL_ERROR, main
+
+    def broken(args: object) -> int:
+        raise KeyError("a bug of ours")
+
+    monkeypatch.setattr(asmopt.cli.suite, "cmd_suite_list", broken)
+    assert main(["suite", "list"]) == EXIT_INTERNAL_ERROR == 70
+    err = capsys.readouterr().err
+    assert "asmopt: internal error: KeyError" in err and "please report it" in err
+    assert "Traceback" not in err
+    assert main(["suite", "list", "-v"]) == 70
+    assert "Traceback" in capsys.readouterr().err
+    # A ValueError from our code is a bug too, no longer read as bad input.
+    monkeypatch.setattr(
+        asmopt.cli.suite, "cmd_suite_list", lambda args: int("not a number")
+    )
+    assert main(["suite", "list"]) == 70
+    assert "internal error: ValueError" in capsys.readouterr().err
+    assert main(["suite", "show", "no_such_program"]) == 2
+    assert capsys.readouterr().err.startswith("asmopt: error:")

@@ -77,6 +77,11 @@ def selection_split(tests: tuple[TestCase, ...]) -> list[TestCase]:
 
 
 @dataclass
+# How a search times each variant while choosing: the eval's TimingConfig with a smaller
+# budget, since a search times up to a dozen variants per program and only needs to rank
+# them (the chosen answer is then measured by the evaluation itself, to its own target).
+SEARCH_TIMING = TimingConfig(max_pairs=40, budget_s=6.0)
+
 class Tried:
     name: str
     # chosen | not_chosen | failed | duplicate | unavailable | skipped_budget
@@ -107,7 +112,7 @@ class CompilerSearchPolicy:
             raise InputError(f"compiler-search budget must be positive, got {budget_s}")
         self._toolchain = toolchain
         self._sandbox = sandbox
-        self.timing = timing or TimingConfig(target_half_width=0.02, max_pairs=40, budget_s=6.0)
+        self.timing = timing or SEARCH_TIMING
         self.variants = variants
         self.budget_s = budget_s
         self._others: dict[str, Toolchain] = {}
