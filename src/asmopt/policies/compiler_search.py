@@ -76,12 +76,13 @@ def selection_split(tests: tuple[TestCase, ...]) -> list[TestCase]:
     return sorted(ordered[::-1][::2], key=lambda t: t.name)
 
 
-@dataclass
 # How a search times each variant while choosing: the eval's TimingConfig with a smaller
 # budget, since a search times up to a dozen variants per program and only needs to rank
 # them (the chosen answer is then measured by the evaluation itself, to its own target).
 SEARCH_TIMING = TimingConfig(max_pairs=40, budget_s=6.0)
 
+
+@dataclass
 class Tried:
     name: str
     # chosen | not_chosen | failed | duplicate | unavailable | skipped_budget

@@ -28,11 +28,11 @@ from asmopt.programs.model import Program, TestCase
 from asmopt.sandbox.runner import Sandbox
 from asmopt.toolchain import Toolchain
 
-
 # How a refinement round times an attempt for its feedback: the eval's TimingConfig with a
 # small budget (feedback needs faster / slower, not a +-2% interval; the final answer is
 # measured by the evaluation itself).
 REFINE_TIMING = TimingConfig(max_pairs=20, budget_s=3.0)
+
 
 class RefinePolicy:
     """Wraps any policy; `rounds` attempts per sample, each informed by the last."""
