@@ -3,7 +3,8 @@
 Markers (registered in pyproject.toml): `slow` tests run only under `make test-slow`
 (`pytest -m slow`); `ml` tests need torch and transformers and are skipped when either is
 missing; `fast` marks the modules of FAST_MODULES, sandbox-free, which `make test-fast` runs
-alone in under a minute (a `fast` test that starts a sandboxed process fails). Heavy modules (torch, transformers, the PLT model) are imported when a test first
+alone in under a minute (a `fast` test that starts a sandboxed process fails). Heavy modules
+(torch, transformers, the PLT model) are imported when a test first
 uses them (`lazy`), so collecting the suite does not import them.
 """
 
