@@ -55,7 +55,9 @@ def _missing_build_tools() -> str:
 @pytest.fixture
 def on(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     """The kernel switched on (built on first use in this process), auto kernel choice, no
-    choices in memory; choices go to the session's cache directory."""
+    choices in memory; choices go to the session's cache directory. The load average reads
+    as calm (the test machine is shared; the contention rule is tested in
+    test_plt_kernels.py)."""
     missing = _missing_build_tools()
     if missing:
         pytest.skip(f"cannot build C++ extensions here: {missing}")
@@ -64,7 +66,8 @@ def on(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     kernels.forget_choices()
     kernels.set_linear_kernel(None)
     assert native.load() is not None, native.status()
-    yield
+    with kernels.timing_hooks(load=lambda: 0.0):
+        yield
     kernels.forget_choices()
     kernels.set_linear_kernel(None)
 
@@ -130,7 +133,7 @@ def test_a_candidate_for_float32_only_and_timed_in_use(on: None, tmp_path: Path)
     x = torch.randn(3, 64)
     expected = torch.nn.functional.linear(x, layer.weight, layer.bias)
     with torch.no_grad():
-        for _ in range(200):
+        for _ in range(400):  # up to 3 rounds of 3 x SAMPLES calls per attempt, 3 attempts
             assert torch.allclose(layer(x), expected, atol=1e-5)
             if not kernels.calibrating():
                 break

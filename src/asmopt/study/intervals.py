@@ -57,3 +57,56 @@ def paired_difference(a: list[float | None], b: list[float | None]) -> dict[str,
     half = Z95 * math.sqrt(var / n)
     low, high = mean - half, mean + half
     return {"mean": mean, "low": low, "high": high, "n": n, "significant": low > 0 or high < 0}
+
+
+def t_test_p(values: list[float]) -> float | None:
+    """Two-sided p-value of the one-sample t-test of mean 0 (paired differences, one per
+    seed), the test whose 95% interval `t_interval` shows: p < 0.05 exactly when that
+    interval excludes 0. None with fewer than two values; differences that do not vary
+    give 0 (all equal and non-zero) or 1 (all zero)."""
+    n = len(values)
+    if n < 2:
+        return None
+    mean = sum(values) / n
+    sd = math.sqrt(sum((v - mean) ** 2 for v in values) / (n - 1))
+    if sd == 0.0:
+        return 1.0 if mean == 0.0 else 0.0
+    t = abs(mean) / (sd / math.sqrt(n))
+    return min(1.0, 2.0 * (1.0 - stats.t_cdf(t, n - 1)))
+
+
+def normal_p(d: dict[str, Any]) -> float | None:
+    """Two-sided p-value of mean 0 behind a normal 95% interval (`paired_difference`):
+    the standard error is recovered from the interval's half-width, so the p-value can be
+    derived from a study.json written before p-values were recorded. None without an
+    interval."""
+    mean, low, high = d.get("mean"), d.get("low"), d.get("high")
+    if mean is None or low is None or high is None:
+        return None
+    se = (high - low) / (2.0 * Z95)
+    if se <= 0.0:
+        return 1.0 if mean == 0.0 else 0.0
+    return math.erfc(abs(mean) / se / math.sqrt(2.0))
+
+
+def holm(p_values: list[float | None], alpha: float = 0.05) -> list[dict[str, Any]]:
+    """Holm's step-down correction over one family of tests, in the order given.
+
+    Each test gets `p_holm`, its Holm-adjusted p-value (the smallest family-wise level at
+    which Holm's procedure rejects it: sorted ascending, the i-th of m p-values is scaled
+    by m - i + 1, then made non-decreasing and capped at 1), and `reject`, whether
+    `p_holm <= alpha`. Holm controls the family-wise error rate at `alpha` under any
+    dependence between the tests, which pairwise comparisons sharing models have. A test
+    without a p-value (None: too few values) counts in the family and is never rejected."""
+    m = len(p_values)
+    filled = [1.0 if p is None else p for p in p_values]
+    order = sorted(range(m), key=lambda i: filled[i])
+    adjusted = [1.0] * m
+    running = 0.0
+    for rank, i in enumerate(order):
+        running = max(running, min(1.0, (m - rank) * filled[i]))
+        adjusted[i] = running
+    return [
+        {"p": p, "p_holm": None if p is None else adj, "reject": p is not None and adj <= alpha}
+        for p, adj in zip(p_values, adjusted, strict=True)
+    ]

@@ -24,7 +24,13 @@ from jinja2 import Environment, PackageLoader, StrictUndefined
 from asmopt import typed_config
 from asmopt.safe_io import check_output_path, write_output
 from asmopt.study.diagnostics import METRICS
-from asmopt.study.findings import MIN_SEEDS_FOR_RANKING, first_seed, seed_runs
+from asmopt.study.findings import (
+    CORRECTION,
+    FAMILY_ALPHA,
+    MIN_SEEDS_FOR_RANKING,
+    first_seed,
+    seed_runs,
+)
 
 # Columns of the per-R diagnostics table: (key in per_loop, header, digits).
 TABLE_COLUMNS: tuple[tuple[str, str, int], ...] = (
@@ -65,6 +71,16 @@ def _counts(counts: dict[str, int]) -> str:
 
 def _pct(x: float | None) -> str:
     return "–" if x is None else f"{100 * x:.0f}%"
+
+
+def _p(x: float | None) -> str:
+    """A p-value: three decimals, two significant digits below 0.001, and a bound below
+    1e-6 (normal tails that far out say nothing more)."""
+    if x is None:
+        return "–"
+    if x < 1e-6:
+        return "<1e-6"
+    return f"{x:.1e}" if x < 0.001 else f"{x:.3f}"
 
 
 def _interval(d: dict[str, Any]) -> str:
@@ -395,20 +411,88 @@ def _erank_reading(fnd: dict[str, Any]) -> dict[str, Any] | None:
     return {"ranks": ranks, "orders_like_loss": fnd.get("erank_orders_like_loss")}
 
 
-def _tradeoff(fnd: dict[str, Any]) -> dict[str, Any] | None:
-    """Gains against costs of the largest model, formatted (None when undefined)."""
-    trade = fnd["tradeoff"]
-    if not trade or "gains_trend" not in trade:
+def _trend_cell(t: dict[str, Any] | None) -> str:
+    """One seed's sequence: its values, last / first where defined, and its direction."""
+    if t is None:
+        return "–"
+    values = ", ".join(_f(v, 2 if abs(v) >= 10 else 3) for v in t["values"])
+    change = "" if t["change"] is None else f"x{t['change']:.2f}, "
+    return f"{values} ({change}{t['direction']})"
+
+
+def _loop_trends(fnd: dict[str, Any]) -> dict[str, Any] | None:
+    """Cells of the per-loop trend table of the largest model (one column per seed) and
+    the direction counts by quantity (None for a file without them)."""
+    trends = fnd.get("loop_trends")
+    if not trends or not trends["rows"]:
         return None
+    model = trends["model"]
+    rows = [
+        [
+            row["name"],
+            f"{row['first_loop']}..{model}",
+            *(_trend_cell(row["per_seed"][str(s)]) for s in trends["seeds"]),
+            row["count"],
+        ]
+        for row in trends["rows"]
+    ]
+    counts = {row["key"]: row["count"] for row in trends["rows"]}
+    return {"model": model, "seeds": trends["seeds"], "rows": rows, "count": counts}
+
+
+def _all_in(count: str, word: str) -> bool:
+    """Whether a direction count ("rising in 3 of 3 seeds") is `word` in every seed."""
+    head, _, total = count.rpartition(" of ")
+    return head == f"{word} in {total.split()[0]}"
+
+
+def _cost_reading(trends: dict[str, Any] | None) -> str | None:
+    """The one sentence the gain and cost trends allow, built from their directions: the
+    relative offset cost is read against the raw one and the state norm it is divided by."""
+    if trends is None:
+        return None
+    c = trends["count"]
+    if not {"step_size_rel", "offset_cost", "offset_cost_rel", "state_norm"} <= set(c):
+        return None
+    text = (
+        f"the relative step size (the gain) is {c['step_size_rel']}; the offset cost Ω is "
+        f"{c['offset_cost']}, the relative offset cost Ω/‖h‖ {c['offset_cost_rel']} and the "
+        f"state norm ‖h‖ {c['state_norm']}"
+    )
+    if all(
+        _all_in(c[k], w)
+        for k, w in (
+            ("offset_cost", "rising"),
+            ("offset_cost_rel", "falling"),
+            ("state_norm", "rising"),
+        )
+    ):
+        text += (
+            ": the cost itself rises; its relative value falls only because the state norm "
+            "grows faster"
+        )
+    return text
+
+
+def _rule_reading(fnd: dict[str, Any], trends: dict[str, Any] | None) -> dict[str, Any] | None:
+    """The erank rule of thumb read inside the largest model, per seed, with the direction
+    count of its effective rank (None for a file without per-seed trends)."""
+    raw = fnd.get("loop_trends")
+    if not raw or not raw.get("erank_rule") or trends is None or "erank" not in trends["count"]:
+        return None
+    rule = {int(s): n for s, n in raw["erank_rule"].items()}
+    values = set(rule.values())
+    if len(values) == 1:
+        loops = str(values.pop())
+        where = "every seed" if len(rule) > 1 else "this run"
+    else:
+        loops = ", ".join(f"seed {s}: {n}" for s, n in sorted(rule.items()))
+        where = "the seeds as listed"
     return {
-        "model": trade["model"],
-        "gains": ", ".join(_f(g) for g in trade["gains"]),
-        "costs": ", ".join(_f(c) for c in trade["costs"]),
-        "gains_change": f"{trade['gains_change']:.2f}",
-        "costs_change": f"{trade['costs_change']:.2f}",
-        "gains_trend": trade["gains_trend"],
-        "costs_trend": trade["costs_trend"],
-        "rule": trade["rule"],
+        "model": raw["model"],
+        "erank": trends["count"]["erank"],
+        "loops": loops,
+        "where": where,
     }
 
 
@@ -426,6 +510,8 @@ def _comparison_rows(result: dict[str, Any], fnd: dict[str, Any]) -> list[list[s
                 _interval(c["loss"]),
                 _interval(c["asm_loss"]),
                 f"{token_diff:+.4f}",
+                _p(s.get("p")),
+                _p(s.get("p_holm")),
                 s["verdict"],
             ]
         )
@@ -444,14 +530,17 @@ def _mean_cell(d: dict[str, Any], digits: int = 4) -> str:
 
 def _across_seeds(fnd: dict[str, Any], n: int) -> dict[str, Any]:
     """Cells of the seed-level tables: per R the loss over seeds, per pair of R the
-    seed-by-seed differences; the verdicts here are the only ones a ranking may rest on."""
+    seed-by-seed differences with their uncorrected interval, p-value and Holm-adjusted
+    p-value; the verdicts here (Holm) are the only ones a ranking may rest on."""
     agg = fnd["across_seeds"]
+    eranks = fnd.get("final_erank_per_seed", {})
     per_r = [
         [
             r,
             _mean_cell(d["loss"]),
             _mean_cell(d["asm_loss"]),
             ", ".join(f"{v:.4f}" for v in d["asm_loss"]["values"]),
+            ", ".join(_f(v, 1) for v in eranks.get(r, [])) or "–",
         ]
         for r, d in agg["per_r"].items()
     ]
@@ -462,12 +551,35 @@ def _across_seeds(fnd: dict[str, Any], n: int) -> dict[str, Any]:
             f"R={p['to']}",
             ", ".join(f"{v:+.4f}" for v in p["asm_loss"]["values"]),
             _interval(p["asm_loss"]),
+            _p(p.get("p")),
+            _p(p.get("p_holm")),
             _interval(pairs[(p["from"], p["to"])]["loss"]),
             p["verdict"],
         ]
         for p in fnd["seed_pairs"]
     ]
-    return {"runs": n, "dof": n - 1, "per_r": per_r, "pairs": differences}
+    return {
+        "runs": n,
+        "dof": n - 1,
+        "per_r": per_r,
+        "pairs": differences,
+        "survivors": _survivors(fnd),
+        "loose": ", ".join(
+            f"R={p['from']} vs R={p['to']}" for p in fnd.get("uncorrected_only", [])
+        ),
+    }
+
+
+def _survivors(fnd: dict[str, Any]) -> str:
+    """Which pairwise orders survive the correction, as one clause."""
+    orders = [f"R={x['lower']} < R={x['higher']}" for x in fnd.get("ranking", [])]
+    total = len(fnd["seed_pairs"])
+    if not orders:
+        return "no pair survives"
+    if len(orders) == total:
+        return f"all {total} pairs survive"
+    listed = ", ".join(orders[:-1]) + f" and {orders[-1]}" if len(orders) > 1 else orders[0]
+    return f"only {listed} {'survive' if len(orders) > 1 else 'survives'}"
 
 
 def _diagnostics(result: dict[str, Any]) -> list[dict[str, Any]]:
@@ -506,6 +618,7 @@ def render_markdown(
     seeds = fnd.get("seed_list") or [first_seed(result)]
     several = len(seeds) > 1
     total_min = sum(m["summary"]["train_seconds"] for m in _all_models(result)) / 60
+    trends = _loop_trends(fnd)
     return (
         templates()
         .get_template("study.md")
@@ -523,9 +636,12 @@ def render_markdown(
             summary_line=fnd["summary_line"],
             can_rank=bool(fnd.get("can_rank")),
             paper_pattern=fnd["paper_pattern"],
-            rule=fnd["erank_rule"],
+            rule=_rule_reading(fnd, trends),
             erank=_erank_reading(fnd),
-            trade=_tradeoff(fnd),
+            trends=trends,
+            cost_reading=_cost_reading(trends),
+            correction=CORRECTION,
+            family_alpha=f"{FAMILY_ALPHA:.0%}",
             model_rows=_model_rows(result),
             across=_across_seeds(fnd, len(seeds)) if several else None,
             comparisons=_comparison_rows(result, fnd),
