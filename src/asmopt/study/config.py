@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from asmopt import typed_config
+from asmopt.errors import InputError
 from asmopt.study.corpus import CorpusConfig
 
 CONFIG_DIR = Path(__file__).resolve().parent / "configs"
@@ -40,7 +41,7 @@ class TokenizerConfig:
 
     def validate(self) -> None:
         if self.vocab_size < 300:
-            raise ValueError(f"tokenizer vocab_size must be at least 300, got {self.vocab_size}")
+            raise InputError(f"tokenizer vocab_size must be at least 300, got {self.vocab_size}")
 
 
 @dataclass
@@ -63,12 +64,12 @@ class ModelSpec:
 
     def validate(self) -> None:
         if self.hidden_size % self.num_attention_heads:
-            raise ValueError(
+            raise InputError(
                 f"hidden_size ({self.hidden_size}) is not a multiple of num_attention_heads "
                 f"({self.num_attention_heads})"
             )
         if self.window < 0:
-            raise ValueError(f"window must be >= 0, got {self.window}")
+            raise InputError(f"window must be >= 0, got {self.window}")
 
 
 @dataclass
@@ -111,14 +112,14 @@ class TrainSpec:
         typed_config.check_device(self.device, "train.device")
         for name in ("seq_len", "batch_size", "grad_accum", "max_steps", "log_every"):
             if getattr(self, name) < 1:
-                raise ValueError(f"train.{name} must be at least 1, got {getattr(self, name)}")
+                raise InputError(f"train.{name} must be at least 1, got {getattr(self, name)}")
         for name in ("warmup_steps", "eval_every", "save_every", "num_threads"):
             if getattr(self, name) < 0:
-                raise ValueError(f"train.{name} must be >= 0, got {getattr(self, name)}")
+                raise InputError(f"train.{name} must be >= 0, got {getattr(self, name)}")
         if not 0 <= self.min_lr_ratio <= 1:
-            raise ValueError(f"train.min_lr_ratio must be in [0, 1], got {self.min_lr_ratio}")
+            raise InputError(f"train.min_lr_ratio must be in [0, 1], got {self.min_lr_ratio}")
         if self.lr <= 0:
-            raise ValueError(f"train.lr must be positive, got {self.lr}")
+            raise InputError(f"train.lr must be positive, got {self.lr}")
 
 
 @dataclass
@@ -141,9 +142,9 @@ class EvalSpec:
     def validate(self) -> None:
         for name in ("heldout_windows", "diag_windows", "diag_batch"):
             if getattr(self, name) < 1:
-                raise ValueError(f"eval.{name} must be at least 1, got {getattr(self, name)}")
+                raise InputError(f"eval.{name} must be at least 1, got {getattr(self, name)}")
         if self.task_programs < 0 or self.task_max_new_tokens < 1:
-            raise ValueError("eval.task_programs must be >= 0 and task_max_new_tokens >= 1")
+            raise InputError("eval.task_programs must be >= 0 and task_max_new_tokens >= 1")
 
 
 @dataclass
@@ -161,7 +162,7 @@ class StudyConfig:
         for section in (self.corpus, self.tokenizer, self.model, self.train, self.eval):
             section.validate()
         if self.eval.task_level not in self.corpus.levels:
-            raise ValueError(
+            raise InputError(
                 f"eval.task_level {self.eval.task_level!r} is not among corpus.levels "
                 f"{self.corpus.levels}"
             )
@@ -182,7 +183,7 @@ def config_path(name: str) -> Path:
 def from_dict(cls: type, data: Any, where: str = "") -> Any:
     """`cls(**data)` with every key and value checked; nested sections are dataclasses."""
     if not isinstance(data, dict):
-        raise ValueError(f"{where or 'config'}: expected a mapping, got {data!r}")
+        raise InputError(f"{where or 'config'}: expected a mapping, got {data!r}")
     hints = typing.get_type_hints(cls)
     names = [f.name for f in dataclasses.fields(cls)]
     values = {}
@@ -191,7 +192,7 @@ def from_dict(cls: type, data: Any, where: str = "") -> Any:
         if key not in names:
             close = difflib.get_close_matches(str(key), names, n=1)
             hint = f"; did you mean {close[0]!r}?" if close else ""
-            raise ValueError(f"unknown key {full!r}{hint} (docs/study.md lists the fields)")
+            raise InputError(f"unknown key {full!r}{hint} (docs/study.md lists the fields)")
         values[key] = typed_config.coerce(full, value, hints[key], from_dict)
     return cls(**values)
 
@@ -202,7 +203,7 @@ def _set_path(data: dict[str, Any], dotted: str, value: Any) -> None:
     for part in parts[:-1]:
         node = node.setdefault(part, {})
         if not isinstance(node, dict):
-            raise ValueError(f"--set {dotted}: {part} is not a section")
+            raise InputError(f"--set {dotted}: {part} is not a section")
     node[parts[-1]] = value
 
 
@@ -211,7 +212,7 @@ def _parse_overrides(overrides: list[str]) -> list[tuple[str, Any]]:
     parsed = []
     for item in overrides:
         if "=" not in item:
-            raise ValueError(f"--set expects SECTION.KEY=VALUE, got {typed_config.show(item)}")
+            raise InputError(f"--set expects SECTION.KEY=VALUE, got {typed_config.show(item)}")
         key, raw = item.split("=", 1)
         key = key.strip()
         parsed.append((key, typed_config.parse_override(raw, f"--set {key}")))
@@ -241,7 +242,7 @@ def load_study_config(
         source = str(path)
         loaded = typed_config.read_yaml(path, "study config") or {}
         if not isinstance(loaded, dict):
-            raise ValueError(f"{path}: expected a mapping of sections at the top level")
+            raise InputError(f"{path}: expected a mapping of sections at the top level")
         data = loaded
     parsed = _parse_overrides(overrides or [])
     try:
@@ -253,7 +254,7 @@ def load_study_config(
             str(exc), lambda i: _build(data, parsed[:i] + parsed[i + 1 :]), len(parsed)
         )
         where = ", ".join(f"--set {parsed[i][0]}" for i in blamed) or source
-        raise ValueError(f"{where}: {exc}") from None
+        raise InputError(f"{where}: {exc}") from None
 
 
 def to_dict(cfg: Any) -> dict[str, Any]:

@@ -33,6 +33,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from asmopt.errors import InputError
 from asmopt.programs.model import Program
 from asmopt.study.synthetic import GENERATOR_VERSION, synthetic_program
 
@@ -68,15 +69,15 @@ class CorpusConfig:
 
     def validate(self) -> None:
         if self.synthetic_programs < 0:
-            raise ValueError(f"synthetic_programs must be >= 0, got {self.synthetic_programs}")
+            raise InputError(f"synthetic_programs must be >= 0, got {self.synthetic_programs}")
         if self.heldout_every < 2:
-            raise ValueError(f"heldout_every must be at least 2, got {self.heldout_every}")
+            raise InputError(f"heldout_every must be at least 2, got {self.heldout_every}")
         if not self.levels:
-            raise ValueError("levels is empty; give at least one of -O0 .. -O3")
+            raise InputError("levels is empty; give at least one of -O0 .. -O3")
         if self.jobs < 1:
-            raise ValueError(f"jobs must be at least 1, got {self.jobs}")
+            raise InputError(f"jobs must be at least 1, got {self.jobs}")
         if not (self.builtin or self.suites or self.synthetic_programs):
-            raise ValueError("the corpus has no source: enable builtin, suites or synthetic")
+            raise InputError("the corpus has no source: enable builtin, suites or synthetic")
 
 
 @dataclass(frozen=True)

@@ -24,6 +24,7 @@ from typing import Any
 
 import numpy as np
 
+from asmopt.errors import InputError
 from asmopt.study.config import StudyConfig
 from asmopt.study.corpus import CorpusStats, Document, build_corpus, corpus_texts, read_documents
 from asmopt.study.tokenizer import (
@@ -108,7 +109,7 @@ def prepare(cfg: StudyConfig, *, toolchain: Any = None, progress: bool = False) 
     train_docs = read_documents(corpus_dir, "train")
     heldout_docs = read_documents(corpus_dir, "heldout")
     if not train_docs or not heldout_docs:
-        raise ValueError(
+        raise InputError(
             f"the corpus has {len(train_docs)} training and {len(heldout_docs)} held-out "
             "documents; both must be non-empty (more synthetic programs, or a suite with "
             "validation/test programs)"

@@ -34,6 +34,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
+from asmopt.errors import InputError
 from asmopt.provenance import stamp
 from asmopt.study.config import ModelSpec, StudyConfig, TrainSpec, to_dict, to_yaml
 from asmopt.study.data import Prepared, TokenSplit, prepare
@@ -144,7 +145,7 @@ def pretrain_batch(
     seq = spec.seq_len
     high = split.size - seq - 1
     if high <= 0:
-        raise ValueError(f"the training split has {split.size} tokens, fewer than seq_len + 1")
+        raise InputError(f"the training split has {split.size} tokens, fewer than seq_len + 1")
     starts = torch.randint(0, high + 1, (rows,), generator=step_generator(spec.data_seed, step))
     tokens = torch.from_numpy(split.tokens)
     index = starts[:, None] + torch.arange(seq + 1)[None, :]  # [rows, S + 1]
@@ -190,7 +191,7 @@ def heldout_windows(split: TokenSplit, seq_len: int, count: int) -> np.ndarray:
     """Evenly spaced window starts over the held-out stream: fixed, so every R sees the same."""
     high = split.size - seq_len - 1
     if high < 0:
-        raise ValueError(f"the held-out split has {split.size} tokens, fewer than seq_len + 1")
+        raise InputError(f"the held-out split has {split.size} tokens, fewer than seq_len + 1")
     return np.unique(np.linspace(0, high, num=count).round().astype(np.int64))
 
 
@@ -356,9 +357,9 @@ def train_lm(
     is prepared, so an unusable device or a mismatched checkpoint is refused before any
     data work."""
     if loops < 1:
-        raise ValueError(f"loops must be at least 1, got {loops}")
+        raise InputError(f"loops must be at least 1, got {loops}")
     if seed is not None and cfg.train.seed != seed:
-        raise ValueError(f"seed {seed} given with a config of train.seed {cfg.train.seed}")
+        raise InputError(f"seed {seed} given with a config of train.seed {cfg.train.seed}")
     done = finished_summary(cfg, loops, seed)
     if done is not None:
         if progress:
@@ -440,7 +441,7 @@ def _model_for_run(cfg: StudyConfig, loops: int, tokenizer: Any, device: torch.d
     if spec.init_from:
         model = load_plt_pretrained(spec.init_from)
         if model.config.plt_num_loops != loops:
-            raise ValueError(
+            raise InputError(
                 f"init_from {spec.init_from} has R = {model.config.plt_num_loops}, not {loops}"
             )
     else:

@@ -30,6 +30,7 @@ from typing import Any
 
 import torch
 
+from asmopt.errors import InputError
 from asmopt.provenance import environment
 from asmopt.study.config import StudyConfig, to_dict
 from asmopt.study.data import Prepared, prepare
@@ -161,7 +162,7 @@ def check_seeds(cfg: StudyConfig, seeds: list[int] | None) -> list[int]:
     if not seeds:
         return [cfg.train.seed]
     if len(set(seeds)) != len(seeds) or min(seeds) < 0:
-        raise ValueError(f"--seeds must be distinct seeds >= 0, got {seeds}")
+        raise InputError(f"--seeds must be distinct seeds >= 0, got {seeds}")
     return list(seeds)
 
 
@@ -208,7 +209,7 @@ def run_model(
 def check_loops(loops: list[int]) -> list[int]:
     """The loop counts of a study, in order: distinct and >= 1."""
     if not loops or len(set(loops)) != len(loops) or min(loops) < 1:
-        raise ValueError(f"--loops must be distinct counts >= 1, got {loops}")
+        raise InputError(f"--loops must be distinct counts >= 1, got {loops}")
     return sorted(loops)
 
 

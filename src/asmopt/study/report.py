@@ -22,6 +22,7 @@ from typing import Any
 from jinja2 import Environment, PackageLoader, StrictUndefined
 
 from asmopt import typed_config
+from asmopt.errors import InputError
 from asmopt.safe_io import check_output_path, write_output
 from asmopt.study.diagnostics import METRICS
 from asmopt.study.findings import (
@@ -712,13 +713,13 @@ def load_result(path: str | Path) -> dict[str, Any]:
     try:
         data = json.loads(text, parse_int=_parse_int)
     except json.JSONDecodeError as exc:
-        raise ValueError(
+        raise InputError(
             f"{path}: not JSON ({exc.msg} at line {exc.lineno}, column {exc.colno}); give "
             "the study.json a study run wrote"
         ) from None
     _refuse_long_ints(data, "", path)
     if not isinstance(data, dict):
-        raise ValueError(f"{path}: expected a JSON object (a study's results), got {_kind(data)}")
+        raise InputError(f"{path}: expected a JSON object (a study's results), got {_kind(data)}")
     _check_result(data, path)
     return data
 
@@ -731,7 +732,7 @@ def _refuse_long_ints(value: Any, key: str, path: str | Path) -> None:
     """A too-long integer anywhere in the file, named by its key (`models.1.steps`)."""
     if isinstance(value, _LongInt):
         where = f"{key}: " if key else ""
-        raise ValueError(f"{path}: {where}{typed_config.long_integer(len(value.lstrip('-')))}")
+        raise InputError(f"{path}: {where}{typed_config.long_integer(len(value.lstrip('-')))}")
     if isinstance(value, dict):
         for k, v in value.items():
             _refuse_long_ints(v, f"{key}.{k}" if key else str(k), path)
@@ -747,10 +748,10 @@ def _check_result(data: dict[str, Any], path: str | Path) -> None:
         _check_key(data, key, path)
     loops = data["loops"]
     if not loops or not all(isinstance(r, int) and not isinstance(r, bool) for r in loops):
-        raise ValueError(f"{path}: 'loops' must be a non-empty list of loop counts")
+        raise InputError(f"{path}: 'loops' must be a non-empty list of loop counts")
     missing = [r for r in loops if not isinstance(data["models"].get(str(r)), dict)]
     if missing:
-        raise ValueError(f"{path}: 'models' holds no model for R = {missing[0]}")
+        raise InputError(f"{path}: 'models' holds no model for R = {missing[0]}")
     for key in RESULT_KEYS:
         _check_key(data, key, path)
 
@@ -758,6 +759,6 @@ def _check_result(data: dict[str, Any], path: str | Path) -> None:
 def _check_key(data: dict[str, Any], key: str, path: str | Path) -> None:
     kinds = RESULT_KEYS[key]
     if key not in data:
-        raise ValueError(f"{path}: no {key!r}; not the study.json of a study run")
+        raise InputError(f"{path}: no {key!r}; not the study.json of a study run")
     if not isinstance(data[key], kinds):
-        raise ValueError(f"{path}: {key!r} is {_kind(data[key])}, expected {JSON_KINDS[kinds[0]]}")
+        raise InputError(f"{path}: {key!r} is {_kind(data[key])}, expected {JSON_KINDS[kinds[0]]}")

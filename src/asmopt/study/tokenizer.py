@@ -16,6 +16,8 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
+from asmopt.errors import InputError
+
 EOT = "<|eot|>"
 PAD = "<|pad|>"
 SPECIAL_TOKENS = (EOT, PAD)
@@ -34,7 +36,7 @@ def train_tokenizer(
     from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
 
     if vocab_size < 256 + len(SPECIAL_TOKENS) + 1:
-        raise ValueError(
+        raise InputError(
             f"vocab_size {vocab_size} leaves no room for merges (256 bytes + "
             f"{len(SPECIAL_TOKENS)} special tokens)"
         )
