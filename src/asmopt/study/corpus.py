@@ -28,12 +28,12 @@ import json
 import time
 from collections import Counter
 from collections.abc import Iterable
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
 from asmopt.errors import InputError
+from asmopt.parallel import parallel_map
 from asmopt.programs.model import Program
 from asmopt.study.synthetic import GENERATOR_VERSION, synthetic_program
 
@@ -193,43 +193,44 @@ def build_corpus(
     docs: list[Document] = []
     skipped: list[dict[str, str]] = []
     cached = 0
-    with ThreadPoolExecutor(max_workers=cfg.jobs) as pool:
-        futures = [
-            pool.submit(_compile_one, toolchain, s, level, cfg.extra_flags) for s, level in jobs
-        ]
-        for done, future in enumerate(futures, 1):
-            source, level, result = future.result()
-            cached += bool(result.cached)
-            if progress and (done % 100 == 0 or done == len(futures)):
-                print(f"corpus: {done}/{len(futures)} compiles", flush=True)
-            if result.stage == "infra":
-                raise ToolchainError(f"{source.program.id} {level}: {result.message}")
-            if not result.ok or result.output is None:
-                skipped.append(
-                    {"program": source.program.id, "level": level, "reason": result.message[:200]}
-                )
-                continue
-            asm = clean_assembly(result.output.read_text(encoding="utf-8", errors="replace"))
-            if len(asm) > cfg.max_asm_chars:
-                skipped.append(
-                    {
-                        "program": source.program.id,
-                        "level": level,
-                        "reason": f"assembly of {len(asm)} chars > max_asm_chars",
-                    }
-                )
-                continue
-            docs.append(
-                Document(
-                    id=f"{source.program.id}{level}",
-                    origin=source.origin,
-                    program=source.program.id,
-                    split=source.split,
-                    level=level,
-                    c=source.program.source,
-                    asm=asm,
-                )
+    compiled = parallel_map(
+        lambda job: _compile_one(toolchain, job[0], job[1], cfg.extra_flags),
+        jobs,
+        jobs=cfg.jobs,
+        desc="corpus",
+        unit="compile",
+        progress=progress,
+    )
+    for source, level, result in compiled:
+        cached += bool(result.cached)
+        if result.stage == "infra":
+            raise ToolchainError(f"{source.program.id} {level}: {result.message}")
+        if not result.ok or result.output is None:
+            skipped.append(
+                {"program": source.program.id, "level": level, "reason": result.message[:200]}
             )
+            continue
+        asm = clean_assembly(result.output.read_text(encoding="utf-8", errors="replace"))
+        if len(asm) > cfg.max_asm_chars:
+            skipped.append(
+                {
+                    "program": source.program.id,
+                    "level": level,
+                    "reason": f"assembly of {len(asm)} chars > max_asm_chars",
+                }
+            )
+            continue
+        docs.append(
+            Document(
+                id=f"{source.program.id}{level}",
+                origin=source.origin,
+                program=source.program.id,
+                split=source.split,
+                level=level,
+                c=source.program.source,
+                asm=asm,
+            )
+        )
     stats = _stats(docs, skipped, time.monotonic() - started, len(jobs), cached)
     out.mkdir(parents=True, exist_ok=True)
     tmp = out / (DOCS_FILE + ".tmp")
