@@ -791,7 +791,24 @@ def reading(
         "comparison here is therefore made within the scored measurement, where all rows "
         "were measured in one session and identical answers share one measurement.",
         f"- Unapplied answers: {unapplied_breakdown(rows, keys, suite_dir)}.",
+        f"- Best-of-4: {picks_differ(rows)}. In this family the rule's answer is the "
+        "fastest correct answer known (the fast edit at every call site), so a policy can at "
+        "best tie the rule; a family with more than one idea is needed for a policy to beat "
+        "it.",
     ]
+
+
+def picks_differ(rows: dict[str, list[dict[str, Any]]]) -> str:
+    """On how many programs the best-of-N pick on the separate scoring is another answer
+    than the oracle pick."""
+    if BEST_OF not in rows or BEST_OF_ORACLE not in rows:
+        return "not computed"
+    pairs = zip(rows[BEST_OF], rows[BEST_OF_ORACLE], strict=True)
+    differ = sum(a["answer"] != b["answer"] for a, b in pairs)
+    return (
+        f"the pick on the separate scoring and the oracle pick are different answers on "
+        f"{differ} of {len(rows[BEST_OF])} programs"
+    )
 
 
 def report(
