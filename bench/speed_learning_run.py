@@ -51,7 +51,7 @@ sys.path.insert(0, str(HERE))
 
 import learning_common  # noqa: E402
 from learning_common import fmt  # noqa: E402
-from speed_learning import baselines, stats  # noqa: E402
+from speed_learning import baselines, exploration, stats  # noqa: E402
 from speed_learning.family import (  # noqa: E402
     FAST_LINE,
     POPCOUNT_CALL,
@@ -63,7 +63,11 @@ from speed_learning.family import (  # noqa: E402
 CONFIG_DIR = HERE / "speed_learning"
 TOKENIZER_VOCAB = 2048
 EDITS = ("fast", "align", "wrong")
+# The warm start's edits per variant: `main` shows all three; `discovery` leaves out the
+# fast edit, so a faster correct answer would have to come from PPO's own sampling.
+VARIANT_EDITS = {"main": EDITS, "discovery": ("align", "wrong")}
 ARMS = {"timed": "time", "control": "none"}
+REPORT_NAMES = {"main": "speed_learning_run.md", "discovery": "speed_learning_discovery.md"}
 RUN_META = "run_meta.json"  # beside a run's metrics: the commit and command that trained it
 
 
@@ -77,21 +81,21 @@ def build_suite(root: Path) -> Path:
     return write_suite(dest, per_kernel=7, seed=0)
 
 
-def build_tokenizer(out: Path, suite_dir: Path) -> Path:
-    """BPE learnt on the training split, its edits included (held-out programs never shape
-    the vocabulary)."""
+def build_tokenizer(out: Path, suite_dir: Path, edits: tuple[str, ...] = EDITS) -> Path:
+    """BPE learnt on the training split, the warm start's edits included (held-out
+    programs, and an edit the warm start is not shown, never shape the vocabulary)."""
     from asmopt.programs import load_suite
 
     return learning_common.build_tokenizer(
         out,
         load_suite(suite_dir).select(split="train"),
         TOKENIZER_VOCAB,
-        extra=lambda program, o3: [rewrite(o3, edit) for edit in EDITS],
+        extra=lambda program, o3: [rewrite(o3, edit) for edit in edits],
     )
 
 
-def sft_rows(suite_dir: Path, split: str, dest: Path) -> Path:
-    """Every program of `split` three times, once per edit, as unified diffs (context 0)."""
+def sft_rows(suite_dir: Path, split: str, dest: Path, edits: tuple[str, ...] = EDITS) -> Path:
+    """Every program of `split` once per edit of `edits`, as unified diffs (context 0)."""
     from asmopt.programs import load_suite
     from asmopt.toolchain import DEFAULT_O3_FLAGS, default_toolchain
     from asmopt.train.data import fenced_diff, rows_from_suite
@@ -104,7 +108,7 @@ def sft_rows(suite_dir: Path, split: str, dest: Path) -> Path:
     out: list[dict[str, Any]] = []
     for row in rows:
         baseline = toolchain.baseline_assembly(suite.get(row["program_id"]), DEFAULT_O3_FLAGS)
-        for edit in EDITS:
+        for edit in edits:
             completion = fenced_diff(baseline, rewrite(baseline, edit), 0)
             if completion is None:
                 raise AssertionError(f"{row['program_id']}: edit {edit} changes nothing")
@@ -157,7 +161,15 @@ def ppo_dir(root: Path, arm: str, seed: int) -> Path:
     return root / f"ppo-{arm}-s{seed}"
 
 
-def run_ppo(root: Path, suite_dir: Path, model: Path, arm: str, seed: int, quick: bool) -> Path:
+def run_ppo(
+    root: Path,
+    suite_dir: Path,
+    model: Path,
+    arm: str,
+    seed: int,
+    quick: bool,
+    temperature: float | None = None,
+) -> Path:
     from asmopt.train.config import PPOConfig, load_config
     from asmopt.train.ppo import train_ppo
 
@@ -171,6 +183,8 @@ def run_ppo(root: Path, suite_dir: Path, model: Path, arm: str, seed: int, quick
     cfg.seed = seed
     cfg.suite = str(suite_dir)
     cfg.reward_options = {**cfg.reward_options, "suite": str(suite_dir), "measure": ARMS[arm]}
+    if temperature is not None:
+        cfg.temperature = cfg.val_temperature = temperature
     if quick:
         cfg.total_steps, cfg.save_every = 2, 1
         cfg.val_max_rows, cfg.val_samples_per_prompt = 2, 1
@@ -201,7 +215,12 @@ def classify(baseline: str, answer_asm: str | None) -> str:
 
 
 def evaluate(
-    model_dir: Path, suite_dir: Path, samples: int, seed: int, dest: Path
+    model_dir: Path,
+    suite_dir: Path,
+    samples: int,
+    seed: int,
+    dest: Path,
+    temperature: float | None = None,
 ) -> list[dict[str, Any]]:
     """`samples` answers per test program, judged and timed; identical applied answers of a
     program are timed once (the same binary) and share that measurement."""
@@ -222,6 +241,7 @@ def evaluate(
         suite=str(suite_dir),
         samples=samples,
         seed=seed,
+        temperature=temperature,
     )
     suite = load_suite(suite_dir)
     toolchain = default_toolchain()
@@ -553,8 +573,8 @@ def raw_metrics(raw: Path, name: str) -> list[dict[str, Any]]:
     return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line]
 
 
-def curves_tables(raw: Path, runs: list[tuple[str, int]]) -> list[str]:
-    """Reward mean per PPO step (training programs) and the last validation line per run."""
+def step_table(raw: Path, runs: list[tuple[str, int]], metric: str = "reward/mean") -> list[str]:
+    """One metric per PPO step (training programs' rollouts) for every run."""
     curves = {
         run: {
             r["step"]: r
@@ -566,9 +586,15 @@ def curves_tables(raw: Path, runs: list[tuple[str, int]]) -> list[str]:
     lines = ["| step | " + " | ".join(f"{a} s{s}" for a, s in runs) + " |"]
     lines.append("|" + "---|" * (len(runs) + 1))
     for step in sorted({k for c in curves.values() for k in c}):
-        cells = [fmt(curves[run].get(step, {}).get("reward/mean")) for run in runs]
+        cells = [fmt(curves[run].get(step, {}).get(metric)) for run in runs]
         lines.append(f"| {step} | " + " | ".join(cells) + " |")
-    lines += ["", "| run | answers | reward mean | pass rate |", "|---|---|---|---|"]
+    return lines
+
+
+def curves_tables(raw: Path, runs: list[tuple[str, int]]) -> list[str]:
+    """Reward mean per PPO step and the last validation line of every run."""
+    lines = [*step_table(raw, runs), "", "| run | answers | reward mean | pass rate |"]
+    lines.append("|---|---|---|---|")
     for a, s in runs:
         vals = [r for r in raw_metrics(raw, f"ppo-{a}-s{s}") if r["kind"] == "val"]
         if vals:
@@ -819,6 +845,7 @@ def report(
     control_seeds: list[int],
     rows: dict[str, list[dict[str, Any]]],
     load: tuple[float, ...],
+    variant: str = "main",
 ) -> str:
     """The speed-learning run's report (Markdown), rendered from the raw data in `raw`.
 
@@ -831,11 +858,17 @@ def report(
     order = row_order(seeds, control_seeds)
     comps = comparisons(rows, comparison_plan(seeds, control_seeds))
     runs = [(a, s) for a, ss in (("timed", seeds), ("control", control_seeds)) for s in ss]
+    discovery = variant == "discovery"
+    samples = len(rows["sft"]) // max(1, len(program_means(rows["sft"])))
     lines = [
-        "# Speed-learning run: PPO on the timed reward against a rule and best-of-N, "
+        "# Discovery run: PPO on the timed reward from a warm start never shown the fast edit"
+        if discovery
+        else "# Speed-learning run: PPO on the timed reward against a rule and best-of-N, "
         "popcount task family",
         "",
-        headline(rows, comps, seeds, control_seeds),
+        discovery_headline(rows, comps, raw, seeds)
+        if discovery
+        else headline(rows, comps, seeds, control_seeds),
         "",
         f"- Report rendered {time.strftime('%Y-%m-%d %H:%M')} at commit {git_commit()} by "
         f"`{' '.join(['.venv/bin/python bench/speed_learning_run.py', *argv])}`; torch "
@@ -850,10 +883,11 @@ def report(
         "",
         "## Held-out answers: every row on the same programs and the same measurement",
         "",
-        "Models' answers: 4 per test program, sampled at the rollout temperature (0.6, "
-        "seeded), as committed in `speed_learning_run/test_answers.jsonl`. The rule: one "
-        "answer per program, its diff produced by `baselines.popcnt_rule` (fixed before the "
-        "test split was looked at). Best-of-4: of the warm start's 4 answers for a program, "
+        f"Models' answers: {samples} per test program, sampled at the rollout temperature "
+        f"({rollout_temperature(raw)}, seeded), as committed in `{raw.name}/test_answers.jsonl`. "
+        "The rule: one answer per program, its diff produced by `baselines.popcnt_rule` "
+        f"(fixed before the test split was looked at). Best-of-{samples}: of the warm start's "
+        f"{samples} answers for a program, "
         "the one ranked first by the training reward (robust: log speedup when its interval "
         "excludes 1, 0 when indistinguishable, negative for a failure; ties by the raw "
         "speedup estimate) on a `select` scoring: the reward's own check and timing of the "
@@ -884,9 +918,13 @@ def report(
         "",
         "## Reading",
         "",
-        *reading(rows, raw, suite_dir, seeds),
+        *(
+            discovery_reading(rows, raw, seeds)
+            if discovery
+            else reading(rows, raw, suite_dir, seeds)
+        ),
         *evaluation_history(raw),
-        "- Raw data in `speed_learning_run/`: `test_answers.jsonl` (the sampled answers "
+        f"- Raw data in `{raw.name}/`: `test_answers.jsonl` (the sampled answers "
         "with their first scoring), `held_out_rows.jsonl` (every row of the tables: answer, "
         "edit class, `select` and `score` measurements, first scoring), `select.jsonl` and "
         "`score.jsonl` (the measurement logs), each run's metrics.",
@@ -897,6 +935,12 @@ def report(
         "the validation split at the end of PPO.",
         "",
         *curves_tables(raw, runs),
+        *(
+            ["", "Reward max per step (a rollout paid above 0 was significantly faster):", ""]
+            + step_table(raw, runs, "reward/max")
+            if discovery
+            else []
+        ),
         "",
         "## Per kernel template (test split, scored measurement)",
         "",
@@ -914,6 +958,111 @@ def evaluation_history(raw: Path) -> list[str]:
     return [f"- Test-split history: {' '.join(e['test_split'] for e in entries)}"]
 
 
+# --------------------------------------------------------------------------- discovery
+def rollout_temperature(raw: Path) -> str:
+    """The temperature the models' answers were sampled at: the discovery run's choice
+    when it made one, else `ppo.yaml`'s."""
+    choice = raw / exploration.CHOICE_FILE
+    if choice.is_file():
+        return f"{json.loads(choice.read_text(encoding='utf-8'))['chosen']}, chosen on validation"
+    from asmopt.train.config import PPOConfig, load_config
+
+    return str(load_config(PPOConfig, CONFIG_DIR / "ppo.yaml").temperature)
+
+
+def warm_start_data(root: Path) -> dict[str, Any]:
+    """What the warm start was shown: its rows' edits, and how many hold `popcntq`."""
+    rows = []
+    for split in ("train", "validation"):
+        path = root / "data" / f"sft_{split}.jsonl"
+        if path.is_file():
+            rows += [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
+    edits: dict[str, int] = {}
+    for r in rows:
+        edits[r["edit"]] = edits.get(r["edit"], 0) + 1
+    return {
+        "rows": len(rows),
+        "edits": edits,
+        "rows_with_popcntq": sum("popcntq" in r["completion"] for r in rows),
+    }
+
+
+def faster_answers(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """A model's passing answers whose scored speedup interval lies above 1."""
+    return [a for a in rows if a["verdict"] == "pass" and (a["low"] or 0) > 1.0]
+
+
+def discovery_headline(
+    rows: dict[str, list[dict[str, Any]]], comps: list[dict[str, Any]], raw: Path, seeds: list[int]
+) -> str:
+    """The discovery report's first paragraph, read off its tables and raw data."""
+    timed = [f"timed-s{s}" for s in seeds if f"timed-s{s}" in rows]
+    data = json.loads((raw / "warm_start_data.json").read_text(encoding="utf-8"))
+    found = {t: faster_answers(rows[t]) for t in timed}
+    new = {t: [a for a in f if a["edit"] not in ("align", "wrong")] for t, f in found.items()}
+    verdict = "yes" if any(new.values()) else "no"
+    return (
+        f"**Headline: did PPO find a faster correct edit its warm start was never shown? "
+        f"{verdict}.** The warm start saw {data['rows']} examples "
+        f"({', '.join(f'{k} {v}' for k, v in sorted(data['edits'].items()))}), "
+        f"{data['rows_with_popcntq']} of them with `popcntq`. On the "
+        f"{summarize(rows['sft'])['programs']} held-out programs, answers that pass and are "
+        "significantly faster, and are not an edit the warm start was shown: "
+        + "; ".join(
+            f"seed {t.removeprefix('timed-s')} {len(new[t])} of {len(rows[t])}" for t in timed
+        )
+        + f" (warm start: {len(faster_answers(rows['sft']))} significantly faster of "
+        f"{len(rows['sft'])}). Mean held-out speedup: the rule "
+        f"{_interval(summarize(rows['rule']))}, the warm start "
+        f"{_interval(summarize(rows['sft']))}, PPO "
+        + "; ".join(
+            f"seed {t.removeprefix('timed-s')} {_interval(summarize(rows[t]))}" for t in timed
+        )
+        + f". Holm-corrected: PPO minus its warm start is "
+        f"{_tally([_find(comps, t, 'sft') for t in timed])} seeds; PPO minus the rule is "
+        f"{_tally([_find(comps, t, 'rule') for t in timed])} seeds."
+    )
+
+
+def discovery_reading(
+    rows: dict[str, list[dict[str, Any]]], raw: Path, seeds: list[int]
+) -> list[str]:
+    """The discovery report's reading: the exploration choice, what the answers tried,
+    and every distinct passing, significantly faster answer PPO wrote."""
+    choice = json.loads((raw / exploration.CHOICE_FILE).read_text(encoding="utf-8"))
+    trials = "; ".join(
+        f"{t['temperature']}: {t['applied_share']:.0%} of {t['answers']} apply, "
+        f"{t['popcntq_answers']} write `popcntq`"
+        for t in choice["trials"]
+    )
+    keys = model_keys(rows)
+    lines = [
+        f"- Exploration setting (the only one chosen): rollout temperature {choice['chosen']}, "
+        f"by the rule fixed before the run ({choice['rule']}), on the warm start's answers for "
+        f"the validation programs: {trials}. No other setting differs from the main run "
+        "(`sft.yaml`, `ppo.yaml`); the test split was sampled once, after all training.",
+        "- Held-out answers writing `popcntq` at all: "
+        + ", ".join(f"{k} {sum('popcntq' in a['answer'] for a in rows[k])}" for k in keys)
+        + "; writing any `popcnt`: "
+        + ", ".join(f"{k} {sum('popcnt' in a['answer'] for a in rows[k])}" for k in keys)
+        + ".",
+    ]
+    distinct = {a["answer"]: a for k in keys if k != "sft" for a in faster_answers(rows[k])}
+    lines.append(
+        f"- Distinct passing, significantly faster PPO answers on the test split: {len(distinct)}"
+        + ("" if distinct else ".")
+    )
+    for a in list(distinct.values())[:4]:
+        lines += [
+            f"  - {a['program']} ({a['edit']}, speedup {a['speedup']:.3f} "
+            f"[{a['low']:.3f}, {a['high']:.3f}]):",
+            "",
+            "    " + a["answer"].replace("\n", "\n    "),
+            "",
+        ]
+    return lines
+
+
 def save_raw(root: Path, rows: dict[str, list[dict[str, Any]]], dest: Path) -> None:
     """Copy every run's metrics and meta beside the report, and write the table's rows and
     the measurement logs; the sampled answers are written only by a run that sampled them."""
@@ -927,6 +1076,11 @@ def save_raw(root: Path, rows: dict[str, list[dict[str, Any]]], dest: Path) -> N
     for name in PASSES:
         if (root / "baselines" / f"{name}.jsonl").is_file():
             shutil.copyfile(root / "baselines" / f"{name}.jsonl", dest / f"{name}.jsonl")
+    if (root / exploration.CHOICE_FILE).is_file():
+        shutil.copyfile(root / exploration.CHOICE_FILE, dest / exploration.CHOICE_FILE)
+    if (root / "data").is_dir():
+        summary = json.dumps(warm_start_data(root), indent=1) + "\n"
+        (dest / "warm_start_data.json").write_text(summary, encoding="utf-8")
     with (dest / "held_out_rows.jsonl").open("w", encoding="utf-8") as fh:
         for model, model_rows in rows.items():
             for row in model_rows:
@@ -943,21 +1097,39 @@ def write_answers(results: dict[str, list[dict[str, Any]]], dest: Path) -> None:
 
 def train_and_sample(
     root: Path, suite_dir: Path, args: argparse.Namespace
-) -> dict[str, list[dict[str, Any]]]:
-    """Phases 2-6: tokenizer, SFT rows, SFT, PPO per arm and seed, held-out sampling."""
-    tokenizer = build_tokenizer(root / "tokenizer", suite_dir)
-    sft_rows(suite_dir, "train", root / "data" / "sft_train.jsonl")
-    sft_rows(suite_dir, "validation", root / "data" / "sft_validation.jsonl")
+) -> dict[str, list[dict[str, Any]]] | None:
+    """Phases 2-6: tokenizer, SFT rows, SFT, (discovery: the exploration temperature, on the
+    validation split), PPO per arm and seed, held-out sampling. None when `--stop-after
+    sft` ends it after the warm start."""
+    edits = VARIANT_EDITS[args.variant]
+    tokenizer = build_tokenizer(root / "tokenizer", suite_dir, edits)
+    sft_rows(suite_dir, "train", root / "data" / "sft_train.jsonl", edits)
+    sft_rows(suite_dir, "validation", root / "data" / "sft_validation.jsonl", edits)
     sft_model = run_sft(root, tokenizer, args.quick)
+    if args.stop_after == "sft":
+        return None
+    temperature = None
+    if args.variant == "discovery":
+        temperature = exploration.choose_temperature(root, suite_dir, sft_model, args.quick)
     models: dict[str, Path] = {"sft": sft_model}
     for arm, seeds in (("timed", args.seeds), ("control", args.control_seeds)):
         for seed in seeds:
-            models[f"{arm}-s{seed}"] = run_ppo(root, suite_dir, sft_model, arm, seed, args.quick)
+            models[f"{arm}-s{seed}"] = run_ppo(
+                root, suite_dir, sft_model, arm, seed, args.quick, temperature
+            )
     samples = 1 if args.quick else args.samples
     return {
-        key: evaluate(model, suite_dir, samples, 1000, root / "eval" / f"{key}.jsonl")
+        key: evaluate(model, suite_dir, samples, 1000, root / "eval" / f"{key}.jsonl", temperature)
         for key, model in models.items()
     }
+
+
+def run_root(args: argparse.Namespace) -> Path:
+    """The run's directory under --out-dir: one per variant, quick runs apart."""
+    name = {"main": "full", "discovery": "discovery"}[args.variant]
+    return args.out_dir / (
+        f"{name}-quick" if args.quick and name != "full" else "quick" if args.quick else name
+    )
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -966,7 +1138,20 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--out-dir", type=Path, default=Path("runs/speed-learning-run"))
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
-    parser.add_argument("--control-seeds", type=int, nargs="*", default=[0, 1, 2])
+    parser.add_argument(
+        "--control-seeds",
+        type=int,
+        nargs="*",
+        default=None,
+        help="untimed control seeds (default: 0 1 2; none for the discovery variant)",
+    )
+    parser.add_argument(
+        "--variant",
+        choices=sorted(VARIANT_EDITS),
+        default="main",
+        help="main: the warm start is shown all three edits; discovery: not the fast one",
+    )
+    parser.add_argument("--stop-after", choices=["sft"], help="end after the warm start")
     parser.add_argument("--samples", type=int, default=4, help="answers per test program")
     parser.add_argument("--quick", action="store_true", help="a few steps of each phase")
     parser.add_argument(
@@ -975,24 +1160,33 @@ def main(argv: list[str] | None = None) -> int:
         help="skip training and sampling: the baselines phase and the report on these "
         "sampled answers (a test_answers.jsonl, e.g. the committed one)",
     )
-    parser.add_argument("--report", type=Path, default=HERE / "results" / "speed_learning_run.md")
+    parser.add_argument("--report", type=Path, help="default: bench/results/<variant's name>.md")
     args = parser.parse_args(argv)
+    if args.control_seeds is None:
+        args.control_seeds = [] if args.variant == "discovery" else [0, 1, 2]
+    if args.report is None:
+        args.report = HERE / "results" / REPORT_NAMES[args.variant]
     if not args.seeds or args.samples < 1:
         parser.error("--seeds needs at least one seed and --samples must be >= 1")
     raw_argv = sys.argv[1:] if argv is None else argv
-    root: Path = args.out_dir / ("quick" if args.quick else "full")
+    root = run_root(args)
     target = root / "report.md" if args.quick else args.report
     load = os.getloadavg()
     suite_dir = build_suite(root)
     if args.answers is not None:
         answers = load_answers(args.answers)
     else:
-        answers = train_and_sample(root, suite_dir, args)
+        sampled = train_and_sample(root, suite_dir, args)
+        if sampled is None:
+            return 0
+        answers = sampled
         write_answers(answers, target.with_suffix("") / "test_answers.jsonl")
     rows = remeasure(root, suite_dir, answers)
     raw = target.with_suffix("")
     save_raw(root, rows, raw)
-    text = report(raw, suite_dir, raw_argv, args.seeds, args.control_seeds, rows, load)
+    text = report(
+        raw, suite_dir, raw_argv, args.seeds, args.control_seeds, rows, load, args.variant
+    )
     learning_common.publish(text, target, lambda dest: None)
     return 0
 
