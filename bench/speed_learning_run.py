@@ -971,20 +971,23 @@ def rollout_temperature(raw: Path) -> str:
 
 
 def warm_start_data(root: Path) -> dict[str, Any]:
-    """What the warm start was shown: its rows' edits, and how many hold `popcntq`."""
-    rows = []
+    """What the warm start was shown, per split of its rows (it trains on `train`; the
+    `validation` rows only measure its loss): their edits, and how many hold `popcntq`."""
+    out: dict[str, Any] = {}
     for split in ("train", "validation"):
         path = root / "data" / f"sft_{split}.jsonl"
-        if path.is_file():
-            rows += [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
-    edits: dict[str, int] = {}
-    for r in rows:
-        edits[r["edit"]] = edits.get(r["edit"], 0) + 1
-    return {
-        "rows": len(rows),
-        "edits": edits,
-        "rows_with_popcntq": sum("popcntq" in r["completion"] for r in rows),
-    }
+        if not path.is_file():
+            continue
+        rows = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
+        edits: dict[str, int] = {}
+        for r in rows:
+            edits[r["edit"]] = edits.get(r["edit"], 0) + 1
+        out[split] = {
+            "rows": len(rows),
+            "edits": edits,
+            "rows_with_popcntq": sum("popcntq" in r["completion"] for r in rows),
+        }
+    return out
 
 
 def faster_answers(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -997,13 +1000,13 @@ def discovery_headline(
 ) -> str:
     """The discovery report's first paragraph, read off its tables and raw data."""
     timed = [f"timed-s{s}" for s in seeds if f"timed-s{s}" in rows]
-    data = json.loads((raw / "warm_start_data.json").read_text(encoding="utf-8"))
+    data = json.loads((raw / "warm_start_data.json").read_text(encoding="utf-8"))["train"]
     found = {t: faster_answers(rows[t]) for t in timed}
     new = {t: [a for a in f if a["edit"] not in ("align", "wrong")] for t, f in found.items()}
     verdict = "yes" if any(new.values()) else "no"
     return (
         f"**Headline: did PPO find a faster correct edit its warm start was never shown? "
-        f"{verdict}.** The warm start saw {data['rows']} examples "
+        f"{verdict}.** The warm start was trained on {data['rows']} examples "
         f"({', '.join(f'{k} {v}' for k, v in sorted(data['edits'].items()))}), "
         f"{data['rows_with_popcntq']} of them with `popcntq`. On the "
         f"{summarize(rows['sft'])['programs']} held-out programs, answers that pass and are "
@@ -1022,6 +1025,53 @@ def discovery_headline(
         f"{_tally([_find(comps, t, 'sft') for t in timed])} seeds; PPO minus the rule is "
         f"{_tally([_find(comps, t, 'rule') for t in timed])} seeds."
     )
+
+
+def training_signal(raw: Path, seeds: list[int]) -> str:
+    """The highest reward any training rollout of each seed earned: above 0 only for an
+    answer significantly faster than the baseline."""
+    best = []
+    for s in seeds:
+        train = [r for r in raw_metrics(raw, f"ppo-timed-s{s}") if r["kind"] == "train"]
+        best.append(fmt(max((r.get("reward/max") for r in train), default=None)))
+    return (
+        "- During training, the highest reward of any rollout on the training programs, "
+        f"over all steps: {', '.join(best)} (seeds {seeds}); the timed reward pays above 0 "
+        "only a significantly faster answer, so no rollout the PPO update saw was one."
+    )
+
+
+def edit_shift(rows: dict[str, list[dict[str, Any]]], keys: list[str]) -> str:
+    """Held-out edit shares of the warm start and of each PPO seed: what PPO moved."""
+
+    def shares(key: str) -> str:
+        edits = summarize(rows[key])["edits"]
+        return ", ".join(f"{e} {edits.get(e, 0):.0%}" for e in ("align", "wrong", "none", "other"))
+
+    return (
+        "- Held-out edit shares (align, wrong, unapplied, other): "
+        + "; ".join(f"{k} {shares(k)}" for k in keys)
+        + (
+            ". PPO moved answers away from the wrong edit (the timed reward's -0.25) toward the "
+            "alignment edit and toward diffs that do not apply, not toward a new edit."
+        )
+    )
+
+
+def other_answers(rows: dict[str, list[dict[str, Any]]], keys: list[str]) -> list[str]:
+    """Examples of the PPO answers that are none of the known edits, with their verdicts:
+    what exploration produced."""
+    others = {a["answer"]: a for k in keys if k != "sft" for a in rows[k] if a["edit"] == "other"}
+    verdicts: dict[str, int] = {}
+    for a in others.values():
+        verdicts[a["verdict"]] = verdicts.get(a["verdict"], 0) + 1
+    lines = [
+        f"- Distinct PPO answers that apply but are none of the known edits: {len(others)} "
+        f"({', '.join(f'{v} {n}' for v, n in sorted(verdicts.items()))}); two of them:"
+    ]
+    for a in list(others.values())[:2]:
+        lines += ["", "    " + a["answer"].replace("\n", "\n    "), ""]
+    return lines
 
 
 def discovery_reading(
@@ -1047,6 +1097,7 @@ def discovery_reading(
         + ", ".join(f"{k} {sum('popcnt' in a['answer'] for a in rows[k])}" for k in keys)
         + ".",
     ]
+    lines += [training_signal(raw, seeds), edit_shift(rows, keys), *other_answers(rows, keys)]
     distinct = {a["answer"]: a for k in keys if k != "sft" for a in faster_answers(rows[k])}
     lines.append(
         f"- Distinct passing, significantly faster PPO answers on the test split: {len(distinct)}"

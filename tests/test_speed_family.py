@@ -146,7 +146,7 @@ def test_discovery_warm_start_is_never_shown_the_fast_edit(  # type: ignore[no-u
     rows = [json.loads(line) for line in dest.read_text().splitlines()]
     assert rows and {r["edit"] for r in rows} == {"align", "wrong"}
     assert not any("popcntq" in r["completion"] for r in rows)
-    summary = run_script.warm_start_data(tmp_path)
+    summary = run_script.warm_start_data(tmp_path)["train"]
     assert summary["rows"] == len(rows) and summary["rows_with_popcntq"] == 0
 
 
