@@ -25,10 +25,11 @@ from speed_learning.family import FAST_LINE, POPCOUNT_CALL
 MEASURED_FIELDS = ("verdict", "reward", "speedup", "low", "high", "raw_speedup", "message")
 
 
-# The rule below was written down before any answer or measurement of the test split was
-# looked at for it: it is the family's own fast edit, stated as a substitution a person
-# would write from the family's description, with no knowledge of which programs it wins
-# on. Calling convention (System V x86-64, which gcc follows for the libgcc helper): the
+# The rule below is fixed from the family's description alone, with nothing chosen on any
+# split: the family's own fast edit, stated as the substitution a person would write, with
+# no knowledge of which programs it wins on (its value on the test split had already been
+# reported from the first measurement when it was written here; nothing about it changed
+# after). Calling convention (System V x86-64, which gcc follows for the libgcc helper): the
 # argument of `__popcountdi2` is in %rdi at every `call`, its result is returned in %rax,
 # and the call may clobber every caller-saved register and the flags; `popcntq %rdi, %rax`
 # reads %rdi, writes %rax and the flags only, so it is a correct replacement at every call
