@@ -49,9 +49,11 @@ def sample_answers(
     samples: int = 1,
     seed: int = 0,
     batch_size: int = 16,
+    temperature: float | None = None,
 ) -> list[tuple[dict[str, Any], str, int]]:
     """(row, answer text, answer tokens) for `samples` answers per row of `data`, at the
-    config's rollout temperature, with the prompts rendered and filtered as PPO does."""
+    config's rollout temperature (or `temperature`), with the prompts rendered and filtered
+    as PPO does."""
     import torch
 
     from asmopt.train.config import PPOConfig, load_config
@@ -77,7 +79,7 @@ def sample_answers(
         tokenizer,
         texts,
         max_new_tokens=cfg.max_response_len,
-        temperature=cfg.temperature,
+        temperature=cfg.temperature if temperature is None else temperature,
         top_p=1.0,
         batch_size=batch_size,
         device=torch.device("cpu"),

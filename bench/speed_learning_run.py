@@ -9,22 +9,27 @@ same PPO with the untimed reward, which pays the fast edit and the alignment edi
 
     .venv/bin/python bench/speed_learning_run.py                  # the run and its report
     .venv/bin/python bench/speed_learning_run.py --quick          # plumbing: a few steps
+    .venv/bin/python bench/speed_learning_run.py \
+        --answers bench/results/speed_learning_run/test_answers.jsonl  # baselines only
 
 Phases (each resumes from its directory under --out-dir; a finished phase is not repeated):
 1. Suite: the family written as a suite (56 programs, train/validation/test 4:1:2 per
    kernel), reference outputs from the -O3 build.
 2. Tokenizer: byte-level BPE learnt on the training split only.
 3. SFT rows (JSONL): per training program its three edits as unified diffs, checked to apply.
-4. SFT (`bench/speed_learning/sft.yaml`), one warm start shared by every PPO run.
+4. SFT (`bench/speed_learning/sft.yaml`), one warm start shared by every PPO run; each
+   training run records the commit and command that started it (`run_meta.json`).
 5. PPO (`bench/speed_learning/ppo.yaml`) per seed: timed arm (`measure: time`) and
    control arm (`measure: none`). Validation uses the validation split only.
-6. Final evaluation on the test split, untouched until then: `--samples` answers per program
-   from the SFT model and every PPO model (the rollout temperature, seeded), each applied,
-   built, run on every test and timed against the baseline (interleaved CPU time, +-2% or
-   10 s).
-7. Report: headline = mean speedup of held-out answers (an answer that fails counts 1.0, as
-   the baseline is kept) with a 95% bootstrap interval over test programs, per seed; the raw
-   answers and metrics are written beside it (`speed_learning_run/`).
+6. Sampling on the test split, untouched until then: `--samples` answers per program from
+   the SFT model and every PPO model (the rollout temperature, seeded), each scored once.
+   `--answers FILE` skips phases 2-6 and takes the sampled answers from FILE.
+7. Baselines (`bench/speed_learning/baselines.py`): the rule's answer per test program, and
+   two independent timed scorings of every answer (`select`: what best-of-N picks on;
+   `score`: what every row is scored on), resumable from their logs.
+8. Report: one table of every row (rule, best-of-N, warm start, each PPO seed) on the
+   `score` measurement, intervals resampling kernel templates, paired differences with
+   Holm's correction (`bench/speed_learning/stats.py`); raw data beside it.
 """
 
 from __future__ import annotations
@@ -46,6 +51,7 @@ sys.path.insert(0, str(HERE))
 
 import learning_common  # noqa: E402
 from learning_common import fmt  # noqa: E402
+from speed_learning import baselines, exploration, stats  # noqa: E402
 from speed_learning.family import (  # noqa: E402
     FAST_LINE,
     POPCOUNT_CALL,
@@ -57,8 +63,12 @@ from speed_learning.family import (  # noqa: E402
 CONFIG_DIR = HERE / "speed_learning"
 TOKENIZER_VOCAB = 2048
 EDITS = ("fast", "align", "wrong")
+# The warm start's edits per variant: `main` shows all three; `discovery` leaves out the
+# fast edit, so a faster correct answer would have to come from PPO's own sampling.
+VARIANT_EDITS = {"main": EDITS, "discovery": ("align", "wrong")}
 ARMS = {"timed": "time", "control": "none"}
-BOOTSTRAP = 2000
+REPORT_NAMES = {"main": "speed_learning_run.md", "discovery": "speed_learning_discovery.md"}
+RUN_META = "run_meta.json"  # beside a run's metrics: the commit and command that trained it
 
 
 # --------------------------------------------------------------------------- preparation
@@ -71,21 +81,21 @@ def build_suite(root: Path) -> Path:
     return write_suite(dest, per_kernel=7, seed=0)
 
 
-def build_tokenizer(out: Path, suite_dir: Path) -> Path:
-    """BPE learnt on the training split, its edits included (held-out programs never shape
-    the vocabulary)."""
+def build_tokenizer(out: Path, suite_dir: Path, edits: tuple[str, ...] = EDITS) -> Path:
+    """BPE learnt on the training split, the warm start's edits included (held-out
+    programs, and an edit the warm start is not shown, never shape the vocabulary)."""
     from asmopt.programs import load_suite
 
     return learning_common.build_tokenizer(
         out,
         load_suite(suite_dir).select(split="train"),
         TOKENIZER_VOCAB,
-        extra=lambda program, o3: [rewrite(o3, edit) for edit in EDITS],
+        extra=lambda program, o3: [rewrite(o3, edit) for edit in edits],
     )
 
 
-def sft_rows(suite_dir: Path, split: str, dest: Path) -> Path:
-    """Every program of `split` three times, once per edit, as unified diffs (context 0)."""
+def sft_rows(suite_dir: Path, split: str, dest: Path, edits: tuple[str, ...] = EDITS) -> Path:
+    """Every program of `split` once per edit of `edits`, as unified diffs (context 0)."""
     from asmopt.programs import load_suite
     from asmopt.toolchain import DEFAULT_O3_FLAGS, default_toolchain
     from asmopt.train.data import fenced_diff, rows_from_suite
@@ -98,7 +108,7 @@ def sft_rows(suite_dir: Path, split: str, dest: Path) -> Path:
     out: list[dict[str, Any]] = []
     for row in rows:
         baseline = toolchain.baseline_assembly(suite.get(row["program_id"]), DEFAULT_O3_FLAGS)
-        for edit in EDITS:
+        for edit in edits:
             completion = fenced_diff(baseline, rewrite(baseline, edit), 0)
             if completion is None:
                 raise AssertionError(f"{row['program_id']}: edit {edit} changes nothing")
@@ -126,15 +136,40 @@ def run_sft(root: Path, tokenizer: Path, quick: bool) -> Path:
     final = root / "sft" / "final"
     if (final / "config.json").is_file():
         return final
+    record_run(root / "sft")
     result = train_sft(cfg, progress=sys.stderr.isatty())
     return Path(result.get("final_model") or final)
+
+
+def record_run(out: Path) -> None:
+    """Write which commit and command start a training run into its directory, so a report
+    can name what produced each model (a resumed run keeps its first record)."""
+    from asmopt.provenance import git_commit
+
+    out.mkdir(parents=True, exist_ok=True)
+    if (out / RUN_META).is_file():
+        return
+    meta = {
+        "commit": git_commit(),
+        "command": " ".join(["bench/speed_learning_run.py", *sys.argv[1:]]),
+        "started": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
+    }
+    (out / RUN_META).write_text(json.dumps(meta) + "\n", encoding="utf-8")
 
 
 def ppo_dir(root: Path, arm: str, seed: int) -> Path:
     return root / f"ppo-{arm}-s{seed}"
 
 
-def run_ppo(root: Path, suite_dir: Path, model: Path, arm: str, seed: int, quick: bool) -> Path:
+def run_ppo(
+    root: Path,
+    suite_dir: Path,
+    model: Path,
+    arm: str,
+    seed: int,
+    quick: bool,
+    temperature: float | None = None,
+) -> Path:
     from asmopt.train.config import PPOConfig, load_config
     from asmopt.train.ppo import train_ppo
 
@@ -148,10 +183,13 @@ def run_ppo(root: Path, suite_dir: Path, model: Path, arm: str, seed: int, quick
     cfg.seed = seed
     cfg.suite = str(suite_dir)
     cfg.reward_options = {**cfg.reward_options, "suite": str(suite_dir), "measure": ARMS[arm]}
+    if temperature is not None:
+        cfg.temperature = cfg.val_temperature = temperature
     if quick:
         cfg.total_steps, cfg.save_every = 2, 1
         cfg.val_max_rows, cfg.val_samples_per_prompt = 2, 1
         cfg.prompts_per_step, cfg.rollout_batch_size, cfg.mini_batch_size = 2, 4, 4
+    record_run(out)
     result = train_ppo(cfg, progress=sys.stderr.isatty())
     return Path(result.get("final_model") or final)
 
@@ -177,7 +215,12 @@ def classify(baseline: str, answer_asm: str | None) -> str:
 
 
 def evaluate(
-    model_dir: Path, suite_dir: Path, samples: int, seed: int, dest: Path
+    model_dir: Path,
+    suite_dir: Path,
+    samples: int,
+    seed: int,
+    dest: Path,
+    temperature: float | None = None,
 ) -> list[dict[str, Any]]:
     """`samples` answers per test program, judged and timed; identical applied answers of a
     program are timed once (the same binary) and share that measurement."""
@@ -198,6 +241,7 @@ def evaluate(
         suite=str(suite_dir),
         samples=samples,
         seed=seed,
+        temperature=temperature,
     )
     suite = load_suite(suite_dir)
     toolchain = default_toolchain()
@@ -262,21 +306,18 @@ def program_means(answers: list[dict[str, Any]]) -> dict[str, float]:
     return {k: sum(v) / len(v) for k, v in by_program.items()}
 
 
-def bootstrap_interval(values: list[float], seed: int) -> tuple[float, float] | None:
-    """95% percentile-bootstrap interval of the mean of `values` (None for no values)."""
-    if not values:
-        return None
-    rng = random.Random(seed)
-    boots = sorted(sum(rng.choice(values) for _ in values) / len(values) for _ in range(BOOTSTRAP))
-    return boots[int(0.025 * BOOTSTRAP)], boots[int(0.975 * BOOTSTRAP) - 1]
+def templates_of(answers: list[dict[str, Any]]) -> dict[str, str]:
+    """Each program's kernel template (the resampling unit); a program without one is its
+    own template."""
+    return {a["program"]: a.get("kernel") or a["program"] for a in answers}
 
 
 def summarize(answers: list[dict[str, Any]]) -> dict[str, Any]:
-    """Mean held-out speedup with a 95% bootstrap interval that resamples test programs
-    (answers of one program are not independent), plus edit shares and rates."""
-    means = list(program_means(answers).values())
-    point = sum(means) / len(means) if means else float("nan")
-    low, high = bootstrap_interval(means, 12345) or (None, None)
+    """Mean held-out speedup with a 95% bootstrap interval that resamples kernel templates
+    (the answers of one program, and the programs of one template, are not independent),
+    plus edit shares and rates."""
+    values = program_means(answers)
+    interval = stats.summary(values, templates_of(answers), 12345)
     n = len(answers)
     passed = [a for a in answers if a["verdict"] == "pass"]
     faster = [a for a in passed if a["low"] is not None and a["low"] > 1.0]
@@ -285,11 +326,12 @@ def summarize(answers: list[dict[str, Any]]) -> dict[str, Any]:
         e: sum(a["edit"] == e for a in answers) / n for e in sorted({a["edit"] for a in answers})
     }
     return {
-        "programs": len(means),
+        "programs": len(values),
+        "templates": interval["templates"],
         "answers": n,
-        "mean_speedup": point,
-        "low": low,
-        "high": high,
+        "mean_speedup": interval["mean"],
+        "low": interval["low"],
+        "high": interval["high"],
         "pass_rate": len(passed) / n if n else 0.0,
         "faster_rate": len(faster) / n if n else 0.0,
         "slower_rate": len(slower) / n if n else 0.0,
@@ -300,274 +342,847 @@ def summarize(answers: list[dict[str, Any]]) -> dict[str, Any]:
 
 def paired_gain(after: list[dict[str, Any]], before: list[dict[str, Any]]) -> dict[str, float]:
     """Mean over test programs of (after - before) program-mean speedup, with a bootstrap
-    interval over programs: the gain of PPO on the same programs."""
+    interval and p-value that resample kernel templates: a paired difference on the same
+    programs."""
     b, a = program_means(before), program_means(after)
-    diffs = [a[k] - b[k] for k in sorted(set(a) & set(b))]
-    low, high = bootstrap_interval(diffs, 54321) or (float("nan"), float("nan"))
-    return {"gain": sum(diffs) / len(diffs), "low": low, "high": high}
+    diffs = {k: a[k] - b[k] for k in sorted(set(a) & set(b))}
+    result = stats.summary(diffs, {**templates_of(before), **templates_of(after)}, 54321)
+    return {"gain": result["mean"], "low": result["low"], "high": result["high"], "p": result["p"]}
+
+
+def comparison_plan(seeds: list[int], control_seeds: list[int]) -> list[tuple[str, str]]:
+    """The family of comparisons the report makes, (row, minus row), Holm-corrected
+    together: PPO against the rule, best-of-N against the rule, timed minus untimed at the
+    same seed, every PPO run against its warm start, and PPO against best-of-N."""
+    timed = [f"timed-s{s}" for s in seeds]
+    plan = [(t, "rule") for t in timed] + [(BEST_OF, "rule")]
+    plan += [(f"timed-s{s}", f"control-s{s}") for s in seeds if s in control_seeds]
+    plan += [(t, "sft") for t in timed] + [(f"control-s{s}", "sft") for s in control_seeds]
+    return plan + [(t, BEST_OF) for t in timed]
+
+
+def comparisons(
+    rows: dict[str, list[dict[str, Any]]], plan: list[tuple[str, str]]
+) -> list[dict[str, Any]]:
+    """Each planned comparison whose two rows exist, with its Holm-adjusted p-value."""
+    found = [(a, b, paired_gain(rows[a], rows[b])) for a, b in plan if a in rows and b in rows]
+    adjusted = stats.holm([g["p"] for _, _, g in found])
+    return [
+        {"row": a, "minus": b, **g, "holm_p": h}
+        for (a, b, g), h in zip(found, adjusted, strict=True)
+    ]
+
+
+# --------------------------------------------------------------------------- baselines
+BEST_OF = "sft-best"
+BEST_OF_ORACLE = "sft-best-oracle"
+PASSES = ("select", "score")
+
+
+def rule_rows(programs: dict[str, Any], base: dict[str, str]) -> list[dict[str, Any]]:
+    """The rule's one answer per test program, as a row like a model's answer."""
+    return [
+        {
+            "program": pid,
+            "kernel": program.meta.get("kernel"),
+            "answer": baselines.rule_answer(base[pid]),
+            "answer_tokens": None,
+        }
+        for pid, program in programs.items()
+    ]
+
+
+def scored_row(
+    row: dict[str, Any], key: str, logs: dict[str, baselines.MeasurementLog], baseline: str
+) -> dict[str, Any]:
+    """A table row: the answer, its edit class, both new measurements (`select`, `score`),
+    the committed one when it had one (`committed`), and the `score` measurement's fields
+    at top level (what the table's statistics read)."""
+    measured = {name: _public(logs[name].rows[key]) for name in PASSES}
+    out = {
+        "program": row["program"],
+        "kernel": row["kernel"],
+        "edit": classify(baseline, baselines.applied(baseline, row["answer"])),
+        "committed_edit": row.get("edit"),
+        "answer_tokens": row.get("answer_tokens"),
+        "answer": row["answer"],
+        **measured,
+        **measured["score"],
+    }
+    if "verdict" in row:
+        out["committed"] = {f: row.get(f) for f in ("verdict", "reward", "speedup", "low", "high")}
+    return out
+
+
+def _public(measured: dict[str, Any]) -> dict[str, Any]:
+    return {f: measured.get(f) for f in baselines.MEASURED_FIELDS}
+
+
+def best_rows(rows: list[dict[str, Any]], pick_on: str) -> list[dict[str, Any]]:
+    """Best-of-N per program: of a program's N answers, the one measurement `pick_on` ranks
+    first, scored on the `score` measurement."""
+    by_program: dict[str, list[dict[str, Any]]] = {}
+    for r in rows:
+        by_program.setdefault(r["program"], []).append(r)
+    return [{**baselines.best_of(rs, pick_on), "picked_on": pick_on} for rs in by_program.values()]
+
+
+def remeasure(
+    root: Path, suite_dir: Path, answers: dict[str, list[dict[str, Any]]]
+) -> dict[str, list[dict[str, Any]]]:
+    """The baselines phase: the rule's answer for every test program, then two independent
+    timed scorings of every answer (the models' and the rule's): `select`, the one
+    best-of-N picks on, and `score`, the one every row of the table is scored on. Identical
+    applied answers of a program share one measurement per pass. Each pass resumes from its
+    log under `root/baselines/`."""
+    from asmopt.programs import load_suite
+    from asmopt.toolchain import DEFAULT_O3_FLAGS, default_toolchain
+
+    programs = {p.id: p for p in load_suite(suite_dir).select(split="test")}
+    toolchain = default_toolchain()
+    base = {pid: toolchain.baseline_assembly(p, DEFAULT_O3_FLAGS) for pid, p in programs.items()}
+    rows = {"rule": rule_rows(programs, base), **answers}
+    keys = {
+        model: [baselines.answer_key(r["program"], base[r["program"]], r["answer"]) for r in rs]
+        for model, rs in rows.items()
+    }
+    items = [
+        (programs[r["program"]], r["answer"], key)
+        for model, rs in rows.items()
+        for r, key in zip(rs, keys[model], strict=True)
+    ]
+    logs = {name: baselines.MeasurementLog(root / "baselines" / f"{name}.jsonl") for name in PASSES}
+    for name in PASSES:
+        baselines.measure_pass(items, logs[name], lambda text: print(text, file=sys.stderr))
+    out = {
+        model: [
+            scored_row(r, key, logs, base[r["program"]])
+            for r, key in zip(rs, keys[model], strict=True)
+        ]
+        for model, rs in rows.items()
+    }
+    out[BEST_OF] = best_rows(out["sft"], "select")
+    out[BEST_OF_ORACLE] = best_rows(out["sft"], "score")
+    return out
+
+
+def load_answers(path: Path) -> dict[str, list[dict[str, Any]]]:
+    """Sampled answers by model from a `test_answers.jsonl` (the committed raw data)."""
+    out: dict[str, list[dict[str, Any]]] = {}
+    for line in path.read_text(encoding="utf-8").splitlines():
+        row = json.loads(line)
+        out.setdefault(row.pop("model"), []).append(row)
+    return out
 
 
 # --------------------------------------------------------------------------- report
+ROW_ORDER_HEAD = ("rule", BEST_OF, BEST_OF_ORACLE, "sft")
+
+
+def row_order(seeds: list[int], control_seeds: list[int]) -> list[str]:
+    return [
+        *ROW_ORDER_HEAD,
+        *(f"timed-s{s}" for s in seeds),
+        *(f"control-s{s}" for s in control_seeds),
+    ]
+
+
+def row_name(key: str) -> str:
+    """A row's name in the tables."""
+    names = {
+        "rule": "rule: every `call __popcountdi2@PLT` -> `popcntq %rdi, %rax`",
+        BEST_OF: "SFT best-of-4, picked on a separate timed scoring",
+        BEST_OF_ORACLE: "SFT best-of-4, picked on the scored measurement (oracle)",
+        "sft": "SFT warm start (before PPO)",
+    }
+    if key in names:
+        return names[key]
+    return key.replace("timed-s", "PPO timed, seed ").replace("control-s", "PPO untimed, seed ")
+
+
 def _interval(s: dict[str, Any]) -> str:
     return f"{s['mean_speedup']:.3f} [{s['low']:.3f}, {s['high']:.3f}]"
 
 
-def _arm(
-    results: dict[str, list[dict[str, Any]]], arm: str, seeds: list[int]
-) -> list[tuple[int, dict[str, Any], dict[str, float]]]:
-    """(seed, held-out summary, paired gain over SFT) of every finished run of an arm."""
-    return [
-        (s, summarize(results[key]), paired_gain(results[key], results["sft"]))
-        for s in seeds
-        if (key := f"{arm}-s{s}") in results
-    ]
+def _signed(c: dict[str, Any]) -> str:
+    return f"{c['gain']:+.3f} [{c['low']:+.3f}, {c['high']:+.3f}]"
 
 
-def headline(
-    results: dict[str, list[dict[str, Any]]], seeds: list[int], control_seeds: list[int]
-) -> str:
-    sft = summarize(results["sft"])
-    timed = _arm(results, "timed", seeds)
-    control = _arm(results, "control", control_seeds)
-    learnt = [g for _, _, g in timed if g["low"] > 0]
-    verdict = "yes" if timed and len(learnt) == len(timed) else "no" if not learnt else "partly"
-    text = (
-        f"**Headline: held-out speed, learnt: {verdict}.** Mean speedup of sampled answers on "
-        f"the {sft['programs']} test programs (failing answers count 1.0; 95% bootstrap "
-        f"interval over programs): SFT model {_interval(sft)}; after PPO on the timed reward, "
-        + "; ".join(f"seed {s} {_interval(t)}" for s, t, _ in timed)
-        + f". The paired gain over the SFT model excludes 0 in {len(learnt)} of {len(timed)} "
-        "seeds."
-    )
-    if control:
-        moved = sum(g["low"] > 0 for _, _, g in control)
-        text += (
-            " The untimed control (same PPO, reward without timing): "
-            + "; ".join(f"seed {s} {_interval(t)}" for s, t, _ in control)
-            + f", gain excluding 0 in {moved} of {len(control)} seeds."
-        )
-    return text + (
-        " What PPO learnt is to choose, among edits the SFT model already writes, the one the "
-        "timed reward pays; it did not discover a rewrite."
-    )
+def committed_mean(rows: list[dict[str, Any]]) -> str:
+    """The row's mean speedup on the measurement committed with the answers (the first
+    evaluation), for a row that has one: how much a re-measurement moves the numbers."""
+    if not rows or "committed" not in rows[0]:
+        return "-"
+    return f"{summarize([{**r, **r['committed']} for r in rows])['mean_speedup']:.3f}"
 
 
-def reading(results: dict[str, list[dict[str, Any]]], seeds: list[int]) -> list[str]:
-    """The reading's computed lines: edit shares before and after."""
-    sft = summarize(results["sft"])["edits"]
-    timed = [t["fast_share"] for _, t, _ in _arm(results, "timed", seeds)]
-    control = [t["fast_share"] for _, t, _ in _arm(results, "control", seeds)]
-
-    def span(xs: list[float]) -> str:
-        return f"{min(xs):.0%}-{max(xs):.0%}" if xs else "-"
-
-    return [
-        f"- Before PPO the SFT model writes the fast edit in {sft.get('fast', 0):.0%} of "
-        f"held-out answers, the alignment edit in {sft.get('align', 0):.0%}, the wrong edit in "
-        f"{sft.get('wrong', 0):.0%}, and {sft.get('none', 0):.0%} do not apply (it was trained "
-        "on equal shares). PPO on the timed reward raises the fast share to "
-        f"{span(timed)}; the untimed control to {span(control)}. Only the timed reward "
-        "separates the fast edit from the alignment edit (it pays log speedup; the untimed "
-        "one pays both 0); both punish the wrong edit.",
-    ]
-
-
-def report(
-    root: Path,
-    suite_dir: Path,
-    argv: list[str],
-    seeds: list[int],
-    control_seeds: list[int],
-    results: dict[str, list[dict[str, Any]]],
-    seconds: dict[str, float],
-    load: tuple[float, ...],
-) -> str:
-    """The speed-learning run's report (Markdown).
-
-    Long on purpose: it writes the document's sections top to bottom, in the order a
-    reader meets them, so the whole layout reads in one place."""
-    import torch
-
-    from asmopt.provenance import git_commit
-    from asmopt.train.metrics_log import read_metrics
-
+def held_out_table(rows: dict[str, list[dict[str, Any]]], order: list[str]) -> list[str]:
+    """The main table: every row on the same held-out programs and the same measurement."""
     lines = [
-        "# Speed-learning run: PPO on the timed reward, popcount task family",
-        "",
-        headline(results, seeds, control_seeds),
-        "",
-        f"- {time.strftime('%Y-%m-%d %H:%M')}, commit {git_commit()}; command: "
-        f"`{' '.join(['.venv/bin/python bench/speed_learning_run.py', *argv])}`",
-        f"- torch {torch.__version__}, {platform.machine()}, {os.cpu_count()} logical CPUs; "
-        f"load average before {load[0]:.2f}, after {os.getloadavg()[0]:.2f}",
-        "- wall time of this invocation (a resumed phase counts only its remainder): "
-        + ", ".join(f"{k} {v / 60:.1f} min" for k, v in seconds.items()),
-        "- summed step times of the runs: "
-        + ", ".join(f"{name} {minutes:.1f} min" for name, minutes in step_minutes(root)),
-        "- task: `bench/speed_learning/family.py` (8 kernels x 7 programs; train/validation/"
-        "test 32/8/16); configs `bench/speed_learning/sft.yaml`, `ppo.yaml`; policy: a fresh "
-        "PLT (R = 2) model, d = 128, 2 shared layers, BPE vocabulary 2,048 learnt on the "
-        "training split",
-        "",
-        "## Held-out answers (test split, evaluated once at the end)",
-        "",
-        "Answers per program sampled at the rollout temperature (0.6, seeded). Speedup = "
-        "the reward service's mean over tests of baseline/candidate CPU time, interleaved, "
-        "to +-2% or 10 s per test; a failing answer counts 1.0. Interval: 95% bootstrap over test "
-        "programs. faster/slower = the answer's own 95% interval excludes 1. fast share = "
-        "answers that put `popcnt` at one or more call sites and change nothing else.",
-        "",
-        "| model | answers | mean speedup [95%] | paired gain vs SFT [95%] | pass | "
-        "significantly faster | significantly slower | fast share | edits |",
+        "| row | answers | mean speedup [95%, templates resampled] | first measurement | "
+        "pass | significantly faster | significantly slower | fast share | edits |",
         "|---|---|---|---|---|---|---|---|---|",
     ]
-    order = ["sft"] + [f"timed-s{s}" for s in seeds] + [f"control-s{s}" for s in control_seeds]
     for key in order:
-        if key not in results:
+        if key not in rows:
             continue
-        s = summarize(results[key])
-        gain = (
-            "-"
-            if key == "sft"
-            else (lambda g: f"{g['gain']:+.3f} [{g['low']:+.3f}, {g['high']:+.3f}]")(
-                paired_gain(results[key], results["sft"])
-            )
-        )
-        name = {"sft": "SFT (before PPO)"}.get(
-            key,
-            key.replace("timed-s", "PPO timed, seed ").replace(
-                "control-s", "PPO untimed (control), seed "
-            ),
-        )
+        s = summarize(rows[key])
         edits = ", ".join(
             f"{e} {v:.0%}" for e, v in sorted(s["edits"].items(), key=lambda x: -x[1])
         )
         lines.append(
-            f"| {name} | {s['answers']} | {_interval(s)} | {gain} | {s['pass_rate']:.0%} | "
-            f"{s['faster_rate']:.0%} | {s['slower_rate']:.0%} | {s['fast_share']:.0%} | {edits} |"
+            f"| {row_name(key)} | {s['answers']} | {_interval(s)} | {committed_mean(rows[key])} "
+            f"| {s['pass_rate']:.0%} | {s['faster_rate']:.0%} | {s['slower_rate']:.0%} | "
+            f"{s['fast_share']:.0%} | {edits} |"
         )
-    lines += [
-        "",
-        "## PPO training curves (training programs)",
-        "",
-        "Reward mean per step (robust reward; timed arm: log speedup when significant).",
-        "",
+    return lines
+
+
+def comparisons_table(comps: list[dict[str, Any]]) -> list[str]:
+    lines = [
+        "| # | comparison (row minus row) | mean paired difference [95%] | bootstrap p | "
+        "Holm p | holds after Holm (0.05) |",
+        "|---|---|---|---|---|---|",
     ]
-    runs = [(a, s) for a, ss in (("timed", seeds), ("control", control_seeds)) for s in ss]
-    header = "| step | " + " | ".join(f"{a} s{s}" for a, s in runs) + " |"
-    lines += [header, "|" + "---|" * (len(runs) + 1)]
+    for n, c in enumerate(comps, 1):
+        holds = "yes" if c["holm_p"] < 0.05 else "no"
+        lines.append(
+            f"| C{n} | {row_name(c['row'])} minus {row_name(c['minus'])} | {_signed(c)} | "
+            f"{c['p']:.4f} | {c['holm_p']:.4f} | {holds} |"
+        )
+    return lines
+
+
+def per_kernel_table(rows: dict[str, list[dict[str, Any]]], order: list[str]) -> list[str]:
+    keys = [k for k in order if k in rows]
+    lines = ["| kernel | " + " | ".join(keys) + " |", "|" + "---|" * (1 + len(keys))]
+    for kernel in sorted({a["kernel"] for a in rows["sft"]}):
+        cells = []
+        for key in keys:
+            sub = [a for a in rows[key] if a["kernel"] == kernel]
+            cells.append(f"{summarize(sub)['mean_speedup']:.2f}" if sub else "-")
+        lines.append(f"| {kernel} | " + " | ".join(cells) + " |")
+    return lines
+
+
+def raw_metrics(raw: Path, name: str) -> list[dict[str, Any]]:
+    """A run's metrics lines as committed beside the report (`<name>_metrics.jsonl`)."""
+    path = raw / f"{name}_metrics.jsonl"
+    if not path.is_file():
+        return []
+    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line]
+
+
+def step_table(raw: Path, runs: list[tuple[str, int]], metric: str = "reward/mean") -> list[str]:
+    """One metric per PPO step (training programs' rollouts) for every run."""
     curves = {
-        (a, s): {r["step"]: r for r in read_metrics(ppo_dir(root, a, s)) if r["kind"] == "train"}
-        for a, s in runs
-        if ppo_dir(root, a, s).exists()
+        run: {
+            r["step"]: r
+            for r in raw_metrics(raw, f"ppo-{run[0]}-s{run[1]}")
+            if r["kind"] == "train"
+        }
+        for run in runs
     }
-    steps = sorted({k for c in curves.values() for k in c})
-    for step in steps:
-        cells = [fmt(curves.get(run, {}).get(step, {}).get("reward/mean")) for run in runs]
+    lines = ["| step | " + " | ".join(f"{a} s{s}" for a, s in runs) + " |"]
+    lines.append("|" + "---|" * (len(runs) + 1))
+    for step in sorted({k for c in curves.values() for k in c}):
+        cells = [fmt(curves[run].get(step, {}).get(metric)) for run in runs]
         lines.append(f"| {step} | " + " | ".join(cells) + " |")
-    lines += [
-        "",
-        "## Validation split at the end of PPO",
-        "",
-        "| run | answers | reward mean | pass rate |",
-        "|---|---|---|---|",
-    ]
+    return lines
+
+
+def curves_tables(raw: Path, runs: list[tuple[str, int]]) -> list[str]:
+    """Reward mean per PPO step and the last validation line of every run."""
+    lines = [*step_table(raw, runs), "", "| run | answers | reward mean | pass rate |"]
+    lines.append("|---|---|---|---|")
     for a, s in runs:
-        if not ppo_dir(root, a, s).exists():
-            continue
-        vals = [r for r in read_metrics(ppo_dir(root, a, s)) if r["kind"] == "val"]
+        vals = [r for r in raw_metrics(raw, f"ppo-{a}-s{s}") if r["kind"] == "val"]
         if vals:
             v = vals[-1]
             lines.append(
                 f"| {a} s{s} | {v.get('rows')} | {fmt(v.get('reward/mean'))} | "
                 f"{fmt(v.get('pass_rate'))} |"
             )
-    lines += [
-        "",
-        "## Per kernel (test split)",
-        "",
-        "| kernel | " + " | ".join(k for k in order if k in results) + " |",
-        "|" + "---|" * (1 + sum(k in results for k in order)),
+    return lines
+
+
+def provenance_lines(raw: Path) -> list[str]:
+    """Which commit and command produced each model: from each run's own `_meta.json`
+    (written when it starts training), else from `provenance.json` (what the history of the
+    committed report shows for runs that predate the meta files)."""
+    lines = []
+    for path in sorted(raw.glob("*_meta.json")):
+        meta = json.loads(path.read_text(encoding="utf-8"))
+        lines.append(
+            f"- {path.name.removesuffix('_meta.json')}: commit {meta['commit']}, command "
+            f"`{meta['command']}`, started {meta['started']}"
+        )
+    known = raw / "provenance.json"
+    if known.is_file():
+        for entry in json.loads(known.read_text(encoding="utf-8")):
+            lines.append(
+                f"- {', '.join(entry['models'])}: training commit {entry['training_commit']}; "
+                f"command `{entry['command']}`; {entry['note']}"
+            )
+    return lines or ["- commit and command of the models: not recorded"]
+
+
+def _find(comps: list[dict[str, Any]], row: str, minus: str) -> dict[str, Any] | None:
+    return next((c for c in comps if c["row"] == row and c["minus"] == minus), None)
+
+
+def _direction(c: dict[str, Any] | None) -> str:
+    if c is None:
+        return "missing"
+    if c["holm_p"] >= 0.05:
+        return "not significant"
+    return "significantly higher" if c["gain"] > 0 else "significantly lower"
+
+
+def _tally(found: list[dict[str, Any] | None]) -> str:
+    words = [_direction(c) for c in found]
+    return ", ".join(f"{w} in {words.count(w)}" for w in dict.fromkeys(words)) + f" of {len(words)}"
+
+
+def model_keys(rows: dict[str, list[dict[str, Any]]]) -> list[str]:
+    """The sampled models' rows (not the rule's, not best-of-N's picks)."""
+    return [k for k in rows if k == "sft" or k.startswith(("timed-s", "control-s"))]
+
+
+def outside_fast_and_faster(rows: dict[str, list[dict[str, Any]]], keys: list[str]) -> int:
+    """Answers of `keys` that pass, are significantly faster on the scored measurement and
+    are not the fast edit (full or at some call sites): a discovered speedup would be one."""
+    return sum(
+        a["verdict"] == "pass" and (a["low"] or 0) > 1.0 and a["edit"] not in ("fast", "partial")
+        for k in keys
+        for a in rows[k]
+    )
+
+
+def headline(
+    rows: dict[str, list[dict[str, Any]]],
+    comps: list[dict[str, Any]],
+    seeds: list[int],
+    control_seeds: list[int],
+) -> str:
+    """The report's first paragraph, every clause read off a row of the two tables."""
+    timed = [f"timed-s{s}" for s in seeds if f"timed-s{s}" in rows]
+    vs_rule = [_find(comps, t, "rule") for t in timed]
+    vs_control = [_find(comps, f"timed-s{s}", f"control-s{s}") for s in seeds if s in control_seeds]
+    vs_sft = [_find(comps, t, "sft") for t in timed]
+    best = _find(comps, BEST_OF, "rule")
+    new = outside_fast_and_faster(rows, timed)
+    return (
+        f"**Headline.** On the {summarize(rows['sft'])['programs']} held-out programs "
+        f"({summarize(rows['sft'])['templates']} kernel templates), the one-line rule scores "
+        f"{_interval(summarize(rows['rule']))}; PPO on the timed reward "
+        + "; ".join(
+            f"seed {t.removeprefix('timed-s')} {_interval(summarize(rows[t]))}" for t in timed
+        )
+        + f"; the warm start {_interval(summarize(rows['sft']))}; its best-of-4 picked by "
+        f"measured speed {_interval(summarize(rows[BEST_OF]))}. Paired, Holm-corrected over "
+        f"the {len(comps)} comparisons below: PPO minus the rule is {_tally(vs_rule)} seeds; "
+        f"best-of-4 minus the rule is {_direction(best)}; PPO minus its warm start is "
+        f"{_tally(vs_sft)} seeds; timed minus untimed at the same seed is {_tally(vs_control)} "
+        "seeds. "
+        + (
+            "No passing, significantly faster answer of a timed PPO model is anything but the "
+            "fast edit (at all or some call sites), which a third of the warm-start examples "
+            "contain: what PPO did here is select an edit its warm start already wrote, not "
+            "discover one."
+            if new == 0
+            else f"{new} passing, significantly faster answers of the timed PPO models are "
+            "edits other than the fast edit (see the reading and the raw rows)."
+        )
+    )
+
+
+def first_step_rewards(raw: Path, seeds: list[int]) -> str:
+    """The timed reward of each timed seed's first step: rollouts of the warm start itself,
+    sampled before any PPO update."""
+    cells = []
+    for s in seeds:
+        first = [r for r in raw_metrics(raw, f"ppo-timed-s{s}") if r["kind"] == "train"][:1]
+        cells.append(fmt(first[0].get("reward/mean")) if first else "-")
+    return ", ".join(cells)
+
+
+def alignment_timing(rows: dict[str, list[dict[str, Any]]], keys: list[str]) -> str:
+    """How each measurement rates the passing alignment-edit answers (all models)."""
+    align = [a for k in keys for a in rows[k] if a["edit"] == "align" and a["verdict"] == "pass"]
+
+    def rated(measured: list[dict[str, Any]]) -> str:
+        faster = sum((m["low"] or 0) > 1.0 for m in measured)
+        slower = sum((m["high"] or 2) < 1.0 for m in measured)
+        return f"{faster} significantly faster and {slower} significantly slower"
+
+    first = [a["committed"] for a in align if a.get("committed", {}).get("verdict") == "pass"]
+    return (
+        f"of the {len(align)} passing alignment answers, the scored measurement finds "
+        f"{rated(align)}; the first measurement found {rated(first)} (of {len(first)})"
+    )
+
+
+def remeasurement_drift(rows: dict[str, list[dict[str, Any]]], keys: list[str]) -> str:
+    """Ratio of the scored to the first measurement's speedup for the same passing
+    fast-edit answers: how far one session's speedups move against another's."""
+    ratios = [
+        a["speedup"] / a["committed"]["speedup"]
+        for k in keys
+        for a in rows[k]
+        if a["edit"] == "fast"
+        and a["verdict"] == "pass"
+        and a.get("committed", {}).get("speedup")
+        and a["speedup"]
     ]
-    kernels = sorted({a["kernel"] for a in results["sft"]})
-    for kernel in kernels:
-        cells = []
-        for key in order:
-            if key not in results:
-                continue
-            sub = [a for a in results[key] if a["kernel"] == kernel]
-            cells.append(f"{summarize(sub)['mean_speedup']:.2f}" if sub else "-")
-        lines.append(f"| {kernel} | " + " | ".join(cells) + " |")
-    lines += [
-        "",
-        "## Reading",
-        "",
-        *reading(results, sorted({*seeds, *control_seeds})),
-        f"- Answers whose diff did not apply: {hunk_overshoot(results, suite_dir)}.",
-        "- The family has one learnable rewrite, and the SFT data contains it: this run shows "
-        "that policy, sandbox, timing, reward and PPO together move a policy toward faster "
-        "correct answers on programs it never trained on. It does not show that a small "
-        "model can find optimizations it was never shown.",
-        "- Raw data: every held-out answer with its verdict, edit class and measured speedup "
-        "interval, and each PPO run's metrics.jsonl, are in `speed_learning_run/`.",
-    ]
-    return "\n".join(lines) + "\n"
+    if not ratios:
+        return "no answer has both measurements"
+    return (
+        f"over {len(ratios)} passing fast-edit answers the scored measurement's speedup is "
+        f"{sum(ratios) / len(ratios):.2f} times the first measurement's on average "
+        f"(range {min(ratios):.2f}-{max(ratios):.2f})"
+    )
 
 
-def step_minutes(root: Path) -> list[tuple[str, float]]:
-    """Training time of every run from its own metrics (independent of resumption)."""
-    from asmopt.train.metrics_log import read_metrics
-
-    out = []
-    for path in [root / "sft", *sorted(root.glob("ppo-*"))]:
-        if path.is_dir():
-            rows = [r for r in read_metrics(path) if r["kind"] == "train"]
-            out.append((path.name, sum(r.get("time/step_s", 0.0) for r in rows) / 60))
-    return out
-
-
-def hunk_overshoot(results: dict[str, list[dict[str, Any]]], suite_dir: Path) -> str:
-    """How many unapplied answers write more hunks than the program has call sites: the
-    model does not count the call sites of a program it has not seen."""
+def unapplied_breakdown(
+    rows: dict[str, list[dict[str, Any]]], keys: list[str], suite_dir: Path
+) -> str:
+    """What the answers whose diff did not apply tried to do, and how many of the popcount
+    attempts write more hunks than the program has call sites (an alignment answer has one
+    hunk per `.p2align` group, so its hunk count says nothing about call sites)."""
     from asmopt.programs import load_suite
     from asmopt.toolchain import DEFAULT_O3_FLAGS, default_toolchain
 
     suite, toolchain = load_suite(suite_dir), default_toolchain()
     sites: dict[str, int] = {}
-    failed = over = 0
-    for rows in results.values():
-        for a in rows:
-            if a["edit"] != "none":
-                continue
-            if a["program"] not in sites:
-                asm = toolchain.baseline_assembly(suite.get(a["program"]), DEFAULT_O3_FLAGS)
-                sites[a["program"]] = sum(
-                    line.rstrip() == POPCOUNT_CALL for line in asm.splitlines()
-                )
-            failed += 1
-            hunks = sum(line.startswith("@@") for line in a["answer"].splitlines())
-            over += hunks > sites[a["program"]]
+    kinds = {"alignment": 0, "popcnt": 0, "other": 0}
+    over = 0
+    failed = [a for k in keys for a in rows[k] if a["edit"] == "none"]
+    for a in failed:
+        if a["program"] not in sites:
+            asm = toolchain.baseline_assembly(suite.get(a["program"]), DEFAULT_O3_FLAGS)
+            sites[a["program"]] = sum(line.rstrip() == POPCOUNT_CALL for line in asm.splitlines())
+        body = a["answer"].splitlines()
+        changed = [line for line in body if line[:1] in "+-" and line[:3] not in ("+++", "---")]
+        if "popcnt" in a["answer"]:
+            kind = "popcnt"
+            over += sum(line.startswith("@@") for line in body) > sites[a["program"]]
+        elif changed and all(".p2align" in line for line in changed):
+            kind = "alignment"
+        else:
+            kind = "other"
+        kinds[kind] += 1
+    total = sum(len(rows[k]) for k in keys)
     return (
-        f"{failed} of {sum(len(r) for r in results.values())} over all models; {over} of them "
-        "write more hunks than the program has `__popcountdi2` call sites (the model does "
-        "not count the call sites of a program it has not seen); the others have a hunk that "
-        "does not parse or does not match the baseline"
+        f"{len(failed)} of {total} sampled answers (all models) did not apply: "
+        f"{kinds['alignment']} alignment-edit attempts, {kinds['popcnt']} popcnt attempts "
+        f"({over} of which write more hunks than the program has `__popcountdi2` call sites), "
+        f"{kinds['other']} other"
     )
 
 
-def save_raw(root: Path, results: dict[str, list[dict[str, Any]]], dest: Path) -> None:
+def reading(
+    rows: dict[str, list[dict[str, Any]]], raw: Path, suite_dir: Path, seeds: list[int]
+) -> list[str]:
+    """The reading's computed lines."""
+    keys = model_keys(rows)
+    sft = summarize(rows["sft"])["edits"]
+    timed = [summarize(rows[k])["fast_share"] for k in keys if k.startswith("timed-s")]
+    control = [summarize(rows[k])["fast_share"] for k in keys if k.startswith("control-s")]
+
+    def span(xs: list[float]) -> str:
+        return f"{min(xs):.0%}-{max(xs):.0%}" if xs else "-"
+
+    return [
+        "- Selection, not discovery. A third of the warm start's training examples are the "
+        "fast edit (each training program appears once with each of the three edits). "
+        f"Before any PPO update (step 1's rollouts are the warm start's) the timed reward on "
+        f"training programs is already {first_step_rewards(raw, seeds)} (seeds {seeds}). On "
+        f"the held-out programs the warm start writes the fast edit in {sft.get('fast', 0):.0%} "
+        f"of answers, the alignment edit in {sft.get('align', 0):.0%}, the wrong edit in "
+        f"{sft.get('wrong', 0):.0%}, and {sft.get('none', 0):.0%} do not apply; PPO on the "
+        f"timed reward raises the fast share (full or partial) to {span(timed)}, the untimed "
+        f"control to {span(control)}. Passing, significantly faster answers other than the "
+        f"fast edit: {outside_fast_and_faster(rows, [k for k in keys if k != 'sft'])} over "
+        "all PPO models.",
+        "- What separates the edits: the untimed reward pays a passing answer 0 whatever its "
+        "speed, so it cannot prefer the fast edit to the alignment edit; the timed reward "
+        "pays log speedup when the interval excludes 1. The alignment edit is not always "
+        f"indistinguishable from the baseline on time: {alignment_timing(rows, keys)}, so the "
+        "timed reward too pays some alignment answers and docks others, by amounts that "
+        "differ between sessions. Both rewards punish the wrong edit.",
+        "- Between sessions: "
+        f"{remeasurement_drift(rows, keys)}. The size of a speedup on this shared 2-core "
+        "machine moves between sessions by more than one session's intervals say; every "
+        "comparison here is therefore made within the scored measurement, where all rows "
+        "were measured in one session and identical answers share one measurement.",
+        f"- Unapplied answers: {unapplied_breakdown(rows, keys, suite_dir)}.",
+        f"- Best-of-4: {picks_differ(rows)}. In this family the rule's answer is the "
+        "fastest correct answer known (the fast edit at every call site), so a policy can at "
+        "best tie the rule; a family with more than one idea is needed for a policy to beat "
+        "it.",
+    ]
+
+
+def picks_differ(rows: dict[str, list[dict[str, Any]]]) -> str:
+    """On how many programs the best-of-N pick on the separate scoring is another answer
+    than the oracle pick."""
+    if BEST_OF not in rows or BEST_OF_ORACLE not in rows:
+        return "not computed"
+    pairs = zip(rows[BEST_OF], rows[BEST_OF_ORACLE], strict=True)
+    differ = sum(a["answer"] != b["answer"] for a, b in pairs)
+    return (
+        f"the pick on the separate scoring and the oracle pick are different answers on "
+        f"{differ} of {len(rows[BEST_OF])} programs"
+    )
+
+
+def report(
+    raw: Path,
+    suite_dir: Path,
+    argv: list[str],
+    seeds: list[int],
+    control_seeds: list[int],
+    rows: dict[str, list[dict[str, Any]]],
+    load: tuple[float, ...],
+    variant: str = "main",
+) -> str:
+    """The speed-learning run's report (Markdown), rendered from the raw data in `raw`.
+
+    Long on purpose: it writes the document's sections top to bottom, in the order a
+    reader meets them, so the whole layout reads in one place."""
+    import torch
+
+    from asmopt.provenance import git_commit
+
+    order = row_order(seeds, control_seeds)
+    comps = comparisons(rows, comparison_plan(seeds, control_seeds))
+    runs = [(a, s) for a, ss in (("timed", seeds), ("control", control_seeds)) for s in ss]
+    discovery = variant == "discovery"
+    samples = len(rows["sft"]) // max(1, len(program_means(rows["sft"])))
+    lines = [
+        "# Discovery run: PPO on the timed reward from a warm start never shown the fast edit"
+        if discovery
+        else "# Speed-learning run: PPO on the timed reward against a rule and best-of-N, "
+        "popcount task family",
+        "",
+        discovery_headline(rows, comps, raw, seeds)
+        if discovery
+        else headline(rows, comps, seeds, control_seeds),
+        "",
+        f"- Report rendered {time.strftime('%Y-%m-%d %H:%M')} at commit {git_commit()} by "
+        f"`{' '.join(['.venv/bin/python bench/speed_learning_run.py', *argv])}`; torch "
+        f"{torch.__version__}, {platform.machine()}, {os.cpu_count()} logical CPUs; load "
+        f"average before {load[0]:.2f}, after {os.getloadavg()[0]:.2f}.",
+        "- Models (commit and command that trained each):",
+        *[f"  {line}" for line in provenance_lines(raw)],
+        "- Task: `bench/speed_learning/family.py` (8 kernel templates x 7 programs; "
+        "train/validation/test 32/8/16, the test split 2 programs of each template); configs "
+        "`bench/speed_learning/sft.yaml`, `ppo.yaml`; policy: a fresh PLT (R = 2) model, d = "
+        "128, 2 shared layers, BPE vocabulary 2,048 learnt on the training split.",
+        "",
+        "## Held-out answers: every row on the same programs and the same measurement",
+        "",
+        f"Models' answers: {samples} per test program, sampled at the rollout temperature "
+        f"({rollout_temperature(raw)}, seeded), as committed in `{raw.name}/test_answers.jsonl`. "
+        "The rule: one answer per program, its diff produced by `baselines.popcnt_rule`: the "
+        "family's own fast edit written as a substitution from the family's description, "
+        "with nothing tuned on any split (its value on this test split had been reported "
+        "before it was added here, from the first measurement). "
+        f"Best-of-{samples}: of the warm start's {samples} answers for a program, "
+        "the one ranked first by the training reward (robust: log speedup when its interval "
+        "excludes 1, 0 when indistinguishable, negative for a failure; ties by the raw "
+        "speedup estimate) on a `select` scoring: the reward's own check and timing of the "
+        "answer on the program's tests and freshly drawn inputs, a measurement separate from "
+        "the `score` one that every row is scored on. The oracle row picks on the `score` "
+        "measurement itself (optimistic: its pick and its score share their noise). Every "
+        "answer of every row was scored twice afresh in one session (`select`, `score`: "
+        "reward service, robust reward, CPU time interleaved with the -O3 baseline to +-2% "
+        "or 10 s per test, fresh inputs); identical applied answers of a program share one "
+        "measurement per scoring. A failing answer counts 1.0. Interval: 95% bootstrap "
+        "resampling the 8 kernel templates (both programs of a drawn template). First "
+        "measurement: the row's mean on the scoring committed with the answers (the first "
+        "evaluation). fast share: answers that put `popcnt` at one or more call sites and "
+        "change nothing else.",
+        "",
+        *held_out_table(rows, order),
+        "",
+        "## Paired comparisons",
+        "",
+        "Difference of per-program mean speedups, row minus row, averaged over the 16 test "
+        "programs; 95% interval and two-sided p-value from one bootstrap resampling kernel "
+        "templates (10,000 draws); Holm's correction over all the comparisons listed. With 8 "
+        "templates a cluster bootstrap is coarse and somewhat narrow (an exact sign-flip test "
+        "over 8 templates cannot go below p = 1/128), so a comparison near the threshold is "
+        "weak evidence either way.",
+        "",
+        *comparisons_table(comps),
+        "",
+        "## Reading",
+        "",
+        *(
+            discovery_reading(rows, raw, seeds)
+            if discovery
+            else reading(rows, raw, suite_dir, seeds)
+        ),
+        *evaluation_history(raw),
+        f"- Raw data in `{raw.name}/`: `test_answers.jsonl` (the sampled answers "
+        "with their first scoring), `held_out_rows.jsonl` (every row of the tables: answer, "
+        "edit class, `select` and `score` measurements, first scoring), `select.jsonl` and "
+        "`score.jsonl` (the measurement logs), each run's metrics.",
+        "",
+        "## PPO training curves and validation (training and validation programs)",
+        "",
+        "Reward mean per step (robust reward; timed arm: log speedup when significant); then "
+        "the validation split at the end of PPO.",
+        "",
+        *curves_tables(raw, runs),
+        *(
+            ["", "Reward max per step (a rollout paid above 0 was significantly faster):", ""]
+            + step_table(raw, runs, "reward/max")
+            if discovery
+            else []
+        ),
+        "",
+        "## Per kernel template (test split, scored measurement)",
+        "",
+        *per_kernel_table(rows, order),
+    ]
+    return "\n".join(lines) + "\n"
+
+
+def evaluation_history(raw: Path) -> list[str]:
+    """When the test split was evaluated, as the provenance records it."""
+    known = raw / "provenance.json"
+    if not known.is_file():
+        return []
+    entries = json.loads(known.read_text(encoding="utf-8"))
+    return [f"- Test-split history: {' '.join(e['test_split'] for e in entries)}"]
+
+
+# --------------------------------------------------------------------------- discovery
+def rollout_temperature(raw: Path) -> str:
+    """The temperature the models' answers were sampled at: the discovery run's choice
+    when it made one, else `ppo.yaml`'s."""
+    choice = raw / exploration.CHOICE_FILE
+    if choice.is_file():
+        return f"{json.loads(choice.read_text(encoding='utf-8'))['chosen']}, chosen on validation"
+    from asmopt.train.config import PPOConfig, load_config
+
+    return str(load_config(PPOConfig, CONFIG_DIR / "ppo.yaml").temperature)
+
+
+def warm_start_data(root: Path) -> dict[str, Any]:
+    """What the warm start was shown, per split of its rows (it trains on `train`; the
+    `validation` rows only measure its loss): their edits, and how many hold `popcntq`."""
+    out: dict[str, Any] = {}
+    for split in ("train", "validation"):
+        path = root / "data" / f"sft_{split}.jsonl"
+        if not path.is_file():
+            continue
+        rows = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
+        edits: dict[str, int] = {}
+        for r in rows:
+            edits[r["edit"]] = edits.get(r["edit"], 0) + 1
+        out[split] = {
+            "rows": len(rows),
+            "edits": edits,
+            "rows_with_popcntq": sum("popcntq" in r["completion"] for r in rows),
+        }
+    return out
+
+
+def faster_answers(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """A model's passing answers whose scored speedup interval lies above 1."""
+    return [a for a in rows if a["verdict"] == "pass" and (a["low"] or 0) > 1.0]
+
+
+def discovery_headline(
+    rows: dict[str, list[dict[str, Any]]], comps: list[dict[str, Any]], raw: Path, seeds: list[int]
+) -> str:
+    """The discovery report's first paragraph, read off its tables and raw data."""
+    timed = [f"timed-s{s}" for s in seeds if f"timed-s{s}" in rows]
+    data = json.loads((raw / "warm_start_data.json").read_text(encoding="utf-8"))["train"]
+    found = {t: faster_answers(rows[t]) for t in timed}
+    new = {t: [a for a in f if a["edit"] not in ("align", "wrong")] for t, f in found.items()}
+    verdict = "yes" if any(new.values()) else "no"
+    return (
+        f"**Headline: did PPO find a faster correct edit its warm start was never shown? "
+        f"{verdict}.** The warm start was trained on {data['rows']} examples "
+        f"({', '.join(f'{k} {v}' for k, v in sorted(data['edits'].items()))}), "
+        f"{data['rows_with_popcntq']} of them with `popcntq`. On the "
+        f"{summarize(rows['sft'])['programs']} held-out programs, answers that pass and are "
+        "significantly faster, and are not an edit the warm start was shown: "
+        + "; ".join(
+            f"seed {t.removeprefix('timed-s')} {len(new[t])} of {len(rows[t])}" for t in timed
+        )
+        + f" (warm start: {len(faster_answers(rows['sft']))} significantly faster of "
+        f"{len(rows['sft'])}). Mean held-out speedup: the rule "
+        f"{_interval(summarize(rows['rule']))}, the warm start "
+        f"{_interval(summarize(rows['sft']))}, PPO "
+        + "; ".join(
+            f"seed {t.removeprefix('timed-s')} {_interval(summarize(rows[t]))}" for t in timed
+        )
+        + f". Holm-corrected: PPO minus its warm start is "
+        f"{_tally([_find(comps, t, 'sft') for t in timed])} seeds; PPO minus the rule is "
+        f"{_tally([_find(comps, t, 'rule') for t in timed])} seeds."
+    )
+
+
+def training_signal(raw: Path, seeds: list[int]) -> str:
+    """The highest reward any training rollout of each seed earned: above 0 only for an
+    answer significantly faster than the baseline."""
+    best = []
+    for s in seeds:
+        train = [r for r in raw_metrics(raw, f"ppo-timed-s{s}") if r["kind"] == "train"]
+        best.append(fmt(max((r.get("reward/max") for r in train), default=None)))
+    return (
+        "- During training, the highest reward of any rollout on the training programs, "
+        f"over all steps: {', '.join(best)} (seeds {seeds}); the timed reward pays above 0 "
+        "only a significantly faster answer, so no rollout the PPO update saw was one."
+    )
+
+
+def edit_shift(rows: dict[str, list[dict[str, Any]]], keys: list[str]) -> str:
+    """Held-out edit shares of the warm start and of each PPO seed: what PPO moved."""
+
+    def shares(key: str) -> str:
+        edits = summarize(rows[key])["edits"]
+        return ", ".join(f"{e} {edits.get(e, 0):.0%}" for e in ("align", "wrong", "none", "other"))
+
+    return (
+        "- Held-out edit shares (align, wrong, unapplied, other): "
+        + "; ".join(f"{k} {shares(k)}" for k in keys)
+        + (
+            ". PPO moved answers away from the wrong edit (the timed reward's -0.25) toward the "
+            "alignment edit and toward diffs that do not apply, not toward a new edit."
+        )
+    )
+
+
+def other_answers(rows: dict[str, list[dict[str, Any]]], keys: list[str]) -> list[str]:
+    """Examples of the PPO answers that are none of the known edits, with their verdicts:
+    what exploration produced."""
+    others = {a["answer"]: a for k in keys if k != "sft" for a in rows[k] if a["edit"] == "other"}
+    verdicts: dict[str, int] = {}
+    for a in others.values():
+        verdicts[a["verdict"]] = verdicts.get(a["verdict"], 0) + 1
+    lines = [
+        f"- Distinct PPO answers that apply but are none of the known edits: {len(others)} "
+        f"({', '.join(f'{v} {n}' for v, n in sorted(verdicts.items()))}); two of them:"
+    ]
+    for a in list(others.values())[:2]:
+        lines += ["", "    " + a["answer"].replace("\n", "\n    "), ""]
+    return lines
+
+
+def discovery_reading(
+    rows: dict[str, list[dict[str, Any]]], raw: Path, seeds: list[int]
+) -> list[str]:
+    """The discovery report's reading: the exploration choice, what the answers tried,
+    and every distinct passing, significantly faster answer PPO wrote."""
+    choice = json.loads((raw / exploration.CHOICE_FILE).read_text(encoding="utf-8"))
+    trials = "; ".join(
+        f"{t['temperature']}: {t['applied_share']:.0%} of {t['answers']} apply, "
+        f"{t['popcntq_answers']} write `popcntq`"
+        for t in choice["trials"]
+    )
+    keys = model_keys(rows)
+    lines = [
+        f"- Exploration setting (the only one chosen): rollout temperature {choice['chosen']}, "
+        f"by the rule fixed before the run ({choice['rule']}), on the warm start's answers for "
+        f"the validation programs: {trials}. No other setting differs from the main run "
+        "(`sft.yaml`, `ppo.yaml`); the test split was sampled once, after all training.",
+        "- Held-out answers writing `popcntq` at all: "
+        + ", ".join(f"{k} {sum('popcntq' in a['answer'] for a in rows[k])}" for k in keys)
+        + "; writing any `popcnt`: "
+        + ", ".join(f"{k} {sum('popcnt' in a['answer'] for a in rows[k])}" for k in keys)
+        + ".",
+    ]
+    lines += [training_signal(raw, seeds), edit_shift(rows, keys), *other_answers(rows, keys)]
+    distinct = {a["answer"]: a for k in keys if k != "sft" for a in faster_answers(rows[k])}
+    lines.append(
+        f"- Distinct passing, significantly faster PPO answers on the test split: {len(distinct)}"
+        + ("" if distinct else ".")
+    )
+    for a in list(distinct.values())[:4]:
+        lines += [
+            f"  - {a['program']} ({a['edit']}, speedup {a['speedup']:.3f} "
+            f"[{a['low']:.3f}, {a['high']:.3f}]):",
+            "",
+            "    " + a["answer"].replace("\n", "\n    "),
+            "",
+        ]
+    return lines
+
+
+def save_raw(root: Path, rows: dict[str, list[dict[str, Any]]], dest: Path) -> None:
+    """Copy every run's metrics and meta beside the report, and write the table's rows and
+    the measurement logs; the sampled answers are written only by a run that sampled them."""
     from asmopt.train.metrics_log import METRICS_FILE
 
     dest.mkdir(parents=True, exist_ok=True)
-    for path in sorted(root.glob("ppo-*")):
-        if (path / METRICS_FILE).is_file():
-            shutil.copyfile(path / METRICS_FILE, dest / f"{path.name}_metrics.jsonl")
-    if (root / "sft" / METRICS_FILE).is_file():
-        shutil.copyfile(root / "sft" / METRICS_FILE, dest / "sft_metrics.jsonl")
-    with (dest / "test_answers.jsonl").open("w", encoding="utf-8") as fh:
+    for path in [root / "sft", *sorted(root.glob("ppo-*"))]:
+        for name, suffix in ((METRICS_FILE, "metrics.jsonl"), (RUN_META, "meta.json")):
+            if (path / name).is_file():
+                shutil.copyfile(path / name, dest / f"{path.name}_{suffix}")
+    for name in PASSES:
+        if (root / "baselines" / f"{name}.jsonl").is_file():
+            shutil.copyfile(root / "baselines" / f"{name}.jsonl", dest / f"{name}.jsonl")
+    if (root / exploration.CHOICE_FILE).is_file():
+        shutil.copyfile(root / exploration.CHOICE_FILE, dest / exploration.CHOICE_FILE)
+    if (root / "data").is_dir():
+        summary = json.dumps(warm_start_data(root), indent=1) + "\n"
+        (dest / "warm_start_data.json").write_text(summary, encoding="utf-8")
+    with (dest / "held_out_rows.jsonl").open("w", encoding="utf-8") as fh:
+        for model, model_rows in rows.items():
+            for row in model_rows:
+                fh.write(json.dumps({"row": model, **row}) + "\n")
+
+
+def write_answers(results: dict[str, list[dict[str, Any]]], dest: Path) -> None:
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    with dest.open("w", encoding="utf-8") as fh:
         for model, rows in results.items():
             for row in rows:
                 fh.write(json.dumps({"model": model, **row}) + "\n")
+
+
+def train_and_sample(
+    root: Path, suite_dir: Path, args: argparse.Namespace
+) -> dict[str, list[dict[str, Any]]] | None:
+    """Phases 2-6: tokenizer, SFT rows, SFT, (discovery: the exploration temperature, on the
+    validation split), PPO per arm and seed, held-out sampling. None when `--stop-after
+    sft` ends it after the warm start."""
+    edits = VARIANT_EDITS[args.variant]
+    tokenizer = build_tokenizer(root / "tokenizer", suite_dir, edits)
+    sft_rows(suite_dir, "train", root / "data" / "sft_train.jsonl", edits)
+    sft_rows(suite_dir, "validation", root / "data" / "sft_validation.jsonl", edits)
+    sft_model = run_sft(root, tokenizer, args.quick)
+    if args.stop_after == "sft":
+        return None
+    temperature = None
+    if args.variant == "discovery":
+        temperature = exploration.choose_temperature(root, suite_dir, sft_model, args.quick)
+    models: dict[str, Path] = {"sft": sft_model}
+    for arm, seeds in (("timed", args.seeds), ("control", args.control_seeds)):
+        for seed in seeds:
+            models[f"{arm}-s{seed}"] = run_ppo(
+                root, suite_dir, sft_model, arm, seed, args.quick, temperature
+            )
+    samples = 1 if args.quick else args.samples
+    return {
+        key: evaluate(model, suite_dir, samples, 1000, root / "eval" / f"{key}.jsonl", temperature)
+        for key, model in models.items()
+    }
+
+
+def run_root(args: argparse.Namespace) -> Path:
+    """The run's directory under --out-dir: one per variant, quick runs apart."""
+    name = {"main": "full", "discovery": "discovery"}[args.variant]
+    return args.out_dir / (
+        f"{name}-quick" if args.quick and name != "full" else "quick" if args.quick else name
+    )
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -576,46 +1191,56 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--out-dir", type=Path, default=Path("runs/speed-learning-run"))
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
-    parser.add_argument("--control-seeds", type=int, nargs="*", default=[0])
+    parser.add_argument(
+        "--control-seeds",
+        type=int,
+        nargs="*",
+        default=None,
+        help="untimed control seeds (default: 0 1 2; none for the discovery variant)",
+    )
+    parser.add_argument(
+        "--variant",
+        choices=sorted(VARIANT_EDITS),
+        default="main",
+        help="main: the warm start is shown all three edits; discovery: not the fast one",
+    )
+    parser.add_argument("--stop-after", choices=["sft"], help="end after the warm start")
     parser.add_argument("--samples", type=int, default=4, help="answers per test program")
     parser.add_argument("--quick", action="store_true", help="a few steps of each phase")
-    parser.add_argument("--report", type=Path, default=HERE / "results" / "speed_learning_run.md")
+    parser.add_argument(
+        "--answers",
+        type=Path,
+        help="skip training and sampling: the baselines phase and the report on these "
+        "sampled answers (a test_answers.jsonl, e.g. the committed one)",
+    )
+    parser.add_argument("--report", type=Path, help="default: bench/results/<variant's name>.md")
     args = parser.parse_args(argv)
+    if args.control_seeds is None:
+        args.control_seeds = [] if args.variant == "discovery" else [0, 1, 2]
+    if args.report is None:
+        args.report = HERE / "results" / REPORT_NAMES[args.variant]
     if not args.seeds or args.samples < 1:
         parser.error("--seeds needs at least one seed and --samples must be >= 1")
     raw_argv = sys.argv[1:] if argv is None else argv
-    root: Path = args.out_dir / ("quick" if args.quick else "full")
-    load = os.getloadavg()
-    seconds: dict[str, float] = {}
-
-    start = time.monotonic()
-    suite_dir = build_suite(root)
-    tokenizer = build_tokenizer(root / "tokenizer", suite_dir)
-    sft_rows(suite_dir, "train", root / "data" / "sft_train.jsonl")
-    sft_rows(suite_dir, "validation", root / "data" / "sft_validation.jsonl")
-    seconds["preparation"] = time.monotonic() - start
-
-    start = time.monotonic()
-    sft_model = run_sft(root, tokenizer, args.quick)
-    seconds["SFT"] = time.monotonic() - start
-    models: dict[str, Path] = {"sft": sft_model}
-    for arm, seeds in (("timed", args.seeds), ("control", args.control_seeds)):
-        for seed in seeds:
-            start = time.monotonic()
-            models[f"{arm}-s{seed}"] = run_ppo(root, suite_dir, sft_model, arm, seed, args.quick)
-            seconds[f"PPO {arm} s{seed}"] = time.monotonic() - start
-
-    start = time.monotonic()
-    samples = 1 if args.quick else args.samples
-    results = {
-        key: evaluate(model, suite_dir, samples, 1000, root / "eval" / f"{key}.jsonl")
-        for key, model in models.items()
-    }
-    seconds["held-out evaluation"] = time.monotonic() - start
-
-    text = report(root, suite_dir, raw_argv, args.seeds, args.control_seeds, results, seconds, load)
+    root = run_root(args)
     target = root / "report.md" if args.quick else args.report
-    learning_common.publish(text, target, lambda dest: save_raw(root, results, dest))
+    load = os.getloadavg()
+    suite_dir = build_suite(root)
+    if args.answers is not None:
+        answers = load_answers(args.answers)
+    else:
+        sampled = train_and_sample(root, suite_dir, args)
+        if sampled is None:
+            return 0
+        answers = sampled
+        write_answers(answers, target.with_suffix("") / "test_answers.jsonl")
+    rows = remeasure(root, suite_dir, answers)
+    raw = target.with_suffix("")
+    save_raw(root, rows, raw)
+    text = report(
+        raw, suite_dir, raw_argv, args.seeds, args.control_seeds, rows, load, args.variant
+    )
+    learning_common.publish(text, target, lambda dest: None)
     return 0
 
 

@@ -135,3 +135,27 @@ def test_held_out_summary_counts_failures_as_baseline(run_script) -> None:  # ty
     assert s["fast_share"] == pytest.approx(1 / 3)
     gain = run_script.paired_gain(answers, [{**a, "verdict": "wrong_output"} for a in answers])
     assert gain["gain"] == pytest.approx(0.5)
+
+
+def test_discovery_warm_start_is_never_shown_the_fast_edit(  # type: ignore[no-untyped-def]
+    family, run_script, tmp_path: Path
+) -> None:
+    suite = family.write_suite(tmp_path / "suite", per_kernel=1, seed=0)
+    edits = run_script.VARIANT_EDITS["discovery"]
+    dest = run_script.sft_rows(suite, "train", tmp_path / "data" / "sft_train.jsonl", edits)
+    rows = [json.loads(line) for line in dest.read_text().splitlines()]
+    assert rows and {r["edit"] for r in rows} == {"align", "wrong"}
+    assert not any("popcntq" in r["completion"] for r in rows)
+    summary = run_script.warm_start_data(tmp_path)["train"]
+    assert summary["rows"] == len(rows) and summary["rows_with_popcntq"] == 0
+
+
+def test_exploration_rule_takes_the_hottest_temperature_that_still_applies(run_script) -> None:  # type: ignore[no-untyped-def]
+    pick = run_script.exploration.pick
+    trials = [
+        {"temperature": 0.6, "applied_share": 0.9},
+        {"temperature": 0.8, "applied_share": 0.5},
+        {"temperature": 1.0, "applied_share": 0.2},
+    ]
+    assert pick(trials) == 0.8
+    assert pick([{**t, "applied_share": 0.1} for t in trials]) == 0.6

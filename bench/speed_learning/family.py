@@ -26,8 +26,10 @@ import json
 import random
 import subprocess
 import tempfile
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 POPCOUNT_CALL = "\tcall\t__popcountdi2@PLT"
 FAST_LINE = "\tpopcntq\t%rdi, %rax"
@@ -190,12 +192,14 @@ def generate(per_kernel: int = 7, seed: int = 0) -> list[FamilyProgram]:
     return programs
 
 
-def assign_splits(programs: list[FamilyProgram], seed: int = 0) -> dict[str, str]:
+def assign_splits(
+    programs: list[Any], seed: int = 0, kernels: Iterable[str] = KERNELS
+) -> dict[str, str]:
     """Per kernel, a seeded shuffle deals programs to train/validation/test in 4:1:2."""
     rng = random.Random(seed + 1)
     splits: dict[str, str] = {}
     order = [s for s, share in SPLIT_SHARES.items() for _ in range(share)]
-    for kernel in KERNELS:
+    for kernel in kernels:
         ids = [p.id for p in programs if p.kernel == kernel]
         rng.shuffle(ids)
         for i, pid in enumerate(ids):
@@ -214,7 +218,9 @@ def _reference_output(source: str, stdin: str, work: Path) -> str:
     return done.stdout
 
 
-def input_generator(test_names: list[str]) -> dict[str, object]:
+def input_generator(
+    test_names: list[str], n: tuple[int, int] = (50000, 90200), rounds: tuple[int, int] = (12, 26)
+) -> dict[str, object]:
     """How a grading draws fresh inputs for a family program (docs/suite_format.md): sizes
     and rounds around the fixed tests', and a new 40-bit seed for the values each time, so
     no timed run sees an input whose answer could be known."""
@@ -224,8 +230,8 @@ def input_generator(test_names: list[str]) -> dict[str, object]:
             "run": {
                 "template": "{n} {rounds} {seed}\n",
                 "vars": {
-                    "n": {"int": [50000, 90200]},
-                    "rounds": {"int": [12, 26]},
+                    "n": {"int": list(n)},
+                    "rounds": {"int": list(rounds)},
                     "seed": {"int": [0, (1 << 40) - 1]},
                 },
             },
@@ -244,29 +250,50 @@ def input_generator(test_names: list[str]) -> dict[str, object]:
 
 def write_suite(dest: Path, per_kernel: int = 7, seed: int = 0) -> Path:
     """Write the family as a suite directory (refuses to write into a non-empty one)."""
+    programs = generate(per_kernel, seed)
+    return write_programs(
+        dest,
+        programs,
+        assign_splits(programs, seed),
+        f"popcount-family-s{seed}",
+        "Generated popcount task family (bench/speed_learning/family.py).",
+        {"category": "popcount"},
+    )
+
+
+def write_programs(
+    dest: Path,
+    programs: list[Any],
+    splits: dict[str, str],
+    name: str,
+    description: str,
+    metadata: dict[str, str],
+    inputs: Callable[[list[str]], dict[str, object]] = input_generator,
+) -> Path:
+    """Programs (with `id`, `kernel`, `source`, `tests`) as a suite directory in the
+    project's format, reference outputs from their -O3 build; refuses a non-empty `dest`."""
     if dest.exists() and any(dest.iterdir()):
         raise FileExistsError(f"{dest} is not empty")
-    programs = generate(per_kernel, seed)
-    splits = assign_splits(programs, seed)
     with tempfile.TemporaryDirectory() as tmp:
         for p in programs:
             pdir = dest / "programs" / p.id
             (pdir / "tests").mkdir(parents=True)
             (pdir / "main.c").write_text(p.source, encoding="utf-8")
-            for name, stdin in p.tests:
-                (pdir / "tests" / f"{name}.in").write_text(stdin, encoding="utf-8")
+            for test, stdin in p.tests:
+                (pdir / "tests" / f"{test}.in").write_text(stdin, encoding="utf-8")
                 out = _reference_output(p.source, stdin, Path(tmp))
-                (pdir / "tests" / f"{name}.out").write_text(out, encoding="utf-8")
+                (pdir / "tests" / f"{test}.out").write_text(out, encoding="utf-8")
+            extra = {"edits": list(p.edits)} if hasattr(p, "edits") else {}
             meta = {
-                "metadata": {"category": "popcount", "kernel": p.kernel},
-                "inputs": input_generator([name for name, _ in p.tests]),
+                "metadata": {**metadata, "kernel": p.kernel, **extra},
+                "inputs": inputs([test for test, _ in p.tests]),
             }
             (pdir / "program.json").write_text(json.dumps(meta, indent=1), encoding="utf-8")
     suite = {
         "format": "asmopt-suite",
         "version": 1,
-        "name": f"popcount-family-s{seed}",
-        "description": "Generated popcount task family (bench/speed_learning/family.py).",
+        "name": name,
+        "description": description,
         "programs": [{"id": p.id, "split": splits[p.id]} for p in programs],
     }
     (dest / "suite.json").write_text(json.dumps(suite, indent=1) + "\n", encoding="utf-8")
