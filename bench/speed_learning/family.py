@@ -35,7 +35,8 @@ POPCOUNT_CALL = "\tcall\t__popcountdi2@PLT"
 FAST_LINE = "\tpopcntq\t%rdi, %rax"
 WRONG_LINE = "\tpopcntl\t%edi, %eax"
 
-_PRELUDE = """#include <stdio.h>
+# The C around every kernel (the richer family, rich_family.py, shares it).
+PRELUDE = """#include <stdio.h>
 #include <stdlib.h>
 #include <stdint.h>
 
@@ -45,7 +46,7 @@ static uint64_t next(uint64_t *s) {
 }
 """
 
-_MAIN = """
+MAIN = """
 int main(void) {
     unsigned n, rounds;
     unsigned long long seed;
@@ -185,7 +186,7 @@ def generate(per_kernel: int = 7, seed: int = 0) -> list[FamilyProgram]:
                 FamilyProgram(
                     id=f"{kernel}_{k}",
                     kernel=kernel,
-                    source=_PRELUDE + code + _MAIN,
+                    source=PRELUDE + code + MAIN,
                     tests=tests,
                 )
             )

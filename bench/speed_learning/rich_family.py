@@ -31,6 +31,8 @@ import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
+from speed_learning.family import MAIN, PRELUDE
+
 POPCOUNT_CALL = "\tcall\t__popcountdi2@PLT"
 POPCNT_LINE = "\tpopcntq\t%rdi, %rax"
 UMODTI3_CALL = "\tcall\t__umodti3@PLT"
@@ -48,33 +50,11 @@ DIVQ_LINES = (
 EDITS = ("popcnt", "divq", "inline")
 FASTER_EDITS = ("popcnt", "inline")  # the edits the timing check found faster
 
-_PRELUDE = """#include <stdio.h>
-#include <stdlib.h>
-#include <stdint.h>
-
-typedef unsigned __int128 u128;
-
-static uint64_t next(uint64_t *s) {
-    *s = *s * 6364136223846793005ULL + 1442695040888963407ULL;
-    return *s ^ (*s >> 29);
-}
-"""
-
-_MAIN = """
-int main(void) {
-    unsigned n, rounds;
-    unsigned long long seed;
-    if (scanf("%u %u %llu", &n, &rounds, &seed) != 3 || n < 2 || n > 1000000 || rounds > 64)
-        return 1;
-    uint64_t s = seed;
-    uint64_t *a = malloc(n * sizeof *a);
-    if (!a) return 2;
-    for (unsigned i = 0; i < n; i++) a[i] = next(&s);
-    printf("%llu\\n", (unsigned long long)kernel(a, n, rounds));
-    free(a);
-    return 0;
-}
-"""
+# The popcount family's C around every kernel, with the 128-bit type the divq kernels use.
+_PRELUDE = PRELUDE.replace(
+    "#include <stdint.h>\n", "#include <stdint.h>\n\ntypedef unsigned __int128 u128;\n"
+)
+_MAIN = MAIN
 
 # Kernel templates: (the edits that are correct for it, C text with {M} (an odd modulus
 # below 2^63), {K} (an odd 64-bit multiplier) and {HELPER} (`noinline` or `always_inline`)).

@@ -16,6 +16,8 @@ from __future__ import annotations
 import random
 from collections.abc import Mapping
 
+from asmopt.measure.stats import holm_adjusted
+
 DRAWS = 10000
 LEVEL = 0.95
 
@@ -60,18 +62,10 @@ def bootstrap_p(boots: list[float]) -> float:
 
 
 def holm(pvalues: list[float]) -> list[float]:
-    """Holm's step-down adjusted p-values (same order as given): the k-th smallest of m is
-    multiplied by m - k + 1, and adjusted values never decrease along that order. A
-    comparison holds at level a when its adjusted p is below a; the family-wise error rate
-    is then at most a, whatever the dependence between comparisons."""
-    m = len(pvalues)
-    order = sorted(range(m), key=lambda i: pvalues[i])
-    adjusted = [0.0] * m
-    running = 0.0
-    for rank, i in enumerate(order):
-        running = max(running, min(1.0, (m - rank) * pvalues[i]))
-        adjusted[i] = running
-    return adjusted
+    """Holm's step-down adjusted p-values, same order as given (`stats.holm_adjusted`, the
+    library's one implementation): a comparison holds at level a when its adjusted p is
+    below a, with the family-wise error rate at most a whatever the dependence."""
+    return holm_adjusted(pvalues)
 
 
 def summary(

@@ -508,3 +508,18 @@ def with_resolution(interval: RatioInterval, resolution: float) -> RatioInterval
         interval.df,
         interval.confidence,
     )
+
+
+def holm_adjusted(p_values: Sequence[float]) -> list[float]:
+    """Holm's step-down adjusted p-values, in the order given: sorted ascending, the k-th
+    smallest of m is scaled by m - k + 1, then made non-decreasing and capped at 1. A test
+    holds at family-wise level a when its adjusted p is at most a, under any dependence
+    between the tests (pairwise comparisons that share a model have some)."""
+    m = len(p_values)
+    order = sorted(range(m), key=lambda i: p_values[i])
+    adjusted = [1.0] * m
+    running = 0.0
+    for rank, i in enumerate(order):
+        running = max(running, min(1.0, (m - rank) * p_values[i]))
+        adjusted[i] = running
+    return adjusted

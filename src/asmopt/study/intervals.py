@@ -98,14 +98,7 @@ def holm(p_values: list[float | None], alpha: float = 0.05) -> list[dict[str, An
     `p_holm <= alpha`. Holm controls the family-wise error rate at `alpha` under any
     dependence between the tests, which pairwise comparisons sharing models have. A test
     without a p-value (None: too few values) counts in the family and is never rejected."""
-    m = len(p_values)
-    filled = [1.0 if p is None else p for p in p_values]
-    order = sorted(range(m), key=lambda i: filled[i])
-    adjusted = [1.0] * m
-    running = 0.0
-    for rank, i in enumerate(order):
-        running = max(running, min(1.0, (m - rank) * filled[i]))
-        adjusted[i] = running
+    adjusted = stats.holm_adjusted([1.0 if p is None else p for p in p_values])
     return [
         {"p": p, "p_holm": None if p is None else adj, "reject": p is not None and adj <= alpha}
         for p, adj in zip(p_values, adjusted, strict=True)
