@@ -64,3 +64,29 @@ def test_feedback_goes_between_the_assembly_and_the_instructions() -> None:
     assert "Feedback on your previous attempt:\ntest t1: wrong\n" in with_feedback
     head, tail = plain.split("Only output", 1)
     assert with_feedback.startswith(head.rstrip("\n")) and with_feedback.endswith(tail)
+
+
+def test_a_source_that_spells_placeholders_cannot_pull_other_text_into_its_prompt() -> None:
+    """Attack: a C source (an imported dataset's, so untrusted) that writes `$assembly`,
+    `${feedback}` or `$c_code` in a comment must come out literally: a template renders its
+    values once, never the placeholders inside them."""
+    source = "/* $assembly ${feedback} $c_code $$ */\nint main(void) { return 0; }\n"
+    text = load_template("reference").render(source, "main:\n\tret", "SECRET-FEEDBACK")
+    assert source.rstrip("\n") in text
+    assert text.count("main:\n\tret") == 1 and text.count("SECRET-FEEDBACK") == 1
+
+
+def test_no_prompt_carries_a_test_input_or_expected_output() -> None:
+    """What every template shows a policy is the C code and the -O3 assembly: no test's
+    stdin or expected output appears in it unless the source itself spells it."""
+    suite = load_builtin_suite()
+    toolchain = default_toolchain()
+    for program in suite.select(split="test"):
+        baseline = toolchain.baseline_assembly(program, DEFAULT_O3_FLAGS)
+        for name in ("reference", "c_only", "few_shot", "diff"):
+            text = load_template(name).render(program.source, baseline)
+            for test in program.tests:
+                for hidden in (test.stdin, test.expected_stdout):
+                    value = hidden.decode("utf-8", "replace").strip()
+                    if len(value) >= 12 and value not in program.source + baseline:
+                        assert value not in text, (program.id, name, test.name)

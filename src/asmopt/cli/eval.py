@@ -12,10 +12,21 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from asmopt.cli.common import _jobs_default, _short, emit_json, open_suite, print_metrics
-from asmopt.cli.common import print_table as _print_table
-from asmopt.cli.display import print_best_of_n, print_searches, speedup_cells, timing_warnings
-from asmopt.cli.display import wall_s as _wall_s
+from asmopt.cli.common import (
+    _jobs_default,
+    _short,
+    emit_json,
+    open_suite,
+    print_metrics,
+    print_table,
+)
+from asmopt.cli.display import (
+    print_best_of_n,
+    print_searches,
+    speedup_cells,
+    timing_warnings,
+    wall_s,
+)
 from asmopt.cli.interrupt import interrupted_by_signals, interrupted_exit
 from asmopt.cli.options import (
     add_bounded,
@@ -227,7 +238,7 @@ def _print_eval(args: argparse.Namespace, config: Any, done: Any) -> None:
 
     rows = [_eval_row(o) for o in done.outcomes]
     headers = ["program", "sample", "verdict", "tests", "speedup", INTERVAL_NAME]
-    _print_table(rows, [*headers, "note", "warnings", "wall s", "detail"])
+    print_table(rows, [*headers, "note", "warnings", "wall s", "detail"])
     print_searches(done.outcomes, variants=args.verbose)
     summary = done.summary
     print()
@@ -269,6 +280,6 @@ def _eval_row(o: Any) -> tuple[Any, ...]:
         interval,
         note,
         timing_warnings(o),
-        f"{_wall_s(o):.1f}",
+        f"{wall_s(o):.1f}",
         _short(o.check.message if not o.check.correct else "", 50),
     )
