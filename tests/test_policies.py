@@ -58,6 +58,41 @@ def test_diff_applies_with_wrong_line_numbers() -> None:
         apply_unified_diff(base, "@@ @@\n-d\n@@ @@\n-b\n")  # hunks apply in order
 
 
+
+def test_zero_context_insertions_land_after_their_line() -> None:
+    # `@@ -N,0 +M @@` inserts after old line N; a pure insertion matches anywhere, so its
+    # number is all that places it.
+    assert apply_unified_diff("a\nb\nc\n", "@@ -2,0 +3 @@\n+X\n") == "a\nb\nX\nc\n"
+    assert apply_unified_diff("a\nb\n", "@@ -0,0 +1 @@\n+X\n") == "X\na\nb\n"
+    assert apply_unified_diff("a\nb\n", "@@ -2,0 +3 @@\n+X\n") == "a\nb\nX\n"
+
+
+@pytest.mark.parametrize("context", [0, 1, 3])
+def test_difflib_diffs_of_random_edits_reproduce_their_target(context: int) -> None:
+    # What the SFT targets and most models write: difflib's unified diff, here of random
+    # deletions, insertions and replacements (pure insertions included), at any context.
+    import difflib
+    import random
+
+    rng = random.Random(context)
+    for _ in range(300):
+        base = [f"l{i}" for i in range(rng.randint(0, 30))]
+        target = list(base)
+        for _ in range(rng.randint(1, 6)):
+            at = rng.randint(0, len(target))
+            kind = rng.choice(["insert", "delete", "replace"])
+            if kind == "insert" or not target or at == len(target):
+                target[at:at] = [f"new{rng.randint(0, 99)}" for _ in range(rng.randint(1, 3))]
+            elif kind == "delete":
+                del target[at : at + rng.randint(1, 3)]
+            else:
+                target[at] = f"rep{rng.randint(0, 99)}"
+        diff = "\n".join(difflib.unified_diff(base, target, n=context, lineterm=""))
+        if not diff:
+            continue
+        text = "\n".join(base) + "\n" if base else ""
+        assert apply_unified_diff(text, diff).splitlines() == target, diff
+
 @pytest.mark.parametrize(
     ("diff", "needle"),
     [

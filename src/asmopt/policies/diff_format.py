@@ -8,6 +8,10 @@ reason a line that starts with `@@` but whose numbers are garbled or missing (`@
 line can start with `@@`, so this reads nothing else differently, and what a hunk changes is
 still fixed by its lines alone. Anything else is a DiffError naming the hunk, which becomes
 an extraction_error with that message.
+
+A hunk with no context and no removed lines (a pure insertion, as `diff -U0` writes one)
+matches everywhere, so its place comes from its number alone, read as diff and patch read
+it: `@@ -N,0 ...` inserts after old line N (N = 0: at the top), not before it.
 """
 
 from __future__ import annotations
@@ -73,7 +77,8 @@ def apply_unified_diff(baseline: str, diff: str) -> str:
     for n, hunk in enumerate(_parse(diff), start=1):
         old = [t for op, t in hunk.lines if op in " -"]
         new = [t for op, t in hunk.lines if op in " +"]
-        hint = max(hunk.old_start - 1, pos)
+        # Lines are 1-based; a pure insertion's number is the line it follows.
+        hint = max(hunk.old_start if not old else hunk.old_start - 1, pos)
         candidates = sorted(range(pos, len(base) - len(old) + 1), key=lambda i: abs(i - hint))
         at = next((i for i in candidates if _matches(base, i, old)), None)
         if at is None:
@@ -86,4 +91,4 @@ def apply_unified_diff(baseline: str, diff: str) -> str:
         out.extend(new)
         pos = at + len(old)
     out.extend(base[pos:])
-    return "\n".join(out) + "\n"
+    return "\n".join(out) + "\n" if out else ""
