@@ -58,7 +58,6 @@ def test_diff_applies_with_wrong_line_numbers() -> None:
         apply_unified_diff(base, "@@ @@\n-d\n@@ @@\n-b\n")  # hunks apply in order
 
 
-
 def test_zero_context_insertions_land_after_their_line() -> None:
     # `@@ -N,0 +M @@` inserts after old line N; a pure insertion matches anywhere, so its
     # number is all that places it.
@@ -92,6 +91,7 @@ def test_difflib_diffs_of_random_edits_reproduce_their_target(context: int) -> N
             continue
         text = "\n".join(base) + "\n" if base else ""
         assert apply_unified_diff(text, diff).splitlines() == target, diff
+
 
 @pytest.mark.parametrize(
     ("diff", "needle"),

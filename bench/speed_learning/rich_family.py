@@ -6,22 +6,27 @@ best tie that rule. Here a program's -O3 baseline (generic x86-64) has one or mo
 - `popcnt`: `__builtin_popcountll` compiles to a call of libgcc's `__popcountdi2`; one
   `popcntq %rdi, %rax` per call site is correct (a substitution, as in the popcount family).
 - `inline`: the hot loop calls a small `noinline` helper (the call, its register moves and
-  its pushes and pops every iteration). Inlining it is a program-specific rewrite of many
-  lines (the helper's body, renamed into the caller's registers) that no line
-  substitution writes; its witness here is gcc's own code for the program with the helper
-  marked `always_inline`. In the helper kernels with a popcount, `popcnt` and `inline`
-  compose.
+  its pushes and pops every iteration). Inlining it replaces each `call <helper>` with the
+  helper's own body (its lines up to `ret`, without the call frame information), inside a
+  `subq $8, %rsp` / `addq $8, %rsp` pair that stands in for the return address when the
+  body touches the stack, so its pushes, pops and inner calls see the stack as they did.
+  The body to paste differs per program (its constants, its registers), so no line
+  substitution writes it. With `popcnt` as well, the substitution also applies to the
+  pasted copies and the loop calls nothing; whether that beats `popcnt` alone depends on
+  the helper (one that saves callee-saved registers keeps its pushes and pops when pasted):
+  `bench/results/rich_family.md` has the measurements.
 - `divq`, a trap for substitution rules: a 128-bit remainder `(unsigned __int128)x * y % m`
   compiles to a call of libgcc's `__umodti3`; when the dividend's high half is below the
   divisor (a modular product of a residue: x * (y % m) < m * 2^64) six instructions
-  around one `divq` compute it, correctly but measured no faster here (the division's own
-  latency dominates; `bench/results/rich_family.md`). In the wide-remainder kernel the same
+  around one `divq` compute it, correctly, and a few percent faster at most (the division's
+  own latency dominates; `bench/results/rich_family.md`). In the wide-remainder kernel the same
   substitution is wrong (`divq` faults when the quotient needs more than 64 bits), so a
   rule that substitutes every call site crashes there, and deciding where it is safe takes
   reading the program.
 
-`witness(program, edits)` builds an answer with any subset of a program's correct edits;
-`bench/rich_family_check.py` times every one. No learning run on this family has been made.
+`witness(baseline, program, edits)` builds an answer with any subset of a program's correct
+edits from its -O3 assembly; `bench/rich_family_check.py` times every one. No learning run on
+this family has been made.
 """
 
 from __future__ import annotations
@@ -48,7 +53,8 @@ DIVQ_LINES = (
     "\txorl\t%edx, %edx",
 )
 EDITS = ("popcnt", "divq", "inline")
-FASTER_EDITS = ("popcnt", "inline")  # the edits the timing check found faster
+HELPERS = {"helper_popcount": "mix", "helper_two_counts": "pair", "helper_hash": "hash"}
+FASTER_EDITS = ("popcnt", "inline")  # the edits that compose in the helper_popcount kernel
 
 # The popcount family's C around every kernel, with the 128-bit type the divq kernels use.
 _PRELUDE = PRELUDE.replace(
@@ -57,7 +63,7 @@ _PRELUDE = PRELUDE.replace(
 _MAIN = MAIN
 
 # Kernel templates: (the edits that are correct for it, C text with {M} (an odd modulus
-# below 2^63), {K} (an odd 64-bit multiplier) and {HELPER} (`noinline` or `always_inline`)).
+# below 2^63) and {K} (an odd 64-bit multiplier)).
 KERNELS: dict[str, tuple[tuple[str, ...], str]] = {
     "popcount_loop": (
         ("popcnt",),
@@ -74,7 +80,7 @@ static uint64_t kernel(const uint64_t *a, unsigned n, unsigned rounds) {
     "helper_popcount": (
         ("popcnt", "inline"),
         """
-__attribute__(({HELPER})) static inline uint64_t mix(uint64_t x, uint64_t r) {
+__attribute__((noinline)) static uint64_t mix(uint64_t x, uint64_t r) {
     return (uint64_t)__builtin_popcountll(x ^ (x >> r)) * {K}ULL;
 }
 
@@ -90,7 +96,7 @@ static uint64_t kernel(const uint64_t *a, unsigned n, unsigned rounds) {
     "helper_two_counts": (
         ("popcnt", "inline"),
         """
-__attribute__(({HELPER})) static inline uint64_t pair(uint64_t x, uint64_t y) {
+__attribute__((noinline)) static uint64_t pair(uint64_t x, uint64_t y) {
     return (uint64_t)__builtin_popcountll(x & y) * 3 + (uint64_t)__builtin_popcountll(x | y);
 }
 
@@ -106,7 +112,7 @@ static uint64_t kernel(const uint64_t *a, unsigned n, unsigned rounds) {
     "helper_hash": (
         ("inline",),
         """
-__attribute__(({HELPER})) static inline uint64_t hash(uint64_t x, uint64_t r) {
+__attribute__((noinline)) static uint64_t hash(uint64_t x, uint64_t r) {
     x ^= x >> 31;
     x *= {K}ULL;
     return x ^ (x >> (r & 31));
@@ -158,10 +164,10 @@ class RichProgram:
     source: str
     tests: list[tuple[str, str]]  # (name, stdin)
 
-    def variant_source(self, inline: bool) -> str:
-        """The program's C source with its helper `noinline` (the baseline) or
-        `always_inline` (the `inline` edit's witness); the same text without a helper."""
-        return self.source.replace("noinline", "always_inline") if inline else self.source
+    @property
+    def helper(self) -> str | None:
+        """The name of the kernel's `noinline` helper, None for a kernel without one."""
+        return HELPERS.get(self.kernel)
 
 
 def generate(per_kernel: int = 7, seed: int = 0) -> list[RichProgram]:
@@ -173,7 +179,6 @@ def generate(per_kernel: int = 7, seed: int = 0) -> list[RichProgram]:
             holes = {
                 "M": str(rng.randrange(1 << 40, 1 << 62) | 1),
                 "K": f"0x{rng.getrandbits(64) | 1:016x}",
-                "HELPER": "noinline",
             }
             code = body
             for name, value in holes.items():
@@ -227,8 +232,53 @@ def compile_assembly(source: str, work: Path) -> str:
     return s.read_text(encoding="utf-8")
 
 
-def witness(program: RichProgram, edits: tuple[str, ...], work: Path) -> str:
-    """An answer (full assembly) with `edits` applied: `inline` through gcc's own code for
-    the always_inline variant, then the substitutions on that assembly."""
-    assembly = compile_assembly(program.variant_source("inline" in edits), work)
-    return substitute(assembly, edits)
+def helper_body(assembly: str, helper: str) -> list[str]:
+    """The helper's instructions from its label to its `ret` (exclusive), call frame
+    directives and its `.LFB` label left out. Refuses a body that is not straight-line (a
+    label or a jump inside it), which pasting at several call sites would duplicate."""
+    lines = assembly.splitlines()
+    try:
+        start = lines.index(f"{helper}:") + 1
+    except ValueError:
+        raise ValueError(f"no label {helper!r} in the assembly") from None
+    body: list[str] = []
+    for line in lines[start:]:
+        text = line.strip()
+        if text == "ret":
+            return body
+        if text.startswith(".cfi_") or text.startswith(".LFB"):
+            continue
+        if text.endswith(":") or text.startswith("j"):
+            raise ValueError(f"{helper}: not straight-line code ({text!r})")
+        body.append(line)
+    raise ValueError(f"{helper}: no ret")
+
+
+def inline_calls(assembly: str, helper: str) -> str:
+    """Every `call <helper>` replaced by the helper's body; the helper's own definition is
+    left in place (unused). A body that touches the stack runs 8 bytes lower, where the
+    return address would have been, so its alignment and offsets are the called ones."""
+    body = helper_body(assembly, helper)
+    if any("%rsp" in line or "push" in line or "pop" in line or "call" in line for line in body):
+        body = ["\tsubq\t$8, %rsp", *body, "\taddq\t$8, %rsp"]
+    out: list[str] = []
+    sites = 0
+    for line in assembly.splitlines():
+        if line.rstrip() == f"\tcall\t{helper}":
+            out.extend(body)
+            sites += 1
+        else:
+            out.append(line)
+    if not sites:
+        raise ValueError(f"no call of {helper!r}")
+    return "\n".join(out) + "\n"
+
+
+def witness(baseline: str, program: RichProgram, edits: tuple[str, ...]) -> str:
+    """An answer (full assembly) with `edits` applied to the program's -O3 assembly:
+    `inline` first, then the substitutions, which so reach the inlined copies too."""
+    if "inline" in edits:
+        if program.helper is None:
+            raise ValueError(f"{program.id}: no helper to inline")
+        baseline = inline_calls(baseline, program.helper)
+    return substitute(baseline, edits)
