@@ -485,6 +485,7 @@ def test_suite_verify_table_lists_unfit_programs(tmp_path: Path, capsys) -> None
     assert code == 0 and "UNFIT" not in capsys.readouterr().out
 
 
+@pytest.mark.slow  # the real check: surviving mutants run on 1,000 drawn inputs (50-140 s)
 def test_import_marks_each_program(tmp_path: Path, capsys) -> None:
     pool = tmp_path / "pool" / "done"
     (pool / "tests").mkdir(parents=True)
