@@ -64,6 +64,10 @@ def test_zero_context_insertions_land_after_their_line() -> None:
     assert apply_unified_diff("a\nb\nc\n", "@@ -2,0 +3 @@\n+X\n") == "a\nb\nX\nc\n"
     assert apply_unified_diff("a\nb\n", "@@ -0,0 +1 @@\n+X\n") == "X\na\nb\n"
     assert apply_unified_diff("a\nb\n", "@@ -2,0 +3 @@\n+X\n") == "a\nb\nX\n"
+    # A number past the end (a model's guess) appends; it never indexes outside the text.
+    assert apply_unified_diff("a\nb\n", "@@ -99999,0 +1 @@\n+X\n") == "a\nb\nX\n"
+    # After an earlier hunk, an insertion numbered before it still lands after that hunk.
+    assert apply_unified_diff("a\nb\nc\n", "@@ -2 @@\n-b\n@@ -0,0 @@\n+X\n") == "a\nX\nc\n"
 
 
 @pytest.mark.parametrize("context", [0, 1, 3])

@@ -32,7 +32,6 @@ this family has been made.
 from __future__ import annotations
 
 import random
-import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -221,15 +220,6 @@ def substitute(assembly: str, edits: tuple[str, ...]) -> str:
         else:
             out.append(line)
     return "\n".join(out) + "\n"
-
-
-def compile_assembly(source: str, work: Path) -> str:
-    """gcc -O3 assembly of `source` for the generic x86-64 target (as the baseline is)."""
-    c = work / "variant.c"
-    c.write_text(source, encoding="utf-8")
-    s = work / "variant.s"
-    subprocess.run(["gcc", "-O3", "-S", "-o", str(s), str(c)], check=True)
-    return s.read_text(encoding="utf-8")
 
 
 def helper_body(assembly: str, helper: str) -> list[str]:
