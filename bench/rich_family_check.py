@@ -87,8 +87,10 @@ def check(work: Path) -> list[dict[str, Any]]:
         program = suite.get(family_program.id)
         baseline = toolchain.baseline_assembly(program, DEFAULT_O3_FLAGS)
         trials = [(s, "witness") for s in subsets(family_program.edits)]
-        if "divq" not in family_program.edits and rich_family.UMODTI3_CALL in baseline:
-            trials.append((("divq",), "wrong where used"))
+        trials += [
+            ((trap,), "wrong where used")
+            for trap in rich_family.TRAPS.get(family_program.kernel, ())
+        ]
         trials += [(rule, "rule") for rule in RULES]
         for edits, kind in trials:
             if kind == "rule":
@@ -116,11 +118,13 @@ def render(rows: list[dict[str, Any]], run: dict[str, Any]) -> str:
         "",
         f"- {run['started']}, commit {run['commit']}; command: "
         f"`.venv/bin/python bench/rich_family_check.py`; {run['seconds'] / 60:.1f} min.",
-        f"- Family: `bench/speed_learning/rich_family.py` (6 kernels x 7 programs, seed 0; "
+        f"- Family: `bench/speed_learning/rich_family.py` ({len(rich_family.KERNELS)} kernels x 7 "
+        "programs, seed 0; "
         f"{PER_KERNEL} training-split programs of each kernel checked here, validation and "
         "test untouched). Answers are full assembly built from the program's -O3 assembly: "
-        "`inline` pastes the helper's body at each of its call sites, the substitutions "
-        "apply on top (to the pasted copies too). Scored by the reward service: correctness "
+        "`reuse` deletes the second of two back-to-back calls of a pure helper, `inline` "
+        "pastes the helper's body at each call site left, the substitutions apply on top (to "
+        "the pasted copies too). Scored by the reward service: correctness "
         "on the fixed and drawn inputs, then CPU time interleaved with the -O3 baseline "
         "(10 s per test); interval 98%.",
         "- Rule rows: `popcnt` (every `__popcountdi2` call), and `popcnt + divq` (every "
@@ -182,7 +186,7 @@ def reading(rows: list[dict[str, Any]]) -> list[str]:
         pairs = [r for r in witnesses if len(r["edits"]) > 1]
         if pairs and len(singles) > 1:
             composed_of += 1
-            pair = pairs[0]
+            pair = max(pairs, key=lambda r: len(r["edits"]))
             composed += _faster(pair) and _value(pair) > max(_value(r) for r in singles)
     n = len(programs)
     best_mean = sum(best_values) / n
@@ -191,15 +195,18 @@ def reading(rows: list[dict[str, Any]]) -> list[str]:
         + ", ".join(f"rule {k} {sum(v) / len(v):.3f}" for k, v in rule_means.items())
         + f"; best correct witness per program {best_mean:.3f} (the room a policy that "
         "picks per program has above the rules; an oracle, not a policy).",
-        f"- Composition: in {composed} of {composed_of} programs with two faster edits, both "
-        "together are significantly faster than the baseline and faster than either alone.",
+        f"- Composition: in {composed} of {composed_of} programs with two or more faster "
+        "edits, all of them together are significantly faster than the baseline and faster "
+        "than any one alone.",
     ]
-    trap = [r for r in rows if r["kind"] == "wrong where used"]
-    if trap:
-        summary.append(
-            f"- Trap: the `divq` substitution where the family calls it wrong: "
-            f"{sum(r['verdict'] != 'pass' for r in trap)} of {len(trap)} answers fail."
-        )
+    for edit in sorted({e for trap in rich_family.TRAPS.values() for e in trap}):
+        trap = [r for r in rows if r["kind"] == "wrong where used" and r["edits"] == [edit]]
+        if trap:
+            summary.append(
+                f"- Trap: `{edit}` where the family calls it wrong: "
+                f"{sum(r['verdict'] != 'pass' for r in trap)} of {len(trap)} answers fail "
+                f"({', '.join(sorted({r['verdict'] for r in trap}))})."
+            )
     divq = [r for r in rows if r["kind"] == "witness" and r["edits"] == ["divq"]]
     if divq:
         summary.append(

@@ -43,6 +43,7 @@ import random
 import shutil
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -52,36 +53,45 @@ sys.path.insert(0, str(HERE))
 import learning_common  # noqa: E402
 from learning_common import fmt  # noqa: E402
 from speed_learning import baselines, exploration, stats  # noqa: E402
-from speed_learning.family import (  # noqa: E402
-    FAST_LINE,
-    POPCOUNT_CALL,
-    WRONG_LINE,
-    rewrite,
-    write_suite,
+from speed_learning.families import (  # noqa: E402
+    FAMILIES,
+    POPCOUNT,
+    RICH,
+    TaskFamily,
+    classify_popcount,
+    kernel_of,
 )
+from speed_learning.family import POPCOUNT_CALL  # noqa: E402
 
 CONFIG_DIR = HERE / "speed_learning"
 TOKENIZER_VOCAB = 2048
-EDITS = ("fast", "align", "wrong")
-# The warm start's edits per variant: `main` shows all three; `discovery` leaves out the
-# fast edit, so a faster correct answer would have to come from PPO's own sampling.
-VARIANT_EDITS = {"main": EDITS, "discovery": ("align", "wrong")}
+# The popcount family's warm-start edits per variant: `main` shows all three; `discovery`
+# leaves out the fast edit, so a faster correct answer would have to come from PPO's own
+# sampling. (Every family names its variants: `families.py`.)
+VARIANT_EDITS = POPCOUNT.variants
+EDITS = VARIANT_EDITS["main"]
 ARMS = {"timed": "time", "control": "none"}
-REPORT_NAMES = {"main": "speed_learning_run.md", "discovery": "speed_learning_discovery.md"}
+REPORT_NAMES = {
+    ("popcount", "main"): "speed_learning_run.md",
+    ("popcount", "discovery"): "speed_learning_discovery.md",
+    ("rich", "main"): "rich_learning_run.md",
+}
 RUN_META = "run_meta.json"  # beside a run's metrics: the commit and command that trained it
 
 
 # --------------------------------------------------------------------------- preparation
-def build_suite(root: Path) -> Path:
+def build_suite(root: Path, family: TaskFamily = POPCOUNT) -> Path:
     dest = root / "suite"
     if (dest / "suite.json").is_file():
         return dest
     if dest.exists():
         shutil.rmtree(dest)
-    return write_suite(dest, per_kernel=7, seed=0)
+    return family.write_suite(dest)
 
 
-def build_tokenizer(out: Path, suite_dir: Path, edits: tuple[str, ...] = EDITS) -> Path:
+def build_tokenizer(
+    out: Path, suite_dir: Path, edits: tuple[str, ...] = EDITS, family: TaskFamily = POPCOUNT
+) -> Path:
     """BPE learnt on the training split, the warm start's edits included (held-out
     programs, and an edit the warm start is not shown, never shape the vocabulary)."""
     from asmopt.programs import load_suite
@@ -90,12 +100,21 @@ def build_tokenizer(out: Path, suite_dir: Path, edits: tuple[str, ...] = EDITS) 
         out,
         load_suite(suite_dir).select(split="train"),
         TOKENIZER_VOCAB,
-        extra=lambda program, o3: [rewrite(o3, edit) for edit in edits],
+        extra=lambda program, o3: [
+            answer for _, answer in family.sft_answers(kernel_of(program), o3, edits)
+        ],
     )
 
 
-def sft_rows(suite_dir: Path, split: str, dest: Path, edits: tuple[str, ...] = EDITS) -> Path:
-    """Every program of `split` once per edit of `edits`, as unified diffs (context 0)."""
+def sft_rows(
+    suite_dir: Path,
+    split: str,
+    dest: Path,
+    edits: tuple[str, ...] = EDITS,
+    family: TaskFamily = POPCOUNT,
+) -> Path:
+    """Every program of `split` once per edit of `edits` it has (`family.sft_answers`), as
+    unified diffs (context 0)."""
     from asmopt.programs import load_suite
     from asmopt.toolchain import DEFAULT_O3_FLAGS, default_toolchain
     from asmopt.train.data import fenced_diff, rows_from_suite
@@ -107,9 +126,10 @@ def sft_rows(suite_dir: Path, split: str, dest: Path, edits: tuple[str, ...] = E
     rows = rows_from_suite(suite, split, template="diff", toolchain=toolchain)
     out: list[dict[str, Any]] = []
     for row in rows:
-        baseline = toolchain.baseline_assembly(suite.get(row["program_id"]), DEFAULT_O3_FLAGS)
-        for edit in edits:
-            completion = fenced_diff(baseline, rewrite(baseline, edit), 0)
+        program = suite.get(row["program_id"])
+        baseline = toolchain.baseline_assembly(program, DEFAULT_O3_FLAGS)
+        for edit, target in family.sft_answers(kernel_of(program), baseline, edits):
+            completion = fenced_diff(baseline, target, 0)
             if completion is None:
                 raise AssertionError(f"{row['program_id']}: edit {edit} changes nothing")
             out.append({**row, "completion": completion, "edit": edit})
@@ -196,22 +216,8 @@ def run_ppo(
 
 # --------------------------------------------------------------------------- evaluation
 def classify(baseline: str, answer_asm: str | None) -> str:
-    """Which edit an applied answer is: one of EDITS, `partial` (some call sites fast, the
-    rest untouched), `other`, or `none` (the diff did not apply)."""
-    if answer_asm is None:
-        return "none"
-    lines = [line.rstrip() for line in answer_asm.splitlines()]
-    for edit in EDITS:
-        if lines == [line.rstrip() for line in rewrite(baseline, edit).splitlines()]:
-            return edit
-    base = [line.rstrip() for line in baseline.splitlines()]
-    if len(lines) == len(base):
-        changed = [(b, a) for b, a in zip(base, lines, strict=True) if a != b]
-        if changed and all(b == POPCOUNT_CALL and a == FAST_LINE for b, a in changed):
-            return "partial"
-        if changed and all(b == POPCOUNT_CALL and a == WRONG_LINE for b, a in changed):
-            return "wrong_partial"
-    return "other"
+    """The popcount family's edit label of an applied answer (`families.classify_popcount`)."""
+    return classify_popcount(baseline, answer_asm)
 
 
 def evaluate(
@@ -221,6 +227,7 @@ def evaluate(
     seed: int,
     dest: Path,
     temperature: float | None = None,
+    family: TaskFamily = POPCOUNT,
 ) -> list[dict[str, Any]]:
     """`samples` answers per test program, judged and timed; identical applied answers of a
     program are timed once (the same binary) and share that measurement."""
@@ -276,7 +283,7 @@ def evaluate(
             {
                 "program": program.id,
                 "kernel": program.meta.get("kernel"),
-                "edit": classify(baseline, applied),
+                "edit": family.classify(kernel_of(program), baseline, applied),
                 "answer_tokens": tokens,
                 **measured[key],
                 "answer": answer,
@@ -312,10 +319,13 @@ def templates_of(answers: list[dict[str, Any]]) -> dict[str, str]:
     return {a["program"]: a.get("kernel") or a["program"] for a in answers}
 
 
-def summarize(answers: list[dict[str, Any]]) -> dict[str, Any]:
+def summarize(
+    answers: list[dict[str, Any]], share: Callable[[str], bool] = POPCOUNT.share_labels
+) -> dict[str, Any]:
     """Mean held-out speedup with a 95% bootstrap interval that resamples kernel templates
     (the answers of one program, and the programs of one template, are not independent),
-    plus edit shares and rates."""
+    plus edit shares and rates; `fast_share` is the share of answers whose edit label
+    `share` counts (the family's)."""
     values = program_means(answers)
     interval = stats.summary(values, templates_of(answers), 12345)
     n = len(answers)
@@ -335,7 +345,7 @@ def summarize(answers: list[dict[str, Any]]) -> dict[str, Any]:
         "pass_rate": len(passed) / n if n else 0.0,
         "faster_rate": len(faster) / n if n else 0.0,
         "slower_rate": len(slower) / n if n else 0.0,
-        "fast_share": shares.get("fast", 0.0) + shares.get("partial", 0.0),
+        "fast_share": sum(v for e, v in shares.items() if share(e)),
         "edits": shares,
     }
 
@@ -379,13 +389,23 @@ BEST_OF_ORACLE = "sft-best-oracle"
 PASSES = ("select", "score")
 
 
-def rule_rows(programs: dict[str, Any], base: dict[str, str]) -> list[dict[str, Any]]:
-    """The rule's one answer per test program, as a row like a model's answer."""
+def rule_rows(
+    programs: dict[str, Any], base: dict[str, str], family: TaskFamily = POPCOUNT
+) -> list[dict[str, Any]]:
+    """The rule's one answer per test program, as a row like a model's answer; where the
+    rule changes nothing the baseline is kept (`baselines.KEPT`)."""
+
+    def answer(pid: str) -> str:
+        try:
+            return baselines.rule_answer(base[pid], family.rule)
+        except ValueError:
+            return baselines.KEPT
+
     return [
         {
             "program": pid,
             "kernel": program.meta.get("kernel"),
-            "answer": baselines.rule_answer(base[pid]),
+            "answer": answer(pid),
             "answer_tokens": None,
         }
         for pid, program in programs.items()
@@ -393,7 +413,11 @@ def rule_rows(programs: dict[str, Any], base: dict[str, str]) -> list[dict[str, 
 
 
 def scored_row(
-    row: dict[str, Any], key: str, logs: dict[str, baselines.MeasurementLog], baseline: str
+    row: dict[str, Any],
+    key: str,
+    logs: dict[str, baselines.MeasurementLog],
+    baseline: str,
+    family: TaskFamily = POPCOUNT,
 ) -> dict[str, Any]:
     """A table row: the answer, its edit class, both new measurements (`select`, `score`),
     the committed one when it had one (`committed`), and the `score` measurement's fields
@@ -402,7 +426,9 @@ def scored_row(
     out = {
         "program": row["program"],
         "kernel": row["kernel"],
-        "edit": classify(baseline, baselines.applied(baseline, row["answer"])),
+        "edit": "kept"
+        if row["answer"] == baselines.KEPT
+        else family.classify(row["kernel"], baseline, baselines.applied(baseline, row["answer"])),
         "committed_edit": row.get("edit"),
         "answer_tokens": row.get("answer_tokens"),
         "answer": row["answer"],
@@ -428,7 +454,10 @@ def best_rows(rows: list[dict[str, Any]], pick_on: str) -> list[dict[str, Any]]:
 
 
 def remeasure(
-    root: Path, suite_dir: Path, answers: dict[str, list[dict[str, Any]]]
+    root: Path,
+    suite_dir: Path,
+    answers: dict[str, list[dict[str, Any]]],
+    family: TaskFamily = POPCOUNT,
 ) -> dict[str, list[dict[str, Any]]]:
     """The baselines phase: the rule's answer for every test program, then two independent
     timed scorings of every answer (the models' and the rule's): `select`, the one
@@ -441,7 +470,7 @@ def remeasure(
     programs = {p.id: p for p in load_suite(suite_dir).select(split="test")}
     toolchain = default_toolchain()
     base = {pid: toolchain.baseline_assembly(p, DEFAULT_O3_FLAGS) for pid, p in programs.items()}
-    rows = {"rule": rule_rows(programs, base), **answers}
+    rows = {"rule": rule_rows(programs, base, family), **answers}
     keys = {
         model: [baselines.answer_key(r["program"], base[r["program"]], r["answer"]) for r in rs]
         for model, rs in rows.items()
@@ -456,7 +485,7 @@ def remeasure(
         baselines.measure_pass(items, logs[name], lambda text: print(text, file=sys.stderr))
     out = {
         model: [
-            scored_row(r, key, logs, base[r["program"]])
+            scored_row(r, key, logs, base[r["program"]], family)
             for r, key in zip(rs, keys[model], strict=True)
         ]
         for model, rs in rows.items()
@@ -488,9 +517,9 @@ def row_order(seeds: list[int], control_seeds: list[int]) -> list[str]:
 
 
 def row_name(key: str) -> str:
-    """A row's name in the tables."""
+    """A row's name in the tables (both families' rule is the same substitution)."""
     names = {
-        "rule": "rule: every `call __popcountdi2@PLT` -> `popcntq %rdi, %rax`",
+        "rule": POPCOUNT.rule_name,
         BEST_OF: "SFT best-of-4, picked on a separate timed scoring",
         BEST_OF_ORACLE: "SFT best-of-4, picked on the scored measurement (oracle)",
         "sft": "SFT warm start (before PPO)",
@@ -516,17 +545,19 @@ def committed_mean(rows: list[dict[str, Any]]) -> str:
     return f"{summarize([{**r, **r['committed']} for r in rows])['mean_speedup']:.3f}"
 
 
-def held_out_table(rows: dict[str, list[dict[str, Any]]], order: list[str]) -> list[str]:
+def held_out_table(
+    rows: dict[str, list[dict[str, Any]]], order: list[str], family: TaskFamily = POPCOUNT
+) -> list[str]:
     """The main table: every row on the same held-out programs and the same measurement."""
     lines = [
         "| row | answers | mean speedup [95%, templates resampled] | first measurement | "
-        "pass | significantly faster | significantly slower | fast share | edits |",
+        f"pass | significantly faster | significantly slower | {family.share_name} | edits |",
         "|---|---|---|---|---|---|---|---|---|",
     ]
     for key in order:
         if key not in rows:
             continue
-        s = summarize(rows[key])
+        s = summarize(rows[key], family.share_labels)
         edits = ", ".join(
             f"{e} {v:.0%}" for e, v in sorted(s["edits"].items(), key=lambda x: -x[1])
         )
@@ -1116,6 +1147,204 @@ def discovery_reading(
     return lines
 
 
+# --------------------------------------------------------------------------- richer family
+def composed(label: str) -> bool:
+    """A correct answer that makes two or more of the family's edits at once."""
+    parts = label.split("+")
+    return len(parts) > 1 and not any(p.startswith("wrong-") for p in parts)
+
+
+def label_counts(rows: list[dict[str, Any]], keep: Callable[[dict[str, Any]], bool]) -> str:
+    counts: dict[str, int] = {}
+    for a in rows:
+        if keep(a):
+            counts[a["edit"]] = counts.get(a["edit"], 0) + 1
+    return ", ".join(f"{e} {n}" for e, n in sorted(counts.items(), key=lambda x: -x[1])) or "none"
+
+
+def rich_headline(
+    rows: dict[str, list[dict[str, Any]]],
+    comps: list[dict[str, Any]],
+    seeds: list[int],
+    control_seeds: list[int],
+) -> str:
+    """The richer-family report's first paragraph, every clause read off the tables."""
+    timed = [f"timed-s{s}" for s in seeds if f"timed-s{s}" in rows]
+    vs_rule = [_find(comps, t, "rule") for t in timed]
+    vs_control = [_find(comps, f"timed-s{s}", f"control-s{s}") for s in seeds if s in control_seeds]
+    vs_sft = [_find(comps, t, "sft") for t in timed]
+    composed_passing = {
+        t: sum(composed(a["edit"]) and a["verdict"] == "pass" for a in rows[t]) for t in timed
+    }
+    share = {k: summarize(rows[k], RICH.share_labels)["fast_share"] for k in ["sft", *timed]}
+    return (
+        f"**Headline.** On the {summarize(rows['sft'])['programs']} held-out programs "
+        f"({summarize(rows['sft'])['templates']} kernel templates), the substitution rule "
+        f"scores {_interval(summarize(rows['rule']))}; PPO on the timed reward "
+        + "; ".join(
+            f"seed {t.removeprefix('timed-s')} {_interval(summarize(rows[t]))}" for t in timed
+        )
+        + f"; the warm start {_interval(summarize(rows['sft']))}; its best-of-4 picked by "
+        f"measured speed {_interval(summarize(rows[BEST_OF]))}. Paired, Holm-corrected over "
+        f"the {len(comps)} comparisons below: PPO minus the rule is {_tally(vs_rule)} seeds; "
+        f"best-of-4 minus the rule is {_direction(_find(comps, BEST_OF, 'rule'))}; PPO minus "
+        f"its warm start is {_tally(vs_sft)} seeds; timed minus untimed at the same seed is "
+        f"{_tally(vs_control)} seeds. Answers holding an edit no substitution rule writes "
+        f"(`reuse` or `inline`, no trap): warm start {share['sft']:.0%}, PPO "
+        + ", ".join(f"{share[t]:.0%}" for t in timed)
+        + ". Passing answers that compose two or more edits (the fastest known answer where "
+        "a kernel has two): "
+        + ", ".join(
+            f"seed {t.removeprefix('timed-s')} {composed_passing[t]} of {len(rows[t])}"
+            for t in timed
+        )
+        + f" (warm start {sum(composed(a['edit']) and a['verdict'] == 'pass' for a in rows['sft'])}"
+        f" of {len(rows['sft'])})."
+    )
+
+
+def rich_reading(rows: dict[str, list[dict[str, Any]]], raw: Path, seeds: list[int]) -> list[str]:
+    """The richer-family report's reading, computed from its rows and raw data."""
+    keys = model_keys(rows)
+    all_rows = [a for k in keys for a in rows[k]]
+    data = json.loads((raw / "warm_start_data.json").read_text(encoding="utf-8"))["train"]
+    lines = [
+        f"- Warm-start data: {data['rows']} examples on the training programs "
+        f"({', '.join(f'{k} {v}' for k, v in sorted(data['edits'].items()))}): every edit a "
+        "training program's kernel has, each set of its correct edits and each trap alone, in "
+        "equal shares per program. Before any PPO update "
+        "(step 1's rollouts are the warm start's) the timed reward on training programs is "
+        f"{first_step_rewards(raw, seeds)} (seeds {seeds}).",
+        "- Composed answers (correct, two or more edits at once), per row: "
+        + "; ".join(f"{k}: {label_counts(rows[k], lambda a: composed(a['edit']))}" for k in keys)
+        + ".",
+        "- Trap answers (`wrong-divq` on the wide-remainder kernel, `wrong-reuse` on the "
+        "shifted-argument kernel), per row: "
+        + "; ".join(f"{k}: {label_counts(rows[k], lambda a: 'wrong-' in a['edit'])}" for k in keys)
+        + "; their verdicts over all models: "
+        + label_counts(
+            [{**a, "edit": a["verdict"]} for k in keys for a in rows[k] if "wrong-" in a["edit"]],
+            lambda a: True,
+        )
+        + ".",
+        "- Passing, significantly faster answers that are none of the known edit sets "
+        f"(`other`): {len([a for a in faster_answers(all_rows) if a['edit'] == 'other'])} "
+        "over all models.",
+        f"- Best-of-4: {picks_differ(rows)}.",
+        f"- Between sessions: {remeasurement_drift_all(rows, keys)}.",
+    ]
+    return lines
+
+
+def remeasurement_drift_all(rows: dict[str, list[dict[str, Any]]], keys: list[str]) -> str:
+    """Ratio of the scored to the first measurement's speedup for the same passing answers
+    that both rate significantly faster."""
+    ratios = [
+        a["speedup"] / a["committed"]["speedup"]
+        for k in keys
+        for a in rows[k]
+        if a["verdict"] == "pass"
+        and (a["low"] or 0) > 1.0
+        and a.get("committed", {}).get("verdict") == "pass"
+        and a.get("committed", {}).get("speedup")
+        and a["speedup"]
+    ]
+    if not ratios:
+        return "no answer has both measurements"
+    return (
+        f"over {len(ratios)} passing, significantly faster answers the scored measurement's "
+        f"speedup is {sum(ratios) / len(ratios):.2f} times the first measurement's on average "
+        f"(range {min(ratios):.2f}-{max(ratios):.2f})"
+    )
+
+
+def rich_report(
+    raw: Path,
+    argv: list[str],
+    seeds: list[int],
+    control_seeds: list[int],
+    rows: dict[str, list[dict[str, Any]]],
+    load: tuple[float, ...],
+) -> str:
+    """The richer family's report (Markdown): the popcount report's tables, with the
+    words and the reading of this family."""
+    import torch
+
+    from asmopt.provenance import git_commit
+
+    order = row_order(seeds, control_seeds)
+    comps = comparisons(rows, comparison_plan(seeds, control_seeds))
+    runs = [(a, s) for a, ss in (("timed", seeds), ("control", control_seeds)) for s in ss]
+    samples = len(rows["sft"]) // max(1, len(program_means(rows["sft"])))
+    sft = summarize(rows["sft"])
+    lines = [
+        "# Richer-family learning run: PPO on the timed reward against a rule and best-of-N, "
+        "with composing speedups and traps",
+        "",
+        rich_headline(rows, comps, seeds, control_seeds),
+        "",
+        f"- Report rendered {time.strftime('%Y-%m-%d %H:%M')} at commit {git_commit()} by "
+        f"`{' '.join(['.venv/bin/python bench/speed_learning_run.py', *argv])}`; torch "
+        f"{torch.__version__}, {platform.machine()}, {os.cpu_count()} logical CPUs; load "
+        f"average before {load[0]:.2f}, after {os.getloadavg()[0]:.2f}.",
+        "- Models (commit and command that trained each):",
+        *[f"  {line}" for line in provenance_lines(raw)],
+        f"- Task: {RICH.task_line}; edits `popcnt` (a substitution), `reuse` (delete the "
+        "second of two back-to-back calls of a pure helper with the same argument), `inline` "
+        "(paste the helper's body at its call sites), `divq` (a substitution, correct on one "
+        "kernel); traps: `reuse` where the two calls differ, `divq` where the quotient "
+        "overflows. Configs `bench/speed_learning/sft.yaml`, `ppo.yaml` (the popcount run's, "
+        "unchanged); policy: a fresh PLT (R = 2) model, d = 128, 2 shared layers, BPE "
+        "vocabulary 2,048 learnt on the training split.",
+        "- The rule (every `call __popcountdi2@PLT` -> `popcntq %rdi, %rax`, nothing else) was "
+        "fixed on the design check's training programs (`rich_family.md`: `popcnt` alone beat "
+        "`popcnt + divq`, which crashes on the wide-remainder kernel) before any run; where "
+        "it changes nothing the -O3 baseline is kept (1.0, not timed; edit `kept`).",
+        "",
+        "## Held-out answers: every row on the same programs and the same measurement",
+        "",
+        f"Models' answers: {samples} per test program at the rollout temperature "
+        f"({rollout_temperature(raw)}, seeded), as committed in `{raw.name}/test_answers.jsonl`. "
+        f"Best-of-{samples}: of the warm start's answers for a program, the one ranked first "
+        "by the training reward on a separate `select` scoring; the oracle row picks on the "
+        "`score` measurement itself. Every answer of every row was scored twice afresh in one "
+        "session (`select`, `score`: reward service, robust reward, CPU time interleaved "
+        "with the -O3 baseline, 10 s per test, fresh inputs); identical applied answers of a "
+        "program share one measurement per scoring. A failing answer counts 1.0. Interval: "
+        f"95% bootstrap resampling the {sft['templates']} kernel templates. First "
+        "measurement: the row's mean on the scoring made when the answers were sampled. "
+        "Edit labels: the edit set whose witness the answer is, line for line (`+` joins a "
+        "composition, `wrong-` marks a trap, `other` any other text, `none` a diff that does "
+        "not apply).",
+        "",
+        *held_out_table(rows, order, RICH),
+        "",
+        "## Paired comparisons",
+        "",
+        f"Difference of per-program mean speedups, row minus row, averaged over the "
+        f"{sft['programs']} test programs; 95% interval and two-sided p-value from one "
+        "bootstrap resampling kernel templates (10,000 draws); Holm's correction over all "
+        "the comparisons listed.",
+        "",
+        *comparisons_table(comps),
+        "",
+        "## Reading",
+        "",
+        *rich_reading(rows, raw, seeds),
+        f"- Raw data in `{raw.name}/`: `test_answers.jsonl`, `held_out_rows.jsonl`, "
+        "`select.jsonl` and `score.jsonl`, each run's metrics and meta, `warm_start_data.json`.",
+        "",
+        "## PPO training curves and validation (training and validation programs)",
+        "",
+        *curves_tables(raw, runs),
+        "",
+        "## Per kernel template (test split, scored measurement)",
+        "",
+        *per_kernel_table(rows, order),
+    ]
+    return "\n".join(lines) + "\n"
+
+
 def save_raw(root: Path, rows: dict[str, list[dict[str, Any]]], dest: Path) -> None:
     """Copy every run's metrics and meta beside the report, and write the table's rows and
     the measurement logs; the sampled answers are written only by a run that sampled them."""
@@ -1154,10 +1383,11 @@ def train_and_sample(
     """Phases 2-6: tokenizer, SFT rows, SFT, (discovery: the exploration temperature, on the
     validation split), PPO per arm and seed, held-out sampling. None when `--stop-after
     sft` ends it after the warm start."""
-    edits = VARIANT_EDITS[args.variant]
-    tokenizer = build_tokenizer(root / "tokenizer", suite_dir, edits)
-    sft_rows(suite_dir, "train", root / "data" / "sft_train.jsonl", edits)
-    sft_rows(suite_dir, "validation", root / "data" / "sft_validation.jsonl", edits)
+    family = FAMILIES[args.family]
+    edits = family.variants[args.variant]
+    tokenizer = build_tokenizer(root / "tokenizer", suite_dir, edits, family)
+    sft_rows(suite_dir, "train", root / "data" / "sft_train.jsonl", edits, family)
+    sft_rows(suite_dir, "validation", root / "data" / "sft_validation.jsonl", edits, family)
     sft_model = run_sft(root, tokenizer, args.quick)
     if args.stop_after == "sft":
         return None
@@ -1172,14 +1402,18 @@ def train_and_sample(
             )
     samples = 1 if args.quick else args.samples
     return {
-        key: evaluate(model, suite_dir, samples, 1000, root / "eval" / f"{key}.jsonl", temperature)
+        key: evaluate(
+            model, suite_dir, samples, 1000, root / "eval" / f"{key}.jsonl", temperature, family
+        )
         for key, model in models.items()
     }
 
 
 def run_root(args: argparse.Namespace) -> Path:
-    """The run's directory under --out-dir: one per variant, quick runs apart."""
+    """The run's directory under --out-dir: one per family and variant, quick runs apart."""
     name = {"main": "full", "discovery": "discovery"}[args.variant]
+    if args.family != "popcount":
+        name = args.family if args.variant == "main" else f"{args.family}-{name}"
     return args.out_dir / (
         f"{name}-quick" if args.quick and name != "full" else "quick" if args.quick else name
     )
@@ -1199,8 +1433,15 @@ def main(argv: list[str] | None = None) -> int:
         help="untimed control seeds (default: 0 1 2; none for the discovery variant)",
     )
     parser.add_argument(
+        "--family",
+        choices=sorted(FAMILIES),
+        default="popcount",
+        help="popcount: one fast edit (family.py); rich: composing edits and traps "
+        "(rich_family.py)",
+    )
+    parser.add_argument(
         "--variant",
-        choices=sorted(VARIANT_EDITS),
+        choices=sorted({v for f in FAMILIES.values() for v in f.variants}),
         default="main",
         help="main: the warm start is shown all three edits; discovery: not the fast one",
     )
@@ -1215,17 +1456,23 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--report", type=Path, help="default: bench/results/<variant's name>.md")
     args = parser.parse_args(argv)
+    family = FAMILIES[args.family]
+    if args.variant not in family.variants:
+        parser.error(
+            f"the {args.family} family has no {args.variant!r} variant "
+            f"(it has: {', '.join(sorted(family.variants))})"
+        )
     if args.control_seeds is None:
         args.control_seeds = [] if args.variant == "discovery" else [0, 1, 2]
     if args.report is None:
-        args.report = HERE / "results" / REPORT_NAMES[args.variant]
+        args.report = HERE / "results" / REPORT_NAMES[(args.family, args.variant)]
     if not args.seeds or args.samples < 1:
         parser.error("--seeds needs at least one seed and --samples must be >= 1")
     raw_argv = sys.argv[1:] if argv is None else argv
     root = run_root(args)
     target = root / "report.md" if args.quick else args.report
     load = os.getloadavg()
-    suite_dir = build_suite(root)
+    suite_dir = build_suite(root, family)
     if args.answers is not None:
         answers = load_answers(args.answers)
     else:
@@ -1234,12 +1481,15 @@ def main(argv: list[str] | None = None) -> int:
             return 0
         answers = sampled
         write_answers(answers, target.with_suffix("") / "test_answers.jsonl")
-    rows = remeasure(root, suite_dir, answers)
+    rows = remeasure(root, suite_dir, answers, family)
     raw = target.with_suffix("")
     save_raw(root, rows, raw)
-    text = report(
-        raw, suite_dir, raw_argv, args.seeds, args.control_seeds, rows, load, args.variant
-    )
+    if family is POPCOUNT:
+        text = report(
+            raw, suite_dir, raw_argv, args.seeds, args.control_seeds, rows, load, args.variant
+        )
+    else:
+        text = rich_report(raw, raw_argv, args.seeds, args.control_seeds, rows, load)
     learning_common.publish(text, target, lambda dest: None)
     return 0
 

@@ -1,7 +1,7 @@
 """The richer task family (bench/speed_learning/rich_family.py): its programs build and
-have their slow spots, each speedup is correct where the family says it is (and the
-`divq` substitution is wrong where it says it is not), and on real timing each edit, and
-their combination, is faster than the -O3 baseline."""
+have their slow spots, each speedup is correct where the family says it is (and each trap
+is wrong where it says so), the run's interface to it (families.py) names every edit set,
+and on real timing each edit, and their combination, is faster than the -O3 baseline."""
 
 from __future__ import annotations
 
@@ -24,6 +24,15 @@ def rich():  # type: ignore[no-untyped-def]
     sys.path.insert(0, str(BENCH))
     try:
         yield importlib.import_module("speed_learning.rich_family")
+    finally:
+        sys.path.remove(str(BENCH))
+
+
+@pytest.fixture(scope="module")
+def families():  # type: ignore[no-untyped-def]
+    sys.path.insert(0, str(BENCH))
+    try:
+        yield importlib.import_module("speed_learning.families")
     finally:
         sys.path.remove(str(BENCH))
 
@@ -52,7 +61,9 @@ def test_programs_build_with_their_slow_spots(rich, suite, toolchain: Toolchain)
         helper_calls = [
             line for line in lines if line.startswith("\tcall\t") and "@PLT" not in line
         ]
-        assert bool(helper_calls) == ("inline" in family_program.edits), program.id
+        assert bool(helper_calls) == (family_program.helper is not None), program.id
+        if program.meta["kernel"].startswith("twice_"):
+            assert len(helper_calls) == 2, program.id  # the two calls `reuse` is about
 
 
 def test_each_edit_subset_is_correct_where_the_family_says(  # type: ignore[no-untyped-def]
@@ -70,10 +81,60 @@ def test_each_edit_subset_is_correct_where_the_family_says(  # type: ignore[no-u
                 answer = rich.witness(baseline, programs[program.id], subset)
                 result = score_one(program, answer, None, config)
                 assert result.verdict == "pass", (program.id, subset, result.message)
-    wide = suite.get("wide_remainder_0")
-    base = toolchain.baseline_assembly(wide, DEFAULT_O3_FLAGS)
-    answer = rich.witness(base, programs["wide_remainder_0"], ("divq",))
-    assert score_one(wide, answer, None, config).verdict != "pass"
+    assert set(rich.TRAPS) == {"wide_remainder", "twice_shifted"}
+    for kernel, traps in rich.TRAPS.items():
+        program = suite.get(f"{kernel}_0")
+        base = toolchain.baseline_assembly(program, DEFAULT_O3_FLAGS)
+        for trap in traps:
+            answer = rich.witness(base, programs[program.id], (trap,))
+            verdict = score_one(program, answer, None, config).verdict
+            assert verdict != "pass", (kernel, trap)
+
+
+def test_reuse_drops_the_second_call_and_its_argument_only(  # type: ignore[no-untyped-def]
+    rich, suite, toolchain: Toolchain
+) -> None:
+    """`reuse` deletes one call of each back-to-back pair and the %rdi moves between them,
+    keeps every other line, and refuses a pair whose first result is overwritten."""
+    for kernel in ("twice_popcount", "twice_product", "twice_hash"):
+        program = suite.get(f"{kernel}_0")
+        helper = rich.HELPERS[kernel]
+        baseline = toolchain.baseline_assembly(program, DEFAULT_O3_FLAGS)
+        reused = rich.reuse_calls(baseline, helper)
+        before, after = baseline.splitlines(), reused.splitlines()
+        assert after.count(f"\tcall\t{helper}") == before.count(f"\tcall\t{helper}") - 1
+        removed = [line for line in before if line not in after]
+        assert len(before) - len(after) == 2, kernel
+        assert all(line.endswith("%rdi") or helper in line for line in removed), removed
+    clobbered = "\tcall\tf\n\tmovq\t%rbx, %rax\n\tcall\tf\n"
+    with pytest.raises(ValueError, match="overwritten"):
+        rich.reuse_calls(clobbered, "f")
+    with pytest.raises(ValueError, match="back-to-back"):
+        rich.reuse_calls("\tcall\tf\n\taddq\t$1, %rax\n\tcall\tf\n", "f")
+
+
+def test_run_interface_names_every_edit_set_and_shows_single_edits(  # type: ignore[no-untyped-def]
+    rich, families, suite, toolchain: Toolchain
+) -> None:
+    """The warm start's answers are every set of a kernel's edits, and each trap alone;
+    the classifier gives every witness its own label, a trap its `wrong-` label, and any
+    other text `other`."""
+    family = families.RICH
+    for program in suite:
+        kernel = program.meta["kernel"]
+        spec = rich.RichProgram(program.id, kernel, rich.KERNELS[kernel][0], "", [])
+        baseline = toolchain.baseline_assembly(program, DEFAULT_O3_FLAGS)
+        shown = family.sft_answers(kernel, baseline, family.variants["main"])
+        sets = [c for k in range(1, 4) for c in combinations(spec.edits, k)]
+        traps = rich.TRAPS.get(kernel, ())
+        expected = ["+".join(c) for c in sets] + [f"wrong-{t}" for t in traps]
+        assert [label for label, _ in shown] == expected
+        for label, answer in shown:
+            assert family.classify(kernel, baseline, answer) == label
+        assert family.classify(kernel, baseline, baseline + "\tnop\n") == "other"
+        assert family.classify(kernel, baseline, None) == "none"
+        assert family.share_labels("popcnt+reuse") and not family.share_labels("popcnt")
+        assert not family.share_labels("popcnt+wrong-reuse")
 
 
 def test_inlining_pastes_the_helper_at_every_call_site(  # type: ignore[no-untyped-def]
@@ -97,20 +158,23 @@ def test_inlining_pastes_the_helper_at_every_call_site(  # type: ignore[no-untyp
 
 
 @pytest.mark.slow
+@pytest.mark.parametrize("program_id", ["helper_popcount_0", "twice_popcount_0"])
 def test_each_edit_and_their_combination_is_faster_on_real_timing(  # type: ignore[no-untyped-def]
-    rich, suite, toolchain: Toolchain
+    rich, suite, toolchain: Toolchain, program_id: str
 ) -> None:
-    """Where `popcnt` and `inline` compose (a helper with a popcount in the hot loop), each
-    edit alone and both together are significantly faster than the baseline (the reward's
-    timing; interval above 1), and both together are the fastest."""
-    program = suite.get("helper_popcount_0")
-    family_program = _by_id(rich)["helper_popcount_0"]
+    """Where two edits compose (`popcnt` with `inline` in a helper's loop, `popcnt` with
+    `reuse` on a helper called twice), each edit alone and both together are significantly
+    faster than the baseline (the reward's timing; interval above 1), and both together
+    are the fastest."""
+    program = suite.get(program_id)
+    family_program = _by_id(rich)[program_id]
+    pair = rich.COMPOSING[family_program.kernel]
     config = ScoreConfig(reward="robust", measure="time", edit_format="assembly", extract=False)
     baseline = toolchain.baseline_assembly(program, DEFAULT_O3_FLAGS)
     speedups = {}
-    for subset in [(e,) for e in rich.FASTER_EDITS] + [rich.FASTER_EDITS]:
+    for subset in [(e,) for e in pair] + [pair]:
         result = score_one(program, rich.witness(baseline, family_program, subset), None, config)
         assert result.verdict == "pass", (subset, result.message)
         assert result.speedup_low is not None and result.speedup_low > 1.0, (subset, result)
         speedups[subset] = result.speedup
-    assert speedups[rich.FASTER_EDITS] > max(speedups[(e,)] for e in rich.FASTER_EDITS)
+    assert speedups[pair] > max(speedups[(e,)] for e in pair)

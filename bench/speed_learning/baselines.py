@@ -46,15 +46,30 @@ def popcnt_rule(baseline: str) -> str:
     return "\n".join(lines) + "\n"
 
 
-def rule_answer(baseline: str) -> str:
+def rule_answer(baseline: str, rule: Callable[[str], str] = popcnt_rule) -> str:
     """The rule's answer in the policy's answer format (a fenced unified diff), so it is
     scored through exactly the path a model's answer takes."""
     from asmopt.train.data import fenced_diff
 
-    answer = fenced_diff(baseline, popcnt_rule(baseline), 0)
+    answer = fenced_diff(baseline, rule(baseline), 0)
     if answer is None:
         raise ValueError("the rule changes nothing: the program has no __popcountdi2 call")
     return answer
+
+
+# A rule that changes nothing in a program keeps its -O3 baseline: its answer is this empty
+# text, and its value is 1.0 by definition (as the reward service scores a copy), recorded
+# as such rather than timed.
+KEPT = ""
+KEPT_MEASUREMENT = {
+    "verdict": "pass",
+    "reward": 0.0,
+    "speedup": 1.0,
+    "low": 1.0,
+    "high": 1.0,
+    "raw_speedup": 1.0,
+    "message": "the rule changes nothing here: the -O3 baseline is kept (1.0, not timed)",
+}
 
 
 def applied(baseline: str, answer: str) -> str | None:
@@ -71,6 +86,8 @@ def applied(baseline: str, answer: str) -> str | None:
 def answer_key(program_id: str, baseline: str, answer: str) -> str:
     """Identity of an answer's measurement: the program and the assembly it applies to (the
     raw text for an answer that does not apply)."""
+    if answer == KEPT:
+        return f"{program_id}|kept"
     text = applied(baseline, answer) or answer
     return f"{program_id}|{hashlib.sha256(text.encode()).hexdigest()}"
 
@@ -128,7 +145,7 @@ def measure_pass(
     """Measure every (program, answer, key) whose key the log does not hold yet."""
     todo = {key: (program, answer) for program, answer, key in items if key not in log.rows}
     for n, (key, (program, answer)) in enumerate(todo.items(), 1):
-        log.add(key, measure(program, answer))
+        log.add(key, dict(KEPT_MEASUREMENT) if answer == KEPT else measure(program, answer))
         progress(f"{log.path.name}: {n}/{len(todo)} {program.id}")
 
 

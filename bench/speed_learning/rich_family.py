@@ -1,32 +1,37 @@
-"""A task family with room for more than one idea: speedups that compose, and a trap.
+"""A task family with room for more than one idea: speedups that compose, and traps.
 
 The popcount family has one learnable rewrite, and a one-line rule writes it; a policy can at
 best tie that rule. Here a program's -O3 baseline (generic x86-64) has one or more of:
 
 - `popcnt`: `__builtin_popcountll` compiles to a call of libgcc's `__popcountdi2`; one
   `popcntq %rdi, %rax` per call site is correct (a substitution, as in the popcount family).
-- `inline`: the hot loop calls a small `noinline` helper (the call, its register moves and
-  its pushes and pops every iteration). Inlining it replaces each `call <helper>` with the
-  helper's own body (its lines up to `ret`, without the call frame information), inside a
-  `subq $8, %rsp` / `addq $8, %rsp` pair that stands in for the return address when the
-  body touches the stack, so its pushes, pops and inner calls see the stack as they did.
-  The body to paste differs per program (its constants, its registers), so no line
-  substitution writes it. With `popcnt` as well, the substitution also applies to the
-  pasted copies and the loop calls nothing; whether that beats `popcnt` alone depends on
-  the helper (one that saves callee-saved registers keeps its pushes and pops when pasted):
-  `bench/results/rich_family.md` has the measurements.
+- `reuse`: the hot loop calls a pure helper twice with the same argument, and gcc must make
+  both calls (the helper is `noipa`: gcc may not look inside it, so it cannot know the call
+  has no side effects). Deleting the second call, and the argument move before it, leaves
+  the first result in %rax, where the second call would have put the same value: a 2-line
+  deletion that removes half the loop's work, which no substitution of a line writes (what
+  to delete depends on the data flow between the calls). With `popcnt` inside the helper
+  the two compose. The `twice_shifted` kernel is the trap: the same two calls, but the
+  second passes `x + 1`, so the same deletion gives a wrong result.
+- `inline` (the `helper_popcount` kernel): the hot loop calls a small `noinline` helper.
+  Inlining replaces each `call <helper>` with the helper's own body (its lines up to `ret`,
+  without the call frame information), inside a `subq $8, %rsp` / `addq $8, %rsp` pair that
+  stands in for the return address when the body touches the stack. The body differs per
+  program (its constants), so no line substitution writes it; with `popcnt` the pasted copy
+  gets the substitution too. Pasting is correct in the `twice_` kernels as well, but there
+  its diff (28-40 lines) is longer than a policy's answer can be (224 tokens), so the
+  family lists it only where it fits.
 - `divq`, a trap for substitution rules: a 128-bit remainder `(unsigned __int128)x * y % m`
   compiles to a call of libgcc's `__umodti3`; when the dividend's high half is below the
   divisor (a modular product of a residue: x * (y % m) < m * 2^64) six instructions
   around one `divq` compute it, correctly, and a few percent faster at most (the division's
   own latency dominates; `bench/results/rich_family.md`). In the wide-remainder kernel the same
   substitution is wrong (`divq` faults when the quotient needs more than 64 bits), so a
-  rule that substitutes every call site crashes there, and deciding where it is safe takes
-  reading the program.
+  rule that substitutes every call site crashes there.
 
-`witness(baseline, program, edits)` builds an answer with any subset of a program's correct
-edits from its -O3 assembly; `bench/rich_family_check.py` times every one. No learning run on
-this family has been made.
+`witness(baseline, program, edits)` builds an answer with any subset of a program's edits
+(or a trap) from its -O3 assembly; `bench/rich_family_check.py` times every one, and
+`bench/speed_learning_run.py --family rich` trains on the family (`families.py`).
 """
 
 from __future__ import annotations
@@ -51,9 +56,19 @@ DIVQ_LINES = (
     "\tmovq\t%rdx, %rax",
     "\txorl\t%edx, %edx",
 )
-EDITS = ("popcnt", "divq", "inline")
-HELPERS = {"helper_popcount": "mix", "helper_two_counts": "pair", "helper_hash": "hash"}
-FASTER_EDITS = ("popcnt", "inline")  # the edits that compose in the helper_popcount kernel
+EDITS = ("popcnt", "divq", "inline", "reuse")
+# Edits that look like a kernel's own but are wrong there: the substitution or deletion a
+# rule would make, which breaks the program (a fault, or a wrong result).
+TRAPS: dict[str, tuple[str, ...]] = {"wide_remainder": ("divq",), "twice_shifted": ("reuse",)}
+HELPERS = {
+    "helper_popcount": "mix",
+    "twice_popcount": "score",
+    "twice_product": "score",
+    "twice_hash": "mixer",
+    "twice_shifted": "score",
+}
+# Pairs of edits that compose, by kernel (each alone is faster, both together faster still).
+COMPOSING = {"helper_popcount": ("popcnt", "inline"), "twice_popcount": ("popcnt", "reuse")}
 
 # The popcount family's C around every kernel, with the 128-bit type the divq kernels use.
 _PRELUDE = PRELUDE.replace(
@@ -92,36 +107,74 @@ static uint64_t kernel(const uint64_t *a, unsigned n, unsigned rounds) {
 }
 """,
     ),
-    "helper_two_counts": (
-        ("popcnt", "inline"),
+    "twice_popcount": (
+        ("popcnt", "reuse"),
         """
-__attribute__((noinline)) static uint64_t pair(uint64_t x, uint64_t y) {
-    return (uint64_t)__builtin_popcountll(x & y) * 3 + (uint64_t)__builtin_popcountll(x | y);
-}
-
-static uint64_t kernel(const uint64_t *a, unsigned n, unsigned rounds) {
-    uint64_t total = 0;
-    for (unsigned r = 0; r < rounds; r++)
-        for (unsigned i = 0; i + 1 < n; i++)
-            total += pair(a[i] >> r, a[i + 1] ^ {K}ULL);
-    return total;
-}
-""",
-    ),
-    "helper_hash": (
-        ("inline",),
-        """
-__attribute__((noinline)) static uint64_t hash(uint64_t x, uint64_t r) {
+__attribute__((noipa)) static uint64_t score(uint64_t x) {
     x ^= x >> 31;
     x *= {K}ULL;
-    return x ^ (x >> (r & 31));
+    return (uint64_t)__builtin_popcountll(x ^ (x >> 29)) * 0x9e3779b97f4a7c15ULL;
 }
 
 static uint64_t kernel(const uint64_t *a, unsigned n, unsigned rounds) {
     uint64_t total = 0;
     for (unsigned r = 0; r < rounds; r++)
         for (unsigned i = 0; i < n; i++)
-            total += hash(a[i] + r, r) & 0xffff;
+            total += score(a[i] + r) ^ (score(a[i] + r) >> 17);
+    return total;
+}
+""",
+    ),
+    "twice_product": (
+        ("popcnt", "reuse"),
+        """
+__attribute__((noipa)) static uint64_t score(uint64_t x) {
+    return (uint64_t)__builtin_popcountll(x * {K}ULL) + (x >> 61);
+}
+
+static uint64_t kernel(const uint64_t *a, unsigned n, unsigned rounds) {
+    uint64_t total = 0;
+    for (unsigned r = 0; r < rounds; r++)
+        for (unsigned i = 0; i < n; i++)
+            total += score(a[i] >> r) * (score(a[i] >> r) | 1);
+    return total;
+}
+""",
+    ),
+    "twice_hash": (
+        ("reuse",),
+        """
+__attribute__((noipa)) static uint64_t mixer(uint64_t x) {
+    x ^= x >> 33;
+    x *= {K}ULL;
+    x ^= x >> 29;
+    x *= 0xc4ceb9fe1a85ec53ULL;
+    return x ^ (x >> 32);
+}
+
+static uint64_t kernel(const uint64_t *a, unsigned n, unsigned rounds) {
+    uint64_t total = 0;
+    for (unsigned r = 0; r < rounds; r++)
+        for (unsigned i = 0; i < n; i++)
+            total += (mixer(a[i] ^ r) & 0xffff) + (mixer(a[i] ^ r) >> 48);
+    return total;
+}
+""",
+    ),
+    "twice_shifted": (
+        ("popcnt",),
+        """
+__attribute__((noipa)) static uint64_t score(uint64_t x) {
+    x ^= x >> 31;
+    x *= {K}ULL;
+    return (uint64_t)__builtin_popcountll(x ^ (x >> 29)) * 0x9e3779b97f4a7c15ULL;
+}
+
+static uint64_t kernel(const uint64_t *a, unsigned n, unsigned rounds) {
+    uint64_t total = 0;
+    for (unsigned r = 0; r < rounds; r++)
+        for (unsigned i = 0; i < n; i++)
+            total += score(a[i] + r) ^ (score(a[i] + r + 1) >> 17);
     return total;
 }
 """,
@@ -264,11 +317,58 @@ def inline_calls(assembly: str, helper: str) -> str:
     return "\n".join(out) + "\n"
 
 
+def _writes(line: str, register: str) -> bool:
+    """Whether a two-operand instruction (`mov`, `lea`) writes `register` (its last
+    operand; `register` lists the spellings, `|`-separated)."""
+    operands = line.split("\t")[-1].split(",")
+    return len(operands) == 2 and operands[1].strip() in register.split("|")
+
+
+def reuse_calls(assembly: str, helper: str) -> str:
+    """The second of two back-to-back `call <helper>` lines deleted, with the argument
+    moves between them (writes of %rdi): the second call's result is the first one's,
+    which is still in %rax. Correct only when the helper is pure and both calls pass the
+    same argument; the trap kernel passes a different one, which this edit also drops.
+    Between the calls only `mov` and `lea` lines are allowed, and none may write %rax."""
+    lines = assembly.splitlines()
+    call = f"\tcall\t{helper}"
+    out: list[str] = []
+    i = pairs = 0
+    while i < len(lines):
+        out.append(lines[i])
+        if lines[i].rstrip() != call:
+            i += 1
+            continue
+        j = i + 1
+        while j < len(lines) and lines[j].strip().startswith(("mov", "lea")) and j - i <= 4:
+            j += 1
+        between = lines[i + 1 : j]
+        if j < len(lines) and lines[j].rstrip() == call:
+            if any(_writes(line, "%rax|%eax") for line in between):
+                raise ValueError(
+                    f"{helper}: the first result is overwritten before the second call"
+                )
+            out.extend(line for line in between if not _writes(line, "%rdi|%edi"))
+            pairs += 1
+            i = j + 1
+        else:
+            i += 1
+    if not pairs:
+        raise ValueError(f"no back-to-back calls of {helper!r}")
+    return "\n".join(out) + "\n"
+
+
 def witness(baseline: str, program: RichProgram, edits: tuple[str, ...]) -> str:
     """An answer (full assembly) with `edits` applied to the program's -O3 assembly:
-    `inline` first, then the substitutions, which so reach the inlined copies too."""
-    if "inline" in edits:
-        if program.helper is None:
-            raise ValueError(f"{program.id}: no helper to inline")
-        baseline = inline_calls(baseline, program.helper)
+    `reuse` first (it needs the calls), then `inline` at the calls left, then the
+    substitutions, which so reach the inlined copies too. An edit outside the program's
+    correct ones is applied all the same (a trap's answer is built this way)."""
+    helper = program.helper
+    if "reuse" in edits or "inline" in edits:
+        if helper is None:
+            raise ValueError(f"{program.id}: no helper to reuse or inline")
+        if "reuse" in edits:
+            baseline = reuse_calls(baseline, helper)
+        if "inline" in edits:
+            baseline = inline_calls(baseline, helper)
     return substitute(baseline, edits)
