@@ -27,7 +27,7 @@ from typing import Any
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
-from speed_learning import rich_family  # noqa: E402
+from speed_learning import rich_family, stats  # noqa: E402
 
 RESULTS = HERE / "results" / "rich_family.md"
 
@@ -150,9 +150,7 @@ def render(rows: list[dict[str, Any]], run: dict[str, Any]) -> str:
     return "\n".join(lines + ["", "## Reading", "", *reading(rows)]) + "\n"
 
 
-def _value(row: dict[str, Any]) -> float:
-    """An answer's held-out value: its speedup when it passes, else 1.0 (baseline kept)."""
-    return float(row["speedup"]) if row["verdict"] == "pass" and row["speedup"] else 1.0
+_value = stats.held_out_speedup  # an answer's value: its speedup when it passes, else 1.0
 
 
 def _faster(row: dict[str, Any]) -> bool:

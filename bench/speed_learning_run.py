@@ -9,8 +9,13 @@ same PPO with the untimed reward, which pays the fast edit and the alignment edi
 
     .venv/bin/python bench/speed_learning_run.py                  # the run and its report
     .venv/bin/python bench/speed_learning_run.py --quick          # plumbing: a few steps
+    .venv/bin/python bench/speed_learning_run.py --family rich    # the richer family
     .venv/bin/python bench/speed_learning_run.py \
         --answers bench/results/speed_learning_run/test_answers.jsonl  # baselines only
+
+`--family rich` runs the same phases on the richer family (`speed_learning/rich_family.py`:
+speedups that compose, one that no substitution writes, traps), whose warm start is shown
+every set of a kernel's edits; `speed_learning/families.py` is what a family provides.
 
 Phases (each resumes from its directory under --out-dir; a finished phase is not repeated):
 1. Suite: the family written as a suite (56 programs, train/validation/test 4:1:2 per
@@ -297,12 +302,7 @@ def evaluate(
 
 
 # --------------------------------------------------------------------------- statistics
-def held_out_speedup(answer: dict[str, Any]) -> float:
-    """An answer's contribution: its measured speedup when it passes, else 1.0 (the -O3
-    baseline is kept, as in the reference evaluation)."""
-    if answer["verdict"] == "pass" and answer["speedup"] is not None:
-        return float(answer["speedup"])
-    return 1.0
+held_out_speedup = stats.held_out_speedup
 
 
 def program_means(answers: list[dict[str, Any]]) -> dict[str, float]:

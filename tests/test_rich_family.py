@@ -178,3 +178,46 @@ def test_each_edit_and_their_combination_is_faster_on_real_timing(  # type: igno
         assert result.speedup_low is not None and result.speedup_low > 1.0, (subset, result)
         speedups[subset] = result.speedup
     assert speedups[pair] > max(speedups[(e,)] for e in pair)
+
+
+def test_rule_keeps_the_baseline_where_it_changes_nothing(  # type: ignore[no-untyped-def]
+    families, suite, toolchain: Toolchain, tmp_path: Path
+) -> None:
+    """A program without a popcount call gets the rule row `kept`: value 1.0 by
+    definition, recorded without being timed, under its own key (a model's copy of the
+    baseline is not mistaken for it)."""
+    sys.path.insert(0, str(BENCH))
+    try:
+        run = importlib.import_module("speed_learning_run")
+        baselines = importlib.import_module("speed_learning.baselines")
+    finally:
+        sys.path.remove(str(BENCH))
+    programs = {p.id: p for p in suite if p.id in ("twice_hash_0", "popcount_loop_0")}
+    base = {pid: toolchain.baseline_assembly(p, DEFAULT_O3_FLAGS) for pid, p in programs.items()}
+    rows = {r["program"]: r for r in run.rule_rows(programs, base, families.RICH)}
+    assert rows["twice_hash_0"]["answer"] == baselines.KEPT
+    assert "popcntq" in rows["popcount_loop_0"]["answer"]
+    key = baselines.answer_key("twice_hash_0", base["twice_hash_0"], baselines.KEPT)
+    copy = "```diff\n```"
+    assert key != baselines.answer_key("twice_hash_0", base["twice_hash_0"], copy)
+    log = baselines.MeasurementLog(tmp_path / "score.jsonl")
+    baselines.measure_pass([(programs["twice_hash_0"], baselines.KEPT, key)], log)
+    kept = baselines.MeasurementLog(tmp_path / "score.jsonl").rows[key]
+    assert kept["speedup"] == 1.0 and "not timed" in kept["message"]
+    scored = run.scored_row(
+        rows["twice_hash_0"], key, {"select": log, "score": log}, "", families.RICH
+    )
+    assert scored["edit"] == "kept" and run.held_out_speedup(scored) == 1.0
+
+
+def test_run_refuses_a_variant_the_family_lacks(tmp_path: Path, capsys) -> None:  # type: ignore[no-untyped-def]
+    sys.path.insert(0, str(BENCH))
+    try:
+        run = importlib.import_module("speed_learning_run")
+    finally:
+        sys.path.remove(str(BENCH))
+    with pytest.raises(SystemExit) as stopped:
+        run.main(["--family", "rich", "--variant", "discovery", "--out-dir", str(tmp_path)])
+    assert stopped.value.code == 2
+    assert "no 'discovery' variant" in capsys.readouterr().err
+    assert not any(tmp_path.iterdir())  # refused before anything was written
