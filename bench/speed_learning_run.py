@@ -604,8 +604,14 @@ def raw_metrics(raw: Path, name: str) -> list[dict[str, Any]]:
     return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line]
 
 
-def step_table(raw: Path, runs: list[tuple[str, int]], metric: str = "reward/mean") -> list[str]:
-    """One metric per PPO step (training programs' rollouts) for every run."""
+def step_table(
+    raw: Path,
+    runs: list[tuple[str, int]],
+    metric: str = "reward/mean",
+    missing: float | None = None,
+) -> list[str]:
+    """One metric per PPO step (training programs' rollouts) for every run; `missing` is
+    its value at a step that logged no such line (an outcome share that did not occur)."""
     curves = {
         run: {
             r["step"]: r
@@ -617,7 +623,10 @@ def step_table(raw: Path, runs: list[tuple[str, int]], metric: str = "reward/mea
     lines = ["| step | " + " | ".join(f"{a} s{s}" for a, s in runs) + " |"]
     lines.append("|" + "---|" * (len(runs) + 1))
     for step in sorted({k for c in curves.values() for k in c}):
-        cells = [fmt(curves[run].get(step, {}).get(metric)) for run in runs]
+        cells = [
+            fmt(curves[run][step].get(metric, missing)) if step in curves[run] else "-"
+            for run in runs
+        ]
         lines.append(f"| {step} | " + " | ".join(cells) + " |")
     return lines
 
@@ -1231,9 +1240,28 @@ def rich_reading(rows: dict[str, list[dict[str, Any]]], raw: Path, seeds: list[i
         f"(`other`): {len([a for a in faster_answers(all_rows) if a['edit'] == 'other'])} "
         "over all models.",
         f"- Best-of-4: {picks_differ(rows)}.",
-        f"- Between sessions: {remeasurement_drift_all(rows, keys)}.",
+        "- The first measurement (made when the answers were sampled, before the two "
+        f"scorings) against the scored one: {remeasurement_drift_all(rows, keys)}.",
+        unapplied_rollouts(raw, seeds),
     ]
     return lines
+
+
+def unapplied_rollouts(raw: Path, seeds: list[int]) -> str:
+    """Each timed seed's share of training rollouts that are not an applicable diff, at its
+    first and its last step: a policy that collapses into text that is no diff shows here
+    before it shows on the test split."""
+    cells = []
+    for s in seeds:
+        train = [r for r in raw_metrics(raw, f"ppo-timed-s{s}") if r["kind"] == "train"]
+        if train:
+            first, last = (r.get("outcome/extraction_error") or 0.0 for r in (train[0], train[-1]))
+            cells.append(f"seed {s} {first:.0%} -> {last:.0%}")
+    return (
+        "- Training rollouts that are no applicable diff, first -> last PPO step (timed): "
+        + ", ".join(cells)
+        + "; per step in the curves section."
+    )
 
 
 def remeasurement_drift_all(rows: dict[str, list[dict[str, Any]]], keys: list[str]) -> str:
@@ -1336,7 +1364,15 @@ def rich_report(
         "",
         "## PPO training curves and validation (training and validation programs)",
         "",
+        "Reward mean per step (robust reward; timed arm: log speedup when significant); then "
+        "the validation split at the end of PPO; then the reward max per step and the share "
+        "of rollouts that are no applicable diff per step.",
+        "",
         *curves_tables(raw, runs),
+        "",
+        *step_table(raw, runs, "reward/max"),
+        "",
+        *step_table(raw, runs, "outcome/extraction_error", missing=0.0),
         "",
         "## Per kernel template (test split, scored measurement)",
         "",
