@@ -699,6 +699,35 @@ def outside_fast_and_faster(rows: dict[str, list[dict[str, Any]]], keys: list[st
     )
 
 
+def baseline_sentences(
+    rows: dict[str, list[dict[str, Any]]],
+    comps: list[dict[str, Any]],
+    seeds: list[int],
+    control_seeds: list[int],
+    rule_words: str,
+) -> str:
+    """The headline's opening, shared by both families: every row's mean with its
+    interval, then each planned comparison's direction after Holm, tallied over seeds."""
+    timed = [f"timed-s{s}" for s in seeds if f"timed-s{s}" in rows]
+    vs_rule = [_find(comps, t, "rule") for t in timed]
+    vs_control = [_find(comps, f"timed-s{s}", f"control-s{s}") for s in seeds if s in control_seeds]
+    vs_sft = [_find(comps, t, "sft") for t in timed]
+    return (
+        f"**Headline.** On the {summarize(rows['sft'])['programs']} held-out programs "
+        f"({summarize(rows['sft'])['templates']} kernel templates), {rule_words} scores "
+        f"{_interval(summarize(rows['rule']))}; PPO on the timed reward "
+        + "; ".join(
+            f"seed {t.removeprefix('timed-s')} {_interval(summarize(rows[t]))}" for t in timed
+        )
+        + f"; the warm start {_interval(summarize(rows['sft']))}; its best-of-4 picked by "
+        f"measured speed {_interval(summarize(rows[BEST_OF]))}. Paired, Holm-corrected over "
+        f"the {len(comps)} comparisons below: PPO minus the rule is {_tally(vs_rule)} seeds; "
+        f"best-of-4 minus the rule is {_direction(_find(comps, BEST_OF, 'rule'))}; PPO minus "
+        f"its warm start is {_tally(vs_sft)} seeds; timed minus untimed at the same seed is "
+        f"{_tally(vs_control)} seeds. "
+    )
+
+
 def headline(
     rows: dict[str, list[dict[str, Any]]],
     comps: list[dict[str, Any]],
@@ -707,33 +736,15 @@ def headline(
 ) -> str:
     """The report's first paragraph, every clause read off a row of the two tables."""
     timed = [f"timed-s{s}" for s in seeds if f"timed-s{s}" in rows]
-    vs_rule = [_find(comps, t, "rule") for t in timed]
-    vs_control = [_find(comps, f"timed-s{s}", f"control-s{s}") for s in seeds if s in control_seeds]
-    vs_sft = [_find(comps, t, "sft") for t in timed]
-    best = _find(comps, BEST_OF, "rule")
     new = outside_fast_and_faster(rows, timed)
-    return (
-        f"**Headline.** On the {summarize(rows['sft'])['programs']} held-out programs "
-        f"({summarize(rows['sft'])['templates']} kernel templates), the one-line rule scores "
-        f"{_interval(summarize(rows['rule']))}; PPO on the timed reward "
-        + "; ".join(
-            f"seed {t.removeprefix('timed-s')} {_interval(summarize(rows[t]))}" for t in timed
-        )
-        + f"; the warm start {_interval(summarize(rows['sft']))}; its best-of-4 picked by "
-        f"measured speed {_interval(summarize(rows[BEST_OF]))}. Paired, Holm-corrected over "
-        f"the {len(comps)} comparisons below: PPO minus the rule is {_tally(vs_rule)} seeds; "
-        f"best-of-4 minus the rule is {_direction(best)}; PPO minus its warm start is "
-        f"{_tally(vs_sft)} seeds; timed minus untimed at the same seed is {_tally(vs_control)} "
-        "seeds. "
-        + (
-            "No passing, significantly faster answer of a timed PPO model is anything but the "
-            "fast edit (at all or some call sites), which a third of the warm-start examples "
-            "contain: what PPO did here is select an edit its warm start already wrote, not "
-            "discover one."
-            if new == 0
-            else f"{new} passing, significantly faster answers of the timed PPO models are "
-            "edits other than the fast edit (see the reading and the raw rows)."
-        )
+    return baseline_sentences(rows, comps, seeds, control_seeds, "the one-line rule") + (
+        "No passing, significantly faster answer of a timed PPO model is anything but the "
+        "fast edit (at all or some call sites), which a third of the warm-start examples "
+        "contain: what PPO did here is select an edit its warm start already wrote, not "
+        "discover one."
+        if new == 0
+        else f"{new} passing, significantly faster answers of the timed PPO models are "
+        "edits other than the fast edit (see the reading and the raw rows)."
     )
 
 
@@ -1179,36 +1190,23 @@ def rich_headline(
 ) -> str:
     """The richer-family report's first paragraph, every clause read off the tables."""
     timed = [f"timed-s{s}" for s in seeds if f"timed-s{s}" in rows]
-    vs_rule = [_find(comps, t, "rule") for t in timed]
-    vs_control = [_find(comps, f"timed-s{s}", f"control-s{s}") for s in seeds if s in control_seeds]
-    vs_sft = [_find(comps, t, "sft") for t in timed]
-    composed_passing = {
-        t: sum(composed(a["edit"]) and a["verdict"] == "pass" for a in rows[t]) for t in timed
-    }
+
+    def passing_composed(key: str) -> int:
+        return sum(composed(a["edit"]) and a["verdict"] == "pass" for a in rows[key])
+
     share = {k: summarize(rows[k], RICH.share_labels)["fast_share"] for k in ["sft", *timed]}
     return (
-        f"**Headline.** On the {summarize(rows['sft'])['programs']} held-out programs "
-        f"({summarize(rows['sft'])['templates']} kernel templates), the substitution rule "
-        f"scores {_interval(summarize(rows['rule']))}; PPO on the timed reward "
-        + "; ".join(
-            f"seed {t.removeprefix('timed-s')} {_interval(summarize(rows[t]))}" for t in timed
-        )
-        + f"; the warm start {_interval(summarize(rows['sft']))}; its best-of-4 picked by "
-        f"measured speed {_interval(summarize(rows[BEST_OF]))}. Paired, Holm-corrected over "
-        f"the {len(comps)} comparisons below: PPO minus the rule is {_tally(vs_rule)} seeds; "
-        f"best-of-4 minus the rule is {_direction(_find(comps, BEST_OF, 'rule'))}; PPO minus "
-        f"its warm start is {_tally(vs_sft)} seeds; timed minus untimed at the same seed is "
-        f"{_tally(vs_control)} seeds. Answers holding an edit no substitution rule writes "
-        f"(`reuse` or `inline`, no trap): warm start {share['sft']:.0%}, PPO "
+        baseline_sentences(rows, comps, seeds, control_seeds, "the substitution rule")
+        + "Answers holding an edit no substitution rule writes (`reuse` or `inline`, no "
+        f"trap): warm start {share['sft']:.0%}, PPO "
         + ", ".join(f"{share[t]:.0%}" for t in timed)
         + ". Passing answers that compose two or more edits (the fastest known answer where "
         "a kernel has two): "
         + ", ".join(
-            f"seed {t.removeprefix('timed-s')} {composed_passing[t]} of {len(rows[t])}"
+            f"seed {t.removeprefix('timed-s')} {passing_composed(t)} of {len(rows[t])}"
             for t in timed
         )
-        + f" (warm start {sum(composed(a['edit']) and a['verdict'] == 'pass' for a in rows['sft'])}"
-        f" of {len(rows['sft'])})."
+        + f" (warm start {passing_composed('sft')} of {len(rows['sft'])})."
     )
 
 
