@@ -76,6 +76,24 @@ _PRELUDE = PRELUDE.replace(
 )
 _MAIN = MAIN
 
+# A pure helper called twice with the same argument (the `reuse` kernel; `twice_shifted`
+# is the same text with the second argument one higher).
+_TWICE_POPCOUNT = """
+__attribute__((noipa)) static uint64_t score(uint64_t x) {
+    x ^= x >> 31;
+    x *= {K}ULL;
+    return (uint64_t)__builtin_popcountll(x ^ (x >> 29)) * 0x9e3779b97f4a7c15ULL;
+}
+
+static uint64_t kernel(const uint64_t *a, unsigned n, unsigned rounds) {
+    uint64_t total = 0;
+    for (unsigned r = 0; r < rounds; r++)
+        for (unsigned i = 0; i < n; i++)
+            total += score(a[i] + r) ^ (score(a[i] + r) >> 17);
+    return total;
+}
+"""
+
 # Kernel templates: (the edits that are correct for it, C text with {M} (an odd modulus
 # below 2^63) and {K} (an odd 64-bit multiplier)).
 KERNELS: dict[str, tuple[tuple[str, ...], str]] = {
@@ -107,24 +125,7 @@ static uint64_t kernel(const uint64_t *a, unsigned n, unsigned rounds) {
 }
 """,
     ),
-    "twice_popcount": (
-        ("popcnt", "reuse"),
-        """
-__attribute__((noipa)) static uint64_t score(uint64_t x) {
-    x ^= x >> 31;
-    x *= {K}ULL;
-    return (uint64_t)__builtin_popcountll(x ^ (x >> 29)) * 0x9e3779b97f4a7c15ULL;
-}
-
-static uint64_t kernel(const uint64_t *a, unsigned n, unsigned rounds) {
-    uint64_t total = 0;
-    for (unsigned r = 0; r < rounds; r++)
-        for (unsigned i = 0; i < n; i++)
-            total += score(a[i] + r) ^ (score(a[i] + r) >> 17);
-    return total;
-}
-""",
-    ),
+    "twice_popcount": (("popcnt", "reuse"), _TWICE_POPCOUNT),
     "twice_product": (
         ("popcnt", "reuse"),
         """
@@ -161,23 +162,10 @@ static uint64_t kernel(const uint64_t *a, unsigned n, unsigned rounds) {
 }
 """,
     ),
+    # the trap: twice_popcount's loop with the second call's argument one higher
     "twice_shifted": (
         ("popcnt",),
-        """
-__attribute__((noipa)) static uint64_t score(uint64_t x) {
-    x ^= x >> 31;
-    x *= {K}ULL;
-    return (uint64_t)__builtin_popcountll(x ^ (x >> 29)) * 0x9e3779b97f4a7c15ULL;
-}
-
-static uint64_t kernel(const uint64_t *a, unsigned n, unsigned rounds) {
-    uint64_t total = 0;
-    for (unsigned r = 0; r < rounds; r++)
-        for (unsigned i = 0; i < n; i++)
-            total += score(a[i] + r) ^ (score(a[i] + r + 1) >> 17);
-    return total;
-}
-""",
+        _TWICE_POPCOUNT.replace("(score(a[i] + r) >> 17)", "(score(a[i] + r + 1) >> 17)"),
     ),
     "mulmod_chain": (
         ("divq",),
