@@ -774,14 +774,20 @@ def alignment_timing(rows: dict[str, list[dict[str, Any]]], keys: list[str]) -> 
     )
 
 
-def remeasurement_drift(rows: dict[str, list[dict[str, Any]]], keys: list[str]) -> str:
-    """Ratio of the scored to the first measurement's speedup for the same passing
-    fast-edit answers: how far one session's speedups move against another's."""
+def remeasurement_drift(
+    rows: dict[str, list[dict[str, Any]]],
+    keys: list[str],
+    keep: Callable[[dict[str, Any]], bool] = lambda a: a["edit"] == "fast",
+    what: str = "passing fast-edit answers",
+) -> str:
+    """Ratio of the scored to the first measurement's speedup for the same passing answers
+    that `keep` selects (`what` names them): how far one scoring's speedups move against
+    another's."""
     ratios = [
         a["speedup"] / a["committed"]["speedup"]
         for k in keys
         for a in rows[k]
-        if a["edit"] == "fast"
+        if keep(a)
         and a["verdict"] == "pass"
         and a.get("committed", {}).get("speedup")
         and a["speedup"]
@@ -789,7 +795,7 @@ def remeasurement_drift(rows: dict[str, list[dict[str, Any]]], keys: list[str]) 
     if not ratios:
         return "no answer has both measurements"
     return (
-        f"over {len(ratios)} passing fast-edit answers the scored measurement's speedup is "
+        f"over {len(ratios)} {what} the scored measurement's speedup is "
         f"{sum(ratios) / len(ratios):.2f} times the first measurement's on average "
         f"(range {min(ratios):.2f}-{max(ratios):.2f})"
     )
@@ -1210,10 +1216,16 @@ def rich_headline(
     )
 
 
+def faster_twice(answer: dict[str, Any]) -> bool:
+    """Significantly faster on the scored measurement, and passing on the first one."""
+    return (answer["low"] or 0) > 1.0 and answer.get("committed", {}).get("verdict") == "pass"
+
+
 def rich_reading(rows: dict[str, list[dict[str, Any]]], raw: Path, seeds: list[int]) -> list[str]:
     """The richer-family report's reading, computed from its rows and raw data."""
     keys = model_keys(rows)
     all_rows = [a for k in keys for a in rows[k]]
+    drift = remeasurement_drift(rows, keys, faster_twice, "passing, significantly faster answers")
     data = json.loads((raw / "warm_start_data.json").read_text(encoding="utf-8"))["train"]
     lines = [
         f"- Warm-start data: {data['rows']} examples on the training programs "
@@ -1239,7 +1251,7 @@ def rich_reading(rows: dict[str, list[dict[str, Any]]], raw: Path, seeds: list[i
         "over all models.",
         f"- Best-of-4: {picks_differ(rows)}.",
         "- The first measurement (made when the answers were sampled, before the two "
-        f"scorings) against the scored one: {remeasurement_drift_all(rows, keys)}.",
+        f"scorings) against the scored one: {drift}.",
         unapplied_rollouts(raw, seeds),
     ]
     return lines
@@ -1259,28 +1271,6 @@ def unapplied_rollouts(raw: Path, seeds: list[int]) -> str:
         "- Training rollouts that are no applicable diff, first -> last PPO step (timed): "
         + ", ".join(cells)
         + "; per step in the curves section."
-    )
-
-
-def remeasurement_drift_all(rows: dict[str, list[dict[str, Any]]], keys: list[str]) -> str:
-    """Ratio of the scored to the first measurement's speedup for the same passing answers
-    that both rate significantly faster."""
-    ratios = [
-        a["speedup"] / a["committed"]["speedup"]
-        for k in keys
-        for a in rows[k]
-        if a["verdict"] == "pass"
-        and (a["low"] or 0) > 1.0
-        and a.get("committed", {}).get("verdict") == "pass"
-        and a.get("committed", {}).get("speedup")
-        and a["speedup"]
-    ]
-    if not ratios:
-        return "no answer has both measurements"
-    return (
-        f"over {len(ratios)} passing, significantly faster answers the scored measurement's "
-        f"speedup is {sum(ratios) / len(ratios):.2f} times the first measurement's on average "
-        f"(range {min(ratios):.2f}-{max(ratios):.2f})"
     )
 
 

@@ -40,6 +40,11 @@ class TaskFamily:
     task_line: str
 
 
+def same_lines(a: str, b: str) -> bool:
+    """Two assembly texts that are the same line for line, trailing spaces aside."""
+    return [line.rstrip() for line in a.splitlines()] == [line.rstrip() for line in b.splitlines()]
+
+
 # --------------------------------------------------------------------------- popcount
 def _popcount_answers(kernel: str, baseline: str, edits: tuple[str, ...]) -> list[tuple[str, str]]:
     return [(edit, popcount.rewrite(baseline, edit)) for edit in edits]
@@ -50,10 +55,10 @@ def classify_popcount(baseline: str, answer_asm: str | None) -> str:
     fast, the rest untouched), `wrong_partial`, `other`, or `none` (the diff did not apply)."""
     if answer_asm is None:
         return "none"
-    lines = [line.rstrip() for line in answer_asm.splitlines()]
     for edit in ("fast", "align", "wrong"):
-        if lines == [line.rstrip() for line in popcount.rewrite(baseline, edit).splitlines()]:
+        if same_lines(answer_asm, popcount.rewrite(baseline, edit)):
             return edit
+    lines = [line.rstrip() for line in answer_asm.splitlines()]
     base = [line.rstrip() for line in baseline.splitlines()]
     if len(lines) == len(base):
         changed = [(b, a) for b, a in zip(base, lines, strict=True) if a != b]
@@ -120,14 +125,13 @@ def _rich_classify(kernel: str, baseline: str, answer: str | None) -> str:
         return "none"
     spec = _rich_spec(kernel)
     known = spec.edits + rich.TRAPS.get(kernel, ())
-    lines = [line.rstrip() for line in answer.splitlines()]
     for k in range(1, len(known) + 1):
         for subset in combinations(known, k):
             try:
                 text = rich.witness(baseline, spec, subset)
             except ValueError:
                 continue
-            if lines == [line.rstrip() for line in text.splitlines()]:
+            if same_lines(answer, text):
                 return rich_label(subset, kernel)
     return "other"
 
@@ -146,8 +150,8 @@ RICH = TaskFamily(
     variants={"main": rich.EDITS},
     sft_answers=_rich_answers,
     classify=_rich_classify,
-    rule=lambda baseline: rich.substitute(baseline, ("popcnt",)),
-    rule_name="rule: every `call __popcountdi2@PLT` -> `popcntq %rdi, %rax`",
+    rule=_popcount_rule,  # the same substitution: every popcount libcall, nothing else
+    rule_name=POPCOUNT.rule_name,
     share_labels=_beyond_rule,
     share_name="share with reuse or inline",
     task_line=f"`bench/speed_learning/rich_family.py` ({len(rich.KERNELS)} kernel templates x "
