@@ -174,8 +174,12 @@ def test_an_imported_program_no_input_could_be_drawn_for_is_unfit_for_rewards() 
     with pytest.raises(UnfitProgramError, match="fixed_inputs"):
         require_fit([imported], "reward")
     require_fit([imported], "reward", allow_unfit=True)
-    # Written by hand without a generator: usable, and reported as fixed inputs elsewhere.
-    assert is_reward_fit(Program("q", "int main(void){return 0;}", tests))[0]
+    # Written by hand without a generator (or before generators existed): unfit as well,
+    # whatever its metadata says, and the reason says how to give it inputs.
+    for metadata in ((), (("adequacy", {"fit": True}),)):
+        fit, why = is_reward_fit(Program("q", "int main(void){return 0;}", tests,
+                                         metadata=metadata))
+        assert not fit and why.startswith("fixed_inputs") and "--mutator" in why
 
 
 def test_every_built_in_generator_survives_a_row_and_draws_the_same_bytes() -> None:

@@ -37,11 +37,12 @@ Rules (docs/adequacy.md):
 
 The result is an `AdequacyReport`. Its mark lives in the program's metadata on disk
 (`program.json` -> `metadata.adequacy`, with `checked_with` naming the toolchain), and
-`is_reward_fit` reads it: the reward service, training rows and exports refuse programs
-whose mark says UNFIT unless explicitly allowed. A program that was never checked (or
-whose source or tests changed since) counts as fit but "not checked": refusing every
-unchecked program would break every hand-written suite, and the mark is cheap to add with
-`asmopt suite verify --write-marks`.
+`is_reward_fit` reads it, beside the rule that no answer can be precomputed (a program
+without an input generator, or with a tabulable timed class, asmopt.entropy, is unfit
+whatever its marks say): the reward service, every other reward path, training rows and
+exports refuse unfit programs unless explicitly allowed. A program with a generator that
+was never checked (or whose source or tests changed since) counts as fit but "not
+checked"; the mark is cheap to add with `asmopt suite verify --write-marks`.
 """
 
 from __future__ import annotations
@@ -56,6 +57,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from asmopt.entropy import declared_problems
+from asmopt.entropy import read_mark as read_entropy_mark
 from asmopt.errors import InputError
 from asmopt.evaluate import CheckResult, baseline_binary, check_binary, check_candidate
 from asmopt.fresh import DEFAULT_PER_CLASS, FreshInputs, expected_tests, new_seed
@@ -88,8 +91,9 @@ NO_TESTS_REASON = "no tests: every program passes"
 
 
 class UnfitProgramError(InputError):
-    """Programs whose tests were checked and found inadequate were about to be used for
-    reward or training; the message names them and how to allow them anyway."""
+    """Programs unfit for reward (no input generator, a tabulable class, or tests found
+    inadequate) were about to be used for reward or training; the message names each, why,
+    and how to allow them anyway."""
 
 
 # ---------------------------------------------------------------------------- reports
@@ -259,19 +263,38 @@ def read_mark(program: Program) -> AdequacyReport | None:
 
 
 def is_reward_fit(program: Program) -> tuple[bool, str]:
-    """(usable for reward, why), from the mark in the program's metadata alone.
+    """(usable for reward, why), from the program itself and the marks in its metadata.
 
-    UNFIT when the program was checked and failed, or when an importer found that no
-    fresh input can be drawn for it (`fixed_inputs`). Never checked, an unreadable mark,
-    or a stale one (the source or tests changed since: `program_hash` differs) all mean
-    "not checked" and count as fit, because refusing unknown programs would refuse every
-    suite written before this check existed; `asmopt suite verify` lists them."""
-    if program.inputs is None and "inputs_report" in program.meta:
-        # An importer tried to learn an input generator and none of the program's inputs
-        # could be drawn: every input is one a candidate could know (and memorise).
+    The rule (docs/sandbox.md, "No answer can be precomputed"): a reward is paid only where
+    no answer can be known in advance. So a program is UNFIT when
+
+    * it has no input generator, whatever its metadata says: every input that would grade
+      a candidate is a fixed one, whose answer a candidate can memorise (`fixed_inputs`);
+    * a timed class has less declared entropy than entropy.MIN_ENTROPY_BITS, or a stored
+      entropy measurement (`metadata.entropy`, for the program as it is now) found output
+      collisions or a field the output does not depend on (`tabulable`): a table of
+      answers, or of checkpoints of a running computation, passes every grading;
+    * its adequacy mark says its tests accept trivial or mutated programs.
+
+    An adequacy mark that is missing, unreadable or stale (the source or tests changed
+    since: `program_hash` differs) means "not checked" and does not make a program unfit:
+    the generator rules above already refuse what a table could pass, and the mark is
+    cheap to add with `asmopt suite verify --write-marks`."""
+    if program.inputs is None:
         return False, (
-            "fixed_inputs: no fresh input could be drawn for it at import "
-            "(metadata.inputs_report), so a memorised answer would be paid"
+            "fixed_inputs: it has no input generator, so every input that grades an answer "
+            "is a fixed one and a memorised answer would be paid; give it inputs "
+            "(`asmopt data import ... --mutator`, or an `inputs` spec in program.json: "
+            "docs/suite_format.md)"
+        )
+    tabulable = declared_problems(program)
+    measured = read_entropy_mark(program)
+    if measured is not None:
+        tabulable += [p for p in measured.problems() if p not in tabulable]
+    if tabulable:
+        return False, (
+            "tabulable: " + "; ".join(tabulable) + " (an answer table for every input the "
+            "generator can draw would be paid: docs/suite_format.md, 'Entropy')"
         )
     if MARK_KEY not in program.meta:
         return True, "not checked"
@@ -308,10 +331,10 @@ def require_fit(programs: Iterable[Program], what: str, allow_unfit: bool = Fals
     shown = [f"{pid} ({why})" for pid, why in sorted(bad.items())[:10]]
     more = f" and {len(bad) - 10} more" if len(bad) > 10 else ""
     raise UnfitProgramError(
-        f"refusing {what} for {len(bad)} program(s) whose tests accept trivial or mutated "
-        f"programs (a reward hole): {'; '.join(shown)}{more}. Add varied tests and re-run "
-        "`asmopt suite verify --write-marks`, or allow them explicitly "
-        "(allow_unfit=True / --allow-unfit)"
+        f"refusing {what} for {len(bad)} program(s) unfit for reward (a reward hole: an "
+        f"answer could be known in advance or a trivial one passes): {'; '.join(shown)}"
+        f"{more}. Fix the inputs or tests (and re-run `asmopt suite verify`), or allow them "
+        "explicitly (allow_unfit=True / --allow-unfit; recorded with every score)"
     )
 
 

@@ -30,6 +30,8 @@ from typing import TYPE_CHECKING, Any
 from tqdm import tqdm
 
 from asmopt.best_of_n import best_of_n_metrics
+from asmopt.entropy import DRAWS as ENTROPY_DRAWS
+from asmopt.entropy import EntropyReport, measure_entropy
 from asmopt.errors import InputError
 from asmopt.evaluate import (
     CheckResult,
@@ -473,9 +475,14 @@ class VerifyOutcome:
     # program has fixed inputs only), and how many draws the -O3 build did not accept.
     drawn: CheckResult | None = None
     refused: int = 0
-    # Classes a fixed test stands for whose drawable inputs are few enough to tabulate
-    # (class -> about how many): an answer table for all of them fits in a binary.
-    tabulable: dict[str, float] = field(default_factory=dict)
+    # Both entropy measures of every timed class (asmopt.entropy); None: not measured
+    # (fixed inputs only, or a build failed).
+    entropy: EntropyReport | None = None
+
+    @property
+    def tabulable(self) -> list[str]:
+        """Why a table of answers could pass this program's gradings (empty: none can)."""
+        return self.entropy.problems() if self.entropy is not None else []
 
     @property
     def ok(self) -> bool:
@@ -496,8 +503,12 @@ def verify_programs(
     jobs: int = 2,
     progress: bool = True,
     limits: Limits | None = None,
+    entropy_draws: int = ENTROPY_DRAWS,
 ) -> list[VerifyOutcome]:
-    """Rebuild each program at -O0 and -O3 and check both pass every test."""
+    """Rebuild each program at -O0 and -O3 and check both pass every test, that both
+    agree on drawn inputs, and (with `entropy_draws` > 0) that no answer of a timed class
+    can be precomputed: declared entropy, distinct outputs over `entropy_draws` draws,
+    every field changing the output (asmopt.entropy)."""
     programs = list(programs)
 
     def one(program: Program) -> VerifyOutcome:
@@ -517,42 +528,13 @@ def verify_programs(
             outcome.drawn, outcome.refused = _verify_drawn(
                 program, binaries[0], binaries[1], sandbox, limits
             )
-            # Only classes whose fixed tests take measurable time: tabulating an edge
-            # class saves nothing a timing could see.
-            slow = {
-                t.size_class
-                for t in checks[1].tests
-                if t.size_class is not None and t.wall_time_s > TABULABLE_MIN_S
-            }
-            outcome.tabulable = tabulable_classes(program, slow)
+            if entropy_draws > 0:
+                outcome.entropy = measure_entropy(
+                    program, toolchain, sandbox, draws=entropy_draws, limits=limits
+                )
         return outcome
 
     return parallel_map(one, programs, jobs=jobs, desc="verify", progress=progress)
-
-
-# Fewer distinct drawable inputs than this, and a table of every answer fits in a binary.
-TABULABLE_INPUTS = 1 << 20
-
-
-TABULABLE_MIN_S = 0.01
-
-
-def tabulable_classes(
-    program: Program, classes: set[str | None] | None = None
-) -> dict[str, float]:
-    """The timed classes (those a fixed test stands for; of `classes` if given) with fewer
-    than TABULABLE_INPUTS distinct inputs: fresh draws from them are unpredictable, but not
-    unknowable, since a candidate could carry the answer of every one (a program whose
-    input is one small n)."""
-    if program.inputs is None:
-        return {}
-    timed = {k for _, k in program.inputs.tests if classes is None or k in classes}
-    out = {}
-    for size_class in sorted(timed):
-        space = program.inputs.distinct_inputs(size_class)
-        if space is not None and space < TABULABLE_INPUTS:
-            out[size_class] = space
-    return out
 
 
 def _verify_drawn(

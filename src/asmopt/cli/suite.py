@@ -45,7 +45,8 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--write-marks",
         action="store_true",
-        help="store each adequacy report in the suite's program.json (metadata.adequacy)",
+        help="store each adequacy report and entropy measurement in the suite's "
+        "program.json (metadata.adequacy, metadata.entropy)",
     )
     add_bounded(
         p,
@@ -55,6 +56,17 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
         type=int,
         default=6,
         help="mutants of the -O3 baseline per program (default 6)",
+    )
+    add_bounded(
+        p,
+        "--entropy-draws",
+        low=0,
+        high=4_096,
+        type=int,
+        default=256,
+        help="draws per timed class whose baseline outputs must all differ, the "
+        "no-precomputed-answer check (docs/suite_format.md, 'Entropy'; default 256; 0 "
+        "skips the measurement, the declared entropy is still checked)",
     )
     p.set_defaults(func=cmd_suite_verify)
 
@@ -160,17 +172,35 @@ def cmd_suite_verify(args: argparse.Namespace) -> int:
     sandbox = default_sandbox()
     sandbox.check()
     toolchain = default_toolchain()
-    results = verify_programs(programs, toolchain, sandbox, jobs=args.jobs, progress=not args.json)
+    results = verify_programs(
+        programs, toolchain, sandbox, jobs=args.jobs, progress=not args.json,
+        entropy_draws=args.entropy_draws,
+    )
     reports: list[Any] = []
     if not args.no_adequacy:
         reports = _adequacy_reports(args, programs, results, toolchain, sandbox, root)
+    if root is not None:
+        _write_entropy_marks(results, root)
     if args.json:
         emit_json(_verify_json(args, results, reports, root))
     else:
         _print_verify(args, results, reports, root)
     bad = [r for r in results if not r.ok]
     unfit_or_unchecked = [r for r in reports if not (r.checked and r.fit)]
-    return 0 if not (bad or unfit_or_unchecked) else 1
+    tabulable = [r for r in results if r.tabulable]
+    fixed = [p for p in programs if p.inputs is None]
+    return 0 if not (bad or unfit_or_unchecked or tabulable or fixed) else 1
+
+
+def _write_entropy_marks(results: list[Any], root: Path) -> None:
+    """Store each program's entropy measurement as its mark (metadata.entropy), which
+    `is_reward_fit` reads while the program stays as it was measured."""
+    from asmopt.entropy import MARK_KEY
+    from asmopt.programs.suite_io import set_program_metadata
+
+    for r in results:
+        if r.entropy is not None:
+            set_program_metadata(root, r.program_id, MARK_KEY, r.entropy.to_dict())
 
 
 def _adequacy_reports(
@@ -217,8 +247,9 @@ def _verify_json(
             for r in bad
         ],
         "tabulable": [
-            {"program": r.program_id, "classes": r.tabulable} for r in results if r.tabulable
+            {"program": r.program_id, "problems": r.tabulable} for r in results if r.tabulable
         ],
+        "entropy": [r.entropy.to_dict() for r in results if r.entropy is not None],
     }
     if not args.no_adequacy:
         from asmopt.adequacy import summarize_reports
@@ -284,16 +315,40 @@ def _print_verify(
     print_table(rows, [*headers, *([] if args.no_adequacy else ["adequacy"]), "problem"])
     bad = sum(not r.ok for r in results)
     print(f"\n{len(results) - bad}/{len(results)} programs pass every test at -O0 and -O3")
+    measured = [r.entropy for r in results if r.entropy is not None]
+    if measured:
+        print(_entropy_summary(measured))
     for r in results:
-        if r.tabulable:
-            classes = ", ".join(f"{k} (~{v:.0f})" for k, v in r.tabulable.items())
+        if r.drawn is None and r.o3.correct:
             print(
-                f"warning: {r.program_id}: few distinct inputs in {classes}: a table of "
-                "every answer would fit in a binary, so its timings could be bought by "
-                "precomputation"
+                f"unfit: {r.program_id}: fixed inputs only (no input generator): a memorised "
+                "answer would be paid, so no reward path scores it"
+            )
+        if r.tabulable:
+            print(
+                f"tabulable: {r.program_id}: {'; '.join(r.tabulable)}: an answer table could "
+                "pass its gradings, so it is unfit for reward"
             )
     if not args.no_adequacy:
         _print_adequacy(reports, root)
+
+
+def _entropy_summary(reports: list[Any]) -> str:
+    """One line: the timed classes measured, the least declared entropy, the distinct
+    outputs and the least share of draws in which changing a field changed the output."""
+    classes = [c for r in reports for c in r.classes]
+    if not classes:
+        return "entropy: no timed class measured"
+    bits = min(c.declared_bits for c in classes)
+    distinct = sum(c.distinct for c in classes)
+    draws = sum(c.draws for c in classes)
+    shares = [v for c in classes for v in c.fields.values()]
+    least = f", changing any field changed the output in >= {min(shares):.0%} of draws" if (
+        shares) else ""
+    return (
+        f"entropy of {len(classes)} timed classes: >= {bits:.0f} declared bits, "
+        f"{distinct}/{draws} distinct baseline outputs{least}"
+    )
 
 
 def _print_adequacy(reports: list[Any], root: Path | None) -> None:

@@ -43,6 +43,7 @@ from __future__ import annotations
 
 import ast
 import hashlib
+import itertools
 import math
 import re
 from collections.abc import Mapping
@@ -284,9 +285,17 @@ class _Template:
             parts.append(template[pos:])
         return cls(tuple(parts), tuple(variables))
 
-    def render(self, rng: Rng, env: dict[str, Any], budget: list[int]) -> str:
+    def render(
+        self,
+        rng: Rng,
+        env: dict[str, Any],
+        budget: list[int],
+        perturb: _Perturb | None = None,
+    ) -> str:
         for var in self.vars:
             env[var.name] = _draw_var(var, rng, env, budget)
+            if perturb is not None and var.name == perturb.var:
+                env[var.name] = perturb.redraw(var, env[var.name], env, budget)
         out = []
         for part in self.parts:
             out.append(part if isinstance(part, str) else _text(env[part[0]]))
@@ -482,6 +491,190 @@ def _mutate(text: str, rng: Rng, rate: float, alphabet: str, budget: list[int]) 
     return "".join(out)
 
 
+# ---------------------------------------------------------------------------- entropy
+# How much a draw of a class can be known in advance is the min-entropy of its input: a
+# table of T answers covers a draw with probability at most T * 2^-bits. The bound below
+# is computed from the spec alone, conservatively: every bound that is an expression is
+# taken at its least favourable value over what the earlier vars can be (interval
+# arithmetic), a `mutate` and a `value` count as no entropy, and a var's entropy is its
+# worst case given the earlier ones, so the sum is a lower bound (the chain rule for
+# conditional min-entropy).
+_Interval = tuple[float, float]
+_UNBOUNDED: _Interval = (-math.inf, math.inf)
+
+
+def _interval(node: ast.expr, env: Mapping[str, _Interval]) -> _Interval:
+    """The values `node` can take when each earlier var lies in its interval."""
+    if isinstance(node, ast.Constant):
+        return (float(node.value), float(node.value))
+    if isinstance(node, ast.Name):
+        return env.get(node.id, _UNBOUNDED)
+    if isinstance(node, ast.UnaryOp):
+        lo, hi = _interval(node.operand, env)
+        return (-hi, -lo) if isinstance(node.op, ast.USub) else (lo, hi)
+    if isinstance(node, ast.Call):
+        args = [_interval(a, env) for a in node.args]
+        name = node.func.id  # type: ignore[attr-defined]
+        if not args:
+            return _UNBOUNDED
+        if name == "min":
+            return (min(a[0] for a in args), min(a[1] for a in args))
+        if name == "max":
+            return (max(a[0] for a in args), max(a[1] for a in args))
+        lo, hi = args[0]  # abs
+        if lo >= 0:
+            return (lo, hi)
+        return (0.0 if hi >= 0 else -hi, max(-lo, hi))
+    if isinstance(node, ast.BinOp):
+        a, b = _interval(node.left, env), _interval(node.right, env)
+        if isinstance(node.op, ast.Add):
+            return (a[0] + b[0], a[1] + b[1])
+        if isinstance(node.op, ast.Sub):
+            return (a[0] - b[1], a[1] - b[0])
+        if isinstance(node.op, ast.Mult):
+            return _corners(a, b, lambda x, y: x * y)
+        if isinstance(node.op, ast.FloorDiv | ast.Div) and (b[0] > 0 or b[1] < 0):
+            op = (lambda x, y: x / y) if isinstance(node.op, ast.Div) else (
+                lambda x, y: math.floor(x / y) if math.isfinite(x / y) else x / y)
+            return _corners(a, b, op)
+        if isinstance(node.op, ast.Mod) and b[0] > 0:
+            return (0.0, b[1] - 1) if a[0] >= 0 else (-(b[1] - 1), b[1] - 1)
+    return _UNBOUNDED
+
+
+def _corners(a: _Interval, b: _Interval, op: Any) -> _Interval:
+    values = []
+    for x in a:
+        for y in b:
+            with_nan = op(x, y) if not (math.isinf(x) and y == 0) else 0.0
+            values.append(0.0 if math.isnan(with_nan) else with_nan)
+    return (min(values), max(values))
+
+
+def _num_interval(num: _Num, env: Mapping[str, _Interval]) -> _Interval:
+    if num.expr is None:
+        return (float(num.const), float(num.const))  # type: ignore[arg-type]
+    return _interval(num.expr, env)
+
+
+def _least_width(lo_n: _Num, hi_n: _Num, env: Mapping[str, _Interval]) -> float:
+    """The least hi - lo over what the earlier vars can be. Intervals alone lose that the
+    two bounds move together (`[n, 2 * n]` is never empty), so the bounds are evaluated
+    at every combination of the low end, the middle and the high end of each var they
+    name: exact for the sums, products, min and max of one var per bound that specs use."""
+    names = sorted(
+        {n.id for b in (lo_n, hi_n) if b.expr is not None for n in ast.walk(b.expr)
+         if isinstance(n, ast.Name) and n.id not in _FUNCS}
+    )
+    if not names:
+        return float(hi_n.get({}, "")) - float(lo_n.get({}, ""))
+    points = []
+    for name in names:
+        low, high = env.get(name, _UNBOUNDED)
+        if not (math.isfinite(low) and math.isfinite(high)) or len(names) > 4:
+            return -math.inf
+        points.append(sorted({low, math.floor((low + high) / 2), high}))
+    least = math.inf
+    for combo in itertools.product(*points):
+        values = dict(zip(names, combo, strict=True))
+        try:
+            least = min(least, float(hi_n.get(values, "")) - float(lo_n.get(values, "")))
+        except GeneratorError:
+            return -math.inf
+    return least
+
+
+def _log2_count(count: float) -> float:
+    return math.log2(count) if count > 1 and math.isfinite(count) else 0.0
+
+
+def _var_bits(var: _Var, env: dict[str, _Interval]) -> tuple[float, _Interval]:
+    """(the var's worst-case min-entropy in bits, the interval of its numeric value)."""
+    if var.kind in ("int", "float"):
+        lo_n, hi_n = var.arg("range")
+        lo, hi = _num_interval(lo_n, env), _num_interval(hi_n, env)
+        width = _least_width(lo_n, hi_n, env)
+        span = (lo[0], hi[1])
+        if var.kind == "float":
+            return _log2_count(min(width * 10.0 ** var.arg("digits") + 1, 2.0**53)), span
+        if var.arg("log") and lo[0] >= 1:
+            # Log-uniform: the likeliest value is the low bound, with probability
+            # ln(1 + 1/lo) / ln((hi + 1) / lo); taken where that is largest.
+            low, high = max(1.0, lo[0]), max(1.0, hi[0])
+            if not math.isfinite(high) or high <= low:
+                return 0.0, span
+            p_max = math.log1p(1.0 / low) / math.log((high + 1.0) / low)
+            return (-math.log2(p_max) if p_max < 1 else 0.0), span
+        return _log2_count(math.floor(width) + 1), span
+    if var.kind == "choice":
+        values, weights = var.arg("values"), var.arg("weights")
+        mass: dict[str, float] = {}
+        for k, v in enumerate(values):
+            mass[_text(v)] = mass.get(_text(v), 0.0) + (1.0 if weights is None else weights[k])
+        p_max = max(mass.values()) / sum(mass.values())
+        numeric = [float(v) for v in values if isinstance(v, int | float)]
+        span = (min(numeric), max(numeric)) if len(numeric) == len(values) else _UNBOUNDED
+        return -math.log2(p_max), span
+    if var.kind == "text":
+        n = max(0.0, _num_interval(var.arg("length"), env)[0])
+        return n * _log2_count(len(set(var.arg("alphabet")))), _UNBOUNDED
+    if var.kind == "ints":
+        n = max(0.0, _num_interval(var.arg("count"), env)[0])
+        lo_n, hi_n = var.arg("range")
+        width = _least_width(lo_n, hi_n, env)
+        return n * _log2_count(math.floor(width) + 1), _UNBOUNDED
+    if var.kind == "repeat":
+        n = max(0.0, _num_interval(var.arg("count"), env)[0])
+        record: _Template = var.arg("record")
+        return (n * _template_bits(record, dict(env)) if n else 0.0), _UNBOUNDED
+    if var.kind == "value":
+        return 0.0, _num_interval(var.arg("value"), env)
+    return 0.0, _UNBOUNDED  # mutate: its randomness is partly undone by what it copies
+
+
+def _template_bits(template: _Template, env: dict[str, _Interval]) -> float:
+    total = 0.0
+    used = {part[0] for part in template.parts if not isinstance(part, str)}
+    for var in template.vars:
+        bits, span = _var_bits(var, env)
+        env[var.name] = span
+        # A var no placeholder shows adds nothing to the input by itself (what depends on
+        # it, a count or a length, is counted where it is shown).
+        if var.name in used:
+            total += bits
+    return total
+
+
+@dataclass(frozen=True)
+class _Perturb:
+    """Draw one var of a class again, everything else as the seed drew it: does the
+    output depend on that var? `high` keeps the low half of an integer's offset in its
+    range and draws the high half again (a program that reads 64 bits but uses 32 does
+    not notice)."""
+
+    var: str
+    seed: int
+    high: bool = False
+
+    def redraw(self, var: _Var, old: Any, env: dict[str, Any], budget: list[int]) -> Any:
+        rng = Rng(self.seed)
+        for _ in range(16):
+            if self.high and var.kind == "int":
+                lo_n, hi_n = var.arg("range")
+                lo, hi = lo_n.get_int(env, var.name), hi_n.get_int(env, var.name)
+                half = max(1, (hi - lo).bit_length() // 2)
+                low_bits = (old - lo) & ((1 << half) - 1)
+                top = rng.below(max(1, ((hi - lo) >> half) + 1))
+                new = lo + ((top << half) | low_bits)
+                if new > hi:
+                    continue
+            else:
+                new = _draw_var(var, rng, env, budget)
+            if new != old:
+                return new
+        return old
+
+
 @dataclass(frozen=True)
 class InputGenerator:
     """How to draw inputs of each size class of one program, and which class each fixed
@@ -551,36 +744,62 @@ class InputGenerator:
         """The size class a fixed test stands for (None: it stands for none)."""
         return dict(self.tests).get(test_name)
 
-    def draw(self, size_class: str, seed: int) -> bytes:
-        """One input of `size_class`, drawn from `seed` (the same bytes for the same seed)."""
+    def _template(self, size_class: str) -> _Template:
         template = dict(self.classes).get(size_class)
         if template is None:
             have = ", ".join(self.class_names)
             raise GeneratorError(f"no size class {size_class!r} (have {have})")
+        return template
+
+    def draw(self, size_class: str, seed: int) -> bytes:
+        """One input of `size_class`, drawn from `seed` (the same bytes for the same seed)."""
         budget = [MAX_DRAWN_BYTES]
-        return template.render(Rng(seed), {}, budget).encode()
+        return self._template(size_class).render(Rng(seed), {}, budget).encode()
 
-    def distinct_inputs(
-        self, size_class: str, draws: int = 2000, seconds: float = 0.5
-    ) -> float | None:
-        """About how many distinct inputs the class can draw (a birthday estimate from
-        `draws` draws, or fewer when `seconds` run out: n draws with c >= 2 repeats
-        suggest n^2 / 2c), or None when too few repeats were seen to tell (the space is
-        then larger than about n^2 / 2). A class that can draw only a few thousand inputs
-        can be tabulated: an answer for each fits in a binary."""
-        import time
+    def draw_changed(
+        self, size_class: str, seed: int, field: str, other: int, high: bool = False
+    ) -> bytes:
+        """The input `draw(size_class, seed)` with one field (a var of the class) drawn
+        again from `other`; with `high`, only the high half of an integer field. What
+        depends on the field (a count, a list's length) follows it."""
+        budget = [MAX_DRAWN_BYTES]
+        template = self._template(size_class)
+        if field not in {v.name for v in template.vars}:
+            raise GeneratorError(f"class {size_class!r} has no var {field!r}")
+        perturb = _Perturb(field, other, high)
+        return template.render(Rng(seed), {}, budget, perturb).encode()
 
-        seen: set[bytes] = set()
-        repeats = n = 0
-        start = time.monotonic()
-        for k in range(draws):
-            data = self.draw(size_class, derive_seed(0x5EED, "space", size_class, k))
-            n += 1
-            if data in seen:
-                repeats += 1
-            seen.add(data)
-            if time.monotonic() - start > seconds:
-                break
-        if repeats and len(seen) < n / 2:  # the space is nearly exhausted: count it
-            return float(len(seen))
-        return n * n / (2.0 * repeats) if repeats >= 2 else None
+    def entropy_bits(self, size_class: str) -> float:
+        """A lower bound on the min-entropy, in bits, of one input of `size_class`,
+        computed from the spec alone (`_template_bits`): a table of T answers covers a
+        draw with probability at most T / 2^bits."""
+        return _template_bits(self._template(size_class), {})
+
+    def fields(self, size_class: str) -> tuple[str, ...]:
+        """The drawn fields of a class: its vars that are drawn, not computed (`value`),
+        and can take more than one value. The output should depend on each."""
+        out = []
+        for v in self._template(size_class).vars:
+            if v.kind == "value":
+                continue
+            if v.kind == "choice" and len({_text(x) for x in v.arg("values")}) < 2:
+                continue
+            if v.kind == "int":
+                lo_n, hi_n = v.arg("range")
+                if lo_n.expr is None and hi_n.expr is None and lo_n.const == hi_n.const:
+                    continue
+            out.append(v.name)
+        return tuple(out)
+
+    def wide_fields(self, size_class: str) -> tuple[str, ...]:
+        """The integer fields whose range spans at least 2^32 values (a 64-bit seed):
+        the ones a program could read whole but use only in part."""
+        template = self._template(size_class)
+        out = []
+        for v in template.vars:
+            if v.kind != "int":
+                continue
+            lo_n, hi_n = v.arg("range")
+            if lo_n.expr is None and hi_n.expr is None and hi_n.const - lo_n.const >= 1 << 32:
+                out.append(v.name)
+        return tuple(out)

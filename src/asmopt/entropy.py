@@ -1,0 +1,259 @@
+"""No answer can be precomputed: is every graded input of a program unknowable in advance?
+
+Fresh inputs (fresh.py) make a run's input unpredictable, but not its *answer*: where a
+class draws one small number (`n` in 0..2700), a candidate can carry the answer for every
+value it can draw, or checkpoints of a running computation every few thousand values, and
+be correct on every input while doing none of the work. The design rule (docs/sandbox.md,
+"No answer can be precomputed"): every input that grades a candidate carries enough drawn
+information that the answers for all the inputs it could be cannot fit in any candidate,
+and the output depends on that information. Two measures of each timed class (a class a
+fixed test stands for, so its draws are checked and timed):
+
+* **declared entropy**: a lower bound on the min-entropy of one input, computed from the
+  generator's spec (`InputGenerator.entropy_bits`, no run needed). Below
+  `MIN_ENTROPY_BITS` a table of the likeliest inputs' answers covers a share of the draws
+  that a binary of a few megabytes can hold;
+* **measured dependence**: over `DRAWS` draws the baseline's outputs must all be distinct
+  (an output collision means the answer space is smaller than the input space: a prefix
+  of the work is shared, or a field is ignored), and changing any single drawn field (for
+  a 64-bit field, also only its high half) must change the output in most draws.
+
+A class that fails either is *tabulable*, and a program with a tabulable timed class is
+unfit for reward (`adequacy.is_reward_fit` reads the declared bound at once and a stored
+measurement from `metadata.entropy`); an evaluation still runs it and marks it.
+"""
+
+from __future__ import annotations
+
+import secrets
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from asmopt.errors import InputError
+from asmopt.evaluate import baseline_binary
+from asmopt.programs.generators import derive_seed
+from asmopt.programs.model import Program
+from asmopt.sandbox.runner import MAX_INPUTS, Limits, Sandbox
+from asmopt.toolchain import Toolchain
+
+# 2^64 inputs: no table of their answers fits in any binary, and a table of 2^k of them
+# (k = 24 is a 16 M-entry table, far past the completion cap) covers 2^(k-64) of the draws.
+MIN_ENTROPY_BITS = 64.0
+# Draws per class whose baseline outputs must be pairwise distinct. With 64 bits of
+# output-relevant entropy a collision among 256 draws has probability about 2^-49; one seen
+# means the answer space is tiny (or a field is ignored), not bad luck.
+DRAWS = 256
+# Draws per field in the dependence check, and the share of them in which changing the
+# field must change the output ("most draws": a field may matter only in some draws, e.g.
+# a bound that a short list never reaches, but a field that matters in fewer than half
+# carries too little of the answer to count as its data).
+FIELD_DRAWS = 16
+FIELD_MIN_SHARE = 0.5
+MARK_KEY = "entropy"
+
+
+@dataclass
+class ClassEntropy:
+    """The two measures of one size class."""
+
+    size_class: str
+    declared_bits: float
+    draws: int = 0  # draws the baseline accepted
+    distinct: int = 0  # distinct (stdout, exit) among them
+    refused: int = 0  # draws the baseline did not accept (non-zero exit, crash, timeout)
+    # field -> share of draws in which changing it changed the output; `name^hi` is the
+    # high half of a 64-bit field.
+    fields: dict[str, float] = field(default_factory=dict)
+
+    @property
+    def collisions(self) -> int:
+        return self.draws - self.distinct
+
+    def problems(self) -> list[str]:
+        """Why this class is tabulable (empty: it is not)."""
+        out = []
+        if self.declared_bits < MIN_ENTROPY_BITS:
+            out.append(
+                f"{self.size_class}: {self.declared_bits:.1f} bits of declared entropy "
+                f"(< {MIN_ENTROPY_BITS:g})"
+            )
+        if self.collisions:
+            out.append(
+                f"{self.size_class}: {self.collisions} output collision(s) in {self.draws} draws"
+            )
+        for name, share in sorted(self.fields.items()):
+            if share < FIELD_MIN_SHARE:
+                out.append(
+                    f"{self.size_class}: changing {name} changed the output in only "
+                    f"{share:.0%} of draws"
+                )
+        return out
+
+
+@dataclass
+class EntropyReport:
+    """The measures of every timed class of one program."""
+
+    program_id: str
+    program_hash: str
+    classes: list[ClassEntropy] = field(default_factory=list)
+    draws: int = DRAWS
+
+    @property
+    def tabulable(self) -> bool:
+        return any(c.problems() for c in self.classes)
+
+    def problems(self) -> list[str]:
+        return [p for c in self.classes for p in c.problems()]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "program": self.program_id,
+            "program_hash": self.program_hash,
+            "draws": self.draws,
+            "tabulable": self.tabulable,
+            "classes": [asdict(c) for c in self.classes],
+        }
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> EntropyReport:
+        return cls(
+            program_id=str(data["program"]),
+            program_hash=str(data.get("program_hash", "")),
+            classes=[ClassEntropy(**c) for c in data.get("classes", [])],
+            draws=int(data.get("draws", DRAWS)),
+        )
+
+
+def timed_classes(program: Program) -> tuple[str, ...]:
+    """The classes a fixed test stands for: each grading checks them and times them."""
+    if program.inputs is None:
+        return ()
+    named = {klass for _, klass in program.inputs.tests}
+    return tuple(c for c in program.inputs.class_names if c in named)
+
+
+def declared_problems(program: Program) -> list[str]:
+    """The timed classes whose declared entropy is below the bound (no run needed)."""
+    if program.inputs is None:
+        return []
+    out = []
+    for size_class in timed_classes(program):
+        bits = program.inputs.entropy_bits(size_class)
+        if bits < MIN_ENTROPY_BITS:
+            out.append(
+                f"{size_class}: {bits:.1f} bits of declared entropy (< {MIN_ENTROPY_BITS:g})"
+            )
+    return out
+
+
+def read_mark(program: Program) -> EntropyReport | None:
+    """The stored measurement of `program` if it is for the program as it is now."""
+    raw = program.meta.get(MARK_KEY)
+    if not isinstance(raw, dict):
+        return None
+    try:
+        report = EntropyReport.from_dict(raw)
+    except (KeyError, TypeError, ValueError):
+        return None
+    return report if report.program_hash == program.content_hash() else None
+
+
+def _outputs(
+    program: Program, baseline: Any, sandbox: Sandbox, inputs: Sequence[bytes], limits: Limits
+) -> list[tuple[bytes, int] | None]:
+    """The baseline's (stdout, exit code) on each input; None where it did not end cleanly
+    (a crash, a timeout, an output cap): such an input is not one the program accepts."""
+    out: list[tuple[bytes, int] | None] = []
+    for start in range(0, len(inputs), MAX_INPUTS):
+        chunk = list(inputs[start : start + MAX_INPUTS])
+        result = sandbox.run_binaries(
+            [baseline],
+            [0] * len(chunk),
+            stdin=chunk,
+            feed=list(range(len(chunk))),
+            limits=limits,
+            marker=secrets.token_hex(16),
+        )
+        if result.infra_error:
+            raise RuntimeError(f"the baseline's sandbox failed: {result.infra_error}")
+        runs = result.each_run()[: len(chunk)]
+        for run in runs:
+            clean = run.signal is None and not run.timed_out and not run.stdout_truncated
+            clean = clean and run.exit_code is not None and run.exec_error is None
+            out.append((run.stdout, int(run.exit_code or 0)) if clean else None)
+        out += [None] * (len(chunk) - len(runs))
+    return out
+
+
+def measure_class(
+    program: Program,
+    size_class: str,
+    baseline: Any,
+    sandbox: Sandbox,
+    limits: Limits,
+    *,
+    draws: int = DRAWS,
+    field_draws: int = FIELD_DRAWS,
+    seed: int = 0,
+) -> ClassEntropy:
+    """Both measures of one class: `draws` draws for distinct outputs, then `field_draws`
+    of them with each field drawn again (and the high half of each 64-bit field)."""
+    gen = program.inputs
+    if gen is None:
+        raise InputError(f"program {program.id!r} has fixed inputs only")
+    report = ClassEntropy(size_class, gen.entropy_bits(size_class))
+    seeds = [derive_seed(seed, program.id, "entropy", size_class, k) for k in range(draws)]
+    inputs = [gen.draw(size_class, s) for s in seeds]
+    outputs = _outputs(program, baseline, sandbox, inputs, limits)
+    accepted = [o for o in outputs if o is not None]
+    report.draws, report.refused = len(accepted), len(outputs) - len(accepted)
+    report.distinct = len(set(accepted))
+    base = [(s, o) for s, o in zip(seeds, outputs, strict=True) if o is not None][:field_draws]
+    variants = [(name, False) for name in gen.fields(size_class)]
+    variants += [(name, True) for name in gen.wide_fields(size_class)]
+    changed_inputs, owners = [], []
+    for name, high in variants:
+        for k, (s, _) in enumerate(base):
+            other = derive_seed(seed, program.id, "entropy-field", size_class, name, high, k)
+            changed_inputs.append(gen.draw_changed(size_class, s, name, other, high))
+            owners.append((name, high, k))
+    changed = _outputs(program, baseline, sandbox, changed_inputs, limits)
+    tally: dict[str, list[int]] = {}
+    for (name, high, k), out in zip(owners, changed, strict=True):
+        key = f"{name}^hi" if high else name
+        hit = tally.setdefault(key, [0, 0])
+        hit[1] += 1
+        hit[0] += int(out != base[k][1])  # refused (None) counts as changed
+    report.fields = {key: round(n / d, 4) for key, (n, d) in tally.items() if d}
+    return report
+
+
+def measure_entropy(
+    program: Program,
+    toolchain: Toolchain,
+    sandbox: Sandbox,
+    *,
+    draws: int = DRAWS,
+    field_draws: int = FIELD_DRAWS,
+    limits: Limits | None = None,
+    seed: int = 0,
+) -> EntropyReport:
+    """Measure every timed class of `program` with its -O3 baseline (the program's own
+    output is what a table would have to hold). Deterministic in `seed`."""
+    if draws < 2 or field_draws < 1:
+        raise InputError("entropy draws must be at least 2 and field draws at least 1")
+    limits = limits or sandbox.limits
+    report = EntropyReport(program.id, program.content_hash(), draws=draws)
+    if program.inputs is None:
+        return report
+    baseline = baseline_binary(program, toolchain)
+    for size_class in timed_classes(program):
+        report.classes.append(
+            measure_class(
+                program, size_class, baseline, sandbox, limits,
+                draws=draws, field_draws=field_draws, seed=seed,
+            )
+        )
+    return report
