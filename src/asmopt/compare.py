@@ -190,7 +190,9 @@ def difference_kind(
     version a policy may be told. Quoting the expected line teaches a policy the test's
     answer, and quoting what it printed lets a candidate that prints its stdin (or a hash
     of it) read the hidden input back. Line numbers and the shape of the difference are
-    enough to act on and carry no test data."""
+    enough to act on and quote no byte of either output; a policy is told the shape alone
+    (policies/feedback.py): the line is where the candidate chose to differ, and past the
+    expected end it is the expected output's length."""
     if compare_output(expected, actual, comparison, exit_code) is None:
         return ""
     if not actual:

@@ -7,26 +7,54 @@ whether it is significant. Long text is cut so feedback never dominates the prom
 
 What a policy is told (refinement prompts, the Gymnasium environment's observations and
 info, the verl/TRL adapters' diagnostics) names the verdict, the failing test's name and
-size class, the kind of difference (`compare.difference_kind`), the exit code or signal,
-the limit that was hit, the assembler's or linker's diagnostics and the speedup numbers.
-It never holds a byte of a test's input, of its expected output, or of what the candidate
-printed (stdout or stderr, in a correctness run or a timed run): feedback that quotes them
-lets a policy rebuild hidden tests round by round (print a hash of stdin, read back which
-expected line it is) and earn a reward with a lookup table. A person's message
-(`CheckResult.message`, `TestVerdict.message`) quotes all of that; it reaches a policy
-verbatim only for tests the program marks as examples (`Program.examples`), whose data the
-prompt shows anyway.
+size class, the kind of difference (`compare.difference_kind`, without its line number),
+the kind of limit that was hit, whether the failure came in a timed run, the assembler's or
+linker's diagnostics and the speedup numbers at two significant digits. It never holds a
+byte of a test's input, of its expected output, or of what the candidate printed (stdout or
+stderr, in a correctness run or a timed run): feedback that quotes them lets a policy
+rebuild hidden tests round by round (print a hash of stdin, read back which expected line
+it is) and earn a reward with a lookup table. A person's message (`CheckResult.message`,
+`TestVerdict.message`) quotes all of that; it reaches a policy verbatim only for tests the
+program marks as examples (`Program.examples`), whose data the prompt shows anyway.
+
+Nor does it hold a value the candidate chose or computed, since every such value is a
+channel out of the sandbox a candidate can fill with bits of its input: an exit code is 8
+bits a round ("exit code 122, expected 0" carries a byte of stdin), and with the signal,
+the line where the output first differs, which timed run failed (and of how many), a
+wall-clock deadline derived from its own correctness run, or which stream overflowed, a
+fixed heavy input was learnt in 3 rounds and a drawn class's range in 6. So a failure is
+told as its verdict kind only: `nonzero_exit` says that the exit code was not the expected
+one, not the code (nor the expected one, which is test data); `crash` that a signal ended
+the run, not which; `timeout` and `output_limit` which limit (CPU time, wall clock, the
+batch's, the drawn inputs'; the output cap, the file size limit, the batch's share), not
+its number; `wrong_output` the kind of difference, not its line; a timed run's failure
+that it was a timed run (and on a fresh input), not which. A drawn input is named by its
+size class, not its number (`CLASS~N`: the candidate chose which of them to fail). What
+remains is a handful of bits a round, all of them our own labels: the verdict and its
+kind, the failing fixed test's name and size class (which of the program's tests it chose
+to fail first), timed or not, and the count of tests passed (`info`, verl's diagnostics:
+what `supercoder-design1` pays as the reward itself).
+
+Speedups are measured by us, but a correct candidate can still modulate its own run time
+to write bits into them. The reward pays the speedup itself at full precision (`robust`:
+log s when the interval excludes 1; the reference designs: s above 1), so feedback cannot
+narrow that channel, only stop widening it: it gives the speedup and its interval at two
+significant digits (`coarse_speedup`: 1.0, 1.1, 0.95), enough to tell faster from slower
+(the significance note is computed from the unrounded interval, as the reward is), and the
+environment's `info` and verl's diagnostics round them alike. Nothing policy-facing holds
+run times (verl's `seconds` is left out for that reason).
 
 The failure text is therefore rebuilt from fixed phrases: a person's message is matched
-against the phrases the judge, the evaluator and the timing engine write, and only what
-matches (our own words and numbers) is kept; anything else becomes the verdict's generic
-phrase. Build diagnostics are shown as they are: they quote the candidate's own assembly,
-and the toolchain sandbox holds no test file that a `.include` or `.incbin` could read
-(docs/sandbox.md).
+against the phrases the judge, the evaluator and the timing engine write, and each match is
+replaced by our own fixed text (no number of the message is kept); anything else becomes
+the verdict's generic phrase. Build diagnostics are shown as they are: they quote the
+candidate's own assembly, fixed before any input is read, and the toolchain sandbox holds
+no test file that a `.include` or `.incbin` could read (docs/sandbox.md).
 """
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
@@ -40,6 +68,8 @@ if TYPE_CHECKING:
     from asmopt.programs.model import Program
 
 MAX_FEEDBACK_CHARS = 1200
+# Significant digits of every speedup a policy is told (coarse_speedup).
+SPEEDUP_DIGITS = 2
 
 # Verdicts whose message is the candidate's own text or diagnostics, never test data.
 _BUILD_VERDICTS = frozenset({"extraction_error", "assemble_error", "link_error"})
@@ -52,40 +82,47 @@ _GENERIC = {
     "output_limit": "the program wrote more output than allowed",
     "sandbox_violation": "the program was stopped by the sandbox",
 }
-_NUM = r"[0-9][0-9.e+]*"
-# (pattern, fixed text or None): a match at the start of a message is kept as matched (our
-# words and numbers only), or replaced by the fixed text where the matched part holds a
-# number the candidate controls (a CPU time it chose) or our own inner detail.
-_SAFE: dict[str, tuple[tuple[re.Pattern[str], str | None], ...]] = {
+# (pattern, fixed text): a message starting with one of our phrases is told as the fixed
+# text beside it, which keeps the kind of what happened and drops every number and name in
+# the phrase (an exit code, a signal, a deadline derived from the candidate's own run, the
+# stream that overflowed: values the candidate chose, see the module docstring).
+_SAFE: dict[str, tuple[tuple[re.Pattern[str], str], ...]] = {
     "timeout": (
-        (re.compile(rf"exceeded the CPU time limit of {_NUM}s"), None),
-        (re.compile(rf"exceeded the wall-clock limit of {_NUM}s"), None),
-        (re.compile(r"exceeded the whole batch's wall-clock limit"), None),
-        (re.compile(r"exceeded the drawn inputs' overall wall-clock limit"), None),
+        (re.compile(r"exceeded the CPU time limit"), "exceeded the CPU time limit"),
+        (re.compile(r"exceeded the wall-clock limit"), "exceeded the wall-clock limit"),
+        (
+            re.compile(r"exceeded the whole batch's wall-clock limit"),
+            "exceeded the whole batch's wall-clock limit",
+        ),
+        (
+            re.compile(r"exceeded the drawn inputs' overall wall-clock limit"),
+            "exceeded the drawn inputs' overall wall-clock limit",
+        ),
     ),
+    # Decided by the binary before it reads any input, so it says nothing of a test; the
+    # errno after it is left out all the same.
     "crash": (
-        (
-            re.compile(r"killed by SIGXCPU after "),
-            "killed by SIGXCPU far below the CPU time limit: the signal did not come from "
-            "the limit",
-        ),
-        (
-            re.compile(
-                r"killed by (?:SIG[A-Z0-9]+|signal \d+)"
-                r"(?: \(near the memory limit: likely out of memory\))?"
-            ),
-            None,
-        ),
-        (re.compile(r"the binary could not be executed(?:: [A-Z0-9]+ \([A-Za-z ,'-]+\))?"), None),
+        (re.compile(r"the binary could not be executed"), "the binary could not be executed"),
     ),
-    "nonzero_exit": ((re.compile(r"exit code -?\d+, expected \d+"), None),),
     "output_limit": (
-        (re.compile(r"(?:stdout|stderr) exceeded \d+ bytes; the program was stopped"), None),
-        (re.compile(r"wrote a file larger than \d+ bytes"), None),
-        (re.compile(r"it wrote more than its share of the batch's output cap"), None),
+        (
+            re.compile(r"(?:stdout|stderr) exceeded \d+ bytes; the program was stopped"),
+            "its output exceeded the output cap; the program was stopped",
+        ),
+        (
+            re.compile(r"wrote a file larger than \d+ bytes"),
+            "it wrote a file larger than the file size limit",
+        ),
+        (
+            re.compile(r"it wrote more than its share of the batch's output cap"),
+            "it wrote more than its share of the batch's output cap",
+        ),
     ),
     "sandbox_violation": (
-        (re.compile(r"the program interfered with the sandbox's launcher"), None),
+        (
+            re.compile(r"the program interfered with the sandbox's launcher"),
+            "the program interfered with the sandbox's launcher",
+        ),
         (
             re.compile(r"forbidden system call \(new process, exec, network, tracing or "),
             "forbidden system call (new process, exec, network, tracing or signalling another "
@@ -96,7 +133,10 @@ _SAFE: dict[str, tuple[tuple[re.Pattern[str], str | None], ...]] = {
             "the sandbox failed during this program's run, and a known-good program ran fine "
             "in a fresh sandbox right after, so the failure is the program's",
         ),
-        (re.compile(r"the program interfered with the launcher"), None),
+        (
+            re.compile(r"the program interfered with the launcher"),
+            "the program interfered with the launcher",
+        ),
     ),
 }
 # Timing-engine phrases that may follow a test name (searched anywhere: the text kept is
@@ -108,18 +148,47 @@ _TIMED_CONSISTENCY = (
         "not behave differently when timed",
     ),
     (
-        re.compile(r"its timed runs used .{1,40} of CPU \(median\) against "),
-        "its timed runs used far less CPU than its own correctness run on the same input: "
-        "it skipped work when it could have been timed",
+        re.compile(r"a timed run used .{1,40} of CPU against .{1,40} in its own correctness run"),
+        "a timed run used far less CPU than its own correctness run on the same input: it "
+        "skipped work when it could have been timed",
     ),
 )
-_TIMED = re.compile(r"(candidate|baseline) failed in timing run (\d+) of (\d+): (\w+): ")
+# The timing engine's "X failed in timing run N of M[ on a fresh input]: VERDICT: ...". N
+# and M are not kept: the candidate chose when to fail, and M grows with how its timings
+# vary.
+_TIMED = re.compile(
+    r"(candidate|baseline) failed in timing run \d+ of \d+( on a fresh input)?: (\w+): "
+)
+# A difference kind's line number: the candidate chose where its output first differs (and
+# past the expected end, it is the expected output's length).
+_KIND_LINE = re.compile(r" \(line \d+\)| from line \d+")
+# Verdict names a timed run's failure may carry (the baseline's, said in a few words).
+_VERDICT_NAMES = frozenset({*_GENERIC, "infra_error"})
 _CHARGED = "; the baseline alone passes this test in a fresh sandbox"
 _KIND_PREFIX = re.compile(rf"(?:{DIFFERENCE_KIND.pattern})(?=; |$)")
 
 
 def _cut(text: str, limit: int = MAX_FEEDBACK_CHARS) -> str:
     return text if len(text) <= limit else text[: limit - 15] + "\n[... cut ...]"
+
+
+def coarse_speedup(value: float | None) -> float | None:
+    """A speedup (or an interval bound) as a policy may be told it: two significant digits
+    (None, and anything not a positive finite number, as they are). The reward pays the
+    speedup at full precision already; a finer number here would only widen the channel a
+    candidate opens by modulating its own run time (module docstring)."""
+    if value is None or not math.isfinite(value) or value <= 0:
+        return value
+    return float(f"{value:.{SPEEDUP_DIGITS}g}")
+
+
+def _two_digits(value: float) -> str:
+    """`coarse_speedup` written out with its digits: 1.0, 0.95, 12, 120."""
+    rounded = coarse_speedup(value)
+    if rounded is None or not math.isfinite(rounded) or rounded <= 0:
+        return f"{value:.{SPEEDUP_DIGITS}g}"
+    decimals = max(0, SPEEDUP_DIGITS - 1 - math.floor(math.log10(rounded)))
+    return f"{rounded:.{decimals}f}"
 
 
 def format_feedback(
@@ -147,8 +216,8 @@ def format_feedback(
             else:
                 note = "not distinguishable from the baseline"
             lines.append(
-                f"All tests passed. Measured speedup {speedup:.3f}x "
-                f"({INTERVAL_NAME} {low:.3f}-{high:.3f}): {note}."
+                f"All tests passed. Measured speedup {_two_digits(speedup)}x "
+                f"({INTERVAL_NAME} {_two_digits(low)}-{_two_digits(high)}): {note}."
             )
         else:
             lines.append("All tests passed.")
@@ -159,33 +228,34 @@ def format_feedback(
 
 def safe_failure(verdict: str, message: str, difference: str = "") -> str:
     """What a policy may be told about one failing test run: `message` (a person's, quoting
-    anything) reduced to the fixed phrases it starts with, `difference` (the kind of a
-    wrong output) when it is one, else the verdict's generic phrase."""
+    anything) reduced to the fixed text of the phrase it starts with, `difference` (the kind
+    of a wrong output, without its line) when it is one, else the verdict's generic phrase.
+    A timed run's failure says that it was one, never which."""
     timed = _TIMED.match(message)
     if timed is not None:
-        who, run, runs, inner = timed.groups()
+        who, fresh, inner = timed.groups()
         rest = message[timed.end() :]
-        where = f"in timed run {run} of {runs}"
+        where = "in a timed run" + (" on a fresh input" if fresh else "")
         if who == "baseline":
+            kind = inner if inner in _VERDICT_NAMES else "a failure"
             if _CHARGED in rest:
                 return (
-                    f"the baseline, run beside this answer, failed {where} ({inner}) and "
+                    f"the baseline, run beside this answer, failed {where} ({kind}) and "
                     "passes alone in a fresh sandbox, so the failure is charged to this answer"
                 )
-            return f"the baseline failed {where} ({inner})"
+            return f"the baseline failed {where} ({kind})"
         return f"{where}: {safe_failure(inner, rest)}"
     if verdict == "wrong_output":
         if DIFFERENCE_KIND.fullmatch(difference):
-            return difference
+            return _KIND_LINE.sub("", difference)
         kind = _KIND_PREFIX.match(message)
-        return kind.group(0) if kind is not None else _GENERIC[verdict]
+        return _KIND_LINE.sub("", kind.group(0)) if kind is not None else _GENERIC[verdict]
     for pattern, fixed in _TIMED_CONSISTENCY:
         if pattern.search(message):
             return fixed
     for pattern, fixed in _SAFE.get(verdict, ()):
-        found = pattern.match(message)
-        if found is not None:
-            return fixed or found.group(0)
+        if pattern.match(message):
+            return fixed
     return _GENERIC.get(verdict, "the attempt failed")
 
 
@@ -198,7 +268,12 @@ def _quotable(name: str, message: str, program: Program | None) -> bool:
 
 
 def _test_line(name: str, size_class: str | None, detail: str) -> str:
-    where = f"test {name}" + (f" (size class {size_class})" if size_class else "")
+    """`test NAME (size class C): detail`; a drawn input (`CLASS~N`, fresh.drawn_name) is
+    named by its class alone: its number says which draw the candidate chose to fail."""
+    if "~" in name:
+        where = f"a drawn input (size class {size_class or name.split('~', 1)[0]})"
+    else:
+        where = f"test {name}" + (f" (size class {size_class})" if size_class else "")
     return f"{where}: {detail}"
 
 
@@ -211,18 +286,15 @@ def _not_ours(verdict: str) -> str:
 
 
 def failure_feedback(test: TestVerdict, program: Program | None = None) -> str:
-    """One failing test as a policy may see it: name, size class, and the safe description
-    of what went wrong (the full message only for a test the program marks as an example)."""
+    """One failing test as a policy may see it: name (a drawn input's class only), size
+    class, and the safe description of what went wrong (the full message only for a test
+    the program marks as an example)."""
     verdict = str(test.verdict)
     generic = _GENERIC.get(verdict, "the attempt failed")
     if _quotable(test.test, test.message, program):
         return _test_line(test.test, test.size_class, test.message or generic)
+    # Not test.exit_code or test.signal: values the candidate chose (module docstring).
     detail = safe_failure(verdict, test.message, test.difference)
-    # A record whose message is not one of ours still has the numbers a policy may see.
-    if detail == generic and verdict == "nonzero_exit" and test.exit_code is not None:
-        detail = f"exit code {test.exit_code}"
-    elif detail == generic and verdict == "crash" and test.signal:
-        detail = f"killed by {test.signal}"
     return _test_line(test.test, test.size_class, detail)
 
 

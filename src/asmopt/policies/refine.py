@@ -1,10 +1,11 @@
 """Iterative refinement: K rounds in which the model sees compact feedback and revises.
 
 Feedback comes only from the SELECTION split of the tests (the same split best-of-N uses):
-the first assembler errors, the first failing test's name and kind of difference, or the
-measured speedup. It never quotes a test's input, its expected output or what the attempt
-printed (policies/feedback.py): a model that could read them would learn the tests, not
-the program. The answer returned is the best attempt on that split, and the evaluation
+the first assembler errors, the first failing test's name and kind of difference (a failure
+in a timed run among them), or the measured speedup. It never quotes a test's input, its
+expected output or what the attempt printed, nor a value the attempt chose, such as an exit
+code (policies/feedback.py): a model that could read them would learn the tests, not the
+program. The answer returned is the best attempt on that split, and the evaluation
 pipeline then judges it on every test, so tests the model was shown never decide its score
 alone.
 """
@@ -17,13 +18,13 @@ from typing import Any
 
 from asmopt.errors import InputError
 from asmopt.evaluate import CheckResult, build_verdict, check_binary
-from asmopt.judge import Verdict
+from asmopt.judge import TestVerdict, Verdict
 from asmopt.measure.speedup import MeasureStatus
 from asmopt.measure.stats import combine_geometric
-from asmopt.measure.timing import TimingConfig, time_test
+from asmopt.measure.timing import RunFailure, TimingConfig, time_test
 from asmopt.policies.base import Candidate, Policy, PolicyRequest
 from asmopt.policies.compiler_search import selection_split
-from asmopt.policies.feedback import check_feedback, format_feedback
+from asmopt.policies.feedback import check_feedback, failure_feedback, format_feedback
 from asmopt.programs.model import Program, TestCase
 from asmopt.sandbox.runner import Sandbox
 from asmopt.toolchain import Toolchain
@@ -32,6 +33,20 @@ from asmopt.toolchain import Toolchain
 # small budget (feedback needs faster / slower, not a +-2% interval; the final answer is
 # measured by the evaluation itself).
 REFINE_TIMING = TimingConfig(max_pairs=20, budget_s=3.0)
+
+
+def _timed_failure(program: Program, test: TestCase, failure: RunFailure) -> str:
+    """Feedback on an attempt that passed the selection split but failed in a timed run of
+    `test` (it behaves otherwise when timed, or is flaky): the failure, told as any other
+    (policies/feedback.py: that it was a timed run, never which), not "all tests passed"."""
+    verdict = TestVerdict(
+        test=test.name,
+        verdict=Verdict(failure.verdict),
+        message=failure.message,
+        difference=failure.difference,
+        size_class=program.size_class(test.name),
+    )
+    return format_feedback(failure.verdict, failure_feedback(verdict, program))
 
 
 class RefinePolicy:
@@ -90,6 +105,8 @@ class RefinePolicy:
         if base.ok and base.output is not None:
             for test in selection:
                 out = time_test(self.sandbox, base.output, check.binary, test, self.timing)
+                if out.failure is not None and out.failure.candidate_fault:
+                    return (len(selection) - 1, 0.0), _timed_failure(program, test, out.failure)
                 if out.failure is None and out.speedup.status == MeasureStatus.MEASURED:
                     parts.append(out.speedup.interval)
         if not parts:
