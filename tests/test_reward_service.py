@@ -212,17 +212,18 @@ int main(void) {
     assert wrong.verdict != "pass" and set(wrong.cost) == {"check_s"}
 
 
-def test_process_pool_batch_keeps_order_and_the_watchdog_recovers(
+def test_process_pool_batch_keeps_order_and_a_sleeper_gets_its_timeout(
     baseline: str, toolchain: Toolchain
 ) -> None:
-    """Real worker processes: the sleeper (8 s on each of 4 tests) is ended at its 4 s
-    deadline, excluded as infra_error, and its worker replaced; the batch does not wait
-    for it, and the next batch runs on the pool as it is."""
+    """Real worker processes: the sleeper (8 s on each of 4 tests) is cut to its share of
+    a 10 s deadline (5 s) in its worker, and gets its own timeout and penalty, never an
+    excluded infra_error; no worker is replaced, the batch does not wait for it, and the
+    next batch runs on the pool as it is (tests/test_exploit_sleeper.py: the rest)."""
     import time
 
     sleeper = _c_candidate(toolchain, "#include <unistd.h>\nint main(void){sleep(8);return 0;}\n")
-    config = ScoreConfig(reward="robust", measure="none", deadline_s=4.0)
-    with RewardService(config, workers=2, backend="process") as service:
+    config = ScoreConfig(reward="robust", measure="none", deadline_s=10.0)
+    with RewardService(config, workers=2, backend="process", allow_unfit=True) as service:
         assert service.backend == "process"  # worker processes, not the thread stand-in
         batch = [
             ScoreRequest(PROGRAM, _fence(baseline), baseline),
@@ -233,13 +234,13 @@ def test_process_pool_batch_keeps_order_and_the_watchdog_recovers(
         results = service.score_batch(batch)
         elapsed = time.monotonic() - start
         assert [r.verdict for r in results[:2]] == ["pass", "extraction_error"]
-        assert results[2].reward is None and results[2].verdict == "infra_error"
-        assert "scoring exceeded the 4s deadline" in results[2].message
-        assert elapsed < 20.0, f"the stuck sample held the batch for {elapsed:.1f}s"
-        assert service.stats["pool_restarts"] == 1 and service.stats["deadline_hits"] == 1
+        assert results[2].reward == -0.5 and results[2].verdict == "timeout"
+        assert "exceeded its share of the scoring deadline" in results[2].message
+        assert elapsed < 20.0, f"the sleeper held the batch for {elapsed:.1f}s"
+        assert service.stats["pool_restarts"] == 0 and service.stats["deadline_hits"] == 0
         again = service.score_batch([ScoreRequest(PROGRAM, _fence(baseline), baseline)] * 3)
         assert [r.verdict for r in again] == ["pass"] * 3
-        assert service.stats["pool_restarts"] == 1
+        assert service.stats["pool_restarts"] == 0
 
 
 def _worker_with_children(timeout_s: float) -> int:
@@ -355,20 +356,20 @@ def test_ray_backend_judges_untimed_answers_before_timed_ones(
 
 
 @pytest.mark.slow  # starting and stopping a local Ray instance takes 10 s or more
-def test_ray_backend_scores_a_batch_and_replaces_a_stuck_worker_within_the_deadline(
+def test_ray_backend_scores_a_batch_and_a_sleeper_gets_its_timeout_within_the_deadline(
     baseline: str, toolchain: Toolchain
 ) -> None:
-    """Six samples on two Ray workers, one stuck (sleeps past its deadline): the others
-    are scored, the stuck one is excluded one deadline after the last progress (a budget of
-    deadline x waves would have waited for it to finish and judged it), and the killed
-    worker is replaced for the next batch."""
+    """Six samples on two Ray workers, one a sleeper (8 s a test against a 3 s deadline):
+    the others are scored, the sleeper's runs are cut to its share of the deadline in its
+    worker, so it is its own timeout (never an excluded infra_error) within the deadline,
+    and the next batch runs."""
     ray = pytest.importorskip("ray")
     import time
 
     sleeper = _c_candidate(toolchain, "#include <unistd.h>\nint main(void){sleep(8);return 0;}\n")
     config = ScoreConfig(reward="robust", measure="none", deadline_s=3.0)
     try:
-        with RewardService(config, workers=2, backend="ray") as service:
+        with RewardService(config, workers=2, backend="ray", allow_unfit=True) as service:
             warm = service.score_batch([ScoreRequest(PROGRAM, "no asm", baseline)])
             assert warm[0].verdict == "extraction_error"
             batch = [ScoreRequest(PROGRAM, _fence(sleeper), baseline)] + [
@@ -380,7 +381,7 @@ def test_ray_backend_scores_a_batch_and_replaces_a_stuck_worker_within_the_deadl
             elapsed = time.monotonic() - start
             assert [r.verdict for r in results[1:]] == ["pass", "extraction_error"] * 2 + ["pass"]
             assert [r.reward for r in results[1:3]] == [0.0, -1.0]
-            assert results[0].reward is None and "deadline" in results[0].message
+            assert results[0].verdict == "timeout" and results[0].reward == -0.5, results[0]
             assert elapsed < 8.0, f"a stuck sample held the batch for {elapsed:.1f}s"
             again = service.score_batch(
                 [ScoreRequest(PROGRAM, _fence(baseline), baseline) for _ in range(2)]

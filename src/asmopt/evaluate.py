@@ -13,17 +13,20 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import logging
+import math
 import threading
+import time
 import traceback
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 from asmopt.fresh import (
     HEAVY_CLASS_S,
     FreshInputs,
     check_drawn,
+    draw_count,
     expected_tests,
     pair_draws,
     pair_input,
@@ -33,7 +36,7 @@ from asmopt.measure.speedup import MeasureMode, MeasureStatus, ProgramSpeedup, T
 from asmopt.measure.timing import CoreLock, ReferenceRun, TimingConfig, time_candidates
 from asmopt.metrics import Answer
 from asmopt.programs.model import Program, TestCase
-from asmopt.sandbox.runner import Limits, Sandbox, SandboxUnavailable
+from asmopt.sandbox.runner import Limits, RunResult, Sandbox, SandboxUnavailable
 from asmopt.toolchain import BuildResult, Toolchain, ToolchainError
 
 if TYPE_CHECKING:
@@ -102,21 +105,132 @@ def _overall(program_id: str, tests: list[TestVerdict]) -> CheckResult:
     return CheckResult(program_id, Verdict.PASS, f"all {len(tests)} tests passed", tests)
 
 
+# The shortest wall limit a run is started with: with less left of a budget, the test is
+# not run at all (RunBudget.exhausted).
+MIN_RUN_S = 0.05
+# Which bound a run's wall limit came from (RunBudget.cut): its test's own limit, the
+# candidate's share of a deadline, or what is left of the deadline itself.
+Bound = Literal["test", "budget", "deadline"]
+
+
+@dataclass
+class RunBudget:
+    """How long a candidate's own runs may take in one check, and what the check is doing.
+
+    The reward service holds every sample to a deadline. A candidate that sleeps must spend
+    its own time and get `timeout`, never reach the deadline (which cannot tell whose time
+    it was, and would exclude it as our `infra_error`). So each run's wall limit is cut to
+    what is left of the candidate's share (`candidate_s`, its runs' wall times together)
+    and of the deadline itself (`until`, a `time.monotonic()` by which the check should
+    have returned): a run killed at the first cut is the candidate's timeout, at the second
+    ours (our builds and sandboxes used the deadline). `report` is told each phase
+    ("build", "runs": the candidate's own; "ours"), so that a last-resort kill from outside
+    can tell whose time it was too. The default bounds nothing and reports nothing."""
+
+    candidate_s: float = math.inf
+    until: float = math.inf
+    report: Callable[[str], None] | None = None
+    spent_s: float = 0.0
+
+    def phase(self, name: str) -> None:
+        if self.report is not None:
+            self.report(name)
+
+    def cut(self, limits: Limits, runs: int = 1) -> tuple[Limits | None, Bound]:
+        """The limits of each of the next `runs` runs (which share one sandbox): the wall cut
+        to an equal share of what is left, and which bound it came from; None where less
+        than MIN_RUN_S is left (the bound says whose that time was)."""
+        own = (self.candidate_s - self.spent_s) / runs
+        clock = (self.until - time.monotonic()) / runs
+        wall = min(limits.wall_seconds, own, clock)
+        bound: Bound = (
+            "test" if wall >= limits.wall_seconds else "budget" if own <= clock else "deadline"
+        )
+        if wall < MIN_RUN_S:
+            return None, bound
+        return (limits if bound == "test" else replace(limits, wall_seconds=wall)), bound
+
+    def charge(self, run: RunResult, limits: Limits) -> None:
+        """Count a run's wall time against the candidate's share (a run killed at its wall
+        limit, whose time the launcher does not report, ran for that limit)."""
+        wall = run.wall_time_s or (limits.wall_seconds if run.timed_out else run.outer_wall_s)
+        self.spent_s += wall
+
+    def judged(self, verdict: TestVerdict, bound: Bound, limits: Limits) -> TestVerdict:
+        """A run killed at a cut wall limit: where the candidate's share bound it, its own
+        timeout (said so); where the deadline did, our infra_error (its own limit was never
+        reached). A timeout at the CPU limit is the run's own either way."""
+        cpu_limit = verdict.user_time_s + verdict.sys_time_s >= 0.75 * limits.cpu_seconds
+        if verdict.verdict != Verdict.TIMEOUT or bound == "test" or cpu_limit:
+            return verdict
+        if bound == "budget":
+            verdict.message = (
+                f"exceeded its share of the scoring deadline ({self.candidate_s:.3g}s for all "
+                f"its runs; this run had the last {limits.wall_seconds:.3g}s of it)"
+            )
+            return verdict
+        verdict.verdict = Verdict.INFRA_ERROR
+        verdict.message = (
+            f"the scoring deadline left this run only {limits.wall_seconds:.3g}s: our own "
+            "work (builds, sandboxes) used the rest (the machine may be overloaded)"
+        )
+        return verdict
+
+    def exhausted(self, test: str, bound: Bound) -> TestVerdict:
+        """The verdict of a test not run because nothing was left: the candidate's timeout
+        where its own runs used its share, our infra_error where our work used the time."""
+        if bound == "budget":
+            return TestVerdict(
+                test=test,
+                verdict=Verdict.TIMEOUT,
+                message=f"its runs used all of their {self.candidate_s:.3g}s share of the "
+                "scoring deadline before this test",
+            )
+        return TestVerdict(
+            test=test,
+            verdict=Verdict.INFRA_ERROR,
+            message="the scoring deadline passed before this test could run: our own work "
+            "(builds, sandboxes) used it (the machine may be overloaded)",
+        )
+
+
+def _stops(stop_on_failure: bool | frozenset[Verdict], verdict: Verdict) -> bool:
+    """Whether a check stops at this test's verdict: at any candidate failure (True), or
+    at one of the verdicts given."""
+    if isinstance(stop_on_failure, frozenset):
+        return verdict in stop_on_failure
+    return stop_on_failure and verdict.is_candidate_failure
+
+
 def check_binary(
     program: Program,
     binary: str | Path,
     sandbox: Sandbox,
     limits: Limits | None = None,
     tests: Sequence[TestCase] | None = None,
-    stop_on_failure: bool = False,
+    stop_on_failure: bool | frozenset[Verdict] = False,
+    budget: RunBudget | None = None,
 ) -> CheckResult:
-    """Run every test of `program` against an already built binary."""
+    """Run every test of `program` against an already built binary, each in a sandbox of
+    its own, in order. `stop_on_failure`: stop at the first failing test (True), or at the
+    first with one of the verdicts given; the overall verdict is the first failure's either
+    way, so the tests after it only cost time (a sleeper's each its whole wall limit).
+    `budget` cuts each run's wall limit to what is left of a deadline (RunBudget)."""
     limits = limits or sandbox.limits
+    budget = budget or RunBudget()
     results: list[TestVerdict] = []
     for test in tests if tests is not None else program.tests:
+        run_limits, bound = budget.cut(limits)
+        if run_limits is None:
+            results.append(budget.exhausted(test.name, bound))
+            break
+        late = False  # killed at what our own work left of the deadline: not to blame
         try:
-            run = sandbox.run_program(binary, argv=test.argv, stdin=test.stdin, limits=limits)
-            verdict = classify_run(test, run, limits)
+            run = sandbox.run_program(binary, argv=test.argv, stdin=test.stdin, limits=run_limits)
+            budget.charge(run, run_limits)
+            verdict = classify_run(test, run, run_limits)
+            late = bound == "deadline" and verdict.verdict == Verdict.TIMEOUT
+            verdict = budget.judged(verdict, bound, run_limits)
         except SandboxUnavailable as exc:
             verdict = TestVerdict(test=test.name, verdict=Verdict.INFRA_ERROR, message=str(exc))
         except Exception as exc:  # the grader itself failed: ours, not the candidate's
@@ -126,11 +240,13 @@ def check_binary(
                 verdict=Verdict.INFRA_ERROR,
                 message=f"grader error: {type(exc).__name__}: {exc}",
             )
-        if verdict.verdict == Verdict.INFRA_ERROR and not sandbox.unsafe:
+        if verdict.verdict == Verdict.INFRA_ERROR and not sandbox.unsafe and not late:
+            budget.phase("ours")
             verdict = _blame(verdict, sandbox, limits)
+            budget.phase("runs")
         verdict.size_class = program.size_class(test.name)
         results.append(verdict)
-        if stop_on_failure and verdict.verdict.is_candidate_failure:
+        if _stops(stop_on_failure, verdict.verdict):
             break
     result = _overall(program.id, results)
     result.binary = Path(binary)
@@ -174,17 +290,22 @@ def check_candidate(
     toolchain: Toolchain,
     sandbox: Sandbox | None = None,
     limits: Limits | None = None,
-    stop_on_failure: bool = False,
+    stop_on_failure: bool | frozenset[Verdict] = False,
     *,
     fresh: FreshInputs | None = None,
     label: object = 0,
+    budget: RunBudget | None = None,
 ) -> CheckResult:
     """Assemble, link and run a candidate against all of a program's tests, then (when
     they pass and the program can draw inputs) against K freshly drawn inputs per size
     class, judged by the baseline's output on the same input (fresh.py). `fresh` is the
-    grading's draw (a new secret seed when None); `label` names the sample within it."""
+    grading's draw (a new secret seed when None); `label` names the sample within it.
+    `stop_on_failure` as in `check_binary`; `budget` bounds the candidate's own runs and
+    is told each phase (RunBudget)."""
     sandbox = sandbox or toolchain.sandbox
     fresh = fresh if fresh is not None else FreshInputs()
+    budget = budget or RunBudget()
+    budget.phase("build")  # the candidate's: its assembly decides how long the build runs
     try:
         build = toolchain.assemble_and_link(assembly, program.ldflags)
     except Exception as exc:
@@ -194,7 +315,10 @@ def check_candidate(
         )
     if not build.ok or build.output is None:
         return build_verdict(program.id, build)
-    result = check_binary(program, build.output, sandbox, limits, stop_on_failure=stop_on_failure)
+    budget.phase("runs")
+    result = check_binary(
+        program, build.output, sandbox, limits, stop_on_failure=stop_on_failure, budget=budget
+    )
     result.build_seconds = build.seconds
     result.inputs = {
         **fresh.to_dict(),
@@ -202,7 +326,8 @@ def check_candidate(
         "fixed_inputs": program.fixed_inputs,
     }
     if result.verdict == Verdict.PASS and program.inputs is not None and fresh.per_class > 0:
-        _check_drawn_inputs(result, program, toolchain, sandbox, limits, fresh, label)
+        _check_drawn_inputs(result, program, toolchain, sandbox, limits, fresh, label, budget)
+    budget.phase("ours")
     return result
 
 
@@ -214,6 +339,7 @@ def _check_drawn_inputs(
     limits: Limits | None,
     fresh: FreshInputs,
     label: object,
+    budget: RunBudget,
 ) -> None:
     """Extend a passing check with the drawn inputs' verdicts (and its overall verdict)."""
     heavy = frozenset(
@@ -222,28 +348,64 @@ def _check_drawn_inputs(
         # CPU time: load elsewhere must not turn a light class into a heavy one.
         if t.size_class is not None and t.user_time_s + t.sys_time_s > HEAVY_CLASS_S
     )
+    limits = limits or sandbox.limits
+    budget.phase("ours")
     try:
         baseline = baseline_binary(program, toolchain)
-        drawn = check_drawn(
-            program, result.binary or "", baseline, sandbox, fresh, label, limits, heavy
+        drawn = _drawn_verdicts(
+            program, result.binary or "", baseline, sandbox, fresh, label, limits, heavy, budget
         )
     except Exception as exc:  # the baseline or our side failed: not the candidate's
         log.error("drawn inputs of %s: %s", program.id, traceback.format_exc())
         drawn = [
-            TestVerdict(
-                test="drawn",
-                verdict=Verdict.INFRA_ERROR,
-                message=f"drawn inputs: {type(exc).__name__}: {exc}",
+            (
+                TestVerdict(
+                    test="drawn",
+                    verdict=Verdict.INFRA_ERROR,
+                    message=f"drawn inputs: {type(exc).__name__}: {exc}",
+                ),
+                True,
             )
         ]
-    limits = limits or sandbox.limits
-    drawn = [
-        _blame(v, sandbox, limits) if v.verdict == Verdict.INFRA_ERROR and not sandbox.unsafe else v
-        for v in drawn
+    budget.phase("ours")
+    judged = [
+        _blame(v, sandbox, limits)
+        if blame and v.verdict == Verdict.INFRA_ERROR and not sandbox.unsafe
+        else v
+        for v, blame in drawn
     ]
-    tests = result.tests + drawn
+    tests = result.tests + judged
     overall = _overall(program.id, tests)
     result.verdict, result.message, result.tests = overall.verdict, overall.message, tests
+
+
+def _drawn_verdicts(
+    program: Program,
+    candidate: str | Path,
+    baseline: Path,
+    sandbox: Sandbox,
+    fresh: FreshInputs,
+    label: object,
+    limits: Limits,
+    heavy: frozenset[str],
+    budget: RunBudget,
+) -> list[tuple[TestVerdict, bool]]:
+    """The drawn inputs' verdicts, each with whether an infra error in it may be the
+    candidate's (to be blamed): the drawn runs share one sandbox, so each candidate run
+    gets an equal share of what is left of the budget (RunBudget.cut)."""
+    runs = max(1, draw_count(program, fresh.per_class, heavy))
+    cand_limits, bound = budget.cut(limits, runs)
+    if cand_limits is None:
+        return [(budget.exhausted("drawn", bound), False)]
+    budget.phase("runs")
+    verdicts = check_drawn(
+        program, candidate, baseline, sandbox, fresh, label, limits, heavy, cand_limits
+    )
+    out = []
+    for v in verdicts:
+        late = bound == "deadline" and v.verdict == Verdict.TIMEOUT
+        out.append((budget.judged(v, bound, cand_limits), not late))
+    return out
 
 
 def baseline_binary(program: Program, toolchain: Toolchain) -> Path:

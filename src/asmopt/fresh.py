@@ -106,6 +106,14 @@ def drawn_name(size_class: str, index: int) -> str:
     return f"{size_class}~{index + 1}"
 
 
+def draw_count(program: Program, per_class: int, heavy: frozenset[str] = frozenset()) -> int:
+    """How many inputs `draw_inputs` draws: K per size class, one for a class in `heavy`
+    (what a check's drawn runs may cost: the reward service's deadline counts them)."""
+    if program.inputs is None or per_class <= 0:
+        return 0
+    return sum(1 if c in heavy else per_class for c in program.inputs.class_names)
+
+
 def draw_inputs(
     program: Program,
     fresh: FreshInputs,
@@ -213,13 +221,21 @@ def check_drawn(
     label: object,
     limits: Limits | None = None,
     heavy: frozenset[str] = frozenset(),
+    candidate_limits: Limits | None = None,
 ) -> list[TestVerdict]:
     """Run the candidate and the baseline on K drawn inputs per class (one per class in
-    `heavy`), in one sandbox,
-    pair by pair (the candidate first in every other pair, so a run learns nothing from
-    its place), and judge each candidate run against the baseline's output on the same
-    input. Inputs the baseline does not accept are dropped (logged)."""
+    `heavy`), in one sandbox, pair by pair (the candidate first in every other pair, so a
+    run learns nothing from its place), and judge each candidate run against the
+    baseline's output on the same input. Inputs the baseline does not accept are dropped
+    (logged). `candidate_limits` (default `limits`) are the candidate's runs' own: a
+    deadline may have cut their wall limit (evaluate.RunBudget).
+
+    The launcher ends the sandbox after a run killed at its limit, so a candidate that
+    times out on one input costs that one run, and its verdict is that run's; where the
+    baseline was killed instead, the inputs after it are left out (logged), never the
+    candidate's fault."""
     limits = limits or sandbox.limits
+    cand_limits = candidate_limits or limits
     drawn = draw_inputs(program, fresh, label, heavy=heavy)
     verdicts: list[TestVerdict] = []
     for start in range(0, len(drawn), MAX_INPUTS):
@@ -237,47 +253,105 @@ def check_drawn(
             feed=feed,
             limits=limits,
             marker=secrets.token_hex(16),
+            run_wall_s=[limits.wall_seconds, cand_limits.wall_seconds],
         )
         runs = result.each_run()[: len(order)]
         for k, (test, how) in enumerate(chunk):
             base_i, cand_i = (2 * k, 2 * k + 1) if k % 2 == 0 else (2 * k + 1, 2 * k)
-            extra = {"size_class": how["class"], "drawn": how}
-            if result.infra_error or cand_i >= len(runs) or base_i >= len(runs):
-                why = result.infra_error or "the sandbox stopped before this run"
-                if result.launcher_lost:
-                    verdict = TestVerdict(
-                        test=test.name,
-                        verdict=Verdict.SANDBOX_VIOLATION,
-                        message="the program interfered with the sandbox's launcher",
-                        **extra,
-                    )
-                elif result.timed_out:
-                    verdict = TestVerdict(
-                        test=test.name,
-                        verdict=Verdict.TIMEOUT,
-                        message="exceeded the drawn inputs' overall wall-clock limit",
-                        **extra,
-                    )
-                else:
-                    verdict = TestVerdict(
-                        test=test.name, verdict=Verdict.INFRA_ERROR, message=why, **extra
-                    )
+            verdict = _pair_verdict(program, test, how, result, runs, base_i, cand_i, limits)
+            if isinstance(verdict, TestVerdict):  # the sandbox's own: nothing more to judge
                 verdicts.append(verdict)
                 break
-            base_run, cand_run = runs[base_i], runs[cand_i]
-            if not _baseline_ok(test, base_run, limits):
-                log.warning(
-                    "%s: the baseline does not accept drawn input %s (seed %d); it is left out",
-                    program.id,
-                    test.name,
-                    how["seed"],
-                )
-                continue
-            expected = replace(test, expected_stdout=base_run.stdout)
-            verdict = classify_run(expected, cand_run, limits)
-            verdict.size_class = how["class"]
-            verdict.drawn = how
-            verdicts.append(verdict)
-        if any(v.verdict != Verdict.PASS for v in verdicts):
+            if verdict == "judge":
+                verdicts.append(_candidate_verdict(test, how, runs, base_i, cand_i, cand_limits))
+            if verdict == "stop" or len(runs) <= max(base_i, cand_i) + 1 < len(order):
+                break  # the sandbox ended within this pair: nothing after it ran
+        if any(v.verdict != Verdict.PASS for v in verdicts) or len(runs) < len(order):
             break
     return verdicts
+
+
+def _ended_sandbox(run: RunResult) -> bool:
+    """Whether the launcher ended the sandbox after this run: it was killed at a limit, or
+    could not be executed (the runs after it never started)."""
+    return run.timed_out or run.stdout_truncated or run.stderr_truncated or bool(run.exec_error)
+
+
+def _pair_verdict(
+    program: Program,
+    test: TestCase,
+    how: dict[str, Any],
+    result: RunResult,
+    runs: Sequence[RunResult],
+    base_i: int,
+    cand_i: int,
+    limits: Limits,
+) -> TestVerdict | str:
+    """What one pair of a drawn-input sandbox comes to before the candidate's run is
+    judged: "judge" (judge it: `_candidate_verdict`), "skip" (the baseline does not accept
+    the input: left out), "stop" (the baseline's run was killed, which ended the sandbox:
+    this input and those after it are left out, never the candidate's fault), or a verdict
+    of its own (the sandbox failed, or stopped before this pair for no run's reason)."""
+    extra: dict[str, Any] = {"size_class": how["class"], "drawn": how}
+    if result.infra_error:
+        return TestVerdict(
+            test=test.name, verdict=Verdict.INFRA_ERROR, message=result.infra_error, **extra
+        )
+    have_base, have_cand = base_i < len(runs), cand_i < len(runs)
+    if have_cand and (have_base or _ended_sandbox(runs[cand_i])):
+        if have_base and not _baseline_ok(test, runs[base_i], limits):
+            log.warning(
+                "%s: the baseline does not accept drawn input %s (seed %d); it is left out",
+                program.id,
+                test.name,
+                how["seed"],
+            )
+            return "skip"
+        return "judge"  # with no baseline run: the candidate's was killed and ended it
+    if have_base and _ended_sandbox(runs[base_i]):
+        log.warning(
+            "%s: the baseline's run on drawn input %s (seed %d) was killed at its limit, "
+            "which ended the sandbox; it and the inputs after it are left out",
+            program.id,
+            test.name,
+            how["seed"],
+        )
+        return "stop"
+    if result.launcher_lost:
+        return TestVerdict(
+            test=test.name,
+            verdict=Verdict.SANDBOX_VIOLATION,
+            message="the program interfered with the sandbox's launcher",
+            **extra,
+        )
+    if result.timed_out:
+        return TestVerdict(
+            test=test.name,
+            verdict=Verdict.TIMEOUT,
+            message="exceeded the drawn inputs' overall wall-clock limit",
+            **extra,
+        )
+    return TestVerdict(
+        test=test.name,
+        verdict=Verdict.INFRA_ERROR,
+        message="the sandbox stopped before this run",
+        **extra,
+    )
+
+
+def _candidate_verdict(
+    test: TestCase,
+    how: dict[str, Any],
+    runs: Sequence[RunResult],
+    base_i: int,
+    cand_i: int,
+    cand_limits: Limits,
+) -> TestVerdict:
+    """The candidate's run judged against the baseline's output on the same input (none
+    where the candidate's run was killed before the baseline's ran: its limit decides
+    before any output is compared)."""
+    expected = runs[base_i].stdout if base_i < len(runs) else b""
+    verdict = classify_run(replace(test, expected_stdout=expected), runs[cand_i], cand_limits)
+    verdict.size_class = how["class"]
+    verdict.drawn = how
+    return verdict

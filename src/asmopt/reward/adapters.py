@@ -13,7 +13,8 @@
 
 Neither hands a trainer a person's message: the result's `message` quotes test inputs,
 expected outputs and what the candidate printed, so verl's diagnostics carry `feedback`
-(policies/feedback.py: verdict, test name, kind of difference, numbers) in its place, and
+(policies/feedback.py: verdict, test name, kind of difference, speedup; no value the
+candidate chose) in its place, with speedups at two significant digits and no run time, and
 TRL's `last_feedback` holds the same text (`last_results` keeps the full results, for a
 person).
 
@@ -30,7 +31,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from asmopt.errors import InputError
-from asmopt.policies.feedback import message_feedback
+from asmopt.policies.feedback import coarse_speedup, message_feedback
 from asmopt.programs.model import Program
 from asmopt.reward.service import RewardService, ScoreConfig, ScoreRequest, ScoreResult
 
@@ -176,9 +177,11 @@ def policy_feedback(result: ScoreResult, program: Program) -> str:
     )
 
 
-# The result fields verl is given: the verdict, counts, flags and numbers, none of which
-# holds test data. Not `message` (it quotes inputs and outputs: `feedback` replaces it) nor
-# `grading` (the secret seed the inputs were drawn from), nor any field not listed.
+# The result fields verl is given: the verdict, counts, flags and speedups, none of which
+# holds test data. Not `message` (it quotes inputs and outputs: `feedback` replaces it),
+# `grading` (the secret seed the inputs were drawn from), `seconds` (how long the answer ran
+# is the candidate's to choose, a channel for bits of its input: policies/feedback.py), nor
+# any field not listed.
 VERL_FIELDS = (
     "verdict",
     "passed",
@@ -192,7 +195,20 @@ VERL_FIELDS = (
     "geomean_high",
     "is_copy",
     "identical",
-    "seconds",
+)
+# The speedups among them, given at the precision feedback gives them (coarse_speedup): the
+# score pays the speedup itself, and a finer number would widen the channel a candidate
+# opens by modulating its own run time.
+VERL_SPEEDUPS = frozenset(
+    {
+        "speedup",
+        "speedup_low",
+        "speedup_high",
+        "raw_speedup",
+        "geomean_speedup",
+        "geomean_low",
+        "geomean_high",
+    }
 )
 
 
@@ -207,11 +223,15 @@ def _verl_dict(result: ScoreResult, program: Program) -> dict[str, Any]:
     verl logs these values and can put them in front of a model, so only the fields in
     `VERL_FIELDS` are copied: the result's message (a person's, quoting test data) is
     replaced by `feedback`, and a field added to the result later (how its inputs were
-    drawn, say) stays out until it is listed here."""
+    drawn, say) stays out until it is listed here. Speedups come at two significant digits
+    (`VERL_SPEEDUPS`, policies/feedback.py), so a candidate's run time writes no finer
+    number than the score already pays."""
     out: dict[str, Any] = {
         "score": 0.0 if result.reward is None else float(result.reward),
         "excluded": float(result.reward is None),
         "timed": float(result.raw_speedup is not None),
+        # 1.0 where the program is unfit for reward and was scored under allow_unfit.
+        "unfit": float(result.unfit is not None),
     }
     fields = result.to_dict()
     for key in VERL_FIELDS:
@@ -220,6 +240,8 @@ def _verl_dict(result: ScoreResult, program: Program) -> dict[str, Any]:
             out[key] = -1.0
         elif isinstance(value, bool):
             out[key] = float(value)
+        elif key in VERL_SPEEDUPS:
+            out[key] = coarse_speedup(float(value))
         else:
             out[key] = value
     out["feedback"] = policy_feedback(result, program)

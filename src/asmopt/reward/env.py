@@ -7,10 +7,18 @@ bare assembly file is accepted too). Reward: the configured reward function on t
 candidate.
 
 Feedback, observations and `info` follow the rule of policies/feedback.py: they name the
-verdict, the failing test, the kind of difference and the numbers, never a byte of a test's
+verdict, the failing test, the kind of difference and the speedup, never a byte of a test's
 input, its expected output or what the candidate printed (a policy that reads them learns
-the tests, not the program). `info` carries the verdict and numbers only; the full message
-for a person is what `asmopt check` prints.
+the tests, not the program), nor a value the candidate chose (an exit code, a signal, which
+timed run failed, its run times). `info` carries the verdict, the test counts and the
+speedup at two significant digits; the full message for a person is what `asmopt check`
+prints.
+
+A program unfit for reward (adequacy.is_reward_fit: no input generator, a tabulable class,
+tests that accept trivial programs) is refused when the environment is made or when
+`reset(options={"program_id": ...})` picks it, with an `UnfitProgramError` naming it, unless
+`allow_unfit=True` (or `score_config={"allow_unfit": True}`); then `info["unfit"]` says why
+at every step.
 
 An episode is `max_rounds` attempts: `terminated` becomes true after the last one (the
 episode's defined length), `truncated` is never used. An infrastructure failure sets
@@ -29,6 +37,7 @@ import hashlib
 import multiprocessing
 import string
 from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import replace
 from types import ModuleType
 from typing import Any, overload
 
@@ -41,13 +50,14 @@ from gymnasium.vector.utils import (
     write_to_shared_memory,
 )
 
+from asmopt.adequacy import require_fit
 from asmopt.errors import InputError
 from asmopt.gym_registration import ENV_ID, register
-from asmopt.policies.feedback import message_feedback
+from asmopt.policies.feedback import coarse_speedup, message_feedback
 from asmopt.policies.prompts import load_template
 from asmopt.programs import load_builtin_suite, load_suite
 from asmopt.programs.model import ProgramError
-from asmopt.reward.service import ScoreConfig, score_one
+from asmopt.reward.service import ScoreConfig, fitness, score_one
 
 STATE_VERSION = 2
 MAX_TEXT = 4 << 20
@@ -207,6 +217,7 @@ class AsmOptEnv(gym.Env[dict[str, Any], str]):
         template: str = "reference",
         score_config: ScoreConfig | Mapping[str, Any] | None = None,
         render_mode: str | None = None,
+        allow_unfit: bool = False,
     ) -> None:
         if max_rounds < 1:
             raise InputError(f"max_rounds must be at least 1, got {max_rounds}")
@@ -221,6 +232,13 @@ class AsmOptEnv(gym.Env[dict[str, Any], str]):
         self.max_rounds = max_rounds
         self.template = load_template(template)
         self.score_config = _score_config(score_config, reward, measure)
+        if allow_unfit and not self.score_config.allow_unfit:
+            self.score_config = replace(self.score_config, allow_unfit=True)
+        # A program unfit for reward (no input generator, a tabulable class, inadequate
+        # tests) is refused here, by name, not paid at the first step.
+        require_fit(self.programs, "the Gymnasium environment", self.score_config.allow_unfit)
+        for program in self.programs:
+            fitness(program, self.score_config, "the Gymnasium environment")
         self.render_mode = render_mode
         self.action_space = AnyText()
         self.observation_space = spaces.Dict(
@@ -271,7 +289,9 @@ class AsmOptEnv(gym.Env[dict[str, Any], str]):
         self._seed = seed
         options = options or {}
         if "program_id" in options:
-            self._program = self.suite.get(options["program_id"])
+            program = self.suite.get(options["program_id"])
+            fitness(program, self.score_config, "the Gymnasium environment")
+            self._program = program
         else:
             self._program = self.programs[int(self.np_random.integers(len(self.programs)))]
         self._round = 0
@@ -316,10 +336,16 @@ class AsmOptEnv(gym.Env[dict[str, Any], str]):
             "verdict": result.verdict,
             "passed": result.passed,
             "total": result.total,
-            "speedup": result.speedup,
+            # At the precision feedback gives it (coarse_speedup): a policy reads info too,
+            # and a finer number is a channel a candidate fills through its run time.
+            "speedup": coarse_speedup(result.speedup),
             "is_copy": result.is_copy,
             "excluded": excluded,
-            "speedup_interval": (result.speedup_low, result.speedup_high),
+            "unfit": result.unfit,
+            "speedup_interval": (
+                coarse_speedup(result.speedup_low),
+                coarse_speedup(result.speedup_high),
+            ),
         }
         return self._obs(), reward, terminated, False, info
 

@@ -1,20 +1,32 @@
 """Score batches of (program, completion) pairs: extraction, build, tests, timing, reward.
 
-RL spends most of its wall time here, so the service is built around three rules:
+RL spends most of its wall time here, so the service is built around four rules:
 
 * Correctness runs go in parallel (worker processes or Ray tasks); timing is serialised
   per core by the measurement engine's core lock, which works across processes.
-* Every task of a sample (its check, its timing) has a hard deadline: the process pool
-  (pebble's) ends a worker whose task runs past it and starts a fresh one, Ray kills and
-  replaces its worker, and threads, which cannot be killed, are left behind with their
-  pool. So one degenerate candidate never stalls a batch.
-* A failure of ours (sandbox down, grader raised, deadline hit while the machine was
-  overloaded) gives `reward=None`: the sample is excluded, never scored 0.
+* A candidate's time is the candidate's (reward/deadline.py): a reward's check stops at
+  the first failing test, and a run killed at its limit is the candidate's `timeout`, with
+  its penalty. Each sample's deadline is computed from its own limits (its builds, every
+  run of its check to its wall limit, its timing budget, with a margin), so no honest or
+  sleeping candidate reaches it; a `deadline_s` set by hand bounds each task, and the
+  candidate's runs get a share of it, cut in the worker, so the worker returns the
+  candidate's `timeout` itself.
+* Every task of a sample (its check, its timing) has a hard deadline, a last resort: the
+  process pool (pebble's) ends a worker whose task runs past it and starts a fresh one, Ray
+  kills and replaces its worker, and threads, which cannot be killed, are left behind with
+  their pool. So one degenerate candidate never stalls a batch. Such a hit is the
+  candidate's `timeout` where its worker was in the candidate's own build or runs and a
+  known-good program runs fine right after, else ours. Every task has a directory of its
+  own, removed however the task ends, so a killed worker leaves no run directory behind.
+* A failure of ours (sandbox down, grader raised, deadline hit in our own work while the
+  machine was overloaded) gives `reward=None`: the sample is excluded, never scored 0.
 
-A batch that holds a program marked unfit (its tests accept a trivial or mutated program,
-docs/adequacy.md) is refused with `UnfitProgramError` naming it, before anything is built:
-paying a reward on such tests teaches a policy to exploit them. `allow_unfit=True` scores
-them anyway.
+A batch that holds a program unfit for reward is refused with `UnfitProgramError` naming
+it, before anything is built: a program without an input generator or with a tabulable
+class (an answer can be known in advance: docs/sandbox.md), or one whose tests accept a
+trivial or mutated program (docs/adequacy.md). Paying a reward there teaches a policy to
+exploit it. `allow_unfit=True` scores them anyway, and every such score says why in
+`ScoreResult.unfit`. `score_one`, the one-sample path, applies the same rule.
 
 `score_one` is a plain top-level function of picklable arguments, so the same code runs
 in-process, in a process pool and as a Ray task.
@@ -42,12 +54,24 @@ from typing import Any, Literal
 import pebble
 
 from asmopt import typed_config
-from asmopt.adequacy import require_fit
+from asmopt.adequacy import UnfitProgramError, is_reward_fit, require_fit
 from asmopt.errors import InputError
 from asmopt.fresh import DEFAULT_PER_CLASS, FreshInputs, new_seed
+from asmopt.judge import Verdict
 from asmopt.measure.timing import TimingConfig
 from asmopt.programs.model import Program
+from asmopt.reward.deadline import (
+    SampleDeadline,
+    TaskDirs,
+    check_budget,
+    deadline_verdict,
+    limits_of,
+    run_limits,
+    run_task,
+    sample_deadline,
+)
 from asmopt.reward.functions import RewardInput, get_reward
+from asmopt.sandbox.runner import Limits
 
 log = logging.getLogger(__name__)
 
@@ -96,9 +120,17 @@ class ScoreConfig:
     # extraction_error naming the hunk.
     edit_format: Literal["assembly", "diff"] = "assembly"
     # Seconds each of a sample's two tasks (its check: build and tests; its timing, waiting
-    # for a timing core included) may run before the sample is excluded as infra_error and
-    # its worker replaced (RewardService).
-    deadline_s: float = 300.0
+    # for a timing core included) may run before the service ends it (its worker replaced).
+    # None: computed from the sample's own limits (reward/deadline.py: its builds, every run
+    # of its check to its wall limit, its timing budget, with a margin), so that no honest
+    # or sleeping candidate reaches it. Set by hand it is an upper bound on each task; the
+    # candidate's own runs then get a share of it, enforced in the worker, so a candidate
+    # that runs past its share gets its `timeout` (a verdict and its penalty), and only a
+    # hit on our side's time is excluded as infra_error.
+    deadline_s: float | None = None
+    # The per-run limits of the candidate's runs (a mapping of Limits fields changes those
+    # of the defaults): None, the sandbox's (20 s wall, 10 s CPU a run).
+    limits: Limits | None = None
     # A speedup whose 98% interval contains 1 is reported to the reward as exactly 1.0: the
     # measurement cannot tell it from the baseline, so no reward (design 1 and 2 included)
     # may pay for it. The raw estimate stays in `raw_speedup`.
@@ -112,6 +144,10 @@ class ScoreConfig:
     drawn_per_class: int = DEFAULT_PER_CLASS
     fresh_timed: bool = True
     seed: int | None = None
+    # Score programs unfit for reward (adequacy.is_reward_fit: no input generator, a
+    # tabulable class, inadequate tests) instead of refusing them. Every such score says
+    # so in `ScoreResult.unfit`: a reward from them may pay a memorised answer.
+    allow_unfit: bool = False
 
     def __post_init__(self) -> None:
         if isinstance(self.timing, Mapping):
@@ -127,8 +163,13 @@ class ScoreConfig:
             raise InputError(f"edit_format must be assembly or diff, got {self.edit_format!r}")
         if self.measure not in ("time", "instructions", "none"):
             raise InputError(f"measure must be time, instructions or none, got {self.measure!r}")
-        if self.deadline_s <= 0:
-            raise InputError("deadline_s must be positive")
+        if self.deadline_s is not None and not self.deadline_s > 0:
+            raise InputError("deadline_s must be positive (or None: computed per sample)")
+        if isinstance(self.limits, Mapping):
+            object.__setattr__(self, "limits", limits_of(self.limits))
+        elif self.limits is not None and not isinstance(self.limits, Limits):
+            kind = type(self.limits).__name__
+            raise TypeError(f"limits must be Limits or a mapping of its fields, got {kind}")
 
     @classmethod
     def from_options(cls, options: Mapping[str, Any]) -> ScoreConfig:
@@ -153,6 +194,7 @@ class ScoreConfig:
         out = {f.name: getattr(self, f.name) for f in fields(self)}
         out["reward_options"] = dict(self.reward_options)
         out["timing"] = self.timing.to_dict()
+        out["limits"] = asdict(self.limits) if self.limits is not None else None
         return out
 
 
@@ -215,6 +257,9 @@ class ScoreResult:
     # charged to it), `waited_s` (waiting for a timing core), `timed_runs` and `stopped`
     # (why its tests stopped, counted). For throughput accounting, never for a policy.
     cost: dict[str, Any] = field(default_factory=dict)
+    # Why the program is unfit for reward, when it was scored anyway (`allow_unfit`): such
+    # a reward may pay an answer known in advance. None: the program is fit.
+    unfit: str | None = None
 
     @property
     def excluded(self) -> bool:
@@ -327,17 +372,41 @@ def score(
             f"give a ScoreConfig or its fields by keyword, not both (got {sorted(options)})"
         )
     config = config if config is not None else ScoreConfig.from_options(options)
-    require_fit([program], "reward", allow_unfit)
+    if allow_unfit and not config.allow_unfit:
+        config = replace(config, allow_unfit=True)
     return score_one(program, completion, baseline_asm, config)
+
+
+def fitness(program: Program, config: ScoreConfig, what: str = "reward") -> str | None:
+    """Refuse `program` (UnfitProgramError naming it and why) if it is unfit for reward
+    and `config` does not allow that; else why it is unfit (None: it is fit), for the
+    score's record. Fixed inputs in the config itself (no drawn input in the check and
+    none in the timed pairs) are as unfit as a program without a generator."""
+    fit, why = is_reward_fit(program)
+    if fit and config.drawn_per_class == 0 and not config.fresh_timed:
+        fit, why = False, (
+            "fixed_inputs: the score config draws no input (drawn_per_class 0 and "
+            "fresh_timed off), so a memorised answer would be paid"
+        )
+    if fit:
+        return None
+    if not config.allow_unfit:
+        require_fit([program], what, False)  # raises, naming the program and why
+        raise UnfitProgramError(f"refusing {what} for {program.id}: {why}")
+    return why
 
 
 def score_one(
     program: Program, completion: str | bytes, baseline_asm: str | None, config: ScoreConfig
 ) -> ScoreResult:
-    """Score one completion, check and timing in one call. Never raises: our own failures
-    become `infra_error`."""
+    """Score one completion, check and timing in one call. A program unfit for reward is
+    refused (UnfitProgramError) unless `config.allow_unfit`; otherwise it never raises:
+    our own failures become `infra_error`."""
+    unfit = fitness(program, config)
     result, job = check_one(program, completion, baseline_asm, config)
-    return result if job is None else time_one(program, job, config)
+    result = result if job is None else time_one(program, job, config)
+    result.unfit = unfit
+    return result
 
 
 @dataclass
@@ -354,7 +423,11 @@ class TimingJob:
 
 
 def check_one(
-    program: Program, completion: str | bytes, baseline_asm: str | None, config: ScoreConfig
+    program: Program,
+    completion: str | bytes,
+    baseline_asm: str | None,
+    config: ScoreConfig,
+    task_dir: str | None = None,
 ) -> tuple[ScoreResult, TimingJob | None]:
     """The first half of a score: extraction, build and the correctness check. Returns the
     finished result, or, for a correct answer that is to be measured, a provisional result
@@ -362,16 +435,23 @@ def check_one(
 
     The service runs every check of a batch before any timing, so an answer that needs no
     timing (most answers in RL: wrong, unbuildable, copies) is never queued behind timed
-    ones, nor left out by the batch's deadline while the timing cores are busy."""
+    ones, nor left out by the batch's deadline while the timing cores are busy. The check
+    runs under the sample's deadline (reward/deadline.py: the candidate's runs cut to
+    their share of it, so a sleeper's `timeout` comes from here, not from the service's
+    kill); `task_dir` is where it reports its phase for the service."""
     start = time.monotonic()
     try:
-        return _check(program, completion, baseline_asm, config, start)
+        return _check(program, completion, baseline_asm, config, start, task_dir)
     except Exception as exc:  # the grader raised: ours, so the sample is excluded
         return _grader_error(program, exc, start), None
 
 
-def time_one(program: Program, job: TimingJob, config: ScoreConfig) -> ScoreResult:
-    """The second half of a score: time a correct answer, then its reward. Never raises."""
+def time_one(
+    program: Program, job: TimingJob, config: ScoreConfig, task_dir: str | None = None
+) -> ScoreResult:
+    """The second half of a score: time a correct answer, then its reward. Never raises.
+    (`task_dir`: the service's directory for the task; a timing reports no phase, since a
+    kill during it is ours: every timed run has a deadline of its own.)"""
     start = time.monotonic() - job.result.seconds  # seconds count both halves
     try:
         return _time(program, job, config, start)
@@ -395,6 +475,7 @@ def _check(
     baseline_asm: str | None,
     config: ScoreConfig,
     start: float,
+    task_dir: str | None = None,
 ) -> tuple[ScoreResult, TimingJob | None]:
     from asmopt.evaluate import check_candidate
     from asmopt.measure.canonical import is_copy
@@ -413,6 +494,10 @@ def _check(
     payload, problem = _extract(text, config)
     if payload is None:
         return _refused(problem, total, config, start), None
+    # From the task's start, as the service's own deadline counts (a fresh worker's set-up
+    # is our work, and counts as ours).
+    budget = check_budget(program, config, start, task_dir)
+    budget.phase("ours")
     toolchain, sandbox = _worker_parts()
     if baseline_asm is None:
         baseline_asm = program.meta.get("baseline_asm") or toolchain.baseline_assembly(program)
@@ -430,7 +515,16 @@ def _check(
         timed=config.fresh_timed,
     )
     with placement:
-        check = check_candidate(program, assembly, toolchain, sandbox, fresh=fresh)
+        check = check_candidate(
+            program,
+            assembly,
+            toolchain,
+            sandbox,
+            config.limits,
+            _stops_at(config),
+            fresh=fresh,
+            budget=budget,
+        )
     result = ScoreResult(
         None,
         str(check.verdict),
@@ -449,6 +543,16 @@ def _check(
     result.seconds = time.monotonic() - start
     check.binary = None  # a path in this worker's cache; the timer builds its own
     return result, job
+
+
+def _stops_at(config: ScoreConfig) -> bool | frozenset[Verdict]:
+    """Where a reward's check stops: at the first failing test, since the verdict is the
+    first failure's and the tests after it only cost time (a sleeper's each a whole wall
+    limit). Design 1 pays passed/total for a wrong output, so its checks go on past a wrong
+    output, and stop at any other failure (a timeout included)."""
+    if config.reward == "supercoder-design1":
+        return frozenset(v for v in Verdict if v.is_candidate_failure) - {Verdict.WRONG_OUTPUT}
+    return True
 
 
 def _refused(message: str, total: int, config: ScoreConfig, start: float) -> ScoreResult:
@@ -487,7 +591,8 @@ def _measure(
         timing=_timing_run(config.timing),
         time_copies=config.time_copies,
     )
-    Measurer(program, job.baseline_asm, toolchain, sandbox, options, None).measure(check, job.copy)
+    measurer = Measurer(program, job.baseline_asm, toolchain, sandbox, options, config.limits)
+    measurer.measure(check, job.copy)
     result.verdict = str(check.verdict)  # a flaky answer can fail during timing
     result.message = check.message
     result.passed = check.passed
@@ -695,6 +800,8 @@ class RewardService:
         if backend not in ("process", "thread", "ray"):
             raise InputError(f"backend must be process, thread or ray, got {backend!r}")
         self.config = config or ScoreConfig()
+        if allow_unfit and not self.config.allow_unfit:
+            self.config = replace(self.config, allow_unfit=True)
         self.workers = workers
         self.backend = backend
         if backend == "process":
@@ -709,11 +816,15 @@ class RewardService:
                 self.backend = "thread"
         self.ray_address = ray_address
         self.ray_init_timeout_s = ray_init_timeout_s
-        self.allow_unfit = allow_unfit
+        self.allow_unfit = self.config.allow_unfit
         self._pool: cf.ThreadPoolExecutor | pebble.ProcessPool | None = None
         self._ray_fn: Any = None
-        # `deadline_hits`: samples excluded at their deadline; `pool_restarts`: batches in
-        # which the watchdog replaced workers (or the whole pool) for them.
+        # Every task's directory (its progress; on processes and Ray its temporary files).
+        self._tasks = TaskDirs()
+        # `deadline_hits`: tasks the service ended at their deadline (a last resort: the
+        # candidate's own time is bounded in the worker; reward/deadline.py);
+        # `pool_restarts`: batches in which the watchdog replaced workers (or the whole
+        # pool) for them.
         self.stats = {
             "batches": 0,
             "samples": 0,
@@ -723,11 +834,11 @@ class RewardService:
         }
 
     # ------------------------------------------------------------------ pools
-    def _submit(self, fn: Any, *args: Any) -> cf.Future[Any]:
-        """Queue `fn(*args)` on the pool (started on first use). On the process pool the
-        task has `deadline_s` from the moment a worker takes it: past that, pebble ends the
-        worker (its sandbox dies with it), starts a fresh one, and the future raises
-        TimeoutError."""
+    def _submit(self, fn: Any, deadline_s: float, task_dir: str, *args: Any) -> cf.Future[Any]:
+        """Queue `fn(*args, task_dir=task_dir)` on the pool (started on first use). On the
+        process pool the task has `deadline_s` from the moment a worker takes it: past
+        that, pebble ends the worker (its sandbox dies with it), starts a fresh one, and
+        the future raises TimeoutError. Its temporary files go in `task_dir` (run_task)."""
         if self._pool is None:
             if self.backend == "thread":
                 self._pool = cf.ThreadPoolExecutor(max_workers=self.workers)
@@ -737,17 +848,20 @@ class RewardService:
                     max_workers=self.workers, context=mp.get_context("spawn")
                 )
         if isinstance(self._pool, pebble.ProcessPool):
-            return self._pool.schedule(fn, args=args, timeout=self.config.deadline_s)
-        return self._pool.submit(fn, *args)
+            return self._pool.schedule(
+                run_task, args=(fn, task_dir, True, args), timeout=deadline_s
+            )
+        return self._pool.submit(run_task, fn, task_dir, False, args)
 
-    def _stall_s(self) -> float:
-        """How long a batch waits for any task to finish before it gives up on the rest.
-        Threads cannot be killed, so for them this is the watchdog itself (see
-        `_score_pool`); the process pool ends a stuck task at its deadline, so there it is
-        a backstop for a pool that runs nothing at all (a worker restart takes seconds)."""
+    def _stall_s(self, longest_s: float) -> float:
+        """How long a batch waits for any task to finish before it gives up on the rest
+        (`longest_s`: the longest deadline of its tasks). Threads cannot be killed, so for
+        them this is the watchdog itself (see `_score_pool`); the process pool ends a stuck
+        task at its deadline, so there it is a backstop for a pool that runs nothing at all
+        (a worker restart takes seconds)."""
         if self.backend == "thread":
-            return self.config.deadline_s
-        return 2 * self.config.deadline_s + 60.0
+            return longest_s
+        return 2 * longest_s + 60.0
 
     def _end_pool(self, *, wait_for_threads: bool) -> None:
         """Stop the pool; the next batch starts a fresh one. pebble's `stop` ends every
@@ -770,14 +884,14 @@ class RewardService:
                 ) from None
             if not ray.is_initialized():
                 _ray_init(ray, self.ray_address, self.ray_init_timeout_s)
-            remote = ray.remote(num_cpus=1)
-            self._ray_fn = (remote(check_one), remote(time_one))
+            self._ray_fn = ray.remote(num_cpus=1)(run_task)
         return self._ray_fn
 
     def close(self) -> None:
         """End the workers. Between batches they are idle (every task of a batch has ended
-        by the time it returns), so nothing is cut short."""
+        by the time it returns), so nothing is cut short; then remove the tasks' root."""
         self._end_pool(wait_for_threads=True)
+        self._tasks.close()
 
     def __enter__(self) -> RewardService:
         return self
@@ -786,31 +900,56 @@ class RewardService:
         self.close()
 
     # ------------------------------------------------------------------ scoring
-    def _deadline_result(self, req: ScoreRequest) -> ScoreResult:
+    def _deadline_result(self, req: ScoreRequest, task: _Task) -> ScoreResult:
+        """The result of a task the service ended at its deadline (a last resort: the
+        worker bounds the candidate's own time itself). The candidate's `timeout`, with its
+        penalty, where the task was in the candidate's own build or runs and a known-good
+        program runs fine right after (reward/deadline.py); else our infra_error."""
         self.stats["deadline_hits"] += 1
-        return ScoreResult(
+        verdict = "infra_error"
+        why = "during its timing (waiting for a timing core included): excluded, the machine "
+        why += "may be overloaded"
+        if task.kind == "check":
+            verdict, why = deadline_verdict(task.task_dir, self._known_good)
+        result = ScoreResult(
             reward=None,
-            verdict="infra_error",
+            verdict=verdict,
             total=len(req.program.tests),
-            message=f"scoring exceeded the {self.config.deadline_s:g}s deadline "
-            "(excluded: the machine may be overloaded)",
-            seconds=self.config.deadline_s,
+            message=f"scoring exceeded the {task.deadline_s:g}s deadline {why}",
+            seconds=task.deadline_s,
         )
+        if verdict == "infra_error":
+            return result
+        from asmopt.evaluate import CheckResult
+        from asmopt.policies.feedback import check_feedback
+
+        check = CheckResult(req.program.id, Verdict(verdict), result.message)
+        result.feedback = check_feedback(check, req.program)
+        return _finish(result, self.config, time.monotonic() - task.deadline_s)
+
+    def _known_good(self) -> str | None:
+        """The known-good probe in a fresh sandbox, under the samples' own limits: None
+        when it runs fine (Sandbox.self_test)."""
+        from asmopt.sandbox.runner import default_sandbox
+
+        return default_sandbox().self_test(run_limits(self.config))
 
     def score_batch(self, requests: Sequence[ScoreRequest]) -> list[ScoreResult]:
         """One result per request, in order; never raises for a bad candidate.
 
-        Raises UnfitProgramError (nothing scored) when a request's program is marked unfit
-        and the service was not made with `allow_unfit=True`."""
+        Raises UnfitProgramError (nothing scored) when a request's program is unfit for
+        reward (`fitness`) and the service was not made with `allow_unfit=True`."""
         if not requests:
             return []
-        require_fit(
-            {id(r.program): r.program for r in requests}.values(), "reward", self.allow_unfit
-        )
+        programs = {id(r.program): r.program for r in requests}
+        require_fit(programs.values(), "reward", self.allow_unfit)
+        unfit = {key: fitness(program, self.config) for key, program in programs.items()}
         if self.backend == "ray":
             results = self._score_ray(requests)
         else:
             results = self._score_pool(requests)
+        for req, result in zip(requests, results, strict=True):
+            result.unfit = unfit[id(req.program)]
         self.stats["batches"] += 1
         self.stats["samples"] += len(results)
         self.stats["excluded"] += sum(r.reward is None for r in results)
@@ -822,53 +961,78 @@ class RewardService:
 
         Every request's check is queued before any timing, and a correct answer's timing
         is queued when its check ends, so answers that need no timing are never behind
-        timed ones. On the process pool a task that runs past `deadline_s` is ended by
-        pebble (its worker replaced) and its sample excluded as infra_error, so a batch
-        with a stuck sample ends after the real work plus at most one deadline.
+        timed ones. Each task has its sample's deadline (reward/deadline.py); on the
+        process pool a task that runs past it is ended by pebble (its worker replaced) and
+        judged by `_deadline_result`, so a batch with a stuck sample ends after the real
+        work plus at most one deadline.
 
         Threads cannot be killed, so the thread back-end waits for progress instead: a task
         starts only when a worker frees up (at the batch's start or when another task
-        finishes), so when nothing has finished for `deadline_s`, every task still running
-        has run for at least `deadline_s`. Those (and any not started) are excluded as
-        infra_error and the pool is replaced. The Ray back-end waits the same way."""
+        finishes), so when nothing has finished for the longest deadline, every task still
+        running has run past its own. Those (and any not started) are judged by
+        `_deadline_result` and the pool is replaced. The Ray back-end waits the same way.
+        Every task's directory is removed when it ends, however it ends."""
         began = time.monotonic()
-        owner: dict[cf.Future[Any], int] = {
-            self._submit(check_one, r.program, r.completion, r.baseline_asm, self.config): i
-            for i, r in enumerate(requests)
-        }
+        deadlines = [sample_deadline(r.program, self.config, self.workers) for r in requests]
+        owner: dict[cf.Future[Any], _Task] = {}
+        for i, r in enumerate(requests):
+            task = _Task(i, "check", deadlines[i].check_s, self._tasks.new())
+            args = (r.program, r.completion, r.baseline_asm, self.config)
+            owner[self._submit(check_one, task.deadline_s, task.task_dir, *args)] = task
         results: list[ScoreResult | None] = [None] * len(requests)
         faults: set[str] = set()
+        stale: list[str] = []
         pending = set(owner)
         while pending:
             done, pending = cf.wait(
-                pending, timeout=self._stall_s(), return_when=cf.FIRST_COMPLETED
+                pending, timeout=self._stall_s(_longest(deadlines)), return_when=cf.FIRST_COMPLETED
             )
             if not done:  # threads: every running task is past its deadline; processes: a
                 # pool that runs nothing. Either way the pool is replaced.
                 for fut in pending:
-                    results[owner[fut]] = self._deadline_result(requests[owner[fut]])
+                    task = owner[fut]
+                    results[task.index] = self._deadline_result(requests[task.index], task)
+                    stale.append(task.task_dir)
                 faults |= {"deadline", "broken"}
                 break
             for fut in done:
-                i = owner.pop(fut)
-                result, job, fault = self._outcome(fut, requests[i])
+                task = owner.pop(fut)
+                result, job, fault = self._outcome(fut, requests[task.index], task)
+                self._tasks.remove(task.task_dir)
                 if job is not None:
-                    try:
-                        timing = self._submit(time_one, requests[i].program, job, self.config)
-                    except Exception as exc:  # the pool broke under it: ours, excluded
-                        result = self._worker_failed(requests[i], "worker failed", exc)
-                        fault = "broken"
-                    else:
-                        owner[timing] = i
-                        pending.add(timing)
+                    timing, result, fault = self._queue_timing(requests, task.index, job, deadlines)
+                    if timing is not None:
+                        owner[timing[0]] = timing[1]
+                        pending.add(timing[0])
                         continue
                 faults.add(fault)
-                results[i] = self._done(result, began)
+                results[task.index] = self._done(result, began)
         self._after_faults(faults)
+        for task_dir in stale:  # after the pool's end: no worker writes there any more
+            self._tasks.remove(task_dir)
         return [r for r in results if r is not None]
 
+    def _queue_timing(
+        self,
+        requests: Sequence[ScoreRequest],
+        i: int,
+        job: TimingJob,
+        deadlines: Sequence[SampleDeadline],
+    ) -> tuple[tuple[cf.Future[Any], _Task] | None, ScoreResult, str]:
+        """Queue a correct answer's timing: (its future and task, its provisional result,
+        ""), or where the pool broke under it, (None, the sample's infra_error, "broken")."""
+        task = _Task(i, "time", deadlines[i].time_s, self._tasks.new())
+        try:
+            fut = self._submit(
+                time_one, task.deadline_s, task.task_dir, requests[i].program, job, self.config
+            )
+        except Exception as exc:  # the pool broke under it: ours, excluded
+            self._tasks.remove(task.task_dir)
+            return None, self._worker_failed(requests[i], "worker failed", exc), "broken"
+        return (fut, task), job.result, ""
+
     def _outcome(
-        self, fut: cf.Future[Any], req: ScoreRequest
+        self, fut: cf.Future[Any], req: ScoreRequest, task: _Task
     ) -> tuple[ScoreResult, TimingJob | None, str]:
         """A finished task's result and timing job, and what went wrong with our side if
         anything: "deadline" (pebble ended the task past its deadline and replaced its
@@ -876,7 +1040,7 @@ class RewardService:
         try:
             result, job = _as_outcome(fut.result())
         except cf.TimeoutError:
-            return self._deadline_result(req), None, "deadline"
+            return self._deadline_result(req, task), None, "deadline"
         except Exception as exc:  # a worker died (killed, out of memory): ours, excluded
             broken = isinstance(exc, BrokenProcessPool)
             return self._worker_failed(req, "worker failed", exc), None, "broken" if broken else ""
@@ -891,23 +1055,29 @@ class RewardService:
             self._end_pool(wait_for_threads=False)
 
     def _score_ray(self, requests: Sequence[ScoreRequest]) -> list[ScoreResult]:
-        """As `_score_pool`, with one Ray task per check and per timing."""
+        """As `_score_pool`, with one Ray task per check and per timing (each in its task's
+        directory, which the service removes; on another node than this one, a killed
+        worker's directory there is left)."""
         import ray
 
-        check_fn, time_fn = self._ray()
+        run = self._ray()
         began = time.monotonic()
-        owner: dict[Any, int] = {
-            check_fn.remote(r.program, r.completion, r.baseline_asm, self.config): i
-            for i, r in enumerate(requests)
-        }
+        deadlines = [sample_deadline(r.program, self.config, self.workers) for r in requests]
+        owner: dict[Any, _Task] = {}
+        for i, r in enumerate(requests):
+            task = _Task(i, "check", deadlines[i].check_s, self._tasks.new())
+            args = (r.program, r.completion, r.baseline_asm, self.config)
+            owner[run.remote(check_one, task.task_dir, True, args)] = task
         results: list[ScoreResult | None] = [None] * len(requests)
         pending = list(owner)
         while pending:
-            ready, pending = ray.wait(pending, num_returns=1, timeout=self.config.deadline_s)
+            ready, pending = ray.wait(pending, num_returns=1, timeout=_longest(deadlines))
             if not ready:  # a stall: every running task is past its deadline
                 break
             for ref in ready:
-                i = owner.pop(ref)
+                task = owner.pop(ref)
+                i = task.index
+                self._tasks.remove(task.task_dir)
                 try:
                     result, job = _as_outcome(ray.get(ref))
                 except Exception as exc:
@@ -918,12 +1088,16 @@ class RewardService:
                 if job is None:
                     results[i] = self._done(result, began)
                 else:
-                    timing = time_fn.remote(requests[i].program, job, self.config)
-                    owner[timing] = i
-                    pending.append(timing)
+                    timing = _Task(i, "time", deadlines[i].time_s, self._tasks.new())
+                    args = (requests[i].program, job, self.config)
+                    ref = run.remote(time_one, timing.task_dir, True, args)
+                    owner[ref] = timing
+                    pending.append(ref)
         for ref in pending:
             ray.cancel(ref, force=True)  # Ray kills the worker and starts a fresh one
-            results[owner[ref]] = self._deadline_result(requests[owner[ref]])
+            task = owner[ref]
+            results[task.index] = self._deadline_result(requests[task.index], task)
+            self._tasks.remove(task.task_dir)
         return [r for r in results if r is not None]
 
     @staticmethod
@@ -939,6 +1113,23 @@ class RewardService:
     def _done(result: ScoreResult, began: float) -> ScoreResult:
         result.batch_finish_s = time.monotonic() - began
         return result
+
+
+@dataclass(frozen=True)
+class _Task:
+    """One queued task of a batch: its request's index, which half of the score it is,
+    its deadline and its directory (TaskDirs)."""
+
+    index: int
+    kind: Literal["check", "time"]
+    deadline_s: float
+    task_dir: str
+
+
+def _longest(deadlines: Sequence[SampleDeadline]) -> float:
+    """The longest deadline of a batch's tasks: how long the thread and Ray back-ends wait
+    for progress before they give up on every task still running."""
+    return max(max(d.check_s, d.time_s) for d in deadlines)
 
 
 def _as_outcome(out: Any) -> tuple[ScoreResult, TimingJob | None]:
