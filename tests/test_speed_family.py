@@ -70,6 +70,13 @@ def test_written_suite_loads_and_every_baseline_calls_popcountdi2(
         assert 1 <= calls <= 3, program.id
     with pytest.raises(FileExistsError):
         family.write_suite(dest, per_kernel=1)
+    # No answer can be precomputed: every timed class carries 64 bits, so each program is
+    # fit for the reward the learning runs pay (asmopt.entropy).
+    from asmopt.adequacy import is_reward_fit
+
+    for program in suite:
+        fit, why = is_reward_fit(program)
+        assert fit, (program.id, why)
 
 
 def test_fast_edit_passes_with_fewer_instructions_wrong_edit_fails(

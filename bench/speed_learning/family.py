@@ -223,8 +223,9 @@ def input_generator(
     test_names: list[str], n: tuple[int, int] = (50000, 90200), rounds: tuple[int, int] = (12, 26)
 ) -> dict[str, object]:
     """How a grading draws fresh inputs for a family program (docs/suite_format.md): sizes
-    and rounds around the fixed tests', and a new 40-bit seed for the values each time, so
-    no timed run sees an input whose answer could be known."""
+    and rounds around the fixed tests', and a new 64-bit seed for the values each time, so
+    no timed run sees an input whose answer could be known, nor one whose answer a table
+    could hold (the timed class carries at least 64 bits: asmopt.entropy)."""
     return {
         "version": 1,
         "classes": {
@@ -233,7 +234,7 @@ def input_generator(
                 "vars": {
                     "n": {"int": list(n)},
                     "rounds": {"int": list(rounds)},
-                    "seed": {"int": [0, (1 << 40) - 1]},
+                    "seed": {"int": [0, (1 << 64) - 1]},
                 },
             },
             "edge": {
