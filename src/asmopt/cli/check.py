@@ -128,6 +128,16 @@ def _print_check(
         print(f"wrote the failing drawn input to {saved}")
     if result.speedup is not None and result.correct:
         _print_speedup(args, result.speedup)
+    _print_fitness(program)
+
+
+def _print_fitness(program: Any) -> None:
+    """A person's check still runs an unfit program; it says why a reward would not."""
+    from asmopt.adequacy import is_reward_fit
+
+    fit, why = is_reward_fit(program)
+    if not fit:
+        print(f"unfit for reward: {why}; no reward path scores this program")
 
 
 def _inputs_line(args: argparse.Namespace, program: Any, fresh: Any) -> str:
