@@ -3,6 +3,7 @@ in program.json, and the refusals of reward, training rows and exports."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import random
 from pathlib import Path
@@ -231,6 +232,32 @@ def weak_program() -> Program:
                    inputs=InputGenerator.from_dict(LIST_INPUTS))
 
 
+# The tests of good_program with five or more numbers (the class draws 5-40; done_program's
+# one such test is t2).
+GOOD_TIMED = ("t0", "t3", "t4", "t5")
+
+
+def with_drawn_lists(program: Program, timed: tuple[str, ...] = ()) -> Program:
+    """`program` (GOOD_C or DONE_C: a count, then that many numbers) with a generator of
+    lists of 5-40 numbers in -10000..10000, which the tests `timed` stand for: at least
+    5 x log2(20001) = 71 bits a draw, so it passes the fixed_inputs and entropy rules and
+    only its adequacy mark can make it unfit (the mark logic tested below)."""
+    spec = {
+        "version": 1,
+        "classes": {"small": LIST_INPUTS["classes"]["small"]},
+        "tests": {name: "small" for name in timed},
+    }
+    return dataclasses.replace(program, inputs=InputGenerator.from_dict(spec))
+
+
+def fit_good_program() -> Program:
+    return with_drawn_lists(good_program(), GOOD_TIMED)
+
+
+def drawn_done_program() -> Program:
+    return with_drawn_lists(done_program(), ("t2",))
+
+
 def test_drawn_inputs_kill_mutants_the_fixed_tests_miss(toolchain, sandbox) -> None:
     program = weak_program()
     fixed_only = check_adequacy(program, toolchain, sandbox, seed=5, per_class=0,
@@ -360,14 +387,19 @@ def test_a_mutant_changes_exactly_one_instruction_never_a_directive(toolchain) -
 
 # ---------------------------------------------------------------------------- the mark
 def test_is_reward_fit_reads_the_mark() -> None:
-    program = good_program()
+    # without an input generator a program is unfit whatever its mark says
+    for bare in (good_program(), _mark(good_program(), True)):
+        fit, why = is_reward_fit(bare)
+        assert not fit and why.startswith("fixed_inputs:")
+    program = fit_good_program()
     assert is_reward_fit(program) == (True, "not checked")
     fit, why = is_reward_fit(_mark(program, False))
     assert not fit and "return0" in why
     assert is_reward_fit(_mark(program, True))[0]
     # the tests changed since the check: the mark no longer speaks for them
     stale = _mark(program, False)
-    stale = Program(stale.id, stale.source, stale.tests[:2], metadata=stale.metadata)
+    stale = stale.with_tests(stale.tests[:2])
+    assert stale.inputs is not None and stale.metadata
     fit, why = is_reward_fit(stale)
     assert fit and "stale" in why
 
@@ -380,9 +412,14 @@ def _suite(*programs: Program) -> Suite:
 def test_export_refuses_unfit_programs(tmp_path: Path) -> None:
     from asmopt.data.export import export_suite
 
-    suite = _suite(_mark(done_program(), False), _mark(good_program(), True))
-    with pytest.raises(UnfitProgramError, match=r"refusing export .*done \(return0"):
+    suite = _suite(_mark(drawn_done_program(), False), _mark(fit_good_program(), True))
+    with pytest.raises(UnfitProgramError, match=r"refusing export for 1 program.*done \(return0"):
         export_suite(suite, tmp_path / "rows.jsonl", "jsonl", baseline_fn=lambda p: "\t.text\n")
+    assert not (tmp_path / "rows.jsonl").exists()
+    # a program without a generator is refused whatever its mark says
+    bare = _suite(_mark(good_program(), True))
+    with pytest.raises(UnfitProgramError, match=r"refusing export .*good \(fixed_inputs"):
+        export_suite(bare, tmp_path / "rows.jsonl", "jsonl", baseline_fn=lambda p: "\t.text\n")
     assert not (tmp_path / "rows.jsonl").exists()
     written, report = export_suite(
         suite,
@@ -408,12 +445,15 @@ def test_reward_service_refuses_unfit_programs() -> None:
     from asmopt.reward.service import RewardService, ScoreConfig, ScoreRequest
 
     config = ScoreConfig(measure="none")
-    unfit = _mark(done_program(), False)
+    unfit = _mark(drawn_done_program(), False)
     with RewardService(config, workers=1, backend="thread") as service:
-        with pytest.raises(UnfitProgramError, match=r"refusing reward .*done"):
+        with pytest.raises(UnfitProgramError, match=r"refusing reward .*done \(return0"):
             service.score_batch([ScoreRequest(unfit, "no assembly here")])
-        # a program never checked is scored (fit-unknown)
-        [result] = service.score_batch([ScoreRequest(done_program(), "no assembly here")])
+        # a program without a generator is refused, checked or not
+        with pytest.raises(UnfitProgramError, match=r"refusing reward .*done \(fixed_inputs"):
+            service.score_batch([ScoreRequest(done_program(), "no assembly here")])
+        # a program with a generator, never checked, is scored (fit-unknown)
+        [result] = service.score_batch([ScoreRequest(drawn_done_program(), "no assembly here")])
         assert result.verdict == "extraction_error"
     with RewardService(config, workers=1, backend="thread", allow_unfit=True) as service:
         [result] = service.score_batch([ScoreRequest(unfit, "no assembly here")])
@@ -423,8 +463,9 @@ def test_reward_service_refuses_unfit_programs() -> None:
 def test_training_rows_refuse_unfit_programs(toolchain) -> None:
     from asmopt.train.data import rows_from_suite
 
-    suite = _suite(_mark(done_program(), False), good_program())
-    with pytest.raises(UnfitProgramError, match=r"refusing training rows .*done"):
+    suite = _suite(_mark(drawn_done_program(), False), fit_good_program())
+    only_done = r"refusing training rows .* for 1 program.*: done \(return0"
+    with pytest.raises(UnfitProgramError, match=only_done):
         rows_from_suite(suite, "train", toolchain=toolchain)
     rows = rows_from_suite(suite, "train", toolchain=toolchain, allow_unfit=True)
     assert sorted(r["program_id"] for r in rows) == ["done", "good"]
@@ -437,11 +478,11 @@ def test_report_warns_about_unfit_programs(tmp_path: Path) -> None:
     from asmopt.run import record_unfit
     from asmopt.store import ResultStore
 
-    unfit = _mark(done_program(), False)
+    unfit = _mark(drawn_done_program(), False)
     store = ResultStore(tmp_path / "run")
     store.begin_run({"suite": "adq", "policy": "unit", "split": "all", "measure": "none"}, {})
     store.put_program(unfit, "train", "\t.text\n")
-    assert record_unfit(store, [unfit, good_program()]) == {"done": is_reward_fit(unfit)[1]}
+    assert record_unfit(store, [unfit, fit_good_program()]) == {"done": is_reward_fit(unfit)[1]}
     store.record(SampleOutcome("done", 0, CheckResult("done", Verdict.PASS, "ok")))
     html_path, md_path = write_report(store, tmp_path / "out", plots=False)
     store.close()
@@ -451,7 +492,7 @@ def test_report_warns_about_unfit_programs(tmp_path: Path) -> None:
 
 # ---------------------------------------------------------------------------- CLI
 def test_suite_verify_writes_marks_and_never_into_the_builtin_suite(tmp_path: Path, capsys) -> None:
-    root = save_suite(_suite(good_program(), done_program()), tmp_path / "suite")
+    root = save_suite(_suite(fit_good_program(), done_program()), tmp_path / "suite")
     code = asmopt.cli.main(["suite", "verify", "--suite", str(root), "--write-marks", "--json"])
     out = json.loads(capsys.readouterr().out)
     assert code == 1  # an unfit program fails the verification
@@ -464,6 +505,9 @@ def test_suite_verify_writes_marks_and_never_into_the_builtin_suite(tmp_path: Pa
     assert not is_reward_fit(suite.get("done"))[0]
     assert is_reward_fit(suite.get("good"))[0]
     assert "fit (mutants killed" in is_reward_fit(suite.get("good"))[1]
+    # its generator's draws were measured too: every output distinct, every field used
+    good = json.loads((root / "programs" / "good" / "program.json").read_text())
+    assert good["metadata"]["entropy"]["tabulable"] is False
 
     for argv in (
         ["suite", "verify", "--write-marks"],
@@ -482,7 +526,10 @@ def test_suite_verify_table_lists_unfit_programs(tmp_path: Path, capsys) -> None
     assert code == 1 and "UNFIT" in out and "unfit: done: constant_output" in out
     assert MARK_KEY not in load_suite(root).get("done").meta  # nothing written without the flag
     code = asmopt.cli.main(["suite", "verify", "--suite", str(root), "--no-adequacy"])
-    assert code == 0 and "UNFIT" not in capsys.readouterr().out
+    out = capsys.readouterr().out
+    # no adequacy check ran, but a program without a generator is unfit all the same
+    assert "UNFIT" not in out and "constant_output" not in out
+    assert code == 1 and "unfit: done: fixed inputs only" in out
 
 
 @pytest.mark.slow  # the real check: surviving mutants run on 1,000 drawn inputs (50-140 s)

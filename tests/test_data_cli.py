@@ -98,10 +98,14 @@ def test_import_build_export_through_the_cli(tmp_path: Path, capsys) -> None:
         "-o",
         str(tmp_path / "e" / "rows.jsonl"),
     ]
-    # Each built program has one test: marked unfit (one fixed input), so refused...
-    assert built.programs["alpha"].meta["adequacy"]["fit"] is False
+    # Each built program has one test (marked unfit: one fixed input), and the generator
+    # learnt from it draws one small number (unfit first of all: tabulable), so refused...
+    mark = built.programs["alpha"].meta["adequacy"]
+    assert mark["fit"] is False and any("one fixed input" in r for r in mark["reasons"])
+    assert built.programs["alpha"].inputs is not None
     code, _, err = run(export, capsys)
-    assert code == 2 and "refusing export" in err and "one fixed input" in err
+    assert code == 2 and "refusing export for 2 program(s)" in err
+    assert "alpha (tabulable" in err and "beta (tabulable" in err
     # ... unless allowed explicitly.
     code, out, _ = run([*export, "--allow-unfit"], capsys)
     assert code == 0 and "wrote 2 rows (train 2)" in out

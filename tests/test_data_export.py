@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from asmopt.adequacy import UnfitProgramError
 from asmopt.data.common import DataError
 from asmopt.data.export import export_suite, flatten_program, verl_schema
 from asmopt.data.prompt import extract_fenced_assembly
@@ -27,6 +28,9 @@ def t(name: str, stdin: bytes, out: bytes, **kw: object) -> TestCase:
 
 
 def make_suite() -> Suite:
+    """Programs with fixed inputs on purpose (unfit for reward: no input generator): what a
+    row must carry of a test's bytes, argv, headers, flags and comparison is the point, so
+    every export below passes allow_unfit=True."""
     programs = [
         Program(
             "given",
@@ -66,11 +70,15 @@ def baseline_fn(toolchain):
 def test_verl_parquet_matches_schema_and_content(tmp_path: Path, baseline_fn) -> None:
     pq = pytest.importorskip("pyarrow.parquet")
 
+    with pytest.raises(UnfitProgramError, match=r"refusing export .*given \(fixed_inputs"):
+        export_suite(make_suite(), tmp_path / "out", "verl-parquet", baseline_fn=baseline_fn)
+    assert not (tmp_path / "out").exists()
     written, report = export_suite(
-        make_suite(), tmp_path / "out", "verl-parquet", baseline_fn=baseline_fn
+        make_suite(), tmp_path / "out", "verl-parquet", baseline_fn=baseline_fn, allow_unfit=True
     )
     assert sorted(p.name for p in written) == ["test.parquet", "train.parquet"]
     assert report.reason_counts() == {"unsupported": 3}
+    assert any(n.startswith("given: exported although marked unfit") for n in report.notes)
     assert {d.item for d in report.dropped} == {"argv", "tol", "binary"}
     train = pq.read_table(tmp_path / "out" / "train.parquet")
     assert train.schema.equals(verl_schema())
@@ -104,6 +112,7 @@ def test_flattened_c_code_builds_alone_and_behaves(tmp_path: Path, toolchain, sa
         "verl-parquet",
         splits=("test",),
         baseline_fn=lambda p: toolchain.baseline_assembly(p),
+        allow_unfit=True,  # fixed inputs on purpose (make_suite)
     )
     (row,) = pq.read_table(written[0]).to_pylist()
     code = row["extra_info"]["c_code"]
@@ -122,17 +131,14 @@ def test_jsonl_hf_and_lossy(tmp_path: Path, baseline_fn) -> None:
     pq = pytest.importorskip("pyarrow.parquet")
 
     suite = make_suite()
-    (pq_file,), _ = export_suite(
-        suite, tmp_path / "all.parquet", "verl-parquet", baseline_fn=baseline_fn
-    )
-    (jl_file,), _ = export_suite(suite, tmp_path / "all.jsonl", "jsonl", baseline_fn=baseline_fn)
+    fixed = {"baseline_fn": baseline_fn, "allow_unfit": True}  # fixed inputs (make_suite)
+    (pq_file,), _ = export_suite(suite, tmp_path / "all.parquet", "verl-parquet", **fixed)
+    (jl_file,), _ = export_suite(suite, tmp_path / "all.jsonl", "jsonl", **fixed)
     jl_rows = [json.loads(line) for line in jl_file.read_text().splitlines()]
     assert jl_rows == pq.read_table(pq_file).to_pylist()
     assert [r["extra_info"]["split"] for r in jl_rows] == ["train", "train", "test"]
 
-    written, report = export_suite(
-        suite, tmp_path / "hf", "hf", baseline_fn=baseline_fn, allow_lossy=True
-    )
+    written, report = export_suite(suite, tmp_path / "hf", "hf", allow_lossy=True, **fixed)
     dd = datasets.load_from_disk(str(written[0]))
     assert sorted(dd) == ["test", "train"]
     assert dd["test"].num_rows == 3 and dd["train"].num_rows == 2
@@ -141,17 +147,16 @@ def test_jsonl_hf_and_lossy(tmp_path: Path, baseline_fn) -> None:
     assert dd["train"][1]["reward_model"]["ground_truth"] == GIVEN_ASM
 
     with pytest.raises(DataError, match=r"writes \.jsonl"):
-        export_suite(suite, tmp_path / "x.parquet", "jsonl", baseline_fn=baseline_fn)
+        export_suite(suite, tmp_path / "x.parquet", "jsonl", **fixed)
     with pytest.raises(DataError, match="nothing to export"):
-        export_suite(
-            suite, tmp_path / "v", "jsonl", splits=("validation",), baseline_fn=baseline_fn
-        )
+        export_suite(suite, tmp_path / "v", "jsonl", splits=("validation",), **fixed)
 
 
 def test_round_trip_through_the_supercoder_importer(tmp_path: Path, baseline_fn) -> None:
     pytest.importorskip("pyarrow")  # the verl-parquet export
     suite = make_suite()
-    export_suite(suite, tmp_path / "rt", "verl-parquet", baseline_fn=baseline_fn)
+    # fixed inputs on purpose (make_suite): the rows read back as the published file's
+    export_suite(suite, tmp_path / "rt", "verl-parquet", baseline_fn=baseline_fn, allow_unfit=True)
     back, report = import_supercoder([tmp_path / "rt"])
     assert report.dropped == []
     assert sorted(back.programs) == [
@@ -186,8 +191,13 @@ def test_max_prompt_tokens_drops_and_names_long_prompts(tmp_path: Path) -> None:
     )
     asm = {"short": GIVEN_ASM, "long": long_asm, "short2": GIVEN_ASM}
     count = TokenCounter()  # the character estimate; a tokenizer path works the same way
+    # ECHO has fixed inputs: only the prompts' lengths matter here
     (full,), _ = export_suite(
-        suite, tmp_path / "all.parquet", "verl-parquet", baseline_fn=lambda p: asm[p.id]
+        suite,
+        tmp_path / "all.parquet",
+        "verl-parquet",
+        baseline_fn=lambda p: asm[p.id],
+        allow_unfit=True,
     )
     lengths = {
         r["reward_model"]["ground_truth"]: count.count(r["prompt"][0]["content"])
@@ -202,6 +212,7 @@ def test_max_prompt_tokens_drops_and_names_long_prompts(tmp_path: Path) -> None:
         "verl-parquet",
         baseline_fn=lambda p: asm[p.id],
         max_prompt_tokens=limit,
+        allow_unfit=True,
     )
     rows = pq.read_table(out).to_pylist()
     assert [r["extra_info"]["index"] for r in rows] == [0, 1]
@@ -237,8 +248,13 @@ def test_max_prompt_tokens_counts_the_chat_template_as_the_trainer_does(tmp_path
         {"p": "train", "long": "train"},
     )
     asm = {"p": GIVEN_ASM, "long": long_asm}
+    # ECHO has fixed inputs: only the prompts' lengths matter here
     (full,), _ = export_suite(
-        suite, tmp_path / "all.parquet", "verl-parquet", baseline_fn=lambda p: asm[p.id]
+        suite,
+        tmp_path / "all.parquet",
+        "verl-parquet",
+        baseline_fn=lambda p: asm[p.id],
+        allow_unfit=True,
     )
     by_id = {r["reward_model"]["ground_truth"]: r for r in pq.read_table(full).to_pylist()}
     messages = [{"role": m["role"], "content": m["content"]} for m in by_id[GIVEN_ASM]["prompt"]]
@@ -258,6 +274,7 @@ def test_max_prompt_tokens_counts_the_chat_template_as_the_trainer_does(tmp_path
             baseline_fn=lambda p: asm[p.id],
             max_prompt_tokens=limit,
             tokenizer=str(tok_dir),
+            allow_unfit=True,
         )
         assert "with its chat template" in report.stats["prompt_tokens"]["counted_by"]
         return sorted(d.item for d in report.dropped if d.reason == "prompt_too_long")

@@ -268,7 +268,9 @@ def test_lone_surrogates_are_extraction_errors_not_exceptions(program: Program) 
     assert [h["action"] for h in state["history"]] == ["\udcff", fenced, bare]
     assert len({h["action_sha256"] for h in state["history"]}) == 3
     diffs = reward_env.AsmOptEnv(
-        program_ids=[program.id], score_config=ScoreConfig(measure="none", edit_format="diff")
+        program_ids=[program.id],
+        template="diff",
+        score_config=ScoreConfig(measure="none", edit_format="diff"),
     )
     diffs.reset(seed=0)
     _, reward, _, _, info = diffs.step("```diff\n@@ -1 +1 @@\n-\t.text\n+\udcff\n```")

@@ -51,11 +51,15 @@ def test_a_bad_config_is_refused_when_made(kwargs: dict, error: type, needle: st
 
 
 def test_a_bad_policy_spec_is_refused_before_anything_loads() -> None:
-    with pytest.raises(PolicyError, match="needs --base-url") as info:
+    # A Python caller is told the spec's fields; the command line, its flags (for_cli).
+    with pytest.raises(PolicyError, match="needs base_url") as info:
         PolicySpec(name="openai", model="m")
-    assert isinstance(info.value, AsmoptError)
-    with pytest.raises(PolicyError, match="needs --answers"):
+    assert isinstance(info.value, AsmoptError) and "--" not in str(info.value)
+    assert "--policy openai needs --base-url" in info.value.for_cli()  # type: ignore[attr-defined]
+    with pytest.raises(PolicyError, match="needs answers"):
         PolicySpec(name="answers")
+    with pytest.raises(PolicyError, match=r"^rounds must be at least 1, got 0$"):
+        PolicySpec(rounds=0)
 
 
 def test_an_unknown_policy_and_an_empty_selection_are_user_errors(tmp_path: Path) -> None:

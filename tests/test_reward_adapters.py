@@ -13,8 +13,9 @@ from pathlib import Path
 
 import pytest
 
+from asmopt.adequacy import UnfitProgramError
 from asmopt.programs import load_builtin_suite
-from asmopt.programs.rows import ItemError
+from asmopt.programs.rows import INPUTS_SPEC_FIELD, PROGRAM_ID_FIELD, ItemError, row_inputs_spec
 from asmopt.reward.adapters import TRLReward, compute_score, dry_run_verl, program_from_row
 from asmopt.reward.service import ScoreConfig
 from asmopt.toolchain import Toolchain
@@ -25,6 +26,9 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 def _row(toolchain: Toolchain) -> tuple[str, dict]:
+    """A row as `asmopt data export --format verl-parquet` writes it: with the program's
+    input generator, so that a score of it draws fresh inputs (a row without one is unfit
+    for reward: `_fixed_row`)."""
     asm = toolchain.baseline_assembly(PROGRAM)
     extra = {
         "split": "train",
@@ -36,8 +40,16 @@ def _row(toolchain: Toolchain) -> tuple[str, dict]:
         "c_only_question": "...",
         "answer": f"```assembly\n{asm}```",
         "unoptimized_assembly": asm,
+        PROGRAM_ID_FIELD: PROGRAM.id,
+        INPUTS_SPEC_FIELD: row_inputs_spec(PROGRAM),
     }
+    assert extra[INPUTS_SPEC_FIELD], f"{PROGRAM.id} has no input generator"
     return asm, extra
+
+
+def _fixed_row(extra: dict) -> dict:
+    """The same row as the published SuperCoder file has it: no input generator."""
+    return {k: v for k, v in extra.items() if k not in (PROGRAM_ID_FIELD, INPUTS_SPEC_FIELD)}
 
 
 def test_verl_compute_score(toolchain: Toolchain) -> None:
@@ -57,8 +69,10 @@ def test_verl_compute_score(toolchain: Toolchain) -> None:
     assert bad["score"] == -1.0 and bad["verdict"] == "extraction_error"
     with pytest.raises(ValueError, match="extra_info"):
         compute_score("x", "y", asm, None)
+    # The dry run scores a real answer (a row's -O3 baseline) through the sandbox: a copy,
+    # which passes and earns 0 under robust.
     dry = dry_run_verl(reward="robust", measure="none")
-    assert dry["score"] == -1.0 and not dry["excluded"]
+    assert dry["verdict"] == "pass" and dry["score"] == 0.0 and not dry["excluded"]
 
 
 def _same_score(a: dict, b: dict) -> None:
@@ -175,8 +189,18 @@ def test_verl_diagnostics_are_numbers_or_strings_with_the_same_keys(toolchain: T
         # feedback a policy may see (tests/test_feedback_hidden.py).
         assert "message" not in out and out["feedback"].startswith(f"Verdict: {out['verdict']}.")
     copy, bad, timed = outs
-    # A SuperCoder row without an input generator still scores, and says so.
-    assert "inputs_spec" not in extra and all(o["fixed_inputs"] == 1.0 for o in outs)
+    # A row with an input generator is scored on drawn inputs, and is fit.
+    assert all(o["fixed_inputs"] == 0.0 and o["unfit"] == 0.0 for o in outs)
+    # A SuperCoder row without one is refused; allowed explicitly, it scores with the same
+    # keys, and says so.
+    fixed = _fixed_row(extra)
+    with pytest.raises(UnfitProgramError, match=r"refusing reward .*\(fixed_inputs"):
+        compute_score("s", f"```assembly\n{asm}```", asm, fixed, measure="none")
+    allowed = compute_score(
+        "s", f"```assembly\n{asm}```", asm, fixed, measure="none", allow_unfit=True
+    )
+    assert sorted(allowed) == sorted(copy) and allowed["verdict"] == "pass"
+    assert allowed["fixed_inputs"] == 1.0 and allowed["unfit"] == 1.0
     assert copy["timed"] == 0.0 and copy["raw_speedup"] == -1.0 and copy["identical"] == 1.0
     assert bad["verdict"] == "extraction_error" and bad["speedup"] == -1.0
     if timed["verdict"] == "pass":  # a trailing nop is harmless; then it was timed
@@ -260,13 +284,17 @@ def test_trl_columns_are_suite_prompts_and_drop_long_ones_loudly() -> None:
     suite = load_builtin_suite()
     all_rows = trl_columns("train")
     assert len(all_rows["prompt"]) == len(suite.select(split="train"))
-    with pytest.warns(UserWarning, match=r"dropped \d+ of \d+ train prompt\(s\) longer than 7000"):
-        short = trl_columns("train", max_prompt_chars=7000)
+    # A limit between the shortest and the longest prompt (the suite's prompts change with
+    # its programs): some are kept, some dropped, and the warning says how many.
+    lengths = sorted(len(p[0]["content"]) for p in all_rows["prompt"])
+    limit = lengths[len(lengths) // 2]
+    with pytest.warns(UserWarning, match=rf"dropped \d+ of \d+ train prompt\(s\) longer than {limit}"):
+        short = trl_columns("train", max_prompt_chars=limit)
     assert sorted(short) == ["program_id", "prompt"]
     assert 0 < len(short["prompt"]) < len(all_rows["prompt"])
     for prompt, program_id in zip(short["prompt"], short["program_id"], strict=True):
         [message] = prompt
-        assert message["role"] == "user" and len(message["content"]) <= 7000
+        assert message["role"] == "user" and len(message["content"]) <= limit
         assert suite.get(program_id).source.strip() in message["content"]
     with pytest.raises(ValueError, match="tokenizer"):
         trl_columns("train", max_prompt_tokens=100)
@@ -350,12 +378,14 @@ def test_trl_documented_grpo_script_runs(tmp_path: Path, tiny_model_dir: Path) -
         assert not any(key.startswith("asmopt/infra") for key in entry), entry
 
 
-def test_mapping_entry_points_take_nested_timing_and_name_the_old_flat_keys() -> None:
+def test_mapping_entry_points_take_nested_timing_and_name_the_old_flat_keys(
+    toolchain: Toolchain,
+) -> None:
     """verl's reward_kwargs and the trainers' `reward_options` give ScoreConfig as a
     mapping: `timing` nested is taken, an old flat key is refused before anything runs."""
     from asmopt.train.reward_registry import make_reward
 
-    extra = {"c_code": "int main(void){return 0;}\n", "inputs": [""], "outputs": [""]}
+    _, extra = _row(toolchain)
     out = compute_score("s", "no code", "\t.text\n", extra, measure="none", timing={"budget_s": 4})
     assert out["verdict"] == "extraction_error"
     with pytest.raises(ValueError, match=r"^timing_budget_s: use timing\.budget_s"):

@@ -11,7 +11,9 @@ from pathlib import Path
 import pytest
 
 from asmopt.measure.timing import TimingConfig
+from asmopt.programs.generators import InputGenerator
 from asmopt.programs.model import Program, TestCase
+from asmopt.programs.rows import INPUTS_SPEC_FIELD, row_inputs_spec
 from asmopt.reward.service import (
     REWARD_TIMING,
     RewardService,
@@ -22,30 +24,52 @@ from asmopt.reward.service import (
 )
 from asmopt.toolchain import Toolchain
 
+# A size and a 64-bit seed, the sum's starting value: every bit of the seed reaches the
+# output, so no timed class is tabulable (docs/sandbox.md, "No answer can be precomputed").
 SOURCE = r"""
+#include <inttypes.h>
 #include <stdio.h>
 int main(void) {
-    long n, s = 0;
-    if (scanf("%ld", &n) != 1) return 1;
+    long n; uint64_t s;
+    if (scanf("%ld %" SCNu64, &n, &s) != 2) return 1;
     for (long i = 0; i < n; i++) s += (i * i) % 7;
-    printf("%ld\n", s);
+    printf("%" PRIu64 "\n", s);
     return 0;
 }
 """
 
 
-def _expected(n: int) -> bytes:
+def _expected(n: int, seed: int) -> bytes:
     period = [0, 1, 4, 2, 2, 4, 1]  # (i*i) % 7 repeats every 7
-    return f"{(n // 7) * 14 + sum(period[: n % 7])}\n".encode()
+    return f"{(seed + (n // 7) * 14 + sum(period[: n % 7])) % 2**64}\n".encode()
 
 
+SEED64 = {"int": [0, 2**64 - 1]}
+INPUTS = InputGenerator.from_dict(
+    {
+        "version": 1,
+        "classes": {
+            "small": {
+                "template": "{n} {seed}\n",
+                "vars": {"n": {"int": [0, 1000]}, "seed": SEED64},
+            },
+            "heavy": {
+                "template": "{n} {seed}\n",
+                "vars": {"n": {"int": [18_000_000, 22_000_000]}, "seed": SEED64},
+            },
+        },
+        "tests": {"t0": "small", "t1": "small", "t2": "small", "t3": "heavy"},
+    }
+)
+CASES = ((0, 7), (5, 0x9E3779B97F4A7C15), (1000, 2**64 - 3), (20_000_000, 0x2545F4914F6CDD1D))
 PROGRAM = Program(
     id="sumsq",
     source=SOURCE,
     tests=tuple(
-        TestCase(f"t{i}", f"{n}\n".encode(), _expected(n))
-        for i, n in enumerate((0, 5, 1000, 20_000_000))
+        TestCase(f"t{i}", f"{n} {seed}\n".encode(), _expected(n, seed))
+        for i, (n, seed) in enumerate(CASES)
     ),
+    inputs=INPUTS,
 )
 FAST = ScoreConfig(
     reward="robust", measure="time", timing=replace(REWARD_TIMING, max_pairs=8, budget_s=3.0)
@@ -107,7 +131,7 @@ def test_special_casing_visible_inputs_earns_nothing(toolchain: Toolchain, basel
     cheat = _c_candidate(
         toolchain,
         '#include <stdio.h>\nint main(void){puts("%s");return 0;}\n'
-        % _expected(1000).decode().strip(),
+        % PROGRAM.tests[2].expected_stdout.decode().strip(),
     )
     result = score_one(PROGRAM, _fence(cheat), baseline, FAST)
     assert result.verdict == "wrong_output" and result.reward is not None and result.reward < 0
@@ -141,14 +165,15 @@ def test_detecting_the_timed_runs_earns_nothing(toolchain: Toolchain, baseline: 
     cheat = _c_candidate(
         toolchain,
         r"""
+#include <inttypes.h>
 #include <stdio.h>
 int main(void) {
-    long n, s = 0; FILE *seen = fopen("/tmp/.seen", "r");
-    if (scanf("%ld", &n) != 1) return 1;
+    long n; uint64_t s; FILE *seen = fopen("/tmp/.seen", "r");
+    if (scanf("%ld %" SCNu64, &n, &s) != 2) return 1;
     if (seen) { puts("0"); return 0; }
     seen = fopen("/tmp/.seen", "w"); if (seen) fclose(seen);
     for (long i = 0; i < n; i++) s += (i * i) % 7;
-    printf("%ld\n", s); return 0;
+    printf("%" PRIu64 "\n", s); return 0;
 }
 """,
     )
@@ -173,18 +198,7 @@ def test_grader_failure_is_excluded_not_zero(
 
 def test_faster_candidate_is_paid(toolchain: Toolchain, baseline: str) -> None:
     # The closed form of the same sum: many times faster on the heavy test.
-    fast = _c_candidate(
-        toolchain,
-        r"""
-#include <stdio.h>
-int main(void) {
-    long n; static const long r[7] = {0, 1, 4, 2, 2, 4, 1};
-    if (scanf("%ld", &n) != 1) return 1;
-    long s = (n / 7) * 14; for (long i = 0; i < n % 7; i++) s += r[i];
-    printf("%ld\n", s); return 0;
-}
-""",
-    )
+    fast = _c_candidate(toolchain, CLOSED_FORM)
     result = score_one(PROGRAM, _fence(fast), baseline, FAST)
     assert result.verdict == "pass", result.message
     assert result.speedup is not None and result.speedup > 1.5
@@ -300,12 +314,13 @@ def test_a_worker_killed_from_outside_excludes_its_sample_and_the_pool_goes_on(
 
 
 CLOSED_FORM = r"""
+#include <inttypes.h>
 #include <stdio.h>
 int main(void) {
-    long n; static const long r[7] = {0, 1, 4, 2, 2, 4, 1};
-    if (scanf("%ld", &n) != 1) return 1;
-    long s = (n / 7) * 14; for (long i = 0; i < n % 7; i++) s += r[i];
-    printf("%ld\n", s); return 0;
+    long n; uint64_t s; static const long r[7] = {0, 1, 4, 2, 2, 4, 1};
+    if (scanf("%ld %" SCNu64, &n, &s) != 2) return 1;
+    s += (n / 7) * 14; for (long i = 0; i < n % 7; i++) s += r[i];
+    printf("%" PRIu64 "\n", s); return 0;
 }
 """
 
@@ -475,7 +490,7 @@ from asmopt.programs.model import Program, TestCase
 from asmopt.reward.adapters import TRLReward
 from asmopt.reward.service import ScoreConfig
 
-program = Program(id="echo", source=SOURCE, tests=(TestCase("t", b"5\\n", EXPECTED),))
+program = Program(id="echo", source=SOURCE, tests=(TestCase("t", STDIN, EXPECTED),))
 reward = TRLReward(ScoreConfig(measure="none"), suite=None, workers=2)
 values = reward(["p", "p"], ["no code", FENCED], extra_info=[EXTRA, EXTRA])
 print("BACKEND", reward.service.backend, "VERDICTS", *[r.verdict for r in reward.last_results])
@@ -493,16 +508,19 @@ def test_a_training_script_without_a_main_guard_still_scores(
     import subprocess
     import sys
 
+    one = PROGRAM.with_tests(PROGRAM.tests[1:2])  # n = 5, with its class: the row draws
+    [test] = one.tests
     extra = {
         "c_code": SOURCE,
-        "inputs": ["5\n"],
-        "outputs": [_expected(5).decode()],
+        "inputs": [test.stdin.decode()],
+        "outputs": [test.expected_stdout.decode()],
         "split": "train",
         "index": 0,
+        INPUTS_SPEC_FIELD: row_inputs_spec(one),
     }
     body = (
-        f"SOURCE = {SOURCE!r}\nEXPECTED = {_expected(5)!r}\nFENCED = {_fence(baseline)!r}\n"
-        f"EXTRA = {extra!r}\n" + UNGUARDED
+        f"SOURCE = {SOURCE!r}\nSTDIN = {test.stdin!r}\nEXPECTED = {test.expected_stdout!r}\n"
+        f"FENCED = {_fence(baseline)!r}\nEXTRA = {extra!r}\n" + UNGUARDED
     )
     if guarded:
         body = "def main():\n" + "".join(f"    {line}\n" for line in body.splitlines())

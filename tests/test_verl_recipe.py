@@ -62,8 +62,8 @@ def test_reward_entry_point_has_verls_signature_and_scores() -> None:
     # BatchRewardManager's keywords, by name, as verl passes them.
     assert {"data_sources", "solution_strs", "ground_truths", "extra_infos"} <= set(params)
     kwargs = dict(crf["reward_kwargs"], measure="none", workers=1, backend="thread")
-    out = module.dry_run_verl(**kwargs)
-    assert out["verdict"] == "extraction_error" and out["score"] == -1.0
+    out = module.dry_run_verl(**kwargs)  # a real answer: the -O3 baseline of a built-in row
+    assert out["verdict"] == "pass" and out["score"] == 0.0 and out["identical"] == 1.0
 
 
 def test_launch_script_dry_runs_the_reward_first() -> None:
