@@ -1,29 +1,36 @@
 /* Breadth-first search on a generated grid maze: flood fill of every open region with one
- * queue, the corner-to-corner distance, and distance statistics of the largest region.
- * Input: H W wall_percent seed. */
+ * queue, the corner-to-corner distance, distance statistics of the largest region, and a
+ * checksum of every cell's distance from the first cell of its region.
+ * Input: H W wall_percent seed (walls from a xorshift64* generator whose state is the
+ * 64-bit seed, mixed by the splitmix64 finaliser). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <stdint.h>
+#include <inttypes.h>
 
-static uint32_t s;
+static uint64_t s;
 
 static uint32_t rnd(void)
 {
-    s ^= s << 13;
-    s ^= s >> 17;
-    s ^= s << 5;
-    return s;
+    s ^= s >> 12;
+    s ^= s << 25;
+    s ^= s >> 27;
+    return (uint32_t)((s * 0x2545F4914F6CDD1DULL) >> 32);
 }
 
 int main(void)
 {
     int H, W, pct;
-    unsigned seed;
-    if (scanf("%d %d %d %u", &H, &W, &pct, &seed) != 4 || H <= 0 || W <= 0) {
+    uint64_t seed;
+    if (scanf("%d %d %d %" SCNu64, &H, &W, &pct, &seed) != 4 || H <= 0 || W <= 0) {
         printf("bad input\n");
         return 0;
     }
-    s = seed | 1u;
+    s = seed + 0x9E3779B97F4A7C15ULL;
+    s = (s ^ (s >> 30)) * 0xBF58476D1CE4E5B9ULL;
+    s = (s ^ (s >> 27)) * 0x94D049BB133111EBULL;
+    s ^= s >> 31;
+    if (s == 0) s = 1;
     size_t cells = (size_t)H * (size_t)W;
     unsigned char *wall = malloc(cells);
     int *dist = malloc(cells * sizeof *dist);
@@ -79,11 +86,13 @@ int main(void)
             }
         }
     }
+    uint64_t dist_hash = 0;
+    for (size_t i = 0; i < cells; i++) dist_hash = dist_hash * 1000003u + (uint64_t)(dist[i] + 1);
     printf("regions %d largest %zu from %zu\n", regions, largest, largest_start);
     printf("eccentricity %d distance_sum %llu\n", largest_ecc, (unsigned long long)largest_dsum);
     printf("hist");
     for (int i = 0; i < 8; i++) printf(" %lld", hist[i]);
-    printf("\n");
+    printf("\ndist_hash %llu\n", (unsigned long long)dist_hash);
     free(wall);
     free(dist);
     free(queue);

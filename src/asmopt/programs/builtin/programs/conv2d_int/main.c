@@ -1,10 +1,12 @@
 /* Image filtering on an 8-bit greyscale image: a 5x5 integer Gaussian blur, a 3x3 sharpen
  * with saturation to 0..255, and a Sobel edge magnitude, with clamped borders; repeated for
- * several passes. Output: histogram summary and checksums.
- * Input: H W passes seed. */
+ * several passes. Output: histogram summary and checksums of the image and its edge map.
+ * Input: H W passes seed (the noise comes from a 64-bit xorshift generator started from the
+ * 64-bit seed). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <stdint.h>
+#include <inttypes.h>
 
 static int clampi(int v, int lo, int hi)
 {
@@ -14,20 +16,21 @@ static int clampi(int v, int lo, int hi)
 int main(void)
 {
     int H, W, passes;
-    unsigned seed;
-    if (scanf("%d %d %d %u", &H, &W, &passes, &seed) != 4 || H < 1 || W < 1 || passes < 0) {
+    uint64_t seed;
+    if (scanf("%d %d %d %" SCNu64, &H, &W, &passes, &seed) != 4 || H < 1 || W < 1 || passes < 0) {
         printf("bad input\n");
         return 0;
     }
     size_t N = (size_t)H * (size_t)W;
     uint8_t *img = malloc(N), *tmp = malloc(N), *edge = malloc(N);
     if (!img || !tmp || !edge) return 1;
-    uint32_t s = seed;
+    uint64_t s = seed * 0x9E3779B97F4A7C15ULL + 0x632BE59BD9B4E019ULL;
+    if (s == 0) s = 1;
     for (int r = 0; r < H; r++) {
         for (int c = 0; c < W; c++) {
             s ^= s << 13;
-            s ^= s >> 17;
-            s ^= s << 5;
+            s ^= s >> 7;
+            s ^= s << 17;
             /* smooth gradient plus blobs plus noise */
             int v = (r * 7 + c * 3) % 256;
             if (((r / 16) + (c / 16)) % 3 == 0) v = 255 - v;
@@ -77,18 +80,19 @@ int main(void)
     }
     uint32_t hist[8] = {0};
     uint64_t sum = 0, esum = 0;
-    uint32_t h = 2166136261u;
+    uint32_t h = 2166136261u, eh = 2166136261u;
     for (size_t i = 0; i < N; i++) {
         hist[img[i] >> 5]++;
         sum += img[i];
         esum += edge[i];
         h = (h ^ img[i]) * 16777619u;
+        eh = (eh ^ edge[i]) * 16777619u;
     }
     printf("pixels %zu mean_x1000 %llu edge_mean_x1000 %llu\n", N,
            (unsigned long long)(sum * 1000 / N), (unsigned long long)(esum * 1000 / N));
     printf("hist");
     for (int i = 0; i < 8; i++) printf(" %u", hist[i]);
-    printf("\nhash %08x\n", h);
+    printf("\nhash %08x edge_hash %08x\n", h, eh);
     free(img);
     free(tmp);
     free(edge);

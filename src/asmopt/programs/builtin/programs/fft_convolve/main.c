@@ -1,9 +1,11 @@
 /* Polynomial multiplication with an iterative radix-2 complex FFT (bit reversal, precomputed
  * twiddles), rounded back to integers and checked against a direct product on a prefix.
- * Input: n seed (two polynomials of n coefficients in 0..999). */
+ * Input: n seed (two polynomials of n coefficients in 0..999, drawn by a 64-bit xorshift
+ * generator started from the 64-bit seed). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <stdint.h>
+#include <inttypes.h>
 #include <math.h>
 
 struct cpx {
@@ -48,8 +50,8 @@ static void fft(struct cpx *a, size_t n, const struct cpx *w, int invert)
 int main(void)
 {
     size_t n;
-    unsigned seed;
-    if (scanf("%zu %u", &n, &seed) != 2 || n > (1u << 22)) {
+    uint64_t seed;
+    if (scanf("%zu %" SCNu64, &n, &seed) != 2 || n > (1u << 22)) {
         printf("bad input\n");
         return 0;
     }
@@ -59,16 +61,17 @@ int main(void)
     struct cpx *fa = calloc(size, sizeof *fa), *fb = calloc(size, sizeof *fb);
     struct cpx *w = malloc((size / 2 + 1) * sizeof *w);
     if (!p || !q || !fa || !fb || !w) return 1;
-    uint32_t s = seed * 2654435761u + 1;
+    uint64_t s = seed * 0x9E3779B97F4A7C15ULL + 1;
+    if (s == 0) s = 1;
     for (size_t i = 0; i < n; i++) {
         s ^= s << 13;
-        s ^= s >> 17;
-        s ^= s << 5;
-        p[i] = s % 1000;
+        s ^= s >> 7;
+        s ^= s << 17;
+        p[i] = (uint32_t)(s % 1000);
         s ^= s << 13;
-        s ^= s >> 17;
-        s ^= s << 5;
-        q[i] = s % 1000;
+        s ^= s >> 7;
+        s ^= s << 17;
+        q[i] = (uint32_t)(s % 1000);
         fa[i].re = p[i];
         fb[i].re = q[i];
     }

@@ -1,37 +1,40 @@
-/* 0/1 knapsack over generated items with a one-dimensional table, plus the number of
- * optimal-capacity usages and a reconstruction-free upper bound from the fractional relaxation.
- * Input: n capacity seed. Output: best value for capacity and for capacity/2, a table checksum. */
+/* 0/1 knapsack over generated items with a one-dimensional table, plus the least capacity
+ * that reaches the best value.
+ * Input: n capacity seed (items from a xorshift64* stream of the 64-bit seed).
+ * Output: best value for capacity and for capacity/2, a table checksum. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <stdint.h>
+#include <inttypes.h>
 
-static uint32_t s32;
+static uint64_t s64;
 
-static uint32_t xs32(void)
+static uint32_t xs64(void)
 {
-    s32 ^= s32 << 13;
-    s32 ^= s32 >> 17;
-    s32 ^= s32 << 5;
-    return s32;
+    s64 ^= s64 >> 12;
+    s64 ^= s64 << 25;
+    s64 ^= s64 >> 27;
+    return (uint32_t)((s64 * 0x2545F4914F6CDD1DULL) >> 32);
 }
 
 int main(void)
 {
     int n, cap;
-    unsigned seed;
-    if (scanf("%d %d %u", &n, &cap, &seed) != 3 || n < 0 || cap < 0) {
+    uint64_t seed;
+    if (scanf("%d %d %" SCNu64, &n, &cap, &seed) != 3 || n < 0 || cap < 0) {
         printf("bad input\n");
         return 0;
     }
-    s32 = seed ? seed : 0x12345678u;
+    s64 = seed ^ 0x9E3779B97F4A7C15ULL;
+    if (!s64) s64 = 0x12345678u;
     int *w = malloc((size_t)(n ? n : 1) * sizeof *w);
     long long *v = malloc((size_t)(n ? n : 1) * sizeof *v);
     long long *dp = calloc((size_t)cap + 1, sizeof *dp);
     if (!w || !v || !dp) return 1;
     int wmax = cap / 8 + 1;
     for (int i = 0; i < n; i++) {
-        w[i] = 1 + (int)(xs32() % (uint32_t)wmax);
-        v[i] = (long long)(w[i]) * 3 + (long long)(xs32() % 1000);
+        w[i] = 1 + (int)(xs64() % (uint32_t)wmax);
+        v[i] = (long long)(w[i]) * 3 + (long long)(xs64() % 1000);
     }
     for (int i = 0; i < n; i++) {
         int wi = w[i];

@@ -1,9 +1,12 @@
 /* Longest common subsequence of two strings read from stdin (one per line), with a
- * two-row dynamic programme. Also reports the LCS of every 1/8 prefix pair.
+ * two-row dynamic programme. Also reports the LCS of A's every 1/8 prefix with B, the sum
+ * of the table's last column and a profile hash of its borders: the last column (each
+ * prefix of A against B) and the last row (A against each prefix of B).
  * Input: line 1 string A, line 2 string B (letters, up to 20000 characters each). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <stdint.h>
 
 #define MAXLEN 20005
 
@@ -28,6 +31,7 @@ int main(void)
     unsigned *cur = calloc(m + 1, sizeof *cur);
     if (!prev || !cur) return 1;
     unsigned long long rowsum = 0;
+    uint64_t col = 14695981039346656037ULL, row = 1469598103934665603ULL;
     for (size_t i = 1; i <= n; i++) {
         char ca = a[i - 1];
         cur[0] = 0;
@@ -41,6 +45,7 @@ int main(void)
             cur[j] = v;
         }
         rowsum += cur[m];
+        col = (col ^ cur[m]) * 1099511628211ULL;
         if (n >= 8 && i % (n / 8) == 0 && i / (n / 8) <= 8)
             printf("prefix %zu lcs %u\n", i, cur[m]);
         unsigned *t = prev;
@@ -50,6 +55,8 @@ int main(void)
     printf("lengths %zu %zu\n", n, m);
     printf("lcs %u\n", prev[m]);
     printf("rowsum %llu\n", rowsum);
+    for (size_t j = 0; j <= m; j++) row = (row ^ prev[j]) * 1099511628211ULL;
+    printf("profile %016llx\n", (unsigned long long)(col ^ (row * 31)));
     free(prev);
     free(cur);
     return 0;

@@ -1,16 +1,18 @@
 /* Dense integer matrix product C = A * B (wrapping 32-bit arithmetic) with the i-k-j loop
  * order, then C * v and trace/row checksums.
- * Input: n seed. */
+ * Input: n seed (A: 10-bit and B: 32-bit entries from the high halves of a 64-bit LCG
+ * started at the 64-bit seed). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <stdint.h>
+#include <inttypes.h>
 #include <string.h>
 
 int main(void)
 {
     int n;
-    unsigned seed;
-    if (scanf("%d %u", &n, &seed) != 2 || n < 0 || n > 4096) {
+    uint64_t seed;
+    if (scanf("%d %" SCNu64, &n, &seed) != 2 || n < 0 || n > 4096) {
         printf("bad input\n");
         return 0;
     }
@@ -19,12 +21,12 @@ int main(void)
     uint32_t *C = malloc((nn ? nn : 1) * 4);
     uint32_t *v = malloc((size_t)(n ? n : 1) * 4), *Cv = malloc((size_t)(n ? n : 1) * 4);
     if (!A || !B || !C || !v || !Cv) return 1;
-    uint32_t s = seed | 1;
+    uint64_t s = seed;
     for (size_t i = 0; i < nn; i++) {
-        s = s * 1664525u + 1013904223u;
-        A[i] = (s >> 20) & 1023;
-        s = s * 1664525u + 1013904223u;
-        B[i] = (s >> 13) ^ (s >> 27);
+        s = s * 6364136223846793005ULL + 1442695040888963407ULL;
+        A[i] = (uint32_t)(s >> 54);
+        s = s * 6364136223846793005ULL + 1442695040888963407ULL;
+        B[i] = (uint32_t)(s >> 32) ^ (uint32_t)(s >> 45);
     }
     for (int i = 0; i < n; i++) v[i] = (uint32_t)i * 2654435761u;
     memset(C, 0, nn * 4);

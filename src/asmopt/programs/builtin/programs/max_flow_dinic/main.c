@@ -1,9 +1,12 @@
 /* Maximum flow with Dinic's algorithm (BFS level graph + recursive blocking-flow DFS with
- * current-arc pointers) on a generated layered network, followed by a min-cut check.
- * Input: layers width degree maxcap seed. Source feeds layer 0, the last layer feeds sink. */
+ * current-arc pointers) on a generated layered network, followed by a min-cut check and a
+ * checksum of the flow on every arc.
+ * Input: layers width degree maxcap seed. Source feeds layer 0, the last layer feeds sink;
+ * the arcs between layers come from a 64-bit LCG started at the 64-bit seed. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <stdint.h>
+#include <inttypes.h>
 
 struct arc {
     int to;
@@ -15,12 +18,12 @@ static struct arc *arcs;
 static int *head, *level, *cur, *queue;
 static int narcs, nodes;
 
-static uint32_t s;
+static uint64_t s;
 
 static uint32_t rnd(void)
 {
-    s = s * 1103515245u + 12345u;
-    return s >> 8;
+    s = s * 6364136223846793005ULL + 1442695040888963407ULL;
+    return (uint32_t)(s >> 33);
 }
 
 static void add_edge(int u, int v, long long c)
@@ -68,8 +71,8 @@ static long long dfs(int u, int sink, long long pushed)
 int main(void)
 {
     int layers, width, degree, maxcap;
-    unsigned seed;
-    if (scanf("%d %d %d %d %u", &layers, &width, &degree, &maxcap, &seed) != 5 || layers < 1 ||
+    uint64_t seed;
+    if (scanf("%d %d %d %d %" SCNu64, &layers, &width, &degree, &maxcap, &seed) != 5 || layers < 1 ||
         width < 1 || degree < 1 || maxcap < 1) {
         printf("bad input\n");
         return 0;
@@ -121,9 +124,13 @@ int main(void)
             if ((e & 1) == 0 && level[arcs[e].to] < 0) cut += arcs[e].cap + arcs[e ^ 1].cap;
         }
     }
+    /* the flow on an arc is what its reverse arc (capacity 0 at first) has gained */
+    uint64_t flow_hash = 0;
+    for (int e = 0; e < narcs; e += 2) flow_hash = flow_hash * 1000003u + (uint64_t)arcs[e + 1].cap;
     printf("max_flow %lld\n", flow);
     printf("min_cut %lld equal %d\n", cut, cut == flow);
     printf("phases %d augmentations %lld source_side %d\n", phases, augmentations, source_side);
+    printf("flow_hash %llu\n", (unsigned long long)flow_hash);
     free(arcs); free(head); free(level); free(cur); free(queue);
     return 0;
 }

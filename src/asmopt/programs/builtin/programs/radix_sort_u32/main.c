@@ -1,17 +1,19 @@
 /* LSD radix sort of 32-bit keys, four 8-bit passes with counting, then statistics.
- * Input: n seed shift (keys are random >> shift, so a larger shift means more duplicates).
+ * Input: n seed shift (seed: 64 bits; keys are the mixed high halves of a 64-bit LCG started
+ * at the seed, >> shift, so a larger shift means more duplicates).
  * Output: largest gap between neighbours, number of distinct keys, checksums. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <stdint.h>
+#include <inttypes.h>
 #include <string.h>
 
-static uint32_t lcg_state;
+static uint64_t lcg_state;
 
 static uint32_t next_u32(void)
 {
-    lcg_state = lcg_state * 1664525u + 1013904223u;
-    uint32_t x = lcg_state;
+    lcg_state = lcg_state * 6364136223846793005ULL + 1442695040888963407ULL;
+    uint32_t x = (uint32_t)(lcg_state >> 32);
     x ^= x >> 16;
     x *= 0x7feb352du;
     x ^= x >> 15;
@@ -42,9 +44,9 @@ static void radix_sort(uint32_t *a, uint32_t *buf, size_t n)
 int main(void)
 {
     size_t n;
-    unsigned seed;
+    uint64_t seed;
     int shift;
-    if (scanf("%zu %u %d", &n, &seed, &shift) != 3 || shift < 0 || shift > 31) {
+    if (scanf("%zu %" SCNu64 " %d", &n, &seed, &shift) != 3 || shift < 0 || shift > 31) {
         printf("bad input\n");
         return 0;
     }

@@ -1,29 +1,34 @@
 /* Suffix array by prefix doubling with two counting-sort passes per round, then the LCP
  * array by Kasai's algorithm. Reports distinct substrings, the longest repeat and checksums.
- * Input: n seed alphabet (a generated string with some repeated blocks). */
+ * Input: n seed alphabet (a generated string with some repeated blocks, drawn by PCG32
+ * with its 64-bit state started from the 64-bit seed). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <stdint.h>
+#include <inttypes.h>
 #include <string.h>
 
-static uint32_t s;
+static uint64_t s;
 
 static uint32_t rnd(void)
 {
-    s = s * 747796405u + 2891336453u;
-    uint32_t w = ((s >> ((s >> 28) + 4u)) ^ s) * 277803737u;
-    return (w >> 22) ^ w;
+    uint64_t old = s;
+    s = old * 6364136223846793005ULL + 1442695040888963407ULL;
+    uint32_t xorshifted = (uint32_t)(((old >> 18) ^ old) >> 27);
+    uint32_t rot = (uint32_t)(old >> 59);
+    return (xorshifted >> rot) | (xorshifted << ((32u - rot) & 31u));
 }
 
 int main(void)
 {
     int n, alphabet;
-    unsigned seed;
-    if (scanf("%d %u %d", &n, &seed, &alphabet) != 3 || n < 0 || alphabet < 1 || alphabet > 26) {
+    uint64_t seed;
+    if (scanf("%d %" SCNu64 " %d", &n, &seed, &alphabet) != 3 || n < 0 || alphabet < 1 || alphabet > 26) {
         printf("bad input\n");
         return 0;
     }
-    s = seed;
+    s = seed + 1442695040888963407ULL;
+    rnd();
     size_t cap = (size_t)n + 1;
     unsigned char *str = malloc(cap);
     int *sa = malloc(cap * sizeof *sa), *rank = malloc(cap * sizeof *rank);
