@@ -288,7 +288,8 @@ def test_trl_columns_are_suite_prompts_and_drop_long_ones_loudly() -> None:
     # its programs): some are kept, some dropped, and the warning says how many.
     lengths = sorted(len(p[0]["content"]) for p in all_rows["prompt"])
     limit = lengths[len(lengths) // 2]
-    with pytest.warns(UserWarning, match=rf"dropped \d+ of \d+ train prompt\(s\) longer than {limit}"):
+    dropped = rf"dropped \d+ of \d+ train prompt\(s\) longer than {limit}"
+    with pytest.warns(UserWarning, match=dropped):
         short = trl_columns("train", max_prompt_chars=limit)
     assert sorted(short) == ["program_id", "prompt"]
     assert 0 < len(short["prompt"]) < len(all_rows["prompt"])

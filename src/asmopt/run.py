@@ -56,6 +56,7 @@ from asmopt.metrics import compute_metrics, verdict_rates
 from asmopt.parallel import completed, parallel_map
 from asmopt.policies.base import Candidate, Policy, PolicyRequest
 from asmopt.policies.factory import PolicySpec, make_policy
+from asmopt.policies.llm import PolicyError
 from asmopt.programs.model import Program, Suite
 from asmopt.sandbox import live as live_processes
 from asmopt.sandbox.runner import Limits, Sandbox, default_sandbox
@@ -115,8 +116,15 @@ def _judge_program(job: _ProgramJob, todo: Sequence[int]) -> list[SampleOutcome]
             PolicyRequest(program=program, baseline_asm=baseline, num_samples=len(todo),
                           samples=tuple(todo))
         )  # fmt: skip
+    except PolicyError as exc:
+        # The user's to fix (a request the model server refuses for its own reasons, a
+        # prompt longer than the model's context): no rerun changes it, so it is no
+        # infra_error; it stops the run (`_judge_all`), naming the program.
+        raise PolicyError(f"{program.id}: {exc}") from exc
     except Exception as exc:
-        log.error("policy %s failed on %s: %s", job.policy.name, program.id,
+        log.error("policy %s failed on %s: %s: %s", job.policy.name, program.id,
+                  type(exc).__name__, exc)  # fmt: skip
+        log.debug("policy %s failed on %s: %s", job.policy.name, program.id,
                   traceback.format_exc())  # fmt: skip
         why = f"policy error: {type(exc).__name__}: {exc}"
         return _finish(job, [SampleOutcome.infra_error(program.id, i, why) for i in todo])
@@ -413,9 +421,11 @@ def _judge_all(
     stop: threading.Event,
     sink: _Sink,
 ) -> None:
-    """Judge every program's samples, `jobs` programs at a time. A StoreError stops the run
-    (raised once the running programs finish); any other exception is a bug of ours,
-    recorded as a grader infra_error for each of the program's samples not yet stored."""
+    """Judge every program's samples, `jobs` programs at a time. A StoreError or a
+    PolicyError (a problem the user fixes: a full disk, a request the model server refuses,
+    a prompt over the model's context) stops the run, raised once the running programs
+    finish; any other exception is a bug of ours, recorded as a grader infra_error for each
+    of the program's samples not yet stored."""
     fatal: list[BaseException] = []
     pool = ThreadPoolExecutor(max_workers=max(1, jobs))
     try:
@@ -427,7 +437,7 @@ def _judge_all(
                 continue
             try:
                 fut.result()
-            except StoreError as exc:  # the store cannot take more: stop, report once
+            except (StoreError, PolicyError) as exc:  # stop, report once
                 if not fatal:
                     fatal.append(exc)
                 stop.set()
@@ -686,9 +696,12 @@ def run_eval(
 
     Resumable: samples already finished in the run directory's store are loaded, not judged
     again. Raises an `AsmoptError` for what the user can fix: `NothingSelected`, a policy
-    spec or answers file that cannot serve the selection (`PolicyError`, `InputError`),
-    `ValgrindUnavailable` for instruction counts without valgrind, `SandboxUnavailable`
-    without a working sandbox, `StoreError` when the run directory is not usable."""
+    spec or answers file that cannot serve the selection (`PolicyError`, `InputError`), a
+    policy that fails for the user's own reasons mid-run (`PolicyError`: a request the
+    model server refuses, a prompt longer than the model's context; what finished is
+    stored), `ValgrindUnavailable` for instruction counts without valgrind,
+    `SandboxUnavailable` without a working sandbox, `StoreError` when the run directory is
+    not usable."""
     suite = _load_suite(config.suite)
     programs = _select_programs(suite, config)
     sandbox = sandbox or default_sandbox()
@@ -828,7 +841,13 @@ def _run_locked(job: _Job, valgrind_version: str | None, interrupt: Interrupt) -
         notes = store.begin_run(_run_record(job), fingerprint)
         # This evaluation's own handle on the timing cores: cancelling it ends its waits
         # for a core and its timing rounds at once.
-        lock = CoreLock(machine_lock.layout, machine_lock.lock_dir, cancel=interrupt.cancel)
+        # A long wait for a core is told where the evaluation's other notices go.
+        lock = CoreLock(
+            machine_lock.layout,
+            machine_lock.lock_dir,
+            cancel=interrupt.cancel,
+            notify=config.notify or log.warning,
+        )
         with _ends_its_processes_on_cancel(interrupt.cancel):
             outcomes = evaluate_programs(
                 job.programs,

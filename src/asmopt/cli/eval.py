@@ -37,8 +37,8 @@ from asmopt.cli.options import (
     timing_config,
 )
 from asmopt.measure.speedup import INTERVAL_NAME
-from asmopt.policies.factory import PolicySpec
-from asmopt.policies.llm import ANSWER_TOKENS
+from asmopt.policies.factory import PolicySpec, SpecError
+from asmopt.policies.llm import ANSWER_TOKENS, PolicyError
 
 
 def register(sub: Any, common: argparse.ArgumentParser) -> None:
@@ -168,6 +168,14 @@ def _add_other_policy_arguments(g: Any, spec: PolicySpec) -> None:
 
 
 def policy_spec(args: argparse.Namespace) -> PolicySpec:
+    """The spec the flags describe; a refusal names the flags, not the spec's fields."""
+    try:
+        return _policy_spec(args)
+    except SpecError as exc:
+        raise PolicyError(exc.for_cli()) from None
+
+
+def _policy_spec(args: argparse.Namespace) -> PolicySpec:
     return PolicySpec(
         name=args.policy,
         model=args.model,

@@ -37,6 +37,15 @@ COMMAND_MODULES: tuple[str, ...] = (
     "asmopt.cli.study",
 )
 
+# Loggers whose INFO records are notices a person waits through, and how each is shown on
+# stderr: the PLT model's native kernel build (minutes, once per machine) and the study's
+# progress lines (`--no-progress` turns those off at their source). Named by string, so
+# that nothing heavy is imported here.
+NOTICE_LOGGERS: dict[str, str] = {
+    "asmopt.models.plt.native": "asmopt: %(message)s",
+    "asmopt.study": "%(message)s",
+}
+
 # A bug of ours, as BSD's sysexits.h names it (EX_SOFTWARE): not the user's input (2).
 EXIT_INTERNAL_ERROR = 70
 
@@ -86,6 +95,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         level=logging.INFO if verbose else logging.WARNING,
         format="%(levelname)s %(name)s: %(message)s",
     )
+    show_notices()
     try:
         check_bounds(args)
         return int(args.func(args) or 0)
@@ -104,6 +114,36 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 130
     except Exception as exc:  # a bug of ours: say so, never dress it up as bad input
         return _internal_error(exc, verbose)
+
+
+def show_notices() -> None:
+    """The library logs its notices and never prints them; a command shows the ones a
+    person waits through, on stderr, so `--json` output on stdout stays JSON. Once per
+    logger, however often `main` runs in one process (tests call it many times)."""
+    for name, fmt in NOTICE_LOGGERS.items():
+        logger = logging.getLogger(name)
+        logger.setLevel(logging.INFO)
+        if not any(getattr(h, "asmopt_notice", False) for h in logger.handlers):
+            handler = _StderrHandler()
+            handler.setFormatter(logging.Formatter(fmt))
+            handler.asmopt_notice = True  # type: ignore[attr-defined]
+            logger.addHandler(handler)
+        logger.propagate = False
+
+
+class _StderrHandler(logging.StreamHandler):  # type: ignore[type-arg]
+    """Writes to whatever `sys.stderr` is when a record comes (pytest swaps it per test)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+
+    @property  # type: ignore[override]
+    def stream(self) -> object:
+        return sys.stderr
+
+    @stream.setter
+    def stream(self, value: object) -> None:
+        pass
 
 
 def _file_error(exc: OSError) -> int:

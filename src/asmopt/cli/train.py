@@ -100,8 +100,18 @@ def _run_trainer(args: argparse.Namespace, config_name: str, trainer: str) -> in
         train = getattr(importlib.import_module(module), function)
     except ImportError as exc:
         raise _usage_error(MISSING_DEPS.format(exc)) from None
-    _emit(reporting_full_disk(lambda: train(cfg, progress=_progress(args)), cfg.output_dir), args)
+
+    def run() -> Any:
+        return train(cfg, progress=_progress(args), echo=_echo)
+
+    _emit(reporting_full_disk(run, cfg.output_dir), args)
     return 0
+
+
+def _echo(text: str) -> None:
+    """The trainer's notices (the resolved config, skipped rows, the plan) on stderr, so
+    stdout holds only the summary (`--json`)."""
+    print(text, file=sys.stderr, flush=True)
 
 
 def reporting_full_disk(work: Callable[[], Any], output_dir: str) -> Any:

@@ -88,6 +88,9 @@ def read_answers(path: Path) -> dict[tuple[str, int], AnswerRecord]:
     return answers
 
 
+_DIGEST_FORM = {"assembly": "full"}
+
+
 @dataclass
 class AnswersPolicy:
     """Candidates read from an answers file instead of sampled from a model."""
@@ -111,11 +114,10 @@ class AnswersPolicy:
     def inputs_digest(self, program_id: str) -> str:
         """A hash of this program's answers: a stored sample is judged again when its
         answer in the file changed (see run.sample_inputs)."""
-        mine = sorted(
-            (i, r.text, self.template.edit_format)
-            for (p, i), r in self.answers.items()
-            if p == program_id
-        )
+        # The whole-assembly form was called `full` when stored digests were first written;
+        # hashing that name keeps them, so a resume does not judge unchanged answers again.
+        form = _DIGEST_FORM.get(self.template.edit_format, self.template.edit_format)
+        mine = sorted((i, r.text, form) for (p, i), r in self.answers.items() if p == program_id)
         return hashlib.sha256(json.dumps(mine).encode()).hexdigest()
 
     def propose(self, request: PolicyRequest) -> list[Candidate]:

@@ -19,6 +19,36 @@ from asmopt.policies.prompts import load_template
 LLM_POLICIES = ("openai", "hf")
 
 
+# The `asmopt eval` flag of each PolicySpec field whose name differs from `--FIELD` spelt
+# with dashes (`--policy` sets `name`).
+CLI_FLAGS = {"name": "--policy"}
+
+
+def _lit(value: object) -> str:
+    """`value` as literal text inside a SpecError template (its braces doubled)."""
+    return str(value).replace("{", "{{").replace("}", "}}")
+
+
+class SpecError(PolicyError):
+    """A PolicySpec that cannot be used. The message names the spec's fields (`rounds must
+    be at least 1`) to a Python caller; `for_cli()` names the `asmopt eval` flags that set
+    them (`--rounds must be at least 1`), which the command line shows instead.
+
+    `template` holds `{field}` placeholders (the other text is already formatted)."""
+
+    def __init__(self, template: str) -> None:
+        self.template = template
+        super().__init__(self._render(lambda name: name))
+
+    def _render(self, spell: Any) -> str:
+        names = {f: spell(f) for f in PolicySpec.__dataclass_fields__}
+        return self.template.format(**names)
+
+    def for_cli(self) -> str:
+        """The message with each field named by the `asmopt eval` flag that sets it."""
+        return self._render(lambda name: CLI_FLAGS.get(name, "--" + name.replace("_", "-")))
+
+
 @dataclass(frozen=True)
 class PolicySpec:
     """Which policy, and the options it takes; fields a policy does not use keep defaults.
@@ -46,36 +76,35 @@ class PolicySpec:
     rounds: int = 1
 
     def __post_init__(self) -> None:
-        """Every inconsistency is refused here, before a model loads or a request is sent."""
+        """Every inconsistency is refused here, before a model loads or a request is sent,
+        naming the spec's fields (`SpecError.for_cli` names the flags instead)."""
         if self.rounds < 1:
-            raise PolicyError(f"--rounds must be at least 1, got {self.rounds}")
+            raise SpecError(f"{{rounds}} must be at least 1, got {_lit(self.rounds)}")
         if self.api not in ("chat", "completions"):
-            raise PolicyError(f"--api must be chat or completions, got {self.api!r}")
+            raise SpecError(f"{{api}} must be chat or completions, got {_lit(repr(self.api))}")
         known = (*available_policies(), *LLM_POLICIES, "answers")
         if self.name not in known:
             get_policy(self.name)  # raises, naming the close matches and the known ones
         if self.name in LLM_POLICIES and not self.model:
-            raise PolicyError(f"--policy {self.name} needs --model")
+            raise SpecError(f"{{name}} {self.name} needs {{model}}")
         if self.name == "openai" and not self.base_url:
-            raise PolicyError("--policy openai needs --base-url (e.g. http://host:8000/v1)")
+            raise SpecError("{name} openai needs {base_url} (e.g. http://host:8000/v1)")
         if self.name == "answers":
             if self.answers is None:
-                raise PolicyError("--policy answers needs --answers FILE.jsonl")
+                raise SpecError("{name} answers needs {answers} (a FILE.jsonl)")
             if self.rounds > 1:
-                raise PolicyError(
-                    "--policy answers cannot refine (--rounds): its answers are fixed"
-                )
+                raise SpecError("{name} answers cannot refine ({rounds}): its answers are fixed")
         elif self.answers is not None:
-            raise PolicyError("--answers is for --policy answers")
+            raise SpecError("{answers} is for {name} answers")
         if self.search_budget is not None and self.search_budget <= 0:
-            raise PolicyError(f"--search-budget must be positive, got {self.search_budget}")
+            raise SpecError(f"{{search_budget}} must be positive, got {_lit(self.search_budget)}")
         if self.name == "hf":
             from asmopt.typed_config import check_device
 
-            try:  # before the model loads: `--device tpu9` is one line, not a late traceback
-                check_device(self.device, "--device")
+            try:  # before the model loads: a bad device is one line, not a late traceback
+                check_device(self.device, "\0device\0")
             except ValueError as exc:
-                raise PolicyError(str(exc)) from None
+                raise SpecError(_lit(str(exc)).replace("\0device\0", "{device}")) from None
 
     def sampling(self) -> SamplingParams:
         return SamplingParams(

@@ -4,16 +4,29 @@ Only the standard library is used. Requests share a concurrency limit, retry wit
 exponential backoff on 429, 5xx and connection resets, and time out. Configuration errors
 (unreachable server, 401/403, unknown model) are raised as PolicyError at start-up by
 `preflight()`, so a run stops before it begins instead of scoring every program as failed.
-A request the server refuses (400, a parameter it cannot honour) is a PolicyError too, naming
-the parameter from the OpenAI error body. `stop` strings, when set, are sent with every
-request; the OpenAI API allows at most 4.
+A request the server refuses for the request's own reasons (400, 413, 422: a parameter it
+cannot honour, a prompt over the model's context) is a `RequestRefused` (a PolicyError: the
+user's to fix, so an evaluation stops with one line instead of recording an infra_error a
+rerun would repeat), naming the parameter from the OpenAI error body. `stop` strings, when
+set, are sent with every request; the OpenAI API allows at most 4.
+
+An answer's budget fits the model: `max_tokens` is never more than the model's context C
+leaves after the prompt. C comes from `/v1/models` where the server says it (vLLM's and
+`asmopt serve`'s `max_model_len`; `context_length`, `context_window`), the prompt's tokens
+from the server's own refusal when a request does not fit (its "context is C ... the prompt
+has N tokens" numbers, as vLLM, OpenAI and `asmopt serve` word them). Such a request is sent
+again at once with `max_tokens` = C - N, and C - N is remembered for that prompt, so its
+other samples are sent at that size. A prompt that alone fills the context is refused.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
+import logging
 import os
 import random
+import re
 import threading
 import time
 import urllib.error
@@ -25,10 +38,43 @@ from asmopt.policies.llm import Completion, PolicyError, SamplingParams
 
 RETRY_STATUS = {408, 409, 429, 500, 502, 503, 504}
 MAX_STOP = 4
+# Where servers say a model's context in their /v1/models entries: vLLM and `asmopt serve`
+# (`max_model_len`), OpenRouter and LM Studio style listings.
+CONTEXT_KEYS = ("max_model_len", "context_length", "context_window", "max_context_length")
+# How servers word a request over the context: the context C, and the prompt's tokens N.
+_CONTEXT_RE = re.compile(r"(?:maximum )?context(?: length)? is (\d+)", re.I)
+_PROMPT_RES = (
+    re.compile(r"prompt (?:alone )?has (?:at least )?(\d+) tokens", re.I),  # asmopt serve
+    re.compile(r"(\d+) in the messages", re.I),  # vLLM (older), OpenAI
+    re.compile(r"(\d+) (?:input|prompt) tokens", re.I),  # vLLM (newer)
+)
+
+log = logging.getLogger(__name__)
 
 
 class TransientError(RuntimeError):
     """Retries were exhausted on a temporary failure: the sample is an infra_error."""
+
+
+class RequestRefused(PolicyError):
+    """The server refused a request for the request's own reasons (HTTP 400, 413 or 422):
+    sent again it is refused again, so it is the user's to fix (`--max-tokens`, the
+    template, a model with a longer context), never an infra_error."""
+
+    def __init__(self, message: str, status: int, detail: str) -> None:
+        super().__init__(message)
+        self.status = status
+        self.detail = detail  # what the server said, in a line
+
+    def context_numbers(self) -> tuple[int | None, int | None]:
+        """(the model's context, the prompt's tokens) as the refusal states them, or None
+        for a number it does not state."""
+        context = _CONTEXT_RE.search(self.detail)
+        prompt = next((m for r in _PROMPT_RES if (m := r.search(self.detail))), None)
+        return (
+            int(context.group(1)) if context else None,
+            int(prompt.group(1)) if prompt else None,
+        )
 
 
 @dataclass
@@ -47,6 +93,10 @@ class OpenAIBackend:
         default_factory=lambda: {"prompt_tokens": 0, "completion_tokens": 0, "requests": 0}
     )
     _usage_lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+    # The model's context in tokens: from /v1/models (`preflight`), else from a refusal.
+    context: int | None = None
+    # Tokens an answer may have after each prompt seen refused (a hash of it -> C - N).
+    _room: dict[str, int] = field(default_factory=dict, repr=False)
 
     def __post_init__(self) -> None:
         if not self.base_url.startswith(("http://", "https://")):
@@ -96,8 +146,10 @@ class OpenAIBackend:
                         f"ends in /v1) and --model. Server said: {detail}"
                     ) from None
                 if exc.code not in RETRY_STATUS:
-                    raise PolicyError(
-                        f"{url}: the server refused the request (HTTP {exc.code}): {detail}"
+                    raise RequestRefused(
+                        f"{url}: the server refused the request (HTTP {exc.code}): {detail}",
+                        exc.code,
+                        detail,
                     ) from None
                 last = f"HTTP {exc.code}: {detail[:200]}"
                 retry_after = exc.headers.get("Retry-After") if exc.headers else None
@@ -133,6 +185,8 @@ class OpenAIBackend:
                 f"model {self.model!r} is not served at {self.base_url}; "
                 f"available: {', '.join(map(str, models[:10]))}"
             )
+        if self.context is None and isinstance(listing, dict):
+            self.context = listed_context(listing, self.model)
 
     # ------------------------------------------------------------------ generation
     def _one(
@@ -142,7 +196,6 @@ class OpenAIBackend:
             "model": self.model,
             "temperature": params.temperature,
             "top_p": params.top_p,
-            "max_tokens": params.max_new_tokens,
         }
         if seed is not None:
             body["seed"] = seed
@@ -154,9 +207,57 @@ class OpenAIBackend:
         else:
             body["prompt"] = "\n\n".join(m["content"] for m in messages)
             path = "/completions"
+        key = hashlib.sha256(json.dumps([path, messages]).encode()).hexdigest()
+        body["max_tokens"] = self._budget(key, params.max_new_tokens)
         start = time.monotonic()
-        resp = self._request("POST", path, body)
+        try:
+            resp = self._request("POST", path, body)
+        except RequestRefused as exc:
+            room = self._room_after(exc, key, body["max_tokens"])
+            if room is None:
+                raise
+            body["max_tokens"] = room
+            resp = self._request("POST", path, body)
         latency = time.monotonic() - start
+        return self._completion(resp, latency)
+
+    def _budget(self, key: str, asked: int) -> int:
+        """`max_tokens` for a prompt: what was asked, cut to what the context leaves after
+        it where that is known (a refusal of this prompt), else to the context itself."""
+        with self._usage_lock:
+            room = self._room.get(key)
+        if room is not None:
+            return min(asked, room)
+        if self.context is not None:
+            return max(1, min(asked, self.context - 1))
+        return asked
+
+    def _room_after(self, exc: RequestRefused, key: str, sent: int) -> int | None:
+        """The `max_tokens` that fits where `exc` says the request was over the model's
+        context, remembered for this prompt; None when the refusal was for something else
+        (or gives no numbers). A prompt that fills the context alone is refused here."""
+        context, prompt = exc.context_numbers()
+        if context is None or prompt is None:
+            return None
+        self.context = context
+        room = context - prompt
+        if room < 1:
+            raise RequestRefused(
+                f"the prompt has {prompt} tokens, and model {self.model!r} at "
+                f"{self.base_url} has a context of {context}: no room for an answer; use a "
+                "model with a longer context, or leave this program out",
+                exc.status,
+                exc.detail,
+            ) from None
+        if room >= sent:
+            return None
+        with self._usage_lock:
+            self._room[key] = room
+        log.info("max_tokens %d cut to %d: the prompt has %d of the context's %d tokens",
+                 sent, room, prompt, context)  # fmt: skip
+        return room
+
+    def _completion(self, resp: Any, latency: float) -> Completion:
         try:
             choice = resp["choices"][0]
             text = choice["message"]["content"] if self.api == "chat" else choice["text"]
@@ -204,6 +305,19 @@ class OpenAIBackend:
         if errors:
             raise errors[0]
         return [r for r in results if r is not None]
+
+
+def listed_context(listing: dict[str, Any], model: str) -> int | None:
+    """The context `/v1/models` gives for `model` (CONTEXT_KEYS), or None where it gives
+    none."""
+    for entry in listing.get("data", []):
+        if not isinstance(entry, dict) or entry.get("id") != model:
+            continue
+        for key in CONTEXT_KEYS:
+            value = entry.get(key)
+            if isinstance(value, int) and not isinstance(value, bool) and value > 0:
+                return value
+    return None
 
 
 def server_said(raw: bytes) -> str:

@@ -2,8 +2,9 @@
 
 It exists so models that vLLM cannot serve (our looped model among them) are evaluated
 through the same HTTP path as any served model, and so tests exercise that path for real on
-loopback. Endpoints: GET /v1/models, POST /v1/chat/completions, POST /v1/completions,
-GET /health (also how many requests generate and wait). Generation is serialised (one batch
+loopback. Endpoints: GET /v1/models (the model's context as `max_model_len`, as vLLM lists
+it), POST /v1/chat/completions, POST /v1/completions, GET /health (also how many requests
+generate and wait). Generation is serialised (one batch
 at a time); `n` > 1 is generated as one batch.
 
 Every parameter is either honoured or refused with a 400 naming it, never silently ignored:

@@ -171,7 +171,14 @@ class _Service:
         self.open_connections: Callable[[], int] = lambda: 0
 
     async def models(self, request: Request) -> Response:
-        model = {"id": self.model_name, "object": "model", "owned_by": "asmopt"}
+        # `max_model_len` is the context as vLLM lists it, so a client (`--policy openai`)
+        # can fit its answer budget to the model before it sends anything.
+        model = {
+            "id": self.model_name,
+            "object": "model",
+            "owned_by": "asmopt",
+            "max_model_len": self.backend.context_length,
+        }
         return JSONAnswer({"object": "list", "data": [model]})
 
     async def health(self, request: Request) -> Response:

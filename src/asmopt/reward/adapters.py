@@ -26,6 +26,7 @@ refuse programs marked unfit (docs/adequacy.md) unless given `allow_unfit=True`.
 from __future__ import annotations
 
 import math
+import os
 import threading
 from collections.abc import Sequence
 from typing import Any
@@ -135,8 +136,16 @@ def _score_verl(
     items: list[tuple[Any, str | None, str | None, Any]], kwargs: dict[str, Any]
 ) -> list[dict[str, Any]]:
     """Score (data_source, solution_str, ground_truth, extra_info) items in one batch of
-    the shared service: every row is read (and a bad one refused, naming its position)
-    before anything is scored."""
+    the shared service, as verl's dicts."""
+    results, programs = _score_rows(items, kwargs)
+    return [_verl_dict(r, p) for r, p in zip(results, programs, strict=True)]
+
+
+def _score_rows(
+    items: list[tuple[Any, str | None, str | None, Any]], kwargs: dict[str, Any]
+) -> tuple[list[ScoreResult], list[Program]]:
+    """The results (with a person's messages) and programs of one batch: every row is read
+    (and a bad one refused, naming its position) before anything is scored."""
     options = dict(kwargs)
     workers = int(options.pop("workers", 1))
     backend = str(options.pop("backend", "thread"))
@@ -157,7 +166,7 @@ def _score_verl(
         requests.append(ScoreRequest(program, solution, truth))
     results = _service(config, workers, backend, allow_unfit).score_batch(requests)
     _check_rewards([r.reward for r in results], len(requests))
-    return [_verl_dict(r, p) for r, p in zip(results, programs, strict=True)]
+    return results, programs
 
 
 def policy_feedback(result: ScoreResult, program: Program) -> str:
@@ -333,50 +342,167 @@ class TRLReward:
                 log_metric(f"asmopt/{verdict}", share)
         return values
 
-    def dry_run(self, program_id: str | None = None) -> None:
-        """Call once with a known-bad completion: proves the plumbing before training."""
-        columns: dict[str, Any] = {}
+    def dry_run(self, program_id: str | None = None) -> ScoreResult:
+        """Score one real answer before training: the -O3 baseline of `program_id` (default:
+        the suite's first program fit for reward), written as the configured answer form
+        asks, through extraction, the build and the sandboxed tests. Anything but `pass`
+        (the sandbox cannot run, the toolchain is missing, a configuration the service
+        refuses) raises here, so a trainer fails at start-up instead of excluding or
+        penalising every sample of its first steps. Returns the result (a copy: not timed)."""
         if program_id is not None:
-            columns["program_id"] = [program_id]
+            program, truth = self._program(0, {"program_id": [program_id]})
         else:
-            from asmopt.programs import load_builtin_suite, load_suite
+            program, truth = self._dry_run_program(), None
+        baseline = truth or _baseline_of(program)
+        answer = baseline_answer(baseline, self.config.edit_format)
+        self(prompts=["dry run"], completions=[answer], program_id=[program.id])
+        result = self.last_results[0]
+        require_dry_run_pass(result.verdict, result.message, f"the -O3 baseline of {program.id}")
+        return result
 
-            suite = load_suite(self.suite_path) if self.suite_path else load_builtin_suite()
-            columns["program_id"] = [suite.select()[0].id]
-        values = self(prompts=["dry run"], completions=["no assembly here"], **columns)
-        if values[0] is None:
-            raise RuntimeError(f"reward dry run was excluded: {self.last_results[0].message}")
+    def _dry_run_program(self) -> Program:
+        from asmopt.adequacy import is_reward_fit
+        from asmopt.programs import load_builtin_suite, load_suite
+
+        if self._suite is None:
+            self._suite = load_suite(self.suite_path) if self.suite_path else load_builtin_suite()
+        programs = self._suite.select()
+        fit = [p for p in programs if p.tests and is_reward_fit(p)[0]]
+        if fit:
+            return fit[0]
+        if self.service.allow_unfit and programs:
+            return programs[0]
+        raise InputError(
+            f"suite {self._suite.name!r} has no program fit for reward to dry-run the reward "
+            "on (docs/adequacy.md); pass allow_unfit to score unfit ones"
+        )
 
     def close(self) -> None:
         self.service.close()
 
 
-def dry_run_verl(**reward_kwargs: Any) -> dict[str, Any]:
-    """Call compute_score on a tiny built-in row, in both forms verl's reward managers use
-    (one answer; a batch), before training starts: a reward that cannot be imported,
-    scored or batched fails here, not after the first rollout. Returns the one-answer
+def baseline_answer(baseline: str, edit_format: str = "assembly") -> str:
+    """An answer that stands for the -O3 baseline itself, in `edit_format`: the assembly in
+    one fenced block, or a diff whose one hunk keeps the first line (changes nothing). A dry
+    run scores it: it must build and pass every test, so only our side can fail it."""
+    if edit_format == "diff":
+        first = baseline.splitlines()[0] if baseline.strip() else ""
+        return f"```diff\n@@ -1,1 +1,1 @@\n {first}\n```"
+    return f"```assembly\n{baseline.rstrip()}\n```"
+
+
+def _baseline_of(program: Program) -> str:
+    given = program.meta.get("baseline_asm")
+    if isinstance(given, str) and given.strip():
+        return given
+    from asmopt.toolchain import default_toolchain
+
+    return default_toolchain().baseline_assembly(program)
+
+
+def require_dry_run_pass(verdict: str, message: str, what: str) -> None:
+    """A dry run's real answer must pass; anything else stops the job before it starts,
+    naming what failed (our `infra_error`: the sandbox or toolchain cannot run here)."""
+    if verdict == "pass":
+        return
+    from asmopt.errors import EnvironmentProblem
+
+    hint = (
+        " (our side failed: check bubblewrap and gcc with `asmopt doctor`)"
+        if verdict == "infra_error"
+        else ""
+    )
+    raise EnvironmentProblem(
+        f"reward dry run: {what} scored {verdict}, not pass{hint}: {message[:500]}"
+    )
+
+
+def first_parquet_row(path: str) -> dict[str, Any]:
+    """The first row of a verl parquet file (pyarrow, which verl's environment has), as
+    verl's dataset hands it to the reward: `extra_info`, `reward_model`, `data_source`."""
+    try:
+        import pyarrow.parquet as pq
+    except ImportError:
+        raise InputError(f"{path}: reading a parquet file needs pyarrow") from None
+    try:
+        table = pq.read_table(path)
+    except (OSError, ValueError) as exc:
+        raise InputError(f"{path}: cannot read the parquet file ({exc})") from None
+    if table.num_rows == 0:
+        raise InputError(f"{path}: no rows")
+    row: dict[str, Any] = table.slice(0, 1).to_pylist()[0]
+    return row
+
+
+def dry_run_verl(row: Any = None, **reward_kwargs: Any) -> dict[str, Any]:
+    """Score a real answer, the -O3 baseline of a row, through the sandbox with
+    compute_score in both forms verl's reward managers use (one answer; a batch), before
+    training starts: a reward that cannot be imported, batched or scored, or a sandbox
+    that cannot run, fails here (EnvironmentProblem naming the verdict), not as excluded
+    samples after the first rollout. `row` is a SuperCoder-schema row (a dict with
+    `extra_info`, `reward_model`, `data_source`) or the path of a verl parquet file whose
+    first row is used (`run_ppo.sh` passes the training file); without one, the built-in
+    suite's first program as `asmopt data export` writes it. Returns the one-answer
     result."""
-    program = Program(id="dry", source="int main(void){return 0;}\n", tests=())
-    extra = {
-        "c_code": program.source,
-        "inputs": [""],
-        "outputs": [""],
-        "split": "train",
-        "index": 0,
-    }
-    out = compute_score("asmopt/dry-run", "no assembly", "\t.text\n", extra, **reward_kwargs)
+    if row is None:
+        row = _builtin_row()
+    elif isinstance(row, str | os.PathLike):
+        row = first_parquet_row(str(row))
+    extra = dict(row.get("extra_info") or {})
+    truth = (row.get("reward_model") or {}).get("ground_truth") or extra.get("unoptimized_assembly")
+    if not isinstance(truth, str) or not truth.strip():
+        raise InputError("dry run: the row has no -O3 assembly (reward_model.ground_truth)")
+    source = row.get("data_source", "asmopt/dry-run")
+    answer = baseline_answer(truth, reward_kwargs.get("edit_format", "assembly"))
+    out = compute_score(source, answer, truth, extra, **reward_kwargs)
     if not isinstance(out, dict) or "score" not in out:
         raise AssertionError("compute_score returned no 'score'")
+    if out.get("verdict") != "pass":  # once more for a person's message (verl's has none)
+        [result], _ = _score_rows([(source, answer, truth, extra)], dict(reward_kwargs))
+        where = f"the -O3 baseline of row {extra.get('program_id', extra.get('index', 0))}"
+        require_dry_run_pass(result.verdict, result.message, where)
     batch = compute_score(
-        data_sources=["asmopt/dry-run"],
-        solution_strs=["no assembly"],
-        ground_truths=["\t.text\n"],
+        data_sources=[source],
+        solution_strs=[answer],
+        ground_truths=[truth],
         extra_infos=[dict(extra)],
         **reward_kwargs,
     )
-    if not isinstance(batch, list) or [b.get("score") for b in batch] != [out["score"]]:
+    if not isinstance(batch, list) or [b.get("verdict") for b in batch] != [out["verdict"]]:
         raise AssertionError(f"compute_score's batch form returned {batch!r} for one answer")
     return out
+
+
+def _builtin_row() -> dict[str, Any]:
+    """The built-in suite's first program fit for reward, as a verl row (the fields the
+    reward reads), with its -O3 baseline from the sandboxed toolchain."""
+    from asmopt.adequacy import is_reward_fit
+    from asmopt.programs import load_builtin_suite
+    from asmopt.programs.rows import INPUTS_SPEC_FIELD, PROGRAM_ID_FIELD, row_inputs_spec
+
+    # A row's C code must stand alone (the export inlines headers and -D flags; here a
+    # program that needs neither is taken).
+    program = next(
+        p
+        for p in load_builtin_suite().select()
+        if is_reward_fit(p)[0] and not p.headers and not p.cflags and p.tests
+    )
+    baseline = _baseline_of(program)
+    extra = {
+        "split": "train",
+        "index": 0,
+        "c_code": program.source,
+        "inputs": [t.stdin.decode() for t in program.tests],
+        "outputs": [t.expected_stdout.decode() for t in program.tests],
+        "unoptimized_assembly": baseline,
+        PROGRAM_ID_FIELD: program.id,
+        INPUTS_SPEC_FIELD: row_inputs_spec(program),
+    }
+    return {
+        "data_source": "asmopt/builtin",
+        "extra_info": extra,
+        "reward_model": {"style": "rule", "ground_truth": baseline},
+    }
 
 
 def make_execution_reward(

@@ -54,7 +54,7 @@ from asmopt.adequacy import require_fit
 from asmopt.errors import InputError
 from asmopt.gym_registration import ENV_ID, register
 from asmopt.policies.feedback import coarse_speedup, message_feedback
-from asmopt.policies.prompts import load_template
+from asmopt.policies.prompts import answer_form_mismatch, load_template
 from asmopt.programs import load_builtin_suite, load_suite
 from asmopt.programs.model import ProgramError
 from asmopt.reward.service import ScoreConfig, fitness, score_one
@@ -187,17 +187,23 @@ def _write_any_text_to_shared_memory(
 
 
 def _score_config(
-    given: ScoreConfig | Mapping[str, Any] | None, reward: str, measure: str
+    given: ScoreConfig | Mapping[str, Any] | None, reward: str, measure: str, template: Any
 ) -> ScoreConfig:
     """The env's ScoreConfig: the one given, one built from a mapping of its fields
     (`gym.make(ENV_ID, score_config={"measure": "time", "timing": {"budget_s": 5}})`), or
-    `reward` and `measure` with the defaults."""
-    if isinstance(given, ScoreConfig):
-        return given
-    if given is None:
-        return ScoreConfig.from_options({"reward": reward, "measure": measure})
+    `reward` and `measure` with the defaults and the answer form `template` asks for. A
+    given config that reads another form than the template asks for is refused (every
+    answer would be an extraction error), naming the key that fixes it."""
     if isinstance(given, Mapping):
-        return ScoreConfig.from_options(given)
+        given = ScoreConfig.from_options(given)
+    if given is None:
+        options = {"reward": reward, "measure": measure, "edit_format": template.edit_format}
+        return ScoreConfig.from_options(options)
+    if isinstance(given, ScoreConfig):
+        why = answer_form_mismatch(template, given.edit_format, "score_config edit_format")
+        if why is not None:
+            raise InputError(why)
+        return given
     raise TypeError(
         f"score_config must be a ScoreConfig or a mapping of its fields, got {type(given).__name__}"
     )
@@ -231,7 +237,7 @@ class AsmOptEnv(gym.Env[dict[str, Any], str]):
         self.split = split
         self.max_rounds = max_rounds
         self.template = load_template(template)
-        self.score_config = _score_config(score_config, reward, measure)
+        self.score_config = _score_config(score_config, reward, measure, self.template)
         if allow_unfit and not self.score_config.allow_unfit:
             self.score_config = replace(self.score_config, allow_unfit=True)
         # A program unfit for reward (no input generator, a tabulable class, inadequate

@@ -59,6 +59,7 @@ from asmopt.errors import InputError
 from asmopt.fresh import DEFAULT_PER_CLASS, FreshInputs, new_seed
 from asmopt.judge import Verdict
 from asmopt.measure.timing import TimingConfig
+from asmopt.policies.prompts import EditFormat, check_edit_format
 from asmopt.programs.model import Program
 from asmopt.reward.deadline import (
     SampleDeadline,
@@ -115,10 +116,11 @@ class ScoreConfig:
     # makes.
     timing: TimingConfig = REWARD_TIMING
     extract: bool = True  # completions are raw model text (else: assembly already)
-    # `diff`: the completion is a unified diff against the baseline assembly (the `diff`
-    # prompt template), applied before the build; one that does not apply is an
-    # extraction_error naming the hunk.
-    edit_format: Literal["assembly", "diff"] = "assembly"
+    # The answer's form, named as prompt templates name it (PromptTemplate.edit_format):
+    # `assembly`, a whole assembly file; `diff`, a unified diff against the baseline
+    # assembly (the `diff` template), applied before the build; one that does not apply is
+    # an extraction_error naming the hunk.
+    edit_format: EditFormat = "assembly"
     # Seconds each of a sample's two tasks (its check: build and tests; its timing, waiting
     # for a timing core included) may run before the service ends it (its worker replaced).
     # None: computed from the sample's own limits (reward/deadline.py: its builds, every run
@@ -159,8 +161,7 @@ class ScoreConfig:
             )
         get_reward(self.reward, **self.reward_options)  # fail now, not in a worker
         FreshInputs(seed=self.seed or 0, per_class=self.drawn_per_class)  # bounds, now
-        if self.edit_format not in ("assembly", "diff"):
-            raise InputError(f"edit_format must be assembly or diff, got {self.edit_format!r}")
+        check_edit_format(self.edit_format)
         if self.measure not in ("time", "instructions", "none"):
             raise InputError(f"measure must be time, instructions or none, got {self.measure!r}")
         if self.deadline_s is not None and not self.deadline_s > 0:

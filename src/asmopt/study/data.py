@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import logging
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
@@ -37,6 +38,10 @@ from asmopt.study.tokenizer import (
 )
 
 SPLITS = ("train", "heldout")
+
+# Progress notices (`progress=True`) are INFO records here; `asmopt study` shows them on
+# stderr, so stdout holds only what a command prints (`--json`: JSON alone).
+log = logging.getLogger(__name__)
 
 
 @dataclass
@@ -120,7 +125,7 @@ def prepare(cfg: StudyConfig, *, toolchain: Any = None, progress: bool = False) 
         tokenizer = load_tokenizer(tok_dir)
     else:
         if progress:
-            print(f"tokenizer: training BPE ({cfg.tokenizer.vocab_size} tokens)", flush=True)
+            log.info("tokenizer: training BPE (%d tokens)", cfg.tokenizer.vocab_size)
         tokenizer = train_tokenizer(
             corpus_texts(train_docs),
             cfg.tokenizer.vocab_size,
@@ -134,7 +139,7 @@ def prepare(cfg: StudyConfig, *, toolchain: Any = None, progress: bool = False) 
         train, heldout = _load_split(data_dir, "train"), _load_split(data_dir, "heldout")
     else:
         if progress:
-            print("data: tokenizing the corpus", flush=True)
+            log.info("data: tokenizing the corpus")
         train = tokenize_documents(tokenizer, train_docs)
         heldout = tokenize_documents(tokenizer, heldout_docs)
         data_dir.mkdir(parents=True, exist_ok=True)

@@ -23,8 +23,8 @@ from __future__ import annotations
 
 import copy
 import json
+import logging
 import math
-import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -47,6 +47,8 @@ IGNORE = -100
 RESUMABLE = {"log_every", "eval_every", "save_every", "device", "num_threads"}
 # Held-out windows evaluated during training (the full set is evaluated at the end).
 PERIODIC_EVAL_WINDOWS = 16
+
+log = logging.getLogger(__name__)  # progress notices, INFO (see study.data)
 
 
 def model_dir(cfg: StudyConfig, loops: int, seed: int | None = None) -> Path:
@@ -314,7 +316,8 @@ def finished_summary(
 
 
 def _log(message: str) -> None:
-    print(message, file=sys.stderr, flush=True)
+    """A progress notice: an INFO record (see study.data); the library prints nothing."""
+    log.info("%s", message)
 
 
 @dataclass

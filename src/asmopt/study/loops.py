@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import itertools
 import json
-import sys
+import logging
 from pathlib import Path
 from typing import Any
 
@@ -75,6 +75,8 @@ __all__ = [
 ]
 
 STUDY_FILE = "study.json"
+
+log = logging.getLogger(__name__)  # progress notices, INFO (see study.data)
 
 
 def _load_model(path: Path, device: torch.device) -> Any:
@@ -131,17 +133,13 @@ def evaluate_model(
     model = _load_model(final, device)
     if diag is None:
         if progress:
-            print(f"R={loops}{_seed_label(seed)}: diagnostics", file=sys.stderr, flush=True)
+            log.info("R=%d%s: diagnostics", loops, _seed_label(seed))
         windows = diagnostics_windows(prepared, cfg)
         diag = run_diagnostics(model, windows, batch=cfg.eval.diag_batch, device=device).to_dict()
         _store(diag_path, key, diag)
     if task is None:
         if progress:
-            print(
-                f"R={loops}{_seed_label(seed)}: task ({len(task_set)} programs)",
-                file=sys.stderr,
-                flush=True,
-            )
+            log.info("R=%d%s: task (%d programs)", loops, _seed_label(seed), len(task_set))
         task = evaluate_task(model, prepared.tokenizer, task_set, cfg, toolchain)
         _store(task_path, key, task)
     return {"diagnostics": diag, "task": task}

@@ -23,8 +23,8 @@ head on its own backbone or on the actor's (`critic_mode`).
 
 from __future__ import annotations
 
+import logging
 import math
-import sys
 import time
 from collections import Counter
 from collections.abc import Callable
@@ -77,8 +77,10 @@ from asmopt.train.tiny import resolve_model
 Echo = Callable[[str], None]
 
 
-def echo_stderr(text: str) -> None:
-    print(text, file=sys.stderr, flush=True)
+def echo_log(text: str) -> None:
+    """The trainers' default: an INFO record of this module's logger. A library prints
+    nothing; `asmopt train` passes an echo that writes to stderr, a caller may pass its own."""
+    logging.getLogger(__name__).info("%s", text)
 
 
 # --------------------------------------------------------------------------- setup pieces
@@ -187,18 +189,23 @@ def prepare_rows(
 def check_edit_format(cfg: PPOConfig) -> None:
     """Suite prompts and the execution reward must agree on what an answer is: a `diff`
     template asks for diffs, which the reward must apply to the baseline (and the other
-    way round), or every answer would be an extraction error."""
-    if cfg.reward != "execution" or not cfg.train_data.startswith("suite:"):
+    way round), or every answer would be an extraction error. Both name the form the same
+    way (`assembly` | `diff`), so the message's fix is the value to set."""
+    if cfg.reward != "execution":
         return
-    from asmopt.policies.prompts import load_template
+    from asmopt.policies import prompts
 
-    asked = load_template(cfg.prompt_template).edit_format
-    read = cfg.reward_options.get("edit_format", "assembly")
-    if asked != read:
-        raise InputError(
-            f"prompt_template {cfg.prompt_template!r} asks for {asked} answers but the "
-            f"execution reward reads {read} answers; set reward_options.edit_format: {asked}"
-        )
+    read = prompts.check_edit_format(
+        cfg.reward_options.get("edit_format", "assembly"), "reward_options.edit_format"
+    )
+    if not any(spec.startswith("suite:") for spec in (cfg.train_data, cfg.val_data or "")):
+        return
+    why = prompts.answer_form_mismatch(
+        prompts.load_template(cfg.prompt_template), read, "reward_options.edit_format",
+        who="the execution reward",
+    )  # fmt: skip
+    if why is not None:
+        raise InputError(why)
 
 
 def row_columns(rows: list[Row]) -> dict[str, list[Any]]:
@@ -323,13 +330,18 @@ def load_data(cfg: PPOConfig, tokenizer: Any, echo: Echo) -> Data:
 
 
 def build_reward(cfg: PPOConfig, reward_fn: RewardFn | None) -> RewardFn:
-    """The caller's reward object, else the configured one. Rows of unfit programs that
-    the config lets in must be scored too, so the execution reward is told to allow them."""
+    """The caller's reward object, else the configured one. The execution reward looks
+    `suite:` rows' programs up in the config's `suite` (an imported suite's rows name its
+    programs, not the built-in ones); rows of unfit programs that the config lets in must
+    be scored too, so it is told to allow them."""
     if reward_fn is not None:
         return reward_fn
     reward_options = dict(cfg.reward_options)
-    if cfg.allow_unfit and cfg.reward == "execution":
-        reward_options.setdefault("allow_unfit", True)
+    if cfg.reward == "execution":
+        if cfg.suite:
+            reward_options.setdefault("suite", cfg.suite)
+        if cfg.allow_unfit:
+            reward_options.setdefault("allow_unfit", True)
     return make_reward(cfg.reward, reward_options)
 
 
@@ -412,10 +424,11 @@ def train_ppo(
     reward_fn: RewardFn | None = None,
     *,
     progress: bool = True,
-    echo: Echo = echo_stderr,
+    echo: Echo = echo_log,
 ) -> dict[str, Any]:
     """Runs (or resumes) PPO as `cfg` says; returns a summary. `reward_fn` overrides
-    `cfg.reward` (for rewards that are objects built by the caller)."""
+    `cfg.reward` (for rewards that are objects built by the caller); `echo` takes the run's
+    notices (the resolved config, skipped rows, the plan), logged by default."""
     cfg.validate()
     check_edit_format(cfg)
     start = begin_run(cfg, "ppo")

@@ -20,7 +20,7 @@ reward is used, so registering a reward that needs the sandbox costs nothing els
 A config may also name a factory directly as `module:attribute`.
 
     from asmopt.train.reward_registry import register_reward
-    register_reward("execution", "mypackage.service:make_execution_reward")
+    register_reward("my-reward", "mypackage.rewards:make_reward")
 """
 
 from __future__ import annotations

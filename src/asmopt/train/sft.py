@@ -41,7 +41,7 @@ from asmopt.train.modeling import (
     response_forward,
 )
 from asmopt.train.optim import make_optimizer, make_scheduler
-from asmopt.train.ppo import Echo, echo_stderr
+from asmopt.train.ppo import Echo, echo_log
 from asmopt.train.run import (
     begin_run,
     is_due,
@@ -198,7 +198,7 @@ def save_final_model(model: Any, tokenizer: Any, cfg: SFTConfig, path: Path) -> 
     return path
 
 
-def train_sft(cfg: SFTConfig, *, progress: bool = True, echo: Echo = echo_stderr) -> dict[str, Any]:
+def train_sft(cfg: SFTConfig, *, progress: bool = True, echo: Echo = echo_log) -> dict[str, Any]:
     """Runs (or resumes) supervised fine-tuning as `cfg` says; returns a summary."""
     cfg.validate()
     start = begin_run(cfg, "sft")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
+import logging
 import os
 import sys
 import threading
@@ -13,6 +14,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from asmopt.errors import InputError
+
+log = logging.getLogger(__name__)
 
 
 # ---------------------------------------------------------------------------- cores
@@ -88,8 +91,13 @@ class CoreLock:
         lock_dir: Path | None = None,
         *,
         cancel: threading.Event | None = None,
+        notify: Callable[[str], None] | None = None,
     ) -> None:
         self.layout = layout or CoreLayout.detect()
+        # Where a long wait for a core is reported (`hold`): the caller's channel (an
+        # evaluation's `notify`), else an INFO record of this module's logger. A library
+        # never prints: a reward worker waiting its turn behind the others is no news.
+        self.notify = notify
         self.lock_dir = lock_dir or default_lock_dir()
         self.lock_dir.mkdir(parents=True, exist_ok=True)
         # Set when the work that takes turns on these cores is being cancelled (an
@@ -102,7 +110,7 @@ class CoreLock:
         if cpu not in self.layout.timing:
             raise InputError(f"CPU {cpu} is not a timing core of this lock")
         layout = CoreLayout((cpu,), self.layout.general, self.layout.isolated)
-        return CoreLock(layout, self.lock_dir, cancel=self.cancel)
+        return CoreLock(layout, self.lock_dir, cancel=self.cancel, notify=self.notify)
 
     def _check_cancelled(self) -> None:
         if self.cancel is not None and self.cancel.is_set():
@@ -119,9 +127,9 @@ class CoreLock:
         """Wait for a free timing core; yield its CPU number while holding its lock.
 
         The holder writes its pid and command line into the lock file. A wait longer than
-        `notice_after_s` is reported (to stderr unless `notify` is given) with what is
-        awaited and who holds it, then again every minute: a silent wait on other
-        processes' timings looked like a hang."""
+        `notice_after_s` is reported (to `notify`, else the lock's own `notify`, else
+        logged at INFO) with what is awaited and who holds it, then again every minute: a
+        silent wait on other processes' timings looked like a hang."""
         handles = []
         for cpu in self.layout.timing:
             name = _physical_core(cpu).replace(",", "_").replace("-", "_")
@@ -161,13 +169,10 @@ class CoreLock:
                     time.sleep(poll_s)
                     continue
                 message = (
-                    f"asmopt: waiting {waited:.0f}s for a timing core (machine-wide lock in "
+                    f"waiting {waited:.0f}s for a timing core (machine-wide lock in "
                     f"{self.lock_dir}); held by: {'; '.join(holders)}"
                 )
-                if notify is not None:
-                    notify(message)
-                else:
-                    print(message, file=sys.stderr, flush=True)
+                (notify or self.notify or log.info)(message)
                 next_notice = waited + 60.0
             time.sleep(poll_s)
 

@@ -402,7 +402,7 @@ def _load_file() -> None:
         with contextlib.suppress(TypeError, KeyError, ValueError, AttributeError):
             _cached[key] = KernelChoice(**{**entry, "source": "cache"})
     for key, reason in inconsistent_entries(_cached).items():
-        log.warning("cached kernel choice %s not used (timed again): %s", key, reason)
+        log.info("cached kernel choice %s not used (timed again): %s", key, reason)
         del _cached[key]
 
 
@@ -585,7 +585,7 @@ def _settle(key: ShapeKey, trial: Trial, medians: dict[str, float], kernel: str)
     _trials.pop(key, None)  # another thread may have decided the same shape
     if problems:
         _refusals[shape] = "; ".join(problems)
-        log.warning("kernel choice for %s not cached, F.linear used: %s", shape, _refusals[shape])
+        log.info("kernel choice for %s not cached, F.linear used: %s", shape, _refusals[shape])
         _distrust(key, row_bound_conflicts(rows, choice.best_us, _other_rows(key)))
     else:
         _save(shape, choice)
@@ -601,9 +601,7 @@ def _distrust(key: ShapeKey, conflicts: dict[int, str]) -> None:
         other = (dtype, rows, in_features, out_features)
         _choices.pop(other, None)
         if _cached.pop(_shape_key(*other), None) is not None:
-            log.warning(
-                "cached kernel choice %s timed again: %s", _shape_key(*other), conflicts[rows]
-            )
+            log.info("cached kernel choice %s timed again: %s", _shape_key(*other), conflicts[rows])
 
 
 def _other_rows(key: ShapeKey) -> dict[int, float]:

@@ -19,6 +19,10 @@ processes load it in well under a second. If it cannot be built, the reason is k
 
 `ASMOPT_PLT_NATIVE=off` never builds or uses it; `auto` (the default) builds it when a
 float32 few-row product first needs it.
+
+Nothing here prints: that a build starts, how long it took and why the kernel is
+unavailable are INFO records of this module's logger (`NOTICE_LOGGER`), shown by the
+`asmopt` command and by whatever logging configuration a Python caller sets up.
 """
 
 from __future__ import annotations
@@ -47,6 +51,7 @@ CFLAGS = ("-O3", "-march=native", "-fopenmp")
 # A build takes about a minute; a lock file older than this was left by a killed build.
 STALE_LOCK_S = 600
 
+NOTICE_LOGGER = __name__
 log = logging.getLogger(__name__)
 _lock = threading.Lock()
 _module: ModuleType | None = None
@@ -95,7 +100,7 @@ def load() -> ModuleType | None:
             except Exception as exc:  # a missing compiler, ninja or header: say which
                 lines = str(exc).strip().splitlines() or [""]
                 _failure = f"{type(exc).__name__}: {lines[-1][:300]}"
-                log.warning("asmopt: the multi-row float32 kernel is unavailable (%s)", _failure)
+                log.info("the multi-row float32 kernel is unavailable (%s)", _failure)
     return _module
 
 
@@ -108,12 +113,12 @@ def _build() -> ModuleType:
     with contextlib.suppress(OSError):
         if time.time() - lock.stat().st_mtime > STALE_LOCK_S:
             # Left by a process killed while building: torch's loader would wait for it forever.
-            log.warning("asmopt: removing a stale build lock %s", lock)
+            log.info("removing a stale build lock %s", lock)
             lock.unlink()
     built = any(directory.glob("*.so"))
     if not built:
-        log.warning(
-            "asmopt: building the multi-row float32 product for this CPU in %s (once per "
+        log.info(
+            "building the multi-row float32 product for this CPU in %s (once per "
             "machine, CPU and torch version; a minute or more, 2-3 on 2 cores; "
             "ASMOPT_PLT_NATIVE=off skips it)",
             directory,
@@ -135,7 +140,7 @@ def _build() -> ModuleType:
     finally:
         os.environ["PATH"] = path
     if not built:
-        log.warning("asmopt: built in %.0f s", time.monotonic() - start)
+        log.info("built in %.0f s", time.monotonic() - start)
     return module
 
 
