@@ -1,7 +1,9 @@
 /* Knuth-Morris-Pratt search of several patterns (read from stdin) in a generated text.
  * Input: n seed alphabet, then q, then q patterns, one per line.
  * The text is random over the first `alphabet` letters with the patterns' own prefixes
- * spliced in now and then, so matches and near-matches occur. */
+ * spliced in now and then, so matches and near-matches occur.
+ * Output per pattern: the number of matches, the first, a hash of their positions, and the
+ * longest prefix of the pattern that occurs in the text with where it first starts. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -69,9 +71,15 @@ int main(void)
         uint64_t count = 0, pos_hash = 0;
         size_t first = (size_t)-1;
         size_t matched = 0;
+        /* the longest prefix of P that occurs in the text, and where it first starts */
+        size_t best = 0, best_at = 0;
         for (size_t t = 0; t < n && m > 0; t++) {
             while (matched > 0 && text[t] != P[matched]) matched = fail[matched];
             if (text[t] == P[matched]) matched++;
+            if (matched > best) {
+                best = matched;
+                best_at = t + 1 - matched;
+            }
             if (matched == m) {
                 size_t at = t + 1 - m;
                 if (first == (size_t)-1) first = at;
@@ -81,9 +89,10 @@ int main(void)
             }
         }
         total += count;
-        printf("pattern %d length %zu matches %llu first %lld hash %llu\n", p + 1, m,
-               (unsigned long long)count, first == (size_t)-1 ? -1LL : (long long)first,
-               (unsigned long long)pos_hash);
+        printf("pattern %d length %zu matches %llu first %lld hash %llu "
+               "longest_prefix %zu at %zu\n", p + 1, m, (unsigned long long)count,
+               first == (size_t)-1 ? -1LL : (long long)first, (unsigned long long)pos_hash, best,
+               best_at);
     }
     printf("total %llu\n", (unsigned long long)total);
     free(text);

@@ -1,5 +1,6 @@
 /* Strongly connected components (Kosaraju) with iterative depth-first searches over
- * compressed forward and reverse adjacency, then the condensation's size and source count.
+ * compressed forward and reverse adjacency, then the condensation's size and source count
+ * and a hash of every vertex's component number (components in topological order).
  * Input: n m seed. Edges are clustered so that the graph has many medium-sized components. */
 #include <stdio.h>
 #include <stdlib.h>
@@ -119,9 +120,13 @@ int main(void)
     }
     uint32_t sources = 0;
     for (uint32_t c = 0; c < ncomp; c++) sources += !has_in[c];
+    /* each vertex's component, numbered in Kosaraju's (topological) order */
+    uint64_t label_hash = 0;
+    for (uint32_t v = 0; v < n; v++) label_hash = label_hash * 1000003u + comp[v];
     printf("components %u largest %u singletons %u\n", ncomp, largest, singles);
     printf("cross_edges %u source_components %u\n", cross, sources);
-    printf("size_hash %llu\n", (unsigned long long)size_hash);
+    printf("size_hash %llu label_hash %llu\n", (unsigned long long)size_hash,
+           (unsigned long long)label_hash);
     free(eu); free(ev); free(fs); free(fa); free(rs); free(ra); free(order); free(comp);
     free(stack); free(it); free(seen); free(has_in);
     return 0;
