@@ -924,8 +924,10 @@ spec("bloom_filter", "hashing", "train",
       "24 5 1000000 1000000 5\n", "24 6 2000000 3000000 6\n"],
      compare=numeric(1e-4, 1e-6),
      inputs=generator(
-         klass("{lg} {k} {ins} {q} {seed}\n", lg=between(6, 8), k=one_of(1, 2, 3, 31, 32),
-               ins=between(0, 10), q=between(0, 20), seed=SEED64),
+         # No insert, or k = 31 or 32 saturating a 64-bit filter, says nothing of the seed:
+         # those stay fixed tests.
+         klass("{lg} {k} {ins} {q} {seed}\n", lg=between(6, 8), k=one_of(1, 2, 3, 4, 8),
+               ins=between(1, 10), q=between(0, 20), seed=SEED64),
          klass("{lg} {k} {ins} {q} {seed}\n", lg=between(8, 14), k=between(1, 8),
                ins=between(10, 2000), q=between(100, 5000), seed=SEED64),
          klass("{lg} {k} {ins} {q} {seed}\n", lg=between(16, 20), k=between(2, 10),
@@ -1192,8 +1194,9 @@ spec("fenwick_inversions", "data_structures", "train",
       fenwick_input(6, 20000, 0, 10**6, 4000000)],
      inputs=generator(
          # All equal (a one-value range), int extremes, an empty list.
-         klass("{n}\n{a}\n{ops} {seed}\n", n=between(0, 8), lo=one_of(-2147483648, -3, 0),
-               hi=one_of(0, 3, 2147483647), a=ints("n", "lo", "hi"), ops=between(0, 20),
+         # n = 0 or no operations says nothing of the seed: those stay fixed tests.
+         klass("{n}\n{a}\n{ops} {seed}\n", n=between(1, 8), lo=one_of(-2147483648, -3, 0),
+               hi=one_of(0, 3, 2147483647), a=ints("n", "lo", "hi"), ops=between(4, 20),
                seed=SEED64),
          klass("{n}\n{a}\n{ops} {seed}\n", n=between(9, 200), span=one_of(2, 10, 1000),
                a=ints("n", "-span", "span", per_line=16), ops=between(10, 1000), seed=SEED64),

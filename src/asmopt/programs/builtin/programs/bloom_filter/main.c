@@ -50,6 +50,9 @@ int main(void)
         if (i % 8 == 0 && inserts) present += all;
         else positives += all;
     }
+    /* FNV-1a over the filter's words: which bits the inserts set, not only how many */
+    uint64_t filter_hash = 0xCBF29CE484222325ULL;
+    for (uint64_t w = 0; w < bits / 64; w++) filter_hash = (filter_hash ^ words[w]) * 0x100000001B3ULL;
     uint64_t set = 0;
     for (uint64_t w = 0; w < bits / 64; w++) {
         uint64_t v = words[w];
@@ -67,6 +70,7 @@ int main(void)
            (unsigned long long)(inserts ? (queries + 7) / 8 : 0));
     printf("false_positives %llu of %llu rate %.5f expected %.5f\n", (unsigned long long)positives,
            (unsigned long long)absent_queries, measured, expected);
+    printf("filter_hash %016llx\n", (unsigned long long)filter_hash);
     free(words);
     return 0;
 }
