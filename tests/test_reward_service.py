@@ -9,6 +9,7 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
+from workers import worker_with_children
 
 from asmopt.measure.timing import TimingConfig
 from asmopt.programs.generators import InputGenerator
@@ -257,25 +258,6 @@ def test_process_pool_batch_keeps_order_and_a_sleeper_gets_its_timeout(
         assert service.stats["pool_restarts"] == 0
 
 
-def _worker_with_children(timeout_s: float) -> int:
-    """The pid of a worker process of ours that has started children (its sandbox or the
-    compiler: so it is running a task), waiting up to `timeout_s` for one."""
-    import multiprocessing
-    import time
-
-    end = time.monotonic() + timeout_s
-    while time.monotonic() < end:
-        for proc in multiprocessing.active_children():
-            path = Path(f"/proc/{proc.pid}/task/{proc.pid}/children")
-            try:
-                if proc.pid and path.read_text().split():
-                    return proc.pid
-            except OSError:
-                continue
-        time.sleep(0.05)
-    raise AssertionError(f"no worker process started a child within {timeout_s}s")
-
-
 def test_a_worker_killed_from_outside_excludes_its_sample_and_the_pool_goes_on(
     baseline: str, toolchain: Toolchain
 ) -> None:
@@ -292,7 +274,7 @@ def test_a_worker_killed_from_outside_excludes_its_sample_and_the_pool_goes_on(
         killed: list[int] = []
 
         def kill_the_busy_worker() -> None:
-            pid = _worker_with_children(60.0)
+            pid = worker_with_children(60.0)
             os.kill(pid, signal.SIGKILL)
             killed.append(pid)
 
