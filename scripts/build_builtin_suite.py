@@ -696,23 +696,35 @@ spec("sieve_primes", "number_theory", "train",
          klass("{N} {seed}\n", N=between(5000000, 15000000), seed=SEED64),
          klass("{N} {seed}\n", N=between(38000000, 42000000), seed=SEED64)))
 spec("miller_rabin32", "number_theory", "test",
-     "Deterministic Miller-Rabin for 32-bit numbers (64-bit mulmod) over a window and samples",
-     ["0 10 1 0\n", "4294967200 96 2 5\n", "1000 1000 3 100\n", "1000000000 100000 4 10000\n",
-      "3000000000 200000 5 200000\n", "2000000000 1200000 6 1000000\n"],
+     "Deterministic Miller-Rabin for 32-bit numbers (64-bit mulmod) over an arithmetic "
+     "progression modulo 2^32 and seeded samples",
+     # t1, t2 and t6 are contiguous windows (step 1; t2 wraps past 2^32 - 1 to 0).
+     ["0 10 1 1 0\n", "4294967200 200 1 2 5\n", "1000 1000 3 3 100\n",
+      "1000000000 100000 2654435769 4 10000\n", "3000000000 200000 12345679 5 200000\n",
+      "2000000000 1200000 1 6 1000000\n"],
      inputs=generator(
-         # Windows at 0 and running past 2^32 - 1; enough samples that some are prime, so
-         # the output carries the seed (no samples is the fixed t1).
-         klass("{lo} {count} {seed} {samples}\n", base=one_of(0, 4294967200), off=between(0, 95),
-               lo=expr("base + off"), count=between(0, 120), seed=SEED64,
+         # Drawn classes step by a drawn odd 32-bit stride: a count of primes over a
+         # contiguous window is a difference of prime counts, which a table of pi(x) every
+         # few hundred thousand values would answer without testing the window; a
+         # progression with one of 2^31 strides shares no prefix of its work with another.
+         # Edge: progressions from 0 or running past 2^32 - 1 with small strides, so the
+         # small primes and the wrap show; enough samples that some are prime.
+         klass("{lo} {count} {step} {seed} {samples}\n", base=one_of(0, 4294967200),
+               off=between(0, 95), lo=expr("base + off"), count=between(1, 120),
+               half=between(0, 40), step=expr("2 * half + 1"), seed=SEED64,
                samples=between(30, 80)),
-         klass("{lo} {count} {seed} {samples}\n", lo=between(0, 1000000),
-               count=between(100, 2000), seed=SEED64, samples=between(0, 1000)),
-         klass("{lo} {count} {seed} {samples}\n", lo=between(0, 4000000000),
-               count=between(50000, 150000), seed=SEED64, samples=between(5000, 20000)),
-         klass("{lo} {count} {seed} {samples}\n", lo=between(1000000000, 4000000000),
-               count=between(150000, 250000), seed=SEED64, samples=between(100000, 300000)),
-         klass("{lo} {count} {seed} {samples}\n", lo=between(1500000000, 2900000000),
-               count=between(1100000, 1300000), seed=SEED64, samples=between(900000, 1100000))))
+         klass("{lo} {count} {step} {seed} {samples}\n", lo=SEED32,
+               count=between(100, 2000), half=between(0, 2**31 - 1),
+               step=expr("2 * half + 1"), seed=SEED64, samples=between(0, 1000)),
+         klass("{lo} {count} {step} {seed} {samples}\n", lo=SEED32,
+               count=between(50000, 150000), half=between(0, 2**31 - 1),
+               step=expr("2 * half + 1"), seed=SEED64, samples=between(5000, 20000)),
+         klass("{lo} {count} {step} {seed} {samples}\n", lo=SEED32,
+               count=between(150000, 250000), half=between(0, 2**31 - 1),
+               step=expr("2 * half + 1"), seed=SEED64, samples=between(100000, 300000)),
+         klass("{lo} {count} {step} {seed} {samples}\n", lo=SEED32,
+               count=between(1100000, 1300000), half=between(0, 2**31 - 1),
+               step=expr("2 * half + 1"), seed=SEED64, samples=between(900000, 1100000))))
 spec("gcd_pairs", "number_theory", "train",
      "Sum of gcd over all pairs of n seeded values up to m with Euclid's algorithm, checked "
      "against totient and Moebius sieves",

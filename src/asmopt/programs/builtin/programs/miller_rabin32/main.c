@@ -1,6 +1,8 @@
 /* Deterministic Miller-Rabin for 32-bit numbers (bases 2, 7, 61) with 64-bit modular
- * multiplication, applied to every odd number of a window and to a pseudo-random sample.
- * Input: lo count seed samples. Output: prime counts, sums and the largest primes found. */
+ * multiplication, applied to an arithmetic progression lo, lo + step, lo + 2 step, ...
+ * (modulo 2^32) and to a pseudo-random sample.
+ * Input: lo count step seed samples. Output: prime counts, sums and the last and largest
+ * primes found. */
 #include <stdio.h>
 #include <stdint.h>
 
@@ -54,24 +56,23 @@ static int is_prime(uint32_t n)
 
 int main(void)
 {
-    uint32_t lo, count, samples;
+    uint32_t lo, count, step, samples;
     unsigned long long seed;
-    if (scanf("%u %u %llu %u", &lo, &count, &seed, &samples) != 4) {
+    if (scanf("%u %u %u %llu %u", &lo, &count, &step, &seed, &samples) != 5) {
         printf("bad input\n");
         return 0;
     }
     uint64_t primes = 0, sum = 0;
     uint32_t last = 0;
-    for (uint64_t k = 0; k < count; k++) {
-        uint64_t v = (uint64_t)lo + k;
-        if (v > UINT32_MAX) break;
-        if (is_prime((uint32_t)v)) {
+    uint32_t term = lo;
+    for (uint32_t k = 0; k < count; k++, term += step) {
+        if (is_prime(term)) {
             primes++;
-            sum += v;
-            last = (uint32_t)v;
+            sum += term;
+            last = term;
         }
     }
-    printf("window %u +%u primes %llu sum %llu last %u\n", lo, count,
+    printf("progression %u +%u step %u primes %llu sum %llu last %u\n", lo, count, step,
            (unsigned long long)primes, (unsigned long long)sum, last);
     uint64_t x = seed | 1;
     uint64_t sp = 0, hash = 0;
