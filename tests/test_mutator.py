@@ -293,3 +293,42 @@ def test_exported_row_carries_the_generator(tmp_path: Path, toolchain, sandbox, 
     again, report = import_supercoder([path], mutator=True, toolchain=toolchain, sandbox=sandbox)
     kept = [p for p in again if p.meta.get("program_id") == "sum"]
     assert kept and kept[0].inputs is not None and report.stats["inputs"]["carried"] == 1
+
+
+# ---------------------------------------------------------------------------- fixed tests
+def test_a_fixed_test_with_undefined_behaviour_is_dropped_by_name_before_learning(
+    toolchain, sandbox
+) -> None:
+    """k = 1 reads lut[-1]: what -O0 and -O3 print is not defined, and AddressSanitizer
+    reports the read. The test goes (named, with the reason), the well-defined one stays
+    and is the only one classes are learnt from."""
+    ub = Program(
+        id="ub2",
+        source=UB_C,
+        tests=(
+            TestCase(name="fine", stdin=b"3 5\n1 2 3 4 5\n", expected_stdout=b""),
+            TestCase(name="oob", stdin=b"1 2\n7 8\n", expected_stdout=b""),
+        ),
+    )
+    p = fit_inputs(ub, toolchain, sandbox)
+    report = p.meta["inputs_report"]
+    assert list(report["dropped_tests"]) == ["oob"], report
+    assert "sanitizer" in report["dropped_tests"]["oob"] or "disagree" in (
+        report["dropped_tests"]["oob"]
+    )
+    assert [t.name for t in p.tests] == ["fine"]
+    assert p.inputs is not None and dict(p.inputs.tests) == {"fine": "fine"}
+
+
+def test_an_import_drops_a_program_whose_every_fixed_test_is_ill_defined(
+    tmp_path: Path, toolchain, sandbox
+) -> None:
+    pool = make_pool(tmp_path / "pool", ("sum",))
+    (pool / "oob" / "tests").mkdir(parents=True)
+    (pool / "oob" / "oob.c").write_text(UB_C)
+    (pool / "oob" / "tests" / "a.in").write_text("1 2\n7 8\n")
+    suite, report = import_plain_dir(pool, mutator=True, toolchain=toolchain, sandbox=sandbox)
+    assert sorted(suite.programs) == ["sum"] and report.kept == ["sum"]
+    (drop,) = [d for d in report.dropped if d.item == "oob"]
+    assert drop.reason == "ill_defined_tests" and "a:" in drop.detail
+    assert suite.programs["sum"].meta["inputs_report"]["dropped_tests"] == {}

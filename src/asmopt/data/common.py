@@ -271,12 +271,18 @@ def learn_inputs(
     seconds = time.monotonic() - start
     lines: dict[str, str] = {}
     counts = {"generator": 0, "fixed_inputs": 0, "carried": 0, "accepted": 0, "tried": 0}
+    kept: dict[str, Program] = {}
     for before, program in zip(programs, learnt, strict=True):
         if before.inputs is not None:
             counts["carried"] += 1
             lines[program.id] = f"generator carried with the program ({program.inputs.origin})"
+            kept[program.id] = program
             continue
         rep = program.meta.get("inputs_report", {})
+        if not _drop_ill_defined_tests(program, rep, report):
+            report.kept = [pid for pid in report.kept if pid != program.id]
+            continue
+        kept[program.id] = program
         counts["generator" if program.inputs is not None else "fixed_inputs"] += 1
         counts["accepted"] += int(rep.get("accepted", 0))
         counts["tried"] += int(rep.get("tried", 0))
@@ -297,7 +303,22 @@ def learn_inputs(
         )
     return Suite(
         name=suite.name,
-        programs={p.id: p for p in learnt},
-        splits=dict(suite.splits),
+        programs=kept,
+        splits={pid: split for pid, split in suite.splits.items() if pid in kept},
         description=suite.description,
     )
+
+
+def _drop_ill_defined_tests(program: Program, inputs_report: dict, report: DataReport) -> bool:
+    """Note every fixed test the mutator dropped (its -O0, -O3 and sanitizer builds
+    disagree: data/mutator.py, `vet_fixed_tests`) by name; False, with the program dropped,
+    when no test was left."""
+    dropped: dict[str, str] = inputs_report.get("dropped_tests") or {}
+    if not dropped:
+        return True
+    why = "; ".join(f"{name}: {reason}" for name, reason in dropped.items())
+    if len(dropped) >= len(program.tests) and program.inputs is None:
+        report.drop(program.id, "ill_defined_tests", f"every fixed test dropped ({why})")
+        return False
+    report.note(f"{program.id}: fixed test(s) dropped, the builds disagree on them ({why})")
+    return True

@@ -31,6 +31,12 @@ How a test input becomes a class:
   Integers stay integers, decimals keep their number of decimals. Strings keep their
   length and are drawn from the characters seen in their column.
 
+Before anything is learnt, every fixed test is judged as a drawn input would be
+(`vet_fixed_tests`): a test on which the -O0, -O3 and sanitizer builds do not all behave
+and agree depends on undefined behaviour, so it is dropped by name (the report's
+`dropped_tests`), and a program left with no test is dropped from the import
+(`ill_defined_tests`).
+
 Three levels, each more conservative than the last, are learnt per test: `full` (all of
 the above), `bulk` (scalars kept literal; only table and list values vary) and `values`
 (table and list values drawn only from the values observed there). `accept_generator`
@@ -970,6 +976,27 @@ def _build(program: Program, toolchain: Toolchain) -> _Builds | str:
     return _Builds(*paths)
 
 
+def vet_fixed_tests(judge: _Judge) -> tuple[tuple[TestCase, ...], dict[str, str]]:
+    """(the program's fixed tests on which the -O0, -O3 and sanitizer builds all behave and
+    agree, test name -> why for every other one).
+
+    A fixed test whose output depends on undefined behaviour (an out-of-bounds index where
+    -O0 prints 10258 and -O3 255) fails a correct faster answer for disagreeing on what no
+    compiler promises, and every class learnt from it draws the same behaviour; so it is
+    dropped by name before anything is learnt or marked fit. Each test is judged exactly
+    as a drawn input of its own class is (`_Judge.judge`, with the test itself as the
+    draw)."""
+    kept: list[TestCase] = []
+    dropped: dict[str, str] = {}
+    for test in judge.program.tests:
+        ok, why = judge.judge(test, [test.stdin])
+        if ok == 1 and why is None:
+            kept.append(test)
+        else:
+            dropped[test.name] = (why or "the builds disagree").removeprefix("draw 0: ")
+    return tuple(kept), dropped
+
+
 def accept_generator(
     program: Program,
     toolchain: Toolchain,
@@ -991,6 +1018,14 @@ def accept_generator(
         report["seconds"] = round(time.monotonic() - start, 2)
         return gen, report
 
+    builds = _build(program, toolchain)
+    if isinstance(builds, str):
+        return done(None, builds)
+    judge = _Judge(program, builds, sandbox, config)
+    kept_tests, report["dropped_tests"] = vet_fixed_tests(judge)
+    if not kept_tests:
+        return done(None, "no fixed test is well defined (dropped_tests says why)")
+    program = judge.program = replace(program, tests=kept_tests)
     if all(not t.stdin for t in program.tests):
         return done(None, "no test has stdin")
     if not reads_stdin(program):
@@ -998,10 +1033,6 @@ def accept_generator(
     classes = learn_classes(program)
     if not classes:
         return done(None, "no test input has values that can vary")
-    builds = _build(program, toolchain)
-    if isinstance(builds, str):
-        return done(None, builds)
-    judge = _Judge(program, builds, sandbox, config)
     tests = {t.name: t for t in program.tests}
     kept: dict[str, dict[str, Any]] = {}
     mapping: dict[str, str] = {}
@@ -1099,7 +1130,9 @@ def fit_inputs(
         )
     meta = program.meta
     meta["inputs_report"] = report
-    return replace(program, inputs=gen, metadata=tuple(sorted(meta.items())))
+    dropped = report.get("dropped_tests") or {}
+    tests = tuple(t for t in program.tests if t.name not in dropped) or program.tests
+    return replace(program, inputs=gen, tests=tests, metadata=tuple(sorted(meta.items())))
 
 
 def summarize(report: dict[str, Any]) -> str:
@@ -1147,4 +1180,5 @@ __all__ = [
     "parse_lines",
     "reads_stdin",
     "summarize",
+    "vet_fixed_tests",
 ]

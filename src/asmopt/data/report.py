@@ -48,6 +48,7 @@ REASONS: dict[str, str] = {
     "too_long": "prompt + answer exceed the token budget",
     "prompt_too_long": "the prompt exceeds the trainer's prompt length (--max-prompt-tokens)",
     "verify_failed": "the -O0 or -O3 build does not pass the imported tests",
+    "ill_defined_tests": "the -O0, -O3 and sanitizer builds disagree on every fixed test",
 }
 
 
