@@ -332,3 +332,43 @@ def test_an_import_drops_a_program_whose_every_fixed_test_is_ill_defined(
     (drop,) = [d for d in report.dropped if d.item == "oob"]
     assert drop.reason == "ill_defined_tests" and "a:" in drop.detail
     assert suite.programs["sum"].meta["inputs_report"]["dropped_tests"] == {}
+
+
+PARITY_C = r"""#include <stdio.h>
+int main(void)
+{
+    int n; long s = 0, x;
+    if (scanf("%d", &n) != 1) return 1;
+    for (int i = 0; i < n; i++) { if (scanf("%ld", &x) != 1) return 2; s += x; }
+    puts(s % 2 ? "ODD" : "EVEN");
+    return 0;
+}
+"""
+WIDE_LIST = "20\n" + " ".join(str(100000 + 37 * k * k) for k in range(20)) + "\n"
+
+
+def test_an_import_measures_drawn_outputs_and_a_yes_no_program_is_unfit(
+    tmp_path: Path, toolchain, sandbox
+) -> None:
+    """Twenty numbers of six digits declare far more than 64 bits, so only the measured
+    outputs show that a parity program has two answers: a constant passes a draw half the
+    time. The import stores the measurement and the program is unfit at once; the sum of
+    the same list stays fit. Each mark bounds what a constant answer passes."""
+    from asmopt.adequacy import is_reward_fit
+    from asmopt.entropy import read_mark
+
+    pool = tmp_path / "pool"
+    for name, source in (("parity", PARITY_C), ("wide_sum", SUM_C)):
+        (pool / name / "tests").mkdir(parents=True)
+        (pool / name / f"{name}.c").write_text(source)
+        (pool / name / "tests" / "a.in").write_text(WIDE_LIST)
+    suite, report = import_plain_dir(pool, mutator=True, toolchain=toolchain, sandbox=sandbox)
+    assert report.stats["entropy"] == {"measured": 2, "tabulable": 1}
+    parity, wide = suite.programs["parity"], suite.programs["wide_sum"]
+    fit, why = is_reward_fit(parity)
+    assert not fit and "output collision" in why, why
+    assert is_reward_fit(wide)[0], is_reward_fit(wide)
+    parity_mark, wide_mark = read_mark(parity), read_mark(wide)
+    assert parity_mark is not None and wide_mark is not None
+    assert parity_mark.default_pass_bound() > 0.2  # a constant passes 2 draws ~1/4
+    assert wide_mark.default_pass_bound() < 1e-3

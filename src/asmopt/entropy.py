@@ -25,13 +25,16 @@ measurement from `metadata.entropy`); an evaluation still runs it and marks it.
 
 from __future__ import annotations
 
+import math
 import secrets
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from asmopt.errors import InputError
 from asmopt.evaluate import baseline_binary
+from asmopt.fresh import DEFAULT_PER_CLASS
 from asmopt.programs.generators import derive_seed
 from asmopt.programs.model import Program
 from asmopt.sandbox.runner import MAX_INPUTS, Limits, Sandbox
@@ -62,6 +65,7 @@ class ClassEntropy:
     draws: int = 0  # draws the baseline accepted
     distinct: int = 0  # distinct (stdout, exit) among them
     refused: int = 0  # draws the baseline did not accept (non-zero exit, crash, timeout)
+    top_count: int = 0  # draws that gave the most common output
     # field -> share of draws in which changing it changed the output; `name^hi` is the
     # high half of a 64-bit field.
     fields: dict[str, float] = field(default_factory=dict)
@@ -69,6 +73,12 @@ class ClassEntropy:
     @property
     def collisions(self) -> int:
         return self.draws - self.distinct
+
+    def top_share_bound(self) -> float:
+        """A one-sided 95% upper bound on the probability of the class's most common
+        output (Clopper-Pearson on `top_count` of `draws`): what a constant answer, or a
+        memorised default for inputs it has not seen, passes one draw with at most."""
+        return binomial_upper_bound(self.top_count, self.draws) if self.draws else 1.0
 
     def problems(self) -> list[str]:
         """Why this class is tabulable (empty: it is not)."""
@@ -107,6 +117,15 @@ class EntropyReport:
     def problems(self) -> list[str]:
         return [p for c in self.classes for p in c.problems()]
 
+    def default_pass_bound(self, per_class: int = DEFAULT_PER_CLASS) -> float:
+        """An upper bound on the probability that a constant answer per class (the
+        likeliest output of each; a candidate can tell the classes apart by size) passes
+        one grading that draws `per_class` inputs of every timed class."""
+        bound = 1.0
+        for c in self.classes:
+            bound *= c.top_share_bound() ** per_class
+        return bound
+
     def to_dict(self) -> dict[str, Any]:
         return {
             "program": self.program_id,
@@ -124,6 +143,25 @@ class EntropyReport:
             classes=[ClassEntropy(**c) for c in data.get("classes", [])],
             draws=int(data.get("draws", DRAWS)),
         )
+
+
+def binomial_upper_bound(successes: int, trials: int, alpha: float = 0.05) -> float:
+    """The Clopper-Pearson one-sided upper bound q: the largest success probability under
+    which seeing at most `successes` in `trials` still has probability at least `alpha`
+    (found by bisection on the binomial CDF, which falls as q grows)."""
+    if successes >= trials:
+        return 1.0
+
+    def cdf(q: float) -> float:
+        return sum(
+            math.comb(trials, i) * q**i * (1.0 - q) ** (trials - i) for i in range(successes + 1)
+        )
+
+    lo, hi = successes / trials, 1.0
+    for _ in range(60):
+        mid = (lo + hi) / 2
+        lo, hi = (mid, hi) if cdf(mid) > alpha else (lo, mid)
+    return hi
 
 
 def timed_classes(program: Program) -> tuple[str, ...]:
@@ -210,6 +248,7 @@ def measure_class(
     accepted = [o for o in outputs if o is not None]
     report.draws, report.refused = len(accepted), len(outputs) - len(accepted)
     report.distinct = len(set(accepted))
+    report.top_count = max(Counter(accepted).values(), default=0)
     base = [(s, o) for s, o in zip(seeds, outputs, strict=True) if o is not None][:field_draws]
     variants = [(name, False) for name in gen.fields(size_class)]
     variants += [(name, True) for name in gen.wide_fields(size_class)]

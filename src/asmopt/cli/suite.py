@@ -345,9 +345,11 @@ def _entropy_summary(reports: list[Any]) -> str:
     shares = [v for c in classes for v in c.fields.values()]
     least = f", changing any field changed the output in >= {min(shares):.0%} of draws" if (
         shares) else ""
+    worst = max(r.default_pass_bound() for r in reports)
     return (
         f"entropy of {len(classes)} timed classes: >= {bits:.0f} declared bits, "
-        f"{distinct}/{draws} distinct baseline outputs{least}"
+        f"{distinct}/{draws} distinct baseline outputs{least}; a constant answer per class "
+        f"passes one grading with probability <= {worst:.1e} (95% bound)"
     )
 
 

@@ -11,6 +11,7 @@ import os
 import shutil
 import tempfile
 from collections.abc import Iterable
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -268,6 +269,7 @@ def learn_inputs(
     programs = suite.select()
     start = time.monotonic()
     learnt = learn_programs(programs, tc, box, jobs=jobs, progress=progress, config=config)
+    learnt = _measure_learnt_entropy(programs, learnt, report, tc, box, jobs=jobs)
     seconds = time.monotonic() - start
     lines: dict[str, str] = {}
     counts = {"generator": 0, "fixed_inputs": 0, "carried": 0, "accepted": 0, "tried": 0}
@@ -307,6 +309,55 @@ def learn_inputs(
         splits={pid: split for pid, split in suite.splits.items() if pid in kept},
         description=suite.description,
     )
+
+
+def _measure_learnt_entropy(
+    before: list[Program],
+    learnt: list[Program],
+    report: DataReport,
+    toolchain: Toolchain,
+    sandbox: Sandbox,
+    *,
+    jobs: int,
+) -> list[Program]:
+    """`learnt` with the entropy measurement (asmopt.entropy) stored as the mark of every
+    program whose learnt generator declares enough entropy: a generator can draw 2^64
+    inputs whose outputs are nearly all one (`NEITHER` in 196 of 200 draws), and only
+    the measured outputs show it. The mark makes such a program unfit for reward at once
+    (`adequacy.is_reward_fit`), not only after a `suite verify --write-marks`."""
+    from asmopt.entropy import MARK_KEY, declared_problems, measure_entropy
+    from asmopt.parallel import parallel_map
+
+    chosen = [
+        k
+        for k, (old, new) in enumerate(zip(before, learnt, strict=True))
+        if old.inputs is None and new.inputs is not None and not declared_problems(new)
+    ]
+    if not chosen:
+        return learnt
+
+    def measure(k: int) -> Program:
+        program = learnt[k]
+        try:
+            measured = measure_entropy(program, toolchain, sandbox)
+        except RuntimeError as exc:  # our sandbox failed: unmeasured, not unfit
+            report.note(f"{program.id}: drawn outputs not measured ({exc})")
+            return program
+        meta = program.meta
+        meta[MARK_KEY] = measured.to_dict()
+        return replace(program, metadata=tuple(sorted(meta.items())))
+
+    out = list(learnt)
+    for k, program in zip(chosen, parallel_map(measure, chosen, jobs=jobs), strict=True):
+        out[k] = program
+    tabulable = [out[k].id for k in chosen if out[k].meta.get(MARK_KEY, {}).get("tabulable")]
+    report.stats["entropy"] = {"measured": len(chosen), "tabulable": len(tabulable)}
+    if tabulable:
+        report.note(
+            f"{len(tabulable)} program(s) with a learnt generator are unfit for reward: their "
+            f"drawn outputs collide or ignore a field (metadata.entropy): {', '.join(tabulable)}"
+        )
+    return out
 
 
 def _drop_ill_defined_tests(program: Program, inputs_report: dict, report: DataReport) -> bool:
