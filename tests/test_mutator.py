@@ -131,8 +131,8 @@ def test_counts_keywords_and_sentinels_stay_as_written() -> None:
         tests=(TestCase(name="t", stdin=b"3\n1 2\n2 3\n1 3\n0 0\n", expected_stdout=b""),),
     )
     [learnt] = learn_classes(sentinel)
-    body = dict(learnt.bodies)["full"]
-    assert body["template"].startswith("3\n") and body["template"].endswith("0 0\n")
+    for _level, body in learnt.bodies:
+        assert body["template"].startswith("3\n") and body["template"].endswith("0 0\n")
 
 
 def test_strings_keep_length_and_alphabet() -> None:
@@ -188,9 +188,12 @@ def test_accepted_draws_differ_from_the_fixed_inputs_and_both_builds_agree(
 def test_undefined_behaviour_on_drawn_values_narrows_the_class(toolchain, sandbox) -> None:
     p = fit_inputs(program("ub"), toolchain, sandbox)
     entry = p.meta["inputs_report"]["classes"]["a"]
-    first = entry["attempts"][0]
-    # drawing k in [1, 3] reaches lut[-1]: that level is refused, a narrower one kept
-    assert first["level"] == "full" and first["accepted"] < first["tried"] and "failure" in first
+    # drawing k in [1, 3] (or, grown, in [1, 10]) reaches lut[-1]: those levels are
+    # refused, a narrower one kept
+    grown, full = entry["attempts"][:2]
+    assert (grown["level"], full["level"]) == ("grown", "full")
+    for attempt in (grown, full):
+        assert attempt["accepted"] < attempt["tried"] and "failure" in attempt
     assert entry["level"] in ("bulk", "values") and entry["accepted"] == 16
     assert p.inputs is not None
     for _, text in draws(p):
@@ -226,7 +229,7 @@ def test_import_summary_prints_accepted_and_tried(tmp_path: Path, capsys) -> Non
     out = capsys.readouterr().out
     assert code == 0
     assert "fresh inputs: 1 program(s) with a learnt generator, 1 with fixed inputs only" in out
-    assert "sum: generator: a 16/16 full, b 16/16 full" in out
+    assert "sum: generator: a 16/16 grown, b 16/16 grown" in out
     loaded = load_suite(out_dir)
     assert loaded.programs["sum"].inputs is not None and loaded.programs["quiet"].fixed_inputs
     assert loaded.programs["sum"].meta["inputs_report"]["accepted"] == 32
@@ -372,3 +375,71 @@ def test_an_import_measures_drawn_outputs_and_a_yes_no_program_is_unfit(
     assert parity_mark is not None and wide_mark is not None
     assert parity_mark.default_pass_bound() > 0.2  # a constant passes 2 draws ~1/4
     assert wide_mark.default_pass_bound() < 1e-3
+
+
+# ---------------------------------------------------------------------------- contract
+HALLOWEEN_C = r"""#include <stdio.h>
+#include <string.h>
+int main(void)
+{
+    char month[8]; int day;
+    if (scanf("%7s %d", month, &day) != 2) return 1;
+    if ((strcmp(month, "OCT") == 0 && day == 31) || (strcmp(month, "DEC") == 0 && day == 25))
+        puts("yup");
+    else
+        puts("nope");
+    return 0;
+}
+"""
+PAIRS_C = r"""#include <stdio.h>
+int main(void)
+{
+    int n; long a, b, s = 0;
+    if (scanf("%d", &n) != 1) return 1;
+    for (int i = 0; i < n; i++) { if (scanf("%ld %ld", &a, &b) != 2) return 2; s += a * b; }
+    printf("%ld\n", s);
+    return 0;
+}
+"""
+
+
+def test_keywords_are_drawn_from_the_source_and_every_side_is_drawn(toolchain, sandbox) -> None:
+    """`OCT 31`: the month is a keyword the source compares against, so it is drawn among
+    the source's literals of its shape (`OCT`, `DEC`), never invented (a random `TCD`
+    would only ever be answered `nope`)."""
+    p = fit_inputs(
+        Program("halloween", HALLOWEEN_C, (TestCase("t", b"OCT 31\n", b"yup\n"),)),
+        toolchain,
+        sandbox,
+    )
+    assert p.inputs is not None
+    assert p.meta["inputs_report"]["classes"]["t"]["level"] == "keywords"
+    months = {text.split()[0] for _, text in draws(p, 64)}
+    assert months == {"OCT", "DEC"}
+
+
+@pytest.mark.parametrize(
+    ("source", "stdin"),
+    [(SUM_C, b"5\n3 1 4 1 5\n"), (PAIRS_C, b"3\n1 2\n3 4\n5 6\n")],
+    ids=["list", "lines"],
+)
+def test_counts_grow_past_the_sample_and_still_count_what_follows(
+    source: str, stdin: bytes, toolchain, sandbox
+) -> None:
+    """A count that governs the next line's list, or the run of lines after it, is drawn
+    well past the sample (the `grown` level), and the items drawn follow it; the class
+    then carries the 64 bits a timed class needs, where the sample's shape could not."""
+    from asmopt.entropy import MIN_ENTROPY_BITS
+
+    p = fit_inputs(Program("grow", source, (TestCase("t", stdin, b""),)), toolchain, sandbox)
+    assert p.inputs is not None
+    assert p.meta["inputs_report"]["classes"]["t"]["level"] == "grown"
+    sizes = set()
+    for _, text in draws(p, 32):
+        head, *rest = text.split("\n", 1)
+        items = rest[0].split() if rest else []
+        per_item = 1 if source == SUM_C else 2
+        assert len(items) == int(head) * per_item
+        sizes.add(int(head))
+    assert min(sizes) > 5 and len(sizes) > 10
+    assert p.inputs.entropy_bits("t") >= MIN_ENTROPY_BITS

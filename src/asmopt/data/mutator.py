@@ -21,10 +21,14 @@ How a test input becomes a class:
   number of lines left) is kept as written, and so is a first line holding one number no
   larger than the lines that follow (a test-case count), and a last line of zeros (a
   terminating sentinel). Keeping counts fixed keeps the structure consistent: the count
-  always equals the items drawn.
+  always equals the items drawn. Only where the count is alone on its line and governs
+  the next line's list or the run of lines after it can it grow (below), the list or run
+  drawn at the drawn length.
 * Keywords stay literal: a word that repeats in the input, that shares its line with a
   number (a command and its arguments: `add 3`), or an answer word (`YES`). In a table, a
-  column of repeating words is a keyword column.
+  column of repeating words is a keyword column. A word that is a string literal of the
+  source (`"OCT"`) is what the program compares against: it is drawn among the source's
+  literals of its shape, never invented (below).
 * Numbers are drawn within the range observed: per table column, per list line, pooled
   over the tests of the same shape. A scalar seen with one value v is drawn in [1, v]
   (or [v, -1]): never larger than what the test exercised, never of another sign.
@@ -37,9 +41,14 @@ and agree depends on undefined behaviour, so it is dropped by name (the report's
 `dropped_tests`), and a program left with no test is dropped from the import
 (`ill_defined_tests`).
 
-Three levels, each more conservative than the last, are learnt per test: `full` (all of
-the above), `bulk` (scalars kept literal; only table and list values vary) and `values`
-(table and list values drawn only from the values observed there). `accept_generator`
+Five levels, each more conservative than the last, are learnt per test: `keywords` (all
+of the above, with source keywords drawn), `grown` (sizes past the sample: a governing
+count drawn up to GROW_FACTOR times the test's, integer ranges widened to the next power
+of ten, the limit a statement would plausibly give), `full` (counts and ranges as seen),
+`bulk` (scalars kept literal; only table and list values vary) and `values` (table and
+list values drawn only from the values observed there). A sample's five numbers carry
+neither the entropy a timed class needs (asmopt.entropy) nor a run worth timing, so the
+most daring level that the program accepts is the one kept. `accept_generator`
 keeps, per class, the first level whose drawn inputs all pass (the -O0 and -O3 builds
 agree under the test's comparison and exit as the test expects, both within the time
 limit, and a `-fsanitize=undefined,address` build runs them clean and prints the same);
@@ -79,7 +88,18 @@ if TYPE_CHECKING:
     from asmopt.sandbox.runner import Limits, RunResult, Sandbox
     from asmopt.toolchain import Toolchain
 
-LEVELS: tuple[str, ...] = ("full", "bulk", "values")
+LEVELS: tuple[str, ...] = ("keywords", "grown", "full", "bulk", "values")
+# The `grown` level's sizes: a count that governs a following list or run of lines is drawn
+# in [max(v, target // 2), target], target = v * GROW_FACTOR within [GROW_MIN, GROW_MAX]
+# (v: the count in the test). A sample's five numbers are too few to carry the 64 bits of
+# entropy a timed class needs (asmopt.entropy) or to time; sixty-four in [1, 10] carry 212,
+# and the acceptance below drops the level where the program cannot take them.
+GROW_FACTOR = 16
+GROW_MIN = 64
+GROW_MAX = 4096
+# String literals of the source that may be keywords an input names (`OCT`, `add`, `P=NP`):
+# one token, no whitespace or format directive, at most this long.
+MAX_KEYWORD_LEN = 32
 PER_CLASS = 16
 CPU_SECONDS = 5
 # A probe of this many draws runs first: a class whose first draws fail costs no more.
@@ -331,7 +351,11 @@ def _mark_fixed(lines: list[Line], blocks: list[Block]) -> None:
     for k, line in enumerate(lines):
         block = block_of[id(line)]
         vals = line.values()
+        # A table's first line may hold its own count (n, then n lines of one number),
+        # unless the line before already counts the table (3, then 3 lines `a b`).
         head = block.kind == "table" and line is block.lines[0]
+        if head and k > 0 and [a.text for a in lines[k - 1].values()] == [str(len(block.lines))]:
+            head = False
         for j, a in enumerate(vals):
             if a.kind == "int":
                 v = int(a.text)
@@ -451,16 +475,75 @@ def _choices(texts: list[str]) -> list[str]:
     return [distinct[round(k * step)] for k in range(MAX_CHOICES)]
 
 
-def _rule(atom: Atom, column: _Column, level: str, keyword_col: bool) -> dict[str, Any] | None:
+_STRING_LITERAL = re.compile(r'"((?:[^"\\\n]|\\.)*)"')
+_DARING = ("keywords", "grown", "full")
+_GROWN = ("keywords", "grown")
+
+
+def keyword_vocabulary(program: Program) -> frozenset[str]:
+    """The string literals of the source and its headers that could be keywords an input
+    names: one token of at most MAX_KEYWORD_LEN characters, no whitespace, escape or
+    format directive (`"OCT"`, `"add"`, `"P=NP"`; not `"%d\\n"`)."""
+    found: set[str] = set()
+    for text in (program.source, *program.header_files.values()):
+        for m in _STRING_LITERAL.finditer(text):
+            word = m.group(1)
+            if 0 < len(word) <= MAX_KEYWORD_LEN and not re.search(r"[\s%\\]", word):
+                found.add(word)
+    return frozenset(found)
+
+
+def _shape(text: str) -> tuple[str, ...]:
+    """What a keyword looks like (its letters' case, its digits, its punctuation): only a
+    literal of the same shape can stand in for it (`OCT` for `DEC`, not for `query`)."""
+    return tuple(sorted({"A" if c.isupper() else "a" if c.islower() else "9" if c.isdigit()
+                         else c for c in text}))
+
+
+def _keyword_rule(text: str, vocab: frozenset[str]) -> dict[str, Any] | None:
+    """A keyword of the source is drawn among the source's literals of its shape, evenly:
+    every side of the program's decision on it is drawn, and nothing the program would
+    never compare against (a random `TCD` in place of `OCT`) is invented."""
+    siblings = sorted(t for t in vocab if _shape(t) == _shape(text))
+    return {"choice": siblings} if len(siblings) >= 2 else None
+
+
+def _pow10_at_least(v: int) -> int:
+    p = 1
+    while p < v:
+        p *= 10
+    return p
+
+
+def _widened(lo: int, hi: int) -> tuple[int, int]:
+    """A range seen in a test, widened to the limit a statement would plausibly give (the
+    next power of ten, on each side of zero the range reaches)."""
+    return (
+        -_pow10_at_least(-lo) if lo < 0 else min(lo, 1),
+        _pow10_at_least(hi) if hi > 0 else hi,
+    )
+
+
+def _rule(
+    atom: Atom,
+    column: _Column,
+    level: str,
+    keyword_col: bool,
+    vocab: frozenset[str] = frozenset(),
+) -> dict[str, Any] | None:
     """The generator rule an atom is drawn with at `level`, or None: written as seen."""
-    if atom.fixed or atom.col is None or column.kind == "mixed":
+    if atom.col is None or column.kind == "mixed":
+        return None
+    if atom.kind in ("word", "str") and atom.text in vocab:
+        return _keyword_rule(atom.text, vocab) if level == "keywords" else None
+    if atom.fixed:
         return None
     bulk = atom.col[0] in ("t", "tl", "l")
-    if not bulk and level != "full":
+    if not bulk and level not in _DARING:
         return None
     if keyword_col:
         values = column.counts
-        if level != "full" or len(values) < 2:
+        if level not in _DARING or len(values) < 2:
             return None
         names = sorted(values)
         return {"choice": names, "weights": [values[v] for v in names]}
@@ -485,6 +568,8 @@ def _rule(atom: Atom, column: _Column, level: str, keyword_col: bool) -> dict[st
                 hi = -1
             else:
                 return None
+        if level in _GROWN:
+            lo, hi = _widened(lo, hi)
         return {"int": [lo, hi]}
     if column.kind == "dec":
         lo, hi, digits = column.dec_range
@@ -514,10 +599,12 @@ class _TooLarge(Exception):
 
 
 class _Writer:
-    """Fresh var names and the var budget of one class."""
+    """Fresh var names and the var budget of one class (`count_name`: the name a drawn
+    count on the line being rendered gets)."""
 
     def __init__(self) -> None:
         self.n = 0
+        self.count_name = "n"
 
     def name(self) -> str:
         self.n += 1
@@ -577,31 +664,63 @@ def _line_pieces(
     return out
 
 
-def _render(
-    pieces: list[str | tuple[str, dict[str, Any]]], writer: _Writer
-) -> tuple[str, dict[str, Any]]:
+Piece = str | tuple[str, dict[str, Any]]
+
+
+def _render(pieces: list[Piece], writer: _Writer) -> tuple[str, dict[str, Any]]:
+    """Template text and vars of a line's pieces; a `("count", rule)` piece is named
+    `writer.count_name`, the name the list or lines it governs refer to."""
     template: list[str] = []
     variables: dict[str, Any] = {}
     for piece in pieces:
         if isinstance(piece, str):
             template.append(_literal(piece))
         else:
-            name = writer.name()
+            name = writer.count_name if piece[0] == "count" else writer.name()
             variables[name] = piece[1]
             template.append("{" + name + "}")
     return "".join(template), variables
 
 
-def _class_body(
-    parsed: _Parsed, columns: dict[Any, _Column], keyword_cols: set[Any], level: str
-) -> dict[str, Any] | None:
-    """The class of one test at one level, or None when nothing would vary."""
-    shapes: list[tuple[str, list[str | tuple[str, dict[str, Any]]]]] = []
+def _lone_count(line: Line) -> int | None:
+    """The count a line holds alone (a kept count-like integer, its line's only value),
+    or None."""
+    values = line.values()
+    if len(values) == 1 and values[0].kind == "int" and values[0].fixed:
+        v = int(values[0].text)
+        return v if v >= 1 else None
+    return None
+
+
+def _grown_count(v: int) -> dict[str, Any]:
+    target = min(max(v * GROW_FACTOR, GROW_MIN), GROW_MAX)
+    target = max(target, v)
+    return {"int": [max(v, target // 2), target]}
+
+
+def _line_shapes(
+    parsed: _Parsed,
+    columns: dict[Any, _Column],
+    keyword_cols: set[Any],
+    level: str,
+    vocab: frozenset[str],
+) -> tuple[list[tuple[str, list[Piece]]], bool]:
+    """Each line's pieces (with a key that says which lines share a shape), and whether
+    anything varies."""
+    shapes: list[tuple[str, list[Piece]]] = []
     varies = False
+    # A keyword the input shows on lines of another shape (`add 3` beside `query`) heads
+    # another kind of record: drawing it here would change the line's arity.
+    seen_on: dict[str, set[tuple[Any, ...]]] = {}
     for line in parsed.lines:
+        for a in line.values():
+            seen_on.setdefault(a.text, set()).add(line.signature())
+    for line in parsed.lines:
+        here = line.signature()
+        line_vocab = frozenset(w for w in vocab if here in seen_on.get(w, {here}))
         rules = [
-            _rule(a, columns[a.col], level, a.col in keyword_cols)
-            if a.value and a.col is not None and not a.fixed
+            _rule(a, columns[a.col], level, a.col in keyword_cols, line_vocab)
+            if a.value and a.col is not None
             else None
             for a in line.atoms
         ]
@@ -610,8 +729,40 @@ def _class_body(
         if line.newline:
             pieces.append(line.newline)
         shapes.append((json.dumps(pieces, sort_keys=True), pieces))
-    if not varies:
-        return None
+    return shapes, varies
+
+
+def _grow_listed_counts(parsed: _Parsed, shapes: list[tuple[str, list[Piece]]]) -> None:
+    """At the `grown` level: a lone count whose next line is a list of exactly that many
+    values becomes a drawn count, and the list's length follows it (`ints` counts may
+    name an earlier var), so the count still equals the items drawn."""
+    for k in range(len(parsed.lines) - 1):
+        v = _lone_count(parsed.lines[k])
+        runs = [p for p in shapes[k + 1][1] if not isinstance(p, str)]
+        if v is None or len(runs) != 1 or runs[0][0] != "run":
+            continue
+        body = runs[0][1].get("ints")
+        if body is None or body["count"] != v:
+            continue
+        body["count"] = _COUNT_REF
+        text = parsed.lines[k].values()[0].text
+        pieces = shapes[k][1]
+        at = pieces.index(text)
+        pieces[at] = ("count", _grown_count(v))
+        shapes[k] = (json.dumps(pieces, sort_keys=True), pieces)
+        shapes[k + 1] = (json.dumps(shapes[k + 1][1], sort_keys=True), shapes[k + 1][1])
+
+
+# A list's length that follows a drawn count: replaced by the count's var name on render.
+_COUNT_REF = "@count"
+
+
+def _assemble(
+    parsed: _Parsed, shapes: list[tuple[str, list[Piece]]], grow: bool
+) -> dict[str, Any] | None:
+    """Template and vars of a class from its lines' pieces: runs of two or more lines of
+    one shape with vars fold into a `repeat` (at the `grown` level, one that a lone count
+    before it governs draws its length with that count)."""
     writer = _Writer()
     template: list[str] = []
     variables: dict[str, Any] = {}
@@ -624,21 +775,73 @@ def _class_body(
             pieces = shapes[i][1]
             has_vars = any(not isinstance(p, str) for p in pieces)
             if j - i >= 2 and has_vars:
+                count: int | str = j - i
+                if grow and i > 0 and _lone_count(parsed.lines[i - 1]) == j - i:
+                    count = _grow_previous_count(
+                        template, variables, parsed.lines[i - 1], writer
+                    ) or count
                 inner, inner_vars = _render(pieces, writer)
                 name = writer.name()
                 variables[name] = {
-                    "repeat": {"count": j - i, "template": inner, "vars": inner_vars, "sep": ""}
+                    "repeat": {"count": count, "template": inner, "vars": inner_vars, "sep": ""}
                 }
                 template.append("{" + name + "}")
             else:
                 for k in range(i, j):
+                    writer.count_name = f"n{k}"
                     text, vs = _render(shapes[k][1], writer)
                     template.append(text)
-                    variables.update(vs)
+                    variables.update(_resolve_count(vs, f"n{k - 1}"))
             i = j
     except _TooLarge:
         return None
     return {"template": "".join(template), "vars": variables}
+
+
+def _resolve_count(variables: dict[str, Any], count_name: str) -> dict[str, Any]:
+    """`variables` with a list's `_COUNT_REF` length replaced by the count var's name."""
+    for rule in variables.values():
+        body = rule.get("ints")
+        if body is not None and body.get("count") == _COUNT_REF:
+            body["count"] = count_name
+    return variables
+
+
+def _grow_previous_count(
+    template: list[str], variables: dict[str, Any], count_line: Line, writer: _Writer
+) -> str | None:
+    """Turn the lone count just rendered (the last template piece, written as seen) into a
+    drawn count var, and return its name for the run of lines it governs (None, and
+    nothing changed, where that line was not written as seen)."""
+    text = _literal(count_line.values()[0].text)
+    last = template[-1] if template else ""
+    at = last.rfind(text)
+    if at < 0 or "{" in last:
+        return None
+    name = writer.name()
+    template[-1] = last[:at] + "{" + name + "}" + last[at + len(text) :]
+    variables[name] = _grown_count(int(text))
+    return name
+
+
+def _class_body(
+    parsed: _Parsed,
+    columns: dict[Any, _Column],
+    keyword_cols: set[Any],
+    level: str,
+    vocab: frozenset[str] = frozenset(),
+) -> dict[str, Any] | None:
+    """The class of one test at one level, or None when nothing would vary."""
+    shapes, varies = _line_shapes(parsed, columns, keyword_cols, level, vocab)
+    grow = level in _GROWN
+    if grow:
+        _grow_listed_counts(parsed, shapes)
+    if not varies and not grow:
+        return None
+    body = _assemble(parsed, shapes, grow)
+    if body is None or (not varies and not body["vars"]):
+        return None
+    return body
 
 
 def _class_name(test_name: str, taken: set[str]) -> str:
@@ -678,6 +881,7 @@ def learn_classes(program: Program) -> list[LearntClass]:
     """Every class the program's test inputs give, each with its body per level (no class
     for a test with empty, non-UTF-8 or oversized input, or nothing that can vary)."""
     parsed = [p for p in (_parse_test(t) for t in program.tests) if p is not None]
+    vocab = keyword_vocabulary(program)
     groups: dict[tuple[Any, ...], list[_Parsed]] = {}
     for p in parsed:
         groups.setdefault(p.skeleton(), []).append(p)
@@ -706,10 +910,14 @@ def learn_classes(program: Program) -> list[LearntClass]:
             and (len(set(col.texts)) < len(col.texts) or set(col.texts) <= _ANSWER_WORDS)
         }
         for p in members:
-            bodies = []
+            bodies: list[tuple[str, dict[str, Any]]] = []
             for level in LEVELS:
-                body = _class_body(p, columns, keyword_cols, level)
-                if body is not None and all(body != b for _, b in bodies):
+                body = _class_body(p, columns, keyword_cols, level, vocab)
+                if body is None:
+                    continue
+                if bodies and bodies[-1][1] == body:  # named by the plainest level giving it
+                    bodies[-1] = (level, body)
+                elif all(body != b for _, b in bodies):
                     bodies.append((level, body))
             if not bodies:
                 continue
@@ -732,16 +940,17 @@ def reads_stdin(program: Program) -> bool:
     return any(_READS_STDIN.search(t) for t in texts)
 
 
-def learn_generator(program: Program, level: str = "full") -> InputGenerator | None:
+def learn_generator(program: Program, level: str = LEVELS[0]) -> InputGenerator | None:
     """The learnt generator of `program` at `level` (each class at the most daring level it
-    has up to `level`), before acceptance, or None when no test gives a class. This is the
-    spec only: `accept_generator` is what decides which classes are kept."""
+    has that is no more daring than `level`), before acceptance, or None when no test
+    gives a class. This is the spec only: `accept_generator` decides which classes are
+    kept."""
     if level not in LEVELS:
         raise InputError(f"level must be one of {', '.join(LEVELS)}")
     if not reads_stdin(program):
         return None
     classes, tests = {}, {}
-    allowed = LEVELS[: LEVELS.index(level) + 1]
+    allowed = LEVELS[LEVELS.index(level) :]
     for c in learn_classes(program):
         body = next((b for lv, b in c.bodies if lv in allowed), None)
         if body is None:
