@@ -1,6 +1,7 @@
 """Run verl's own code on the verl recipe and asmopt's reward; print what happened as JSON.
 
-Runs inside verl's environment (scripts/verl_env.sh) with asmopt's `src` on PYTHONPATH;
+Runs inside verl's environment (scripts/verl_env.sh), where asmopt is installed by pip from
+the tree under test as docs/training.md tells a user to install it (not put on PYTHONPATH);
 tests/test_verl_recipe.py calls it and asserts on the JSON. Nothing here re-implements verl,
 and nothing stands between verl's composition of the recipe and verl's use of it: the
 config that `main_ppo` hands to its trainer is the config every reward path below reads,
@@ -86,7 +87,7 @@ def build_model_dir(out: Path, texts: list[str]) -> Path:
 
 
 def asmopt_cli(*args: str) -> dict[str, Any]:
-    """`asmopt ...` from the tree under test, in this (verl's) interpreter."""
+    """`asmopt ...` as installed in this (verl's) environment."""
     proc = subprocess.run(
         [sys.executable, "-m", "asmopt.cli", *args, "--json"],
         capture_output=True,
@@ -253,7 +254,10 @@ def main() -> int:
     work: Path = args.work
     work.mkdir(parents=True, exist_ok=True)
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
-    report: dict[str, Any] = {"python": sys.version.split()[0]}
+    import asmopt
+
+    # Where the reward's package comes from: the environment's install, not the tree.
+    report: dict[str, Any] = {"python": sys.version.split()[0], "asmopt": asmopt.__file__}
     t0 = time.monotonic()
 
     # The tokenizer is trained on the prompts of a first, unfiltered export.

@@ -10,6 +10,8 @@ import importlib.util
 import inspect
 import json
 import os
+import re
+import shlex
 import subprocess
 from pathlib import Path
 
@@ -72,24 +74,64 @@ def test_launch_script_dry_runs_the_reward_first() -> None:
     assert script.index("dry_run_verl") < script.index("verl.trainer.main_ppo")
 
 
+def _cpu_install_lines() -> list[list[str]]:
+    """The `pip install` commands of docs/training.md's "verl on a CPU" block, split as the
+    shell splits them (continuation lines joined, comments dropped)."""
+    docs = (ROOT / "docs" / "training.md").read_text()
+    section = docs[docs.index("#### verl on a CPU") :]
+    start = section.index("```bash\n") + len("```bash\n")
+    block = section[start : section.index("\n```", start)]
+    block = block.replace("\\\n", " ")
+    words = (shlex.split(line, comments=True) for line in block.splitlines())
+    return [w[2:] for w in words if w[:2] == ["pip", "install"]]
+
+
+def _script_requirements(script: str) -> list[str]:
+    body = re.search(r"^REQUIREMENTS=\((.*?)^\)", script, re.S | re.M)
+    assert body is not None, "scripts/verl_env.sh has no REQUIREMENTS list"
+    return shlex.split(body.group(1), comments=True)
+
+
+def test_verl_env_installs_what_the_docs_say() -> None:
+    """CI's verl environment is the documented CPU install, line for line: verl without its
+    dependencies, torch, the CPU-side list word for word, then asmopt through pip with no
+    extras. And every documented install of asmopt into verl's environments brings asmopt's
+    dependencies (no --no-deps: the reward imports pebble, which verl does not bring)."""
+    script = (ROOT / "scripts" / "verl_env.sh").read_text()
+    installs = _cpu_install_lines()
+    assert installs[0] == ["--no-deps", "verl==0.9.1"]
+    assert "VERL_VERSION=${VERL_VERSION:-0.9.1}" in script
+    assert 'pip" install -q --no-deps "verl==$VERL_VERSION"' in script
+    assert installs[1] == ["torch"] and 'TORCH="torch==' in script
+    assert 'pip" install -q "$TORCH"' in script
+    assert installs[2] == _script_requirements(script)
+    assert 'pip" install -q "${REQUIREMENTS[@]}"' in script
+    assert installs[3:] == [["asmopt"]]
+    assert 'pip" install -q "$copy"' in script and "PYTHONPATH" not in script
+    # The order of the script's installs is the docs'.
+    order = ["--no-deps", '"$TORCH"', '"${REQUIREMENTS[@]}"', '"$copy"']
+    positions = [script.index(f'pip" install -q {word}') for word in order]
+    assert positions == sorted(positions)
+    docs = (ROOT / "docs" / "training.md").read_text()
+    verl_docs = docs[docs.index("### verl: two environments") : docs.index("### TRL")]
+    asmopt_installs = re.findall(r"^pip install .*asmopt.*$", verl_docs, re.M)
+    assert len(asmopt_installs) >= 2
+    for line in asmopt_installs:
+        assert "--no-deps" not in line and "asmopt[" not in line, line
+
+
 def _verl_check(work: Path) -> dict:
-    """verl's environment (built once, cached), then scripts/verl_check.py in it."""
-    env = subprocess.run(
-        ["bash", str(ROOT / "scripts" / "verl_env.sh")],
-        capture_output=True,
-        text=True,
-        timeout=1800,
-        check=False,
-    )
-    assert env.returncode == 0, f"verl environment failed:\n{env.stderr[-4000:]}"
-    python = env.stdout.strip().splitlines()[-1]
+    """verl's environment (built once, cached; asmopt reinstalled from this tree when its
+    package files changed), then scripts/verl_check.py in it, under the environment's lock
+    so that no other tree's asmopt replaces this one meanwhile."""
+    check = ["python", str(ROOT / "scripts" / "verl_check.py"), "--work", str(work)]
     proc = subprocess.run(
-        [python, str(ROOT / "scripts" / "verl_check.py"), "--work", str(work)],
+        ["bash", str(ROOT / "scripts" / "verl_env.sh"), *check],
         capture_output=True,
         text=True,
-        timeout=900,
+        timeout=1800 + 900,
         check=False,
-        env={**os.environ, "PYTHONPATH": str(ROOT / "src")},
+        env={k: v for k, v in os.environ.items() if k != "PYTHONPATH"},
     )
     lines = [x for x in proc.stdout.splitlines() if x.startswith("VERL_CHECK ")]
     assert proc.returncode == 0 and lines, (
@@ -105,6 +147,9 @@ def test_recipe_trains_as_far_as_verls_own_code_goes_without_gpus(tmp_path: Path
     loop (started by verl's run_ppo) and its legacy naive and batch managers score real
     answers with our reward; verl's process_validation_metrics averages every diagnostic."""
     out = _verl_check(tmp_path)
+    # The reward's asmopt is the one pip installed in verl's environment, not this tree's src.
+    installed = Path(out["asmopt"])
+    assert "site-packages" in installed.parts and not installed.is_relative_to(ROOT), installed
     assert out["validate_config"] == "passed"
     assert out["task_runner"] == "TaskRunnerV1"  # verl's default trainer took the config
     cfg = out["config"]
