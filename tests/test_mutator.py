@@ -135,13 +135,23 @@ def test_counts_keywords_and_sentinels_stay_as_written() -> None:
         assert body["template"].startswith("3\n") and body["template"].endswith("0 0\n")
 
 
-def test_strings_keep_length_and_alphabet() -> None:
-    gen = learn_generator(program("reverse"))
+def test_strings_keep_their_alphabet_and_grow_only_where_no_number_states_the_length() -> None:
+    """`hello`: at the `full` level the same length; at the `grown` level longer (no number
+    of the input states its length), never shorter, always of the letters seen. A string
+    whose length a number states (`5` then `hello`) keeps it."""
+    for level, lengths in (("full", {5}), ("grown", None)):
+        gen = learn_generator(program("reverse"), level)
+        assert gen is not None
+        seen = {text for _, text in draws(replace_inputs(program("reverse"), gen), 16)}
+        assert len(seen) > 1
+        for text in seen:
+            assert text.endswith("\n") and set(text[:-1]) <= set("helo")
+        sizes = {len(text) - 1 for text in seen}
+        assert sizes == lengths if lengths else (min(sizes) >= 5 and max(sizes) > 20)
+    stated = Program("stated", REVERSE_C, (TestCase("t", b"5\nhello\n", b""),))
+    gen = learn_generator(stated)
     assert gen is not None
-    seen = {text for _, text in draws(replace_inputs(program("reverse"), gen))}
-    assert len(seen) > 1
-    for text in seen:
-        assert text.endswith("\n") and len(text) == 6 and set(text[:-1]) <= set("helo")
+    assert all(len(text.split()[1]) == 5 for _, text in draws(replace_inputs(stated, gen)))
 
 
 def test_programs_without_stdin_or_values_learn_nothing() -> None:
@@ -212,7 +222,7 @@ def test_plain_dir_import_learns_generators_and_reports_counts(
     assert suite.programs["quiet"].fixed_inputs
     assert suite.programs["quiet"].meta["inputs_report"]["reason"] == "no test has stdin"
     assert "quiet" in stats["programs"] and "fixed inputs" in stats["programs"]["quiet"]
-    assert "a 16/16 full" in stats["programs"]["reverse"]
+    assert "a 16/16 grown" in stats["programs"]["reverse"]
     for name in ("sum", "reverse", "commands", "ub"):
         assert suite.programs[name].inputs is not None, name
     # without the mutator, nothing is learnt

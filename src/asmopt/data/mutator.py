@@ -172,12 +172,14 @@ class Atom:
     """One piece of a line: literal text (`lit`) or a value (`int`, `dec`, `word`, `str`).
 
     `fixed` values are written as seen (counts, sentinels, keywords); `col` names the
-    column a value's range is pooled over."""
+    column a value's range is pooled over; `free_length`: a string whose length no number
+    of the input states, so the `grown` level may draw it longer."""
 
     kind: str
     text: str
     fixed: bool = False
     col: tuple[Any, ...] | None = None
+    free_length: bool = False
 
     @property
     def value(self) -> bool:
@@ -374,6 +376,10 @@ def _mark_fixed(lines: list[Line], blocks: list[Block]) -> None:
         v = int(lines[0].values()[0].text)
         if 1 <= v <= n - 1:
             lines[0].values()[0].fixed = True
+    stated = {int(a.text) for line in lines for a in line.values() if a.kind == "int"}
+    for line in lines:
+        for a in line.values():
+            a.free_length = a.kind in ("str", "word") and len(a.text) not in stated
     tail = [line for line in lines if line.values()]
     if len(tail) >= 2 and all(
         a.kind == "int" and int(a.text) in (0, -1) for a in tail[-1].values()
@@ -587,7 +593,28 @@ def _rule(
     alphabet = column.alphabet
     if len(alphabet) < 2:
         return None
-    return {"text": {"length": len(atom.text), "alphabet": alphabet}}
+    length: int | dict[str, list[int]] = len(atom.text)
+    if level in _GROWN and atom.col[0] == "s" and atom.free_length:
+        length = {_GROWN_LENGTH: [len(atom.text), _grown_length(len(atom.text))]}
+    return {"text": {"length": length, "alphabet": alphabet}}
+
+
+# A grown string's length range, drawn by a helper var just before it (`_expanded`).
+_GROWN_LENGTH = "between"
+
+
+def _grown_length(n: int) -> int:
+    return max(n, min(max(n * GROW_FACTOR, GROW_MIN), GROW_MAX))
+
+
+def _expanded(name: str, rule: dict[str, Any]) -> dict[str, Any]:
+    """The vars one rule becomes under `name`: a grown string's length is a var of its
+    own (`NAME_len`, not shown), drawn just before it."""
+    body = rule.get("text")
+    if isinstance(body, dict) and isinstance(body.get("length"), dict):
+        lo, hi = body["length"][_GROWN_LENGTH]
+        return {f"{name}_len": {"int": [lo, hi]}, name: {"text": {**body, "length": f"{name}_len"}}}
+    return {name: rule}
 
 
 def _literal(text: str) -> str:
@@ -651,7 +678,7 @@ def _line_pieces(
                             "repeat": {
                                 "count": count,
                                 "template": "{x}",
-                                "vars": {"x": rule},
+                                "vars": _expanded("x", rule),
                                 "sep": sep,
                             }
                         },
@@ -677,7 +704,7 @@ def _render(pieces: list[Piece], writer: _Writer) -> tuple[str, dict[str, Any]]:
             template.append(_literal(piece))
         else:
             name = writer.count_name if piece[0] == "count" else writer.name()
-            variables[name] = piece[1]
+            variables.update(_expanded(name, piece[1]))
             template.append("{" + name + "}")
     return "".join(template), variables
 
