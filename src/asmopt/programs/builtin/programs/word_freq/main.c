@@ -1,12 +1,15 @@
 /* Word frequencies of a text read from stdin: tokenise (letters and apostrophes, case
  * folded), count in an open-addressing hash table keyed by a salted FNV-1a hash, and list
  * the most frequent words. The count is repeated for `rounds` salts (the table is rebuilt
- * each time) and the probe statistics are reported; the answers must not depend on the salt.
- * Input: first line rounds, then the text. */
+ * each time), each salt drawn from a splitmix64 stream of the 64-bit seed; the counts must
+ * not depend on the salt, the probe statistics (total probes, and a checksum of the slot
+ * each new word takes in every round) do.
+ * Input: first line rounds seed, then the text. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <stdint.h>
+#include <inttypes.h>
 
 #define MAXTEXT (1 << 20)
 #define TABLE (1 << 16)
@@ -20,6 +23,14 @@ struct slot {
 
 static char text[MAXTEXT + 1];
 static struct slot table[TABLE];
+
+static uint64_t splitmix64(uint64_t *state)
+{
+    uint64_t z = (*state += 0x9E3779B97F4A7C15ULL);
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
+    return z ^ (z >> 31);
+}
 
 static int is_word_char(int c)
 {
@@ -37,7 +48,8 @@ static int word_cmp(uint32_t a, uint32_t alen, uint32_t b, uint32_t blen)
 int main(void)
 {
     int rounds;
-    if (scanf("%d", &rounds) != 1 || rounds < 1) {
+    uint64_t seed;
+    if (scanf("%d %" SCNu64, &rounds, &seed) != 2 || rounds < 1) {
         printf("bad input\n");
         return 0;
     }
@@ -48,9 +60,9 @@ int main(void)
         if (c >= 'A' && c <= 'Z') text[i] = (char)(c - 'A' + 'a');
     }
     uint32_t distinct = 0, words = 0;
-    uint64_t probes_total = 0;
+    uint64_t probes_total = 0, layout = 14695981039346656037ULL, stream = seed;
     for (int r = 0; r < rounds; r++) {
-        uint32_t salt = 2166136261u ^ ((uint32_t)r * 0x9E3779B9u);
+        uint32_t salt = (uint32_t)(splitmix64(&stream) >> 32);
         memset(table, 0, sizeof table);
         distinct = 0;
         words = 0;
@@ -82,6 +94,7 @@ int main(void)
                     sl->len = len;
                     sl->count = 1;
                     distinct++;
+                    layout = (layout ^ pos) * 1099511628211ULL;
                     break;
                 }
                 if (sl->hash == h && sl->len == len && memcmp(text + sl->start, text + start, len) == 0) {
@@ -96,7 +109,8 @@ int main(void)
     }
     /* top 10 by count, ties broken alphabetically (selection over the table) */
     printf("words %u distinct %u\n", words, distinct);
-    printf("probes_per_word %.3f\n", words ? (double)probes_total / ((double)words * rounds) : 0.0);
+    printf("probes_per_word %.3f probes %" PRIu64 " layout %016" PRIx64 "\n",
+           words ? (double)probes_total / ((double)words * rounds) : 0.0, probes_total, layout);
     unsigned char *taken = calloc(TABLE, 1);
     if (!taken) return 1;
     for (int k = 0; k < 10 && (uint32_t)k < distinct; k++) {
