@@ -112,16 +112,17 @@ def test_a_malformed_spec_is_refused_by_name(change: dict, needle: str) -> None:
 
 
 def test_a_draw_over_the_size_cap_is_refused(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Refused when the spec is read (its most bytes are bounded from the spec), naming the
+    var; a draw would stop at the cap too (tests/test_generator_limits.py)."""
     from asmopt.programs import generators
 
     monkeypatch.setattr(generators, "MAX_DRAWN_BYTES", 1000)
-    gen = InputGenerator.from_dict(
-        {"version": 1, "classes": {"big": {"template": "{s}", "vars": {"s": {"repeat": {
-            "count": 300, "template": "{t}\n", "vars": {
-                "t": {"text": {"length": 3, "alphabet": "ab"}}}}}}}}}
-    )
-    with pytest.raises(GeneratorError, match="exceed 1000 bytes"):
-        gen.draw("big", 1)
+    with pytest.raises(GeneratorError, match=r"vars\.s: may draw 1,200 bytes, over the 1,000"):
+        InputGenerator.from_dict(
+            {"version": 1, "classes": {"big": {"template": "{s}", "vars": {"s": {"repeat": {
+                "count": 300, "template": "{t}\n", "vars": {
+                    "t": {"text": {"length": 3, "alphabet": "ab"}}}}}}}}}
+        )
     assert MAX_DRAWN_BYTES == 16 << 20
 
 

@@ -369,6 +369,7 @@ def test_an_import_measures_drawn_outputs_and_a_yes_no_program_is_unfit(
     the same list stays fit. Each mark bounds what a constant answer passes."""
     from asmopt.adequacy import is_reward_fit
     from asmopt.entropy import read_mark
+    from asmopt.fresh import graded_per_class
 
     pool = tmp_path / "pool"
     for name, source in (("parity", PARITY_C), ("wide_sum", SUM_C)):
@@ -379,12 +380,15 @@ def test_an_import_measures_drawn_outputs_and_a_yes_no_program_is_unfit(
     assert report.stats["entropy"] == {"measured": 2, "tabulable": 1}
     parity, wide = suite.programs["parity"], suite.programs["wide_sum"]
     fit, why = is_reward_fit(parity)
-    assert not fit and "output collision" in why, why
+    assert not fit and "a constant answer per class passes" in why, why
     assert is_reward_fit(wide)[0], is_reward_fit(wide)
     parity_mark, wide_mark = read_mark(parity), read_mark(wide)
     assert parity_mark is not None and wide_mark is not None
     assert parity_mark.default_pass_bound() > 0.2  # a constant passes 2 draws ~1/4
-    assert wide_mark.default_pass_bound() < 1e-3
+    # One class of distinct outputs: 256 draws bound its likeliest output's share by 0.018,
+    # so a grading draws 4 inputs of it (0.018^4 < 1e-6), not the default 2.
+    assert wide_mark.required_per_class() == 4
+    assert graded_per_class(wide, 2) == 4 and graded_per_class(parity, 2) == 2
 
 
 # ---------------------------------------------------------------------------- contract
@@ -453,3 +457,25 @@ def test_counts_grow_past_the_sample_and_still_count_what_follows(
         sizes.add(int(head))
     assert min(sizes) > 5 and len(sizes) > 10
     assert p.inputs.entropy_bits("t") >= MIN_ENTROPY_BITS
+
+
+def test_a_grading_draws_what_the_entropy_mark_requires(tmp_path: Path, toolchain, sandbox) -> None:
+    """The mark's `per_class` is what a check draws, not the default 2 (and a mark for
+    another version of the program raises nothing)."""
+    from dataclasses import replace
+
+    from asmopt.evaluate import check_candidate
+    from asmopt.fresh import FreshInputs
+
+    pool = tmp_path / "pool"
+    (pool / "wide_sum" / "tests").mkdir(parents=True)
+    (pool / "wide_sum" / "wide_sum.c").write_text(SUM_C)
+    (pool / "wide_sum" / "tests" / "a.in").write_text(WIDE_LIST)
+    (pool / "wide_sum" / "tests" / "a.out").write_text(f"{sum(map(int, WIDE_LIST.split()[1:]))}\n")
+    suite, _ = import_plain_dir(pool, mutator=True, toolchain=toolchain, sandbox=sandbox)
+    wide = suite.programs["wide_sum"]
+    asm = toolchain.baseline_assembly(wide)
+    for program, expected in ((wide, 4), (replace(wide, source=wide.source + "\n"), 2)):
+        result = check_candidate(program, asm, toolchain, sandbox, fresh=FreshInputs())
+        drawn = [t for t in result.tests if "~" in t.test]
+        assert result.verdict == "pass" and len(drawn) == expected, (expected, result.tests)

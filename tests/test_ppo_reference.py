@@ -29,22 +29,26 @@ ROOT = Path(__file__).resolve().parents[1]
 RESPONSE = 32  # tokens per answer: a random model writes no assembly at any length
 
 
-def prompt_lengths(split: str) -> list[int]:
-    """Tokens of each `suite:SPLIT` prompt of the reference template, as the tiny model's
-    byte-level tokenizer counts them (chat template included), shortest first."""
+def prompt_lengths(split: str, suite_dir: Path | None = None) -> list[int]:
+    """Tokens of each `suite:SPLIT` prompt of the reference template (of the built-in suite
+    or the one in `suite_dir`), as the tiny model's byte-level tokenizer counts them (chat
+    template included), shortest first."""
     from asmopt.policies.prompts import render_prompt
     from asmopt.programs import load_builtin_suite
+    from asmopt.programs.suite_io import load_suite
     from asmopt.train.data import rows_from_suite
     from asmopt.train.tiny import byte_tokenizer
 
     tokenizer = byte_tokenizer()
-    rows = rows_from_suite(load_builtin_suite(), split, template="reference")
+    suite = load_suite(suite_dir) if suite_dir is not None else load_builtin_suite()
+    rows = rows_from_suite(suite, split, template="reference")
     return sorted(len(tokenizer(render_prompt(tokenizer, r["prompt"]))["input_ids"]) for r in rows)
 
 
-def reference_argv(out: Path) -> list[str]:
+def reference_argv(out: Path, suite_dir: Path | None = None) -> list[str]:
     """The command, with the overrides a tiny model needs and nothing else."""
-    train, val = prompt_lengths("train"), prompt_lengths("validation")
+    train = prompt_lengths("train", suite_dir)
+    val = prompt_lengths("validation", suite_dir)
     assert len(train) >= 2 and val, (train, val)
     prompt_limit = max(train[1], val[0])  # two training rows and one validation row fit
     context = prompt_limit + RESPONSE
@@ -150,3 +154,77 @@ def test_the_execution_reward_reads_rows_of_the_configs_own_suite(tmp_path: Path
         assert scores == [0.0] and reward.last_results[0].verdict == "extraction_error"
     finally:
         reward.close()
+
+
+IMPORTED = {
+    # name: (source, one sample test); each count alone on its line governs what follows,
+    # so the learnt generators draw past the sample and carry the data their answers need.
+    "list_sum": (
+        '#include <stdio.h>\nint main(void){int n; long s=0,x; if(scanf("%d",&n)!=1) return 1;'
+        ' for(int i=0;i<n;i++){ if(scanf("%ld",&x)!=1) return 2; s+=x*(i+1);}'
+        ' printf("%ld\\n",s); return 0;}\n',
+        "5\n3 1 4 1 5\n",
+    ),
+    "pair_products": (
+        '#include <stdio.h>\nint main(void){int n; long a,b,s=0; if(scanf("%d",&n)!=1) return 1;'
+        ' for(int i=0;i<n;i++){ if(scanf("%ld %ld",&a,&b)!=2) return 2; s=s*31+a*b;}'
+        ' printf("%ld\\n",s); return 0;}\n',
+        "3\n1 2\n3 4\n5 6\n",
+    ),
+    "max_prefix": (
+        '#include <stdio.h>\nint main(void){int n; long s=0,x,best=-1000000000000L;'
+        ' if(scanf("%d",&n)!=1) return 1; for(int i=0;i<n;i++){ if(scanf("%ld",&x)!=1)'
+        ' return 2; s+=x; if(s>best) best=s;} printf("%ld %ld\\n",best,s); return 0;}\n',
+        "6\n-2 7 -1 3 -8 4\n",
+    ),
+}
+
+
+def _split_seed(names: list[str]) -> str:
+    """A split seed under which the pool has two training programs and one validation
+    program (a user picks `--seed` the same way: the split is a hash of it)."""
+    from asmopt.data.common import split_for
+
+    for k in range(1000):
+        seed = f"s{k}"
+        splits = [split_for(name, 0.34, 0.0, seed) for name in names]
+        if splits.count("train") >= 2 and splits.count("validation") >= 1:
+            return seed
+    raise AssertionError("no seed splits the pool")
+
+
+@pytest.mark.slow  # an import, then two PPO steps on short prompts: about 2 minutes
+def test_reference_config_trains_on_an_imported_suites_rows(tmp_path: Path) -> None:
+    """The published job on a suite a user imported (`asmopt data import dir`, learnt
+    inputs, adequacy and entropy marks), named with `--set suite=DIR`: the reward looks the
+    rows' programs up there, every step logs sandbox verdicts and design-2 rewards."""
+    pool = tmp_path / "pool"
+    for name, (source, stdin) in IMPORTED.items():
+        (pool / name / "tests").mkdir(parents=True)
+        (pool / name / f"{name}.c").write_text(source)
+        (pool / name / "tests" / "a.in").write_text(stdin)
+    suite_dir = tmp_path / "suite"
+    seed = _split_seed(sorted(IMPORTED))
+    imported = run_cli(
+        ["data", "import", "dir", str(pool), "-o", str(suite_dir), "--val-frac", "0.34",
+         "--test-frac", "0", "--seed", seed, "--json"],
+        timeout=900,
+    )
+    assert imported.returncode == 0, imported.stderr[-4000:]
+    from asmopt.adequacy import is_reward_fit
+    from asmopt.programs.suite_io import load_suite
+
+    suite = load_suite(suite_dir)
+    assert all(is_reward_fit(p)[0] for p in suite), [is_reward_fit(p) for p in suite]
+
+    out = tmp_path / "run"
+    argv = reference_argv(out, suite_dir)
+    proc = run_cli([*argv, "--set", f"suite={suite_dir}"], timeout=1800)
+    assert proc.returncode == 0, proc.stderr[-4000:]
+    assert f"suite: {suite_dir}" in (out / "config.yaml").read_text()
+    train = metric_lines(out, "train")
+    assert [m["step"] for m in train] == [1, 2]
+    for m in train:
+        shares = {k[len("outcome/") :]: v for k, v in m.items() if k.startswith("outcome/")}
+        assert shares and set(shares) <= set(ALL_VERDICTS), m
+        assert m["reward/excluded"] == 0 and m["reward/mean"] == 0.0, m

@@ -272,8 +272,9 @@ def is_reward_fit(program: Program) -> tuple[bool, str]:
       a candidate is a fixed one, whose answer a candidate can memorise (`fixed_inputs`);
     * a timed class has less declared entropy than entropy.MIN_ENTROPY_BITS, or a stored
       entropy measurement (`metadata.entropy`, for the program as it is now) found output
-      collisions or a field the output does not depend on (`tabulable`): a table of
-      answers, or of checkpoints of a running computation, passes every grading;
+      collisions (a declared generator), a constant answer that passes too often (a learnt
+      one) or a field the output does not depend on (`tabulable`): a table of answers, of
+      checkpoints of a running computation, or a constant, would be paid;
     * its adequacy mark says its tests accept trivial or mutated programs.
 
     An adequacy mark that is missing, unreadable or stale (the source or tests changed
@@ -293,8 +294,8 @@ def is_reward_fit(program: Program) -> tuple[bool, str]:
         tabulable += [p for p in measured.problems() if p not in tabulable]
     if tabulable:
         return False, (
-            "tabulable: " + "; ".join(tabulable) + " (an answer table for every input the "
-            "generator can draw would be paid: docs/suite_format.md, 'Entropy')"
+            "tabulable: " + "; ".join(tabulable) + " (an answer known in advance would be "
+            "paid: docs/suite_format.md, 'Entropy')"
         )
     if MARK_KEY not in program.meta:
         return True, "not checked"

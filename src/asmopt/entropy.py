@@ -54,6 +54,14 @@ DRAWS = 256
 FIELD_DRAWS = 16
 FIELD_MIN_SHARE = 0.5
 MARK_KEY = "entropy"
+# The most a constant answer per class (or a memorised one with a constant default) may pass
+# one grading with: a training run grades about 10^5 answers, so such an answer would pass
+# about 0.1 gradings in a whole run.
+MAX_DEFAULT_PASS = 1e-6
+# The most drawn inputs per class a grading may be raised to for a program whose outputs
+# repeat (a sum over a long list has a few hundred values, a yes/no answer two): the
+# checks' drawn runs then cost up to 4x the default's.
+MAX_PER_CLASS = 8
 
 
 @dataclass
@@ -80,15 +88,16 @@ class ClassEntropy:
         memorised default for inputs it has not seen, passes one draw with at most."""
         return binomial_upper_bound(self.top_count, self.draws) if self.draws else 1.0
 
-    def problems(self) -> list[str]:
-        """Why this class is tabulable (empty: it is not)."""
+    def problems(self, collisions_count: bool = True) -> list[str]:
+        """Why this class is tabulable (empty: it is not). `collisions_count`: whether an
+        output collision alone makes it so (see `EntropyReport.problems`)."""
         out = []
         if self.declared_bits < MIN_ENTROPY_BITS:
             out.append(
                 f"{self.size_class}: {self.declared_bits:.1f} bits of declared entropy "
                 f"(< {MIN_ENTROPY_BITS:g})"
             )
-        if self.collisions:
+        if self.collisions and collisions_count:
             out.append(
                 f"{self.size_class}: {self.collisions} output collision(s) in {self.draws} draws"
             )
@@ -109,13 +118,41 @@ class EntropyReport:
     program_hash: str
     classes: list[ClassEntropy] = field(default_factory=list)
     draws: int = DRAWS
+    origin: str = "declared"  # the generator's: declared (a suite's spec) or learnt
 
     @property
     def tabulable(self) -> bool:
-        return any(c.problems() for c in self.classes)
+        return bool(self.problems())
 
     def problems(self) -> list[str]:
-        return [p for c in self.classes for p in c.problems()]
+        """Why the program is tabulable (empty: it is not).
+
+        A declared generator's outputs must not collide: its author controls the program
+        and can make the output carry the data (a hash of the results), and a collision
+        means the answer depends on the input only through something small, which a table
+        can be keyed by. A learnt generator's program prints what its problem asks (a sum,
+        `YES`), whose values repeat by nature; there the rule is the one a collision
+        endangers: no constant answer per class may pass a grading with probability over
+        MAX_DEFAULT_PASS at the drawn inputs per class the grading uses, raised up to
+        MAX_PER_CLASS where needed (`required_per_class`)."""
+        strict = self.origin != "learnt"
+        out = [p for c in self.classes for p in c.problems(collisions_count=strict)]
+        if self.classes and self.required_per_class() is None:
+            out.append(
+                "a constant answer per class passes one grading with probability up to "
+                f"{self.default_pass_bound(MAX_PER_CLASS):.1e} even at {MAX_PER_CLASS} drawn "
+                f"inputs per class (> {MAX_DEFAULT_PASS:g})"
+            )
+        return out
+
+    def required_per_class(self) -> int | None:
+        """The fewest drawn inputs per class (at least the default) at which a constant
+        answer passes one grading with probability at most MAX_DEFAULT_PASS, or None when
+        even MAX_PER_CLASS is not enough."""
+        for k in range(DEFAULT_PER_CLASS, MAX_PER_CLASS + 1):
+            if self.default_pass_bound(k) <= MAX_DEFAULT_PASS:
+                return k
+        return None
 
     def default_pass_bound(self, per_class: int = DEFAULT_PER_CLASS) -> float:
         """An upper bound on the probability that a constant answer per class (the
@@ -131,7 +168,10 @@ class EntropyReport:
             "program": self.program_id,
             "program_hash": self.program_hash,
             "draws": self.draws,
+            "origin": self.origin,
             "tabulable": self.tabulable,
+            # What a grading draws per class at least (asmopt.fresh reads it).
+            "per_class": self.required_per_class(),
             "classes": [asdict(c) for c in self.classes],
         }
 
@@ -142,6 +182,7 @@ class EntropyReport:
             program_hash=str(data.get("program_hash", "")),
             classes=[ClassEntropy(**c) for c in data.get("classes", [])],
             draws=int(data.get("draws", DRAWS)),
+            origin=str(data.get("origin", "declared")),
         )
 
 
@@ -287,6 +328,7 @@ def measure_entropy(
     report = EntropyReport(program.id, program.content_hash(), draws=draws)
     if program.inputs is None:
         return report
+    report.origin = program.inputs.origin
     baseline = baseline_binary(program, toolchain)
     for size_class in timed_classes(program):
         report.classes.append(

@@ -35,6 +35,7 @@ from asmopt.judge import TestVerdict, Verdict, classify_run
 from asmopt.measure.speedup import MeasureMode, MeasureStatus, ProgramSpeedup, TestSpeedup
 from asmopt.measure.timing import CoreLock, ReferenceRun, TimingConfig, time_candidates
 from asmopt.metrics import Answer
+from asmopt.programs.generators import DrawError
 from asmopt.programs.model import Program, TestCase
 from asmopt.sandbox.runner import Limits, RunResult, Sandbox, SandboxUnavailable
 from asmopt.toolchain import BuildResult, Toolchain, ToolchainError
@@ -355,6 +356,9 @@ def _check_drawn_inputs(
         drawn = _drawn_verdicts(
             program, result.binary or "", baseline, sandbox, fresh, label, limits, heavy, budget
         )
+    except DrawError as exc:  # before any run on the input: the suite's or ours, never blamed
+        log.error("drawn inputs of %s: %s", program.id, exc)
+        drawn = [(TestVerdict(test="drawn", verdict=Verdict.INFRA_ERROR, message=str(exc)), False)]
     except Exception as exc:  # the baseline or our side failed: not the candidate's
         log.error("drawn inputs of %s: %s", program.id, traceback.format_exc())
         drawn = [

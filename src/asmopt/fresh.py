@@ -23,7 +23,7 @@ from typing import Any
 from asmopt.errors import InputError
 from asmopt.judge import TestVerdict, Verdict, classify_run
 from asmopt.measure.timing.executor import DrawInput
-from asmopt.programs.generators import derive_seed
+from asmopt.programs.generators import DrawError, derive_seed
 from asmopt.programs.model import Comparison, Program, TestCase
 from asmopt.sandbox.runner import MAX_INPUTS, Limits, RunResult, Sandbox
 
@@ -75,11 +75,24 @@ class FreshInputs:
     def draw(
         self, program: Program, label: object, purpose: str, size_class: str, index: object
     ) -> tuple[bytes, int]:
-        """One input of `size_class` and the seed it was drawn from."""
+        """One input of `size_class` and the seed it was drawn from. A draw that fails
+        (any exception: a spec that passed the load checks and still broke, or a bug of
+        ours) is a DrawError naming the program, the class and the seed, so that no grader
+        can take it for the candidate's failure: it happens before any run on the input."""
         if program.inputs is None:
             raise InputError(f"program {program.id!r} has fixed inputs only")
         seed = derive_seed(self.seed, program.id, label, purpose, size_class, index)
-        return program.inputs.draw(size_class, seed), seed
+        try:
+            return program.inputs.draw(size_class, seed), seed
+        except Exception as exc:
+            raise DrawError(
+                f"program {program.id!r}: drawing an input of class {size_class!r} (seed "
+                f"{seed}) failed: {type(exc).__name__}: {exc}; the program's input generator "
+                "or asmopt is at fault, not the answer",
+                program.id,
+                size_class,
+                seed,
+            ) from exc
 
     def to_dict(self) -> dict[str, Any]:
         return {"seed": self.seed, "per_class": self.per_class, "timed": self.timed}
@@ -106,9 +119,25 @@ def drawn_name(size_class: str, index: int) -> str:
     return f"{size_class}~{index + 1}"
 
 
+def graded_per_class(program: Program, per_class: int) -> int:
+    """K for `program`: the requested K, raised to what its entropy measurement requires
+    (`metadata.entropy.per_class`, asmopt.entropy: where outputs repeat, as a sum's or a
+    yes/no answer's do, more draws per class keep a constant answer from passing), while
+    the measurement is for the program as it is. A request of 0 draws nothing."""
+    mark = program.meta.get("entropy")
+    if per_class <= 0 or not isinstance(mark, dict):
+        return per_class
+    required = mark.get("per_class")
+    if mark.get("program_hash") != program.content_hash() or not isinstance(required, int):
+        return per_class
+    return max(per_class, required)
+
+
 def draw_count(program: Program, per_class: int, heavy: frozenset[str] = frozenset()) -> int:
-    """How many inputs `draw_inputs` draws: K per size class, one for a class in `heavy`
-    (what a check's drawn runs may cost: the reward service's deadline counts them)."""
+    """How many inputs `draw_inputs` draws: K per size class (`graded_per_class`), one for
+    a class in `heavy` (what a check's drawn runs may cost: the reward service's deadline
+    counts them)."""
+    per_class = graded_per_class(program, per_class)
     if program.inputs is None or per_class <= 0:
         return 0
     return sum(1 if c in heavy else per_class for c in program.inputs.class_names)
@@ -121,14 +150,15 @@ def draw_inputs(
     purpose: str = "check",
     heavy: frozenset[str] = frozenset(),
 ) -> list[tuple[TestCase, dict[str, Any]]]:
-    """K inputs per size class (one for a class in `heavy`; no expected output yet), each
-    with how to draw it again."""
+    """K inputs per size class (`graded_per_class`; one for a class in `heavy`; no
+    expected output yet), each with how to draw it again."""
     out: list[tuple[TestCase, dict[str, Any]]] = []
-    if program.inputs is None or fresh.per_class <= 0:
+    per_class = graded_per_class(program, fresh.per_class)
+    if program.inputs is None or per_class <= 0:
         return out
     for size_class in program.inputs.class_names:
         compare, code = class_comparison(program, size_class)
-        for k in range(1 if size_class in heavy else fresh.per_class):
+        for k in range(1 if size_class in heavy else per_class):
             stdin, seed = fresh.draw(program, label, purpose, size_class, k)
             test = TestCase(
                 name=drawn_name(size_class, k),

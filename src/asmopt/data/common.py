@@ -269,7 +269,9 @@ def learn_inputs(
     programs = suite.select()
     start = time.monotonic()
     learnt = learn_programs(programs, tc, box, jobs=jobs, progress=progress, config=config)
-    learnt = _measure_learnt_entropy(programs, learnt, report, tc, box, jobs=jobs)
+    learnt = _measure_learnt_entropy(
+        programs, learnt, report, tc, box, jobs=jobs, progress=progress
+    )
     seconds = time.monotonic() - start
     lines: dict[str, str] = {}
     counts = {"generator": 0, "fixed_inputs": 0, "carried": 0, "accepted": 0, "tried": 0}
@@ -319,6 +321,7 @@ def _measure_learnt_entropy(
     sandbox: Sandbox,
     *,
     jobs: int,
+    progress: bool = False,
 ) -> list[Program]:
     """`learnt` with the entropy measurement (asmopt.entropy) stored as the mark of every
     program whose learnt generator declares enough entropy: a generator can draw 2^64
@@ -348,7 +351,9 @@ def _measure_learnt_entropy(
         return replace(program, metadata=tuple(sorted(meta.items())))
 
     out = list(learnt)
-    for k, program in zip(chosen, parallel_map(measure, chosen, jobs=jobs), strict=True):
+    for k, program in zip(chosen, parallel_map(
+        measure, chosen, jobs=jobs, desc="entropy", progress=progress
+    ), strict=True):
         out[k] = program
     tabulable = [out[k].id for k in chosen if out[k].meta.get(MARK_KEY, {}).get("tabulable")]
     report.stats["entropy"] = {"measured": len(chosen), "tabulable": len(tabulable)}

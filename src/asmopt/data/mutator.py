@@ -1311,8 +1311,8 @@ def _try_level(judge: _Judge, learnt: LearntClass, level: str, test: TestCase) -
     """Draw `per_class` inputs of the class at `level` and judge them (a few first, the
     rest only if those pass): the attempt's record, with a `failure` where one failed."""
     config = judge.config
-    gen = learnt.generator(level)
     try:
+        gen = learnt.generator(level)  # refused at load where a grown class is too large
         draws = [
             gen.draw(learnt.name, derive_seed(config.seed, judge.program.id, learnt.name, level, k))
             for k in range(config.per_class)

@@ -37,6 +37,11 @@ its `vars` are drawn in the order written, each by one rule:
 Every bound, count, length and rate may be a number or an expression over earlier vars
 (`"n * (n - 1) // 2"`, `"min(n, 5)"`; + - * // % and min/max/abs only). Drawing is
 deterministic in the seed (splitmix64), so any verdict can be drawn again exactly.
+
+A spec is checked when it is read ("load checks" below): every expression is evaluated on
+the class's extremes, and the bytes and steps of a draw are bounded, so that a draw while
+grading neither fails nor runs away; one that fails anyway is the suite's or ours, never
+the graded answer's (asmopt.fresh raises it as a DrawError before anything runs).
 """
 
 from __future__ import annotations
@@ -46,6 +51,7 @@ import hashlib
 import itertools
 import math
 import re
+from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -54,8 +60,33 @@ from asmopt.errors import InputError
 
 GENERATOR_VERSION = 1
 # What one drawn input may be: far above any built-in test, far below what a run may read.
+# Every accepted spec stays within it by construction (checked at load, `_cost`): the
+# built-in suite's largest class may draw under 0.5 MB (word_freq's heavy class; its real
+# draws are under 200 KB), over 30 times less.
 MAX_DRAWN_BYTES = 16 << 20
 MAX_REPEAT = 4_000_000
+# The work one draw may do, in steps (a var, a record, a character, a list element; about
+# a microsecond each): twice MAX_DRAWN_BYTES, so any input within the byte budget can be
+# drawn, while a draw that writes little and loops a lot (a repeat of empty records inside
+# another) is refused at load instead of running for days. At most about half a minute;
+# the built-in suite's costliest class takes under 400,000 steps, over 80 times less.
+MAX_DRAW_STEPS = 2 * MAX_DRAWN_BYTES
+# The largest integer a spec may hold or compute, in decimal digits: far beyond any number
+# a C program reads as one (39 digits for 128 bits), far below the 4,300 digits Python will
+# print, and within a float's range (about 1.8e308), so a log-uniform draw and the bounds
+# computed at load never overflow. The built-in suite's largest is 20 digits (2^64 - 1).
+MAX_INT_DIGITS = 300
+_INT_LIMIT = 10**MAX_INT_DIGITS
+# An expression is a bound or a count over a few earlier vars, never a program (the
+# built-in suite's longest has 34 characters). The cap keeps parsing and evaluating one
+# trivial: a 100,000-term sum or a long chain of unary minuses overflows Python's stack.
+MAX_EXPR_CHARS = 200
+# The combinations of extreme values a class is checked on at load (`_check_cases`), and
+# the values they may hold in all: vars no later expression uses are not combined, so the
+# built-in suite needs a few; a spec of thousands of vars that later vars use is checked
+# on fewer combinations, in time that grows with its size (not with 3^vars).
+MAX_CHECKED_CASES = 256
+MAX_CHECKED_VALUES = 1024
 _NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,63}$")
 _CLASS_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.\-]{0,63}$")
 _PLACEHOLDER = re.compile(r"\{\{|\}\}|\{([A-Za-z_][A-Za-z0-9_]*)\}|[{}]")
@@ -65,6 +96,18 @@ _MASK = 0xFFFFFFFFFFFFFFFF
 
 class GeneratorError(InputError):
     """An input generator spec is malformed, or a draw broke one of its limits."""
+
+
+class DrawError(GeneratorError):
+    """A draw failed while grading, after its spec was accepted at load (asmopt.fresh): the
+    suite's generator or asmopt is at fault, never the candidate being graded, which has
+    not run on the input (no input exists). Graders report it as `infra_error`."""
+
+    def __init__(self, message: str, program: str, size_class: str, seed: int) -> None:
+        super().__init__(message)
+        self.program = program
+        self.size_class = size_class
+        self.seed = seed
 
 
 # ---------------------------------------------------------------------------- randomness
@@ -123,32 +166,76 @@ _BINOPS = {
     ast.Div: lambda a, b: a / b,
 }
 _FUNCS = {"min": min, "max": max, "abs": abs}
+# How many arguments each function takes (low, high; None: any number): `min(x)` of one
+# number is a TypeError in Python, so min and max need two.
+_ARITY: dict[str, tuple[int, int | None]] = {"min": (2, None), "max": (2, None), "abs": (1, 1)}
+_NODES = (
+    ast.Expression, ast.BinOp, ast.UnaryOp, ast.Constant, ast.Name, ast.Call, ast.Load,
+    ast.USub, ast.UAdd, ast.operator,
+)
+_TEXT_VARS = "float, text, mutate, ints and repeat vars are text, and so is a choice of any text"
+_ONLY = "only numbers, earlier vars, + - * / // %, min, max and abs are allowed"
+
+
+def _digits(value: int) -> int:
+    """How many decimal digits an integer has, without printing one past Python's limit."""
+    bits = abs(value).bit_length()
+    if bits <= 14_000:
+        return len(str(abs(value)))
+    return math.floor(bits * math.log10(2)) + 1
+
+
+def _number_problem(value: int | float) -> str | None:
+    """What makes a number unusable in a spec (None: nothing): a float that is not finite,
+    an integer of more than MAX_INT_DIGITS digits."""
+    if isinstance(value, float):
+        return None if math.isfinite(value) else f"{value!r} is not a finite number"
+    if -_INT_LIMIT < value < _INT_LIMIT:
+        return None
+    return f"an integer of {_digits(value)} digits (at most {MAX_INT_DIGITS})"
+
+
+def _node_problem(node: ast.AST, callees: set[int]) -> str | None:
+    """What is wrong with one node of an expression (None: nothing)."""
+    if not isinstance(node, _NODES):
+        return _ONLY
+    if isinstance(node, ast.BinOp) and type(node.op) not in _BINOPS:
+        return _ONLY
+    if isinstance(node, ast.Constant):
+        if isinstance(node.value, bool) or not isinstance(node.value, int | float):
+            return _ONLY
+        return _number_problem(node.value)
+    if isinstance(node, ast.Call):
+        if not (
+            isinstance(node.func, ast.Name) and node.func.id in _FUNCS and not node.keywords
+        ):
+            return _ONLY
+        low, high = _ARITY[node.func.id]
+        if not low <= len(node.args) <= (high or len(node.args)):
+            want = "one argument" if high == 1 else "two or more arguments"
+            return f"{node.func.id}() takes {want}, got {len(node.args)}"
+    if isinstance(node, ast.Name) and node.id in _FUNCS and id(node) not in callees:
+        return f"{node.id} is a function: call it ({node.id}(a, b))"
+    return None
 
 
 def _compile_expr(text: str, where: str, known: frozenset[str] | None = None) -> ast.expr:
+    """An expression parsed and checked node by node: it is data from a suite, so only
+    arithmetic over numbers and earlier vars may reach `_eval_expr`."""
+    if len(text) > MAX_EXPR_CHARS:
+        raise GeneratorError(
+            f"{where}: an expression of {len(text)} characters (at most {MAX_EXPR_CHARS}: "
+            "a bound or a count, not a program)"
+        )
     try:
         tree = ast.parse(text, mode="eval")
-    except SyntaxError:
+    except (SyntaxError, ValueError, MemoryError, RecursionError):
         raise GeneratorError(f"{where}: {text!r} is not an expression") from None
+    callees = {id(n.func) for n in ast.walk(tree) if isinstance(n, ast.Call)}
     for node in ast.walk(tree):
-        ok = isinstance(
-            node,
-            ast.Expression | ast.BinOp | ast.UnaryOp | ast.Constant | ast.Name | ast.Call
-            | ast.Load | ast.USub | ast.UAdd | ast.operator,
-        )
-        if isinstance(node, ast.BinOp) and type(node.op) not in _BINOPS:
-            ok = False
-        if isinstance(node, ast.Constant) and not isinstance(node.value, int | float):
-            ok = False
-        if isinstance(node, ast.Call) and not (
-            isinstance(node.func, ast.Name) and node.func.id in _FUNCS and not node.keywords
-        ):
-            ok = False
-        if not ok:
-            raise GeneratorError(
-                f"{where}: {text!r}: only numbers, earlier vars, + - * / // %, min, max and "
-                "abs are allowed"
-            )
+        problem = _node_problem(node, callees)
+        if problem is not None:
+            raise GeneratorError(f"{where}: {text!r}: {problem}")
         if (
             known is not None
             and isinstance(node, ast.Name)
@@ -159,49 +246,72 @@ def _compile_expr(text: str, where: str, known: frozenset[str] | None = None) ->
     return tree.body
 
 
-def _eval_expr(node: ast.expr, env: Mapping[str, Any], where: str) -> Any:
+def _checked(value: Any) -> Any:
+    """`value`, if it is a number a spec may hold (GeneratorError naming the problem)."""
+    problem = _number_problem(value)
+    if problem is not None:
+        raise GeneratorError(problem)
+    return value
+
+
+def _eval_expr(node: ast.expr, env: Mapping[str, Any]) -> Any:
+    """The value of a compiled expression; every intermediate result is checked, so no
+    expression divides by zero, overflows a float or grows an integer without bound."""
     if isinstance(node, ast.Constant):
         return node.value
     if isinstance(node, ast.Name):
         if node.id not in env:
-            raise GeneratorError(f"{where}: names {node.id!r} before it is drawn")
-        return env[node.id]
+            raise GeneratorError(f"names {node.id!r} before it is drawn")
+        value = env[node.id]
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            raise GeneratorError(f"{node.id!r} is not a number ({_TEXT_VARS})")
+        return value
     if isinstance(node, ast.UnaryOp):
-        v = _eval_expr(node.operand, env, where)
+        v = _eval_expr(node.operand, env)
         return -v if isinstance(node.op, ast.USub) else v
     if isinstance(node, ast.BinOp):
-        a, b = _eval_expr(node.left, env, where), _eval_expr(node.right, env, where)
+        a, b = _eval_expr(node.left, env), _eval_expr(node.right, env)
         try:
-            return _BINOPS[type(node.op)](a, b)
-        except (ZeroDivisionError, TypeError) as exc:
-            raise GeneratorError(f"{where}: {exc}") from None
+            return _checked(_BINOPS[type(node.op)](a, b))
+        except ZeroDivisionError:
+            raise GeneratorError("division by zero") from None
+        except OverflowError:
+            raise GeneratorError("a result beyond a float's range") from None
     if isinstance(node, ast.Call):
-        args = [_eval_expr(a, env, where) for a in node.args]
+        args = [_eval_expr(a, env) for a in node.args]
         return _FUNCS[node.func.id](*args)  # type: ignore[attr-defined]
-    raise GeneratorError(f"{where}: unsupported expression")
+    raise GeneratorError("unsupported expression")
 
 
 @dataclass(frozen=True)
 class _Num:
-    """A number or an expression over earlier vars."""
+    """A number or an expression over earlier vars (`text`: the expression as written)."""
 
     expr: ast.expr | None
     const: float | int | None
+    text: str = ""
 
     @classmethod
     def parse(cls, value: Any, where: str, known: frozenset[str] | None = None) -> _Num:
         if isinstance(value, bool):
             raise GeneratorError(f"{where}: expected a number or an expression, got {value!r}")
         if isinstance(value, int | float):
-            if isinstance(value, float) and not math.isfinite(value):
-                raise GeneratorError(f"{where}: {value!r} is not a finite number")
+            problem = _number_problem(value)
+            if problem is not None:
+                raise GeneratorError(f"{where}: {problem}")
             return cls(None, int(value) if float(value).is_integer() else value)
         if isinstance(value, str):
-            return cls(_compile_expr(value, where, known), None)
+            return cls(_compile_expr(value, where, known), None, value)
         raise GeneratorError(f"{where}: expected a number or an expression, got {value!r}")
 
     def get(self, env: Mapping[str, Any], where: str) -> float | int:
-        v = self.const if self.expr is None else _eval_expr(self.expr, env, where)
+        if self.expr is None:
+            v = self.const
+        else:
+            try:
+                v = _eval_expr(self.expr, env)
+            except GeneratorError as exc:
+                raise GeneratorError(f"{where}: {self.text!r}: {exc}") from None
         if isinstance(v, bool) or not isinstance(v, int | float):
             raise GeneratorError(f"{where}: expected a number, got {v!r}")
         return v
@@ -212,6 +322,9 @@ class _Num:
             if not math.isfinite(v):
                 raise GeneratorError(f"{where}: {v!r} is not finite")
             v = math.floor(v)
+        problem = _number_problem(int(v))
+        if problem is not None:
+            raise GeneratorError(f"{where}: {problem}")
         return int(v)
 
 
@@ -229,6 +342,19 @@ def _keys(rule: Mapping[str, Any], allowed: set[str], where: str) -> None:
     unknown = set(rule) - allowed
     if unknown:
         raise GeneratorError(f"{where}: unknown keys {', '.join(sorted(unknown))}")
+
+
+def _utf8(text: str, where: str) -> str:
+    """`text`, if it can be written as UTF-8: JSON lets a lone surrogate (`"\\ud800"`)
+    through, which no drawn input can hold (encoding it fails at draw time)."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise GeneratorError(
+            f"{where}: a lone surrogate (U+{ord(text[exc.start]):04X}) at character "
+            f"{exc.start}: not UTF-8 text"
+        ) from None
+    return text
 
 
 @dataclass(frozen=True)
@@ -256,6 +382,7 @@ class _Template:
         template = data.get("template")
         if not isinstance(template, str):
             raise GeneratorError(f"{where}.template: expected a string")
+        _utf8(template, f"{where}.template")
         raw_vars = data.get("vars", {})
         if not isinstance(raw_vars, dict):
             raise GeneratorError(f"{where}.vars: expected an object")
@@ -292,17 +419,17 @@ class _Template:
         budget: list[int],
         perturb: _Perturb | None = None,
     ) -> str:
+        """The template drawn; `budget[0]` is the steps the draw has left (`_step`)."""
+        _step(budget, 1 + len(self.parts))
         for var in self.vars:
             env[var.name] = _draw_var(var, rng, env, budget)
             if perturb is not None and var.name == perturb.var:
-                env[var.name] = perturb.redraw(var, env[var.name], env, budget)
+                env[var.name] = perturb.redraw(var, env[var.name], env)
         out = []
         for part in self.parts:
             out.append(part if isinstance(part, str) else _text(env[part[0]]))
         text = "".join(out)
-        budget[0] -= len(text)
-        if budget[0] < 0:
-            raise GeneratorError(f"a drawn input would exceed {MAX_DRAWN_BYTES} bytes")
+        _fits(len(text))
         return text
 
 
@@ -334,69 +461,98 @@ def _parse_var(name: str, rule: Any, where: str, known: frozenset[str]) -> _Var:
         args["digits"] = digits
     elif kind == "choice":
         _keys(rule, {"choice", "weights"}, where)
-        if not isinstance(body, list) or not body or not all(
-            isinstance(v, str | int | float) and not isinstance(v, bool) for v in body
-        ):
-            raise GeneratorError(f"{where}.choice: expected a non-empty list of values")
-        weights = rule.get("weights")
-        if weights is not None and (
-            not isinstance(weights, list)
-            or len(weights) != len(body)
-            or not all(isinstance(w, int | float) and w >= 0 for w in weights)
-            or sum(weights) <= 0
-        ):
-            raise GeneratorError(f"{where}.weights: one non-negative number per value")
-        args["values"] = tuple(body)
-        args["weights"] = tuple(weights) if weights else None
-    elif kind in ("text", "mutate", "ints", "repeat", "value"):
-        if kind != "value":
-            _keys(rule, {kind}, where)
-        if kind == "value":
-            _keys(rule, {"value"}, where)
-            args["value"] = _Num.parse(body, f"{where}.value", known)
-        elif not isinstance(body, dict):
+        args["values"], args["weights"] = _choice(body, rule.get("weights"), where)
+    elif kind == "value":
+        _keys(rule, {"value"}, where)
+        args["value"] = _Num.parse(body, f"{where}.value", known)
+    else:
+        _keys(rule, {kind}, where)
+        if not isinstance(body, dict):
             raise GeneratorError(f"{where}.{kind}: expected an object")
-        elif kind == "text":
-            _keys(body, {"length", "alphabet"}, f"{where}.text")
-            args["length"] = _Num.parse(body.get("length", 0), f"{where}.text.length", known)
-            args["alphabet"] = _alphabet(body.get("alphabet"), f"{where}.text.alphabet")
-        elif kind == "mutate":
-            _keys(body, {"of", "rate", "alphabet"}, f"{where}.mutate")
-            of = body.get("of")
-            if of not in known:
-                raise GeneratorError(f"{where}.mutate.of: {of!r} is not an earlier var")
-            args["of"] = of
-            args["rate"] = _Num.parse(body.get("rate", 0.1), f"{where}.mutate.rate", known)
-            args["alphabet"] = _alphabet(body.get("alphabet"), f"{where}.mutate.alphabet")
-        elif kind == "ints":
-            _keys(body, {"count", "range", "sep", "per_line"}, f"{where}.ints")
-            args["count"] = _Num.parse(body.get("count", 0), f"{where}.ints.count", known)
-            args["range"] = _pair(body.get("range"), f"{where}.ints.range", known)
-            args["sep"] = _string(body.get("sep", " "), f"{where}.ints.sep")
-            per_line = body.get("per_line", 0)
-            if not isinstance(per_line, int) or isinstance(per_line, bool) or per_line < 0:
-                raise GeneratorError(f"{where}.ints.per_line: expected an integer >= 0")
-            args["per_line"] = per_line
-        else:  # repeat
-            _keys(body, {"count", "template", "vars", "sep"}, f"{where}.repeat")
-            args["count"] = _Num.parse(body.get("count", 0), f"{where}.repeat.count", known)
-            args["record"] = _Template.parse(body, f"{where}.repeat", known)
-            args["sep"] = _string(body.get("sep", ""), f"{where}.repeat.sep")
+        args.update(_parse_bulk(kind, body, f"{where}.{kind}", known))
     return _Var(name, kind, tuple(sorted(args.items())))
+
+
+def _is_number(value: Any) -> bool:
+    """A JSON number: bool is an int in Python, never in a spec."""
+    return isinstance(value, int | float) and not isinstance(value, bool)
+
+
+def _choice(
+    body: Any, weights: Any, where: str
+) -> tuple[tuple[Any, ...], tuple[int | float, ...] | None]:
+    """A choice's values and weights, checked: every number finite and of at most
+    MAX_INT_DIGITS digits (a value may be used in an expression), every string UTF-8, the
+    weights finite with a positive finite sum (drawing multiplies by it)."""
+    if not isinstance(body, list) or not body or not all(
+        isinstance(v, str) or _is_number(v) for v in body
+    ):
+        raise GeneratorError(f"{where}.choice: expected a non-empty list of values")
+    for k, v in enumerate(body):
+        problem = None if isinstance(v, str) else _number_problem(v)
+        if problem is not None:
+            raise GeneratorError(f"{where}.choice[{k}]: {problem}")
+        if isinstance(v, str):
+            _utf8(v, f"{where}.choice[{k}]")
+    if weights is None:
+        return tuple(body), None
+    if (
+        not isinstance(weights, list)
+        or len(weights) != len(body)
+        or not all(_is_number(w) and _number_problem(w) is None and w >= 0 for w in weights)
+        or not 0 < float(sum(weights)) < math.inf
+    ):
+        raise GeneratorError(f"{where}.weights: one non-negative number per value")
+    return tuple(body), tuple(weights) or None
+
+
+def _parse_bulk(
+    kind: str, body: dict[str, Any], where: str, known: frozenset[str]
+) -> dict[str, Any]:
+    """The arguments of a `text`, `mutate`, `ints` or `repeat` rule (`where` names it)."""
+    args: dict[str, Any] = {}
+    if kind == "text":
+        _keys(body, {"length", "alphabet"}, where)
+        args["length"] = _Num.parse(body.get("length", 0), f"{where}.length", known)
+        args["alphabet"] = _alphabet(body.get("alphabet"), f"{where}.alphabet")
+    elif kind == "mutate":
+        _keys(body, {"of", "rate", "alphabet"}, where)
+        of = body.get("of")
+        if of not in known:
+            raise GeneratorError(f"{where}.of: {of!r} is not an earlier var")
+        args["of"] = of
+        args["rate"] = _Num.parse(body.get("rate", 0.1), f"{where}.rate", known)
+        args["alphabet"] = _alphabet(body.get("alphabet"), f"{where}.alphabet")
+    elif kind == "ints":
+        _keys(body, {"count", "range", "sep", "per_line"}, where)
+        args["count"] = _Num.parse(body.get("count", 0), f"{where}.count", known)
+        args["range"] = _pair(body.get("range"), f"{where}.range", known)
+        args["sep"] = _string(body.get("sep", " "), f"{where}.sep")
+        per_line = body.get("per_line", 0)
+        if not isinstance(per_line, int) or isinstance(per_line, bool) or per_line < 0:
+            raise GeneratorError(f"{where}.per_line: expected an integer >= 0")
+        args["per_line"] = per_line
+    else:  # repeat
+        _keys(body, {"count", "template", "vars", "sep"}, where)
+        args["count"] = _Num.parse(body.get("count", 0), f"{where}.count", known)
+        args["record"] = _Template.parse(body, where, known)
+        args["sep"] = _string(body.get("sep", ""), f"{where}.sep")
+    return args
 
 
 def _string(value: Any, where: str) -> str:
     if not isinstance(value, str):
         raise GeneratorError(f"{where}: expected a string")
-    return value
+    return _utf8(value, where)
 
 
 def _alphabet(value: Any, where: str) -> str:
     if not isinstance(value, str) or not value:
         raise GeneratorError(f"{where}: expected a non-empty string")
-    return value
+    return _utf8(value, where)
 
 
+# ---------------------------------------------------------------------------- drawing
 def _count(num: _Num, env: Mapping[str, Any], where: str) -> int:
     n = num.get_int(env, where)
     if not 0 <= n <= MAX_REPEAT:
@@ -404,22 +560,53 @@ def _count(num: _Num, env: Mapping[str, Any], where: str) -> int:
     return n
 
 
+def _int_range(
+    pair: tuple[_Num, _Num], env: Mapping[str, Any], where: str, count: int = 1
+) -> tuple[int, int]:
+    """An integer rule's [lo, hi]; empty is an error where anything is drawn from it."""
+    lo, hi = pair[0].get_int(env, where), pair[1].get_int(env, where)
+    if hi < lo and count:
+        raise GeneratorError(f"{where}: empty range [{lo}, {hi}]")
+    return lo, hi
+
+
+def _float_range(
+    pair: tuple[_Num, _Num], env: Mapping[str, Any], where: str
+) -> tuple[float, float]:
+    """A float rule's [lo, hi]: not empty, and narrow enough that hi - lo is a float."""
+    lo, hi = float(pair[0].get(env, where)), float(pair[1].get(env, where))
+    if hi < lo:
+        raise GeneratorError(f"{where}: empty range [{lo}, {hi}]")
+    if not math.isfinite(hi - lo):
+        raise GeneratorError(f"{where}: the range [{lo!r}, {hi!r}] is wider than a float holds")
+    return lo, hi
+
+
+def _fits(n: int) -> None:
+    """A string of n characters being built: within what one drawn input may hold. The
+    spec's bound (`_cost`) keeps every accepted spec within it; this is the backstop."""
+    if n > MAX_DRAWN_BYTES:
+        raise GeneratorError(f"a drawn input would exceed {MAX_DRAWN_BYTES} bytes")
+
+
+def _step(budget: list[int], n: int) -> None:
+    """Spend n steps of a draw's budget (a var, a record, a character, a list element)."""
+    budget[0] -= n
+    if budget[0] < 0:
+        raise GeneratorError(f"a draw would take more than {MAX_DRAW_STEPS} steps")
+
+
 def _draw_var(var: _Var, rng: Rng, env: dict[str, Any], budget: list[int]) -> Any:
     where = var.name
+    _step(budget, 1)
     if var.kind == "int":
-        lo_n, hi_n = var.arg("range")
-        lo, hi = lo_n.get_int(env, where), hi_n.get_int(env, where)
-        if hi < lo:
-            raise GeneratorError(f"{where}: empty range [{lo}, {hi}]")
+        lo, hi = _int_range(var.arg("range"), env, where)
         if var.arg("log") and lo >= 1:
             a, b = math.log(lo), math.log(hi + 1)
             return min(hi, max(lo, int(math.exp(a + (b - a) * rng.unit()))))
         return rng.between(lo, hi)
     if var.kind == "float":
-        lo_n, hi_n = var.arg("range")
-        lo, hi = float(lo_n.get(env, where)), float(hi_n.get(env, where))
-        if hi < lo:
-            raise GeneratorError(f"{where}: empty range [{lo}, {hi}]")
+        lo, hi = _float_range(var.arg("range"), env, where)
         digits = var.arg("digits")
         return f"{lo + (hi - lo) * rng.unit():.{digits}f}"
     if var.kind == "choice":
@@ -435,43 +622,54 @@ def _draw_var(var: _Var, rng: Rng, env: dict[str, Any], budget: list[int]) -> An
     if var.kind == "text":
         n = _count(var.arg("length"), env, where)
         alphabet = var.arg("alphabet")
-        _spend(budget, n)
+        _fits(n)
+        _step(budget, n)
         return "".join(alphabet[rng.below(len(alphabet))] for _ in range(n))
     if var.kind == "mutate":
-        return _mutate(str(env[var.arg("of")]), rng, var.arg("rate").get(env, where),
-                       var.arg("alphabet"), budget)
+        text = str(env[var.arg("of")])
+        _step(budget, len(text))
+        return _mutate(text, rng, var.arg("rate").get(env, where), var.arg("alphabet"))
     if var.kind == "ints":
-        n = _count(var.arg("count"), env, where)
-        lo_n, hi_n = var.arg("range")
-        lo, hi = lo_n.get_int(env, where), hi_n.get_int(env, where)
-        if hi < lo and n:
-            raise GeneratorError(f"{where}: empty range [{lo}, {hi}]")
-        sep, per_line = var.arg("sep"), var.arg("per_line")
-        values = [str(rng.between(lo, hi)) for _ in range(n)]
-        if per_line:
-            text = "\n".join(
-                sep.join(values[i : i + per_line]) for i in range(0, len(values), per_line)
-            )
-        else:
-            text = sep.join(values)
-        _spend(budget, len(text))
-        return text
+        return _draw_ints(var, rng, env, budget)
     if var.kind == "repeat":
-        n = _count(var.arg("count"), env, where)
-        record: _Template = var.arg("record")
-        out = []
-        for _ in range(n):
-            out.append(record.render(rng, dict(env), budget))
-        return var.arg("sep").join(out)
+        return _draw_repeat(var, rng, env, budget)
     return var.arg("value").get(env, where)
 
 
-def _spend(budget: list[int], n: int) -> None:
-    if n > budget[0]:
-        raise GeneratorError(f"a drawn input would exceed {MAX_DRAWN_BYTES} bytes")
+def _draw_ints(var: _Var, rng: Rng, env: dict[str, Any], budget: list[int]) -> str:
+    """An `ints` var; its size is checked before and after the list is built."""
+    n = _count(var.arg("count"), env, var.name)
+    lo, hi = _int_range(var.arg("range"), env, var.name, n)
+    _fits(n)
+    _step(budget, n)
+    sep, per_line = var.arg("sep"), var.arg("per_line")
+    values = [str(rng.between(lo, hi)) for _ in range(n)]
+    if per_line:
+        text = "\n".join(
+            sep.join(values[i : i + per_line]) for i in range(0, len(values), per_line)
+        )
+    else:
+        text = sep.join(values)
+    _fits(len(text))
+    return text
 
 
-def _mutate(text: str, rng: Rng, rate: float, alphabet: str, budget: list[int]) -> str:
+def _draw_repeat(var: _Var, rng: Rng, env: dict[str, Any], budget: list[int]) -> str:
+    """A `repeat` var: its records, each drawn in a copy of the env (a record's vars do not
+    leak out), their total size checked as they are drawn."""
+    n = _count(var.arg("count"), env, var.name)
+    _step(budget, n)
+    record: _Template = var.arg("record")
+    sep = var.arg("sep")
+    out, size = [], 0
+    for k in range(n):
+        out.append(record.render(rng, dict(env), budget))
+        size += len(out[-1]) + (len(sep) if k else 0)
+        _fits(size)
+    return sep.join(out)
+
+
+def _mutate(text: str, rng: Rng, rate: float, alphabet: str) -> str:
     """A related copy of `text`: each character is kept, substituted, deleted or doubled
     (substitution, deletion, insertion in equal shares of `rate`)."""
     out = []
@@ -487,8 +685,266 @@ def _mutate(text: str, rng: Rng, rate: float, alphabet: str, budget: list[int]) 
             out.append(alphabet[rng.below(len(alphabet))])
         else:
             out.append(ch)
-    _spend(budget, len(out))
+    _fits(len(out))
     return "".join(out)
+
+
+# ---------------------------------------------------------------------------- load checks
+# A spec is checked when it is read, so that a draw at grading time cannot fail or run
+# away: a failure there could only be blamed on a candidate that had nothing to do with
+# it. Two checks, both from the spec alone:
+#
+# * Every bound, count, length, rate and expression is evaluated, as a draw evaluates it,
+#   on the class's extremes: each integer var at its low end, its middle and its high end,
+#   a choice at its least and greatest number, in every combination that later vars can
+#   tell apart (at most MAX_CHECKED_CASES of them). Division by zero, an empty range, a
+#   count outside 0..MAX_REPEAT, a float overflow, an integer of too many digits or a
+#   text var used as a number is refused by name.
+# * The most bytes a draw can write and the most steps it can take are bounded (interval
+#   arithmetic over what the earlier vars can be, `_cost`); over MAX_DRAWN_BYTES or
+#   MAX_DRAW_STEPS the spec is refused, naming the var that goes over.
+_TEXT = object()  # the value of a text var (float, text, mutate, ints, repeat) in a case
+_FLOAT_CHARS = 24  # the longest repr() of a float
+
+
+def _nums(var: _Var) -> list[_Num]:
+    """The var's own numbers and expressions (bounds, count, length, rate, value)."""
+    out: list[_Num] = []
+    for key in ("range", "count", "length", "rate", "value"):
+        arg = var.arg(key)
+        if isinstance(arg, tuple):
+            out += list(arg)
+        elif arg is not None:
+            out.append(arg)
+    return out
+
+
+def _names(var: _Var) -> set[str]:
+    """Every var name the var's expressions use, its records' included."""
+    names = {
+        n.id
+        for num in _nums(var)
+        if num.expr is not None
+        for n in ast.walk(num.expr)
+        if isinstance(n, ast.Name) and n.id not in _FUNCS
+    }
+    if var.kind == "repeat":
+        for inner in var.arg("record").vars:
+            names |= _names(inner)
+    return names
+
+
+def _when(env: Mapping[str, Any], names: set[str]) -> str:
+    """The values a failing case gave the vars a var uses, for its message."""
+    shown = []
+    for k, v in sorted(env.items()):
+        if k in names and v is not _TEXT:
+            text = repr(v)
+            if len(text) > 24:
+                text = f"{text[:12]}... ({_digits(v)} digits)" if isinstance(v, int) else text
+            shown.append(f"{k} = {text}")
+    return f" (when {', '.join(shown)})" if shown else ""
+
+
+def _extremes(var: _Var, env: dict[str, Any], at: str) -> list[Any]:
+    """The values a case goes on with after `var`, its bounds evaluated as a draw does
+    (GeneratorError naming the problem)."""
+    if var.kind == "int":
+        lo, hi = _int_range(var.arg("range"), env, f"{at}.int")
+        return [lo, (lo + hi) // 2, hi]
+    if var.kind == "value":
+        return [var.arg("value").get(env, f"{at}.value")]
+    if var.kind == "choice":
+        values = var.arg("values")
+        if all(_is_number(v) for v in values):
+            return [min(values), max(values)]
+    elif var.kind == "float":
+        _float_range(var.arg("range"), env, f"{at}.float")
+    elif var.kind == "text":
+        _count(var.arg("length"), env, f"{at}.text.length")
+    elif var.kind == "mutate":
+        var.arg("rate").get(env, f"{at}.mutate.rate")
+    elif var.kind == "ints":
+        n = _count(var.arg("count"), env, f"{at}.ints.count")
+        _int_range(var.arg("range"), env, f"{at}.ints.range", n)
+    elif var.kind == "repeat":
+        _count(var.arg("count"), env, f"{at}.repeat.count")
+    return [_TEXT]
+
+
+def _spread(items: list[Any], limit: int) -> list[Any]:
+    """At most `limit` of `items`, evenly spread, the first and the last kept."""
+    if len(items) <= limit:
+        return items
+    step = (len(items) - 1) / max(1, limit - 1)
+    return [items[round(k * step)] for k in range(limit)]
+
+
+def _combine(
+    pairs: list[tuple[dict[str, Any], Any]], name: str | None, alive: int, dead: set[str]
+) -> list[dict[str, Any]]:
+    """The cases after a var: each (case, value of the var `name`; None: no later var uses
+    it) with the names no later var uses (`dead`) dropped, each case once, at most
+    MAX_CHECKED_CASES of them and MAX_CHECKED_VALUES values (`alive` names each) in all.
+    The work is bounded by those limits, not by the number of pairs: with many names in
+    use, pairs are spread before they are copied. A case is never changed in place (a
+    record's check shares them)."""
+    limit = max(1, min(MAX_CHECKED_CASES, MAX_CHECKED_VALUES // max(1, alive)))
+    if len(pairs) * (alive + 1) > 4 * MAX_CHECKED_VALUES:
+        pairs = _spread(pairs, limit)
+    out: list[dict[str, Any]] = []
+    seen: set[frozenset[tuple[str, Any]]] = set()
+    for env, value in pairs:
+        case = dict(env)
+        for k in dead:
+            case.pop(k, None)
+        if name is not None:
+            case[name] = value
+        if len(pairs) > 1:
+            key = frozenset(case.items())
+            if key in seen:
+                continue
+            seen.add(key)
+        out.append(case)
+    return _spread(out, limit)
+
+
+def _check_cases(template: _Template, cases: list[dict[str, Any]], where: str) -> None:
+    """Evaluate every var of `template` on every case (the comment above); a record is
+    checked once, on every case in which its repeat draws any. A var no later expression
+    uses is evaluated but not combined, and a name is dropped after its last use."""
+    last: dict[str, int] = {}  # name -> the index of the last var that uses it
+    for i, var in enumerate(template.vars):
+        last.update(dict.fromkeys(_names(var), i))
+    ends = Counter(last.values())
+    alive = len(last)
+    outer = {k for env in cases for k in env} - set(last)  # never used here
+    for i, var in enumerate(template.vars):
+        at = f"{where}.vars.{var.name}"
+        pairs, live = [], []
+        for env in cases:
+            try:
+                values = _extremes(var, env, at)
+                if var.kind == "repeat" and var.arg("count").get_int(env, at):
+                    live.append(env)
+            except GeneratorError as exc:
+                raise GeneratorError(f"{exc}{_when(env, _names(var))}") from None
+            pairs += [(env, v) for v in dict.fromkeys(values)]
+        if live:
+            _check_cases(var.arg("record"), live, f"{at}.repeat")
+        alive -= ends[i]
+        dead = {n for n in _names(var) if last[n] == i} | (outer if i == 0 else set())
+        kept = var.name if last.get(var.name, -1) > i else None
+        cases = _combine(pairs, kept, alive, dead)
+
+
+def _int_chars(magnitude: float) -> float:
+    """The most characters an integer of at most this magnitude prints as (its sign too)."""
+    if not magnitude < 10.0**MAX_INT_DIGITS:  # also nan: as long as any integer may be
+        return MAX_INT_DIGITS + 1.0
+    return len(str(int(magnitude))) + 1.0
+
+
+def _count_bound(num: _Num, env: Mapping[str, _Interval]) -> float:
+    """The largest count a `count` or `length` can come to in a draw that succeeds."""
+    high = _num_interval(num, env)[1]
+    if math.isnan(high):
+        return float(MAX_REPEAT)
+    return float(max(0, min(MAX_REPEAT, math.floor(high) if math.isfinite(high) else high)))
+
+
+def _span(var: _Var, env: Mapping[str, _Interval]) -> _Interval:
+    """The interval of a var's numeric value, given those of the earlier vars."""
+    if var.kind == "int":
+        lo_n, hi_n = var.arg("range")
+        return (_num_interval(lo_n, env)[0], _num_interval(hi_n, env)[1])
+    if var.kind == "value":
+        return _num_interval(var.arg("value"), env)
+    if var.kind == "choice" and all(_is_number(v) for v in var.arg("values")):
+        return (float(min(var.arg("values"))), float(max(var.arg("values"))))
+    return _UNBOUNDED
+
+
+def _magnitude(pair: tuple[_Num, _Num], env: Mapping[str, _Interval]) -> float:
+    """The largest absolute value a [lo, hi] rule can draw (inf where unknown)."""
+    ends = (abs(_num_interval(pair[0], env)[0]), abs(_num_interval(pair[1], env)[1]))
+    return math.inf if any(math.isnan(x) for x in ends) else max(ends)
+
+
+def _char_bytes(text: str) -> int:
+    """The most bytes one character of `text` takes in UTF-8 (what a drawn one may take)."""
+    return max((len(ch.encode()) for ch in text), default=1)
+
+
+def _var_cost(
+    var: _Var, env: dict[str, _Interval], sizes: dict[str, float], where: str
+) -> tuple[float, float]:
+    """(the most bytes the var's value prints as, the most steps drawing it takes), as
+    `_draw_var` spends them; a record's own vars are bounded by `_cost`."""
+    kind = var.kind
+    if kind == "int":
+        return _int_chars(_magnitude(var.arg("range"), env)), 1.0
+    if kind == "float":
+        return _int_chars(_magnitude(var.arg("range"), env)) + 1 + var.arg("digits"), 1.0
+    if kind == "choice":
+        return float(max(len(_text(v).encode()) for v in var.arg("values"))), 1.0
+    if kind == "value":
+        span = _num_interval(var.arg("value"), env)
+        return max(_FLOAT_CHARS, _int_chars(max(abs(span[0]), abs(span[1])))), 1.0
+    if kind == "text":
+        n = _count_bound(var.arg("length"), env)
+        return n * _char_bytes(var.arg("alphabet")), 1 + n
+    if kind == "mutate":
+        of = sizes.get(var.arg("of"), 0.0)
+        return of * (1 + _char_bytes(var.arg("alphabet"))), 1 + of
+    n = _count_bound(var.arg("count"), env)
+    sep = len(var.arg("sep").encode())
+    if kind == "ints":
+        return n * (_int_chars(_magnitude(var.arg("range"), env)) + max(sep, 1)), 1 + n
+    if n == 0:  # a repeat whose record is never drawn
+        return 0.0, 1.0
+    out, steps = _cost(var.arg("record"), dict(env), dict(sizes), f"{where}.repeat")
+    return n * (out + sep), 1 + n + n * steps
+
+
+def _too_big(where: str, size: float, steps: float) -> None:
+    """Refuse what may draw more than MAX_DRAWN_BYTES or take more than MAX_DRAW_STEPS."""
+    if size > MAX_DRAWN_BYTES:
+        raise GeneratorError(
+            f"{where}: may draw {size:,.0f} bytes, over the {MAX_DRAWN_BYTES:,} a drawn input "
+            "may hold"
+        )
+    if steps > MAX_DRAW_STEPS:
+        raise GeneratorError(
+            f"{where}: a draw may take {steps:,.0f} steps (values, records, characters), "
+            f"over the {MAX_DRAW_STEPS:,} a draw may take"
+        )
+
+
+def _cost(
+    template: _Template, env: dict[str, _Interval], sizes: dict[str, float], where: str
+) -> tuple[float, float]:
+    """(the most bytes the template renders, the most steps a render takes); a var that
+    alone may go over either budget is refused by name (every string a draw builds is
+    checked against MAX_DRAWN_BYTES, shown or not)."""
+    steps = 1.0 + len(template.parts)
+    for var in template.vars:
+        at = f"{where}.vars.{var.name}"
+        size, var_steps = _var_cost(var, env, sizes, at)
+        _too_big(at, size, var_steps)
+        env[var.name] = _span(var, env)
+        sizes[var.name] = size
+        steps += var_steps
+    out = sum(
+        float(len(p.encode())) if isinstance(p, str) else sizes[p[0]] for p in template.parts
+    )
+    return out, steps
+
+
+def _check_class(template: _Template, where: str) -> None:
+    """Refuse a class whose draw could fail or run away (the comment above)."""
+    _check_cases(template, [{}], where)
+    _too_big(where, *_cost(template, {}, {}, where))
 
 
 # ---------------------------------------------------------------------------- entropy
@@ -656,7 +1112,9 @@ class _Perturb:
     seed: int
     high: bool = False
 
-    def redraw(self, var: _Var, old: Any, env: dict[str, Any], budget: list[int]) -> Any:
+    def redraw(self, var: _Var, old: Any, env: dict[str, Any]) -> Any:
+        """The var drawn again (up to 16 tries for another value), each try with a step
+        budget of its own: a try is bounded like the draw it stands in for."""
         rng = Rng(self.seed)
         for _ in range(16):
             if self.high and var.kind == "int":
@@ -669,7 +1127,7 @@ class _Perturb:
                 if new > hi:
                     continue
             else:
-                new = _draw_var(var, rng, env, budget)
+                new = _draw_var(var, rng, env, [MAX_DRAW_STEPS])
             if new != old:
                 return new
         return old
@@ -693,10 +1151,12 @@ class InputGenerator:
         if not isinstance(data, dict):
             raise GeneratorError(f"{where}: expected an object")
         _keys(data, {"version", "classes", "tests", "origin"}, where)
-        if data.get("version") != GENERATOR_VERSION:
+        version = data.get("version")
+        # `true == 1` in Python; in a spec it is no version (as in suite.json).
+        if type(version) is not int or version != GENERATOR_VERSION:
             raise GeneratorError(
                 f"{where}.version: this asmopt reads input generators of version "
-                f"{GENERATOR_VERSION}, got {data.get('version')!r}"
+                f"{GENERATOR_VERSION}, got {json.dumps(version)}"
             )
         raw_classes = data.get("classes")
         if not isinstance(raw_classes, dict) or not raw_classes:
@@ -705,7 +1165,9 @@ class InputGenerator:
         for name, body in raw_classes.items():
             if not _CLASS_RE.match(name):
                 raise GeneratorError(f"{where}.classes: invalid class name {name!r}")
-            classes.append((name, _Template.parse(body, f"{where}.classes.{name}")))
+            template = _Template.parse(body, f"{where}.classes.{name}")
+            _check_class(template, f"{where}.classes.{name}")
+            classes.append((name, template))
         raw_tests = data.get("tests", {})
         if not isinstance(raw_tests, dict):
             raise GeneratorError(f"{where}.tests: expected an object (test name -> class)")
@@ -753,8 +1215,9 @@ class InputGenerator:
 
     def draw(self, size_class: str, seed: int) -> bytes:
         """One input of `size_class`, drawn from `seed` (the same bytes for the same seed)."""
-        budget = [MAX_DRAWN_BYTES]
-        return self._template(size_class).render(Rng(seed), {}, budget).encode()
+        data = self._template(size_class).render(Rng(seed), {}, [MAX_DRAW_STEPS]).encode()
+        _fits(len(data))
+        return data
 
     def draw_changed(
         self, size_class: str, seed: int, field: str, other: int, high: bool = False
@@ -762,12 +1225,13 @@ class InputGenerator:
         """The input `draw(size_class, seed)` with one field (a var of the class) drawn
         again from `other`; with `high`, only the high half of an integer field. What
         depends on the field (a count, a list's length) follows it."""
-        budget = [MAX_DRAWN_BYTES]
         template = self._template(size_class)
         if field not in {v.name for v in template.vars}:
             raise GeneratorError(f"class {size_class!r} has no var {field!r}")
         perturb = _Perturb(field, other, high)
-        return template.render(Rng(seed), {}, budget, perturb).encode()
+        data = template.render(Rng(seed), {}, [MAX_DRAW_STEPS], perturb).encode()
+        _fits(len(data))
+        return data
 
     def entropy_bits(self, size_class: str) -> float:
         """A lower bound on the min-entropy, in bits, of one input of `size_class`,

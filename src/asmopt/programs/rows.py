@@ -113,8 +113,17 @@ def _row_generator(extra: dict[str, Any], where: str) -> InputGenerator | None:
         return None
     try:
         data = json.loads(raw) if isinstance(raw, str) else raw
+    except json.JSONDecodeError as exc:
+        raise ItemError("bad_row", f"{where}: {exc}") from None
+    except ValueError:  # an integer past Python's 4,300 digits, which no spec may hold
+        raise ItemError(
+            "bad_row",
+            f"{where}: extra_info.{INPUTS_SPEC_FIELD} holds an integer of more than 4,300 "
+            "digits",
+        ) from None
+    try:
         return InputGenerator.from_dict(data, f"extra_info.{INPUTS_SPEC_FIELD}")
-    except (json.JSONDecodeError, GeneratorError) as exc:
+    except GeneratorError as exc:
         raise ItemError("bad_row", f"{where}: {exc}") from None
 
 

@@ -90,6 +90,20 @@ def _read_json(path: Path) -> Any:
         ) from None
     except json.JSONDecodeError as exc:
         raise SuiteFormatError(f"{path}: invalid JSON at line {exc.lineno}: {exc.msg}") from None
+    except ValueError as exc:  # an integer past Python's 4,300 digits: no field holds one
+        raise SuiteFormatError(f"{path}: {_json_number_problem(exc)}") from None
+
+
+def _json_number_problem(exc: ValueError) -> str:
+    """What a ValueError from `json.loads` (not a JSONDecodeError) says, for a person: Python
+    refuses to read an integer of more than 4,300 digits, and its message names a Python
+    setting no suite author can change."""
+    if "digits" in str(exc):
+        return (
+            "JSON holds an integer of more than 4,300 digits; no field of the suite format "
+            "holds a number that large"
+        )
+    return f"invalid JSON: {exc}"
 
 
 def _read_file_bytes(path: Path, what: str, max_bytes: int | None = None) -> bytes:
