@@ -38,6 +38,46 @@ from asmopt.programs.model import Program
 from asmopt.programs.suite_io import load_suite
 
 
+def _c_bytes(data: bytes) -> str:
+    return '"' + "".join(f"\\x{b:02x}" for b in data) + '"'
+
+
+def memorised_answer(program: Program) -> Program:
+    """The attack every fit program must fail: the answer of every fixed test from memory
+    (matched byte for byte), and the first test's answer for any other input."""
+    rows = ",\n".join(
+        f"{{{_c_bytes(t.stdin)}, {len(t.stdin)}, {_c_bytes(t.expected_stdout)}, "
+        f"{len(t.expected_stdout)}}}"
+        for t in program.tests
+    )
+    source = (
+        "#include <stdio.h>\n#include <stdlib.h>\n#include <string.h>\n"
+        "struct k { const char *in; size_t n; const char *out; size_t m; };\n"
+        f"static const struct k K[] = {{\n{rows}\n}};\n"
+        "int main(void) {\n"
+        "  size_t cap = 1 << 16, len = 0, got; char *b = malloc(cap);\n"
+        "  while (b && (got = fread(b + len, 1, cap - len, stdin)) > 0) {\n"
+        "    len += got; if (len == cap) { cap *= 2; b = realloc(b, cap); } }\n"
+        "  for (size_t i = 0; b && i < sizeof K / sizeof K[0]; i++)\n"
+        "    if (K[i].n == len && memcmp(K[i].in, b, len) == 0) {\n"
+        "      fwrite(K[i].out, 1, K[i].m, stdout); return 0; }\n"
+        "  fwrite(K[0].out, 1, K[0].m, stdout); return 0;\n}\n"
+    )
+    return Program("memorised", source, program.tests)
+
+
+def _gradings_passed(program: Program, asm: str, toolchain: Any, sandbox: Any, seeds: int,
+                     per: int) -> list[dict]:
+    """The gradings (one per seed) that `asm` does not fail."""
+    passed = []
+    for seed in range(seeds):
+        fresh = FreshInputs(seed=seed, per_class=per)
+        result = check_candidate(program, asm, toolchain, sandbox, fresh=fresh)
+        if result.verdict == "pass":
+            passed.append({"seed": seed})
+    return passed
+
+
 def program_row(program: Program, toolchain: Any, sandbox: Any, seeds: int, per: int) -> dict:
     """Everything the report shows of one program."""
     report = program.meta.get("inputs_report", {})
@@ -73,6 +113,12 @@ def program_row(program: Program, toolchain: Any, sandbox: Any, seeds: int, per:
                 failures.append({"seed": seed, "verdict": str(result.verdict),
                                  "message": result.message[:200]})
         row["identity_failures"] = failures
+    if fit:
+        # At the grading's own K (not `per`): what a reward check draws.
+        attack = toolchain.baseline_assembly(memorised_answer(program))
+        row["memorised_passed"] = _gradings_passed(
+            program, attack, toolchain, sandbox, seeds * 4, 2
+        )
     return row
 
 
@@ -89,6 +135,7 @@ def _cell(row: dict) -> list[object]:
         e["per_class"] if e else "-",
         f"{e['default_pass']:.1e}" if e else "-",
         len(row.get("identity_failures", [])) if row["generator"] else "-",
+        len(row["memorised_passed"]) if "memorised_passed" in row else "-",
         "fit" if row["fit"] else (row["why"] or "")[:90],
     ]
 
@@ -111,20 +158,24 @@ def main() -> int:
     with_gen = sum(r["generator"] for r in rows)
     fit = sum(r["fit"] for r in rows)
     false_fail = sum(bool(r.get("identity_failures")) for r in rows)
+    memorised = sum(len(r.get("memorised_passed", [])) for r in rows)
     text = "\n".join([
         "# Imported programs graded on drawn inputs",
         "",
         f"{found} programs found, {len(rows)} imported, {with_gen} with a learnt generator, "
         f"**{fit} fit for reward ({fit / max(1, len(rows)):.0%})**; identity failed a "
         f"grading on {false_fail} program(s) ({args.seeds} grading seeds x "
-        f"{args.per_class} drawn inputs per class each).",
+        f"{args.per_class} drawn inputs per class each); a memorised answer of every fixed "
+        f"test with the first test's answer as a default passed {memorised} of "
+        f"{fit * args.seeds * 4} gradings of the fit programs (each at its own K).",
         "",
         f"Measured in {seconds / 60:.1f} min on {environment()}. Raw rows: "
         "`import_corpus_raw.json`. Branch coverage of the draws is not measured.",
         "",
         md_table(["program", "tests", "classes by level", "least declared bits",
                   "distinct outputs", "top output share", "K", "constant passes",
-                  "identity failures", "fit"], [_cell(r) for r in rows]),
+                  "identity failures", "memorised answer passed", "fit"],
+                 [_cell(r) for r in rows]),
         "",
         "Sources (not part of the project):",
         "",

@@ -186,6 +186,18 @@ def test_single_test_program_is_unfit_by_construction(toolchain, sandbox) -> Non
     assert report.probes["constant_output"] == "pass" and report.mutants_total == 0
 
 
+def test_a_single_test_with_a_generator_is_judged_on_its_drawn_inputs(toolchain, sandbox) -> None:
+    """One fixed test and a generator: every check also draws inputs, so the constant
+    answer fails there, the mutants run, and the tests are fit; the same test without the
+    generator stays unfit by construction."""
+    good = good_program()
+    program = with_drawn_lists(Program("single", good.source, good.tests[:1]), ("t0",))
+    report = check_adequacy(program, toolchain, sandbox, seed=3)
+    assert report.fit, report.reasons
+    assert report.probes["constant_output"] == "wrong_output" and report.mutants_total > 0
+    assert ONE_INPUT_REASON not in report.reasons
+
+
 def test_program_without_tests_is_unfit(toolchain, sandbox) -> None:
     report = check_adequacy(Program("none", GOOD_C, ()), toolchain, sandbox)
     assert not report.fit and report.reasons == [NO_TESTS_REASON] and report.probes == {}

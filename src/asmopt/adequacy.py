@@ -18,9 +18,11 @@ would be judged:
 
 Rules (docs/adequacy.md):
 
-* no tests, or one test (one fixed input: printing the constant answer passes) -> UNFIT
-  by construction;
-* any trivial probe passing every test -> UNFIT;
+* no tests, or one test and no input generator (one fixed input: printing the constant
+  answer passes) -> UNFIT by construction; with a generator, one fixed test is judged like
+  any other number of them, since every check also draws inputs;
+* any trivial probe passing every test (the fixed ones and K drawn inputs per class, as
+  any answer is judged) -> UNFIT;
 * the -O3 baseline failing its own tests -> UNFIT (nothing can be judged against it);
 * mutants are judged like any answer: on the fixed tests and then on K inputs per size
   class drawn from a secret seed (`fresh`, asmopt.fresh), so a program's drawn inputs
@@ -774,11 +776,15 @@ def _check(
     if not program.tests:
         report.reasons.append(NO_TESTS_REASON)
         return
-    if len(program.tests) == 1:
+    # One fixed input is unfit by construction only where nothing else grades: with a
+    # generator, every check also draws inputs, and those decide (the probes and mutants
+    # below are judged on them).
+    one_input = len(program.tests) == 1 and program.inputs is None
+    if one_input:
         report.reasons.append(ONE_INPUT_REASON)
     bench = _Bench(program, toolchain, sandbox)
-    _probe_trivial_answers(bench, limits, report)
-    if len(program.tests) == 1:
+    _probe_trivial_answers(bench, limits, report, fresh)
+    if one_input:
         report.warnings.append("mutants not run: one test is unfit by construction")
         return
     # The baseline must pass before mutants of it mean anything.
@@ -799,20 +805,25 @@ def _check(
     report.fit = not report.reasons
 
 
-def _probe_trivial_answers(bench: _Bench, limits: Limits, report: AdequacyReport) -> None:
-    """Run each trivial probe; one that passes every test is a reason the tests are unfit
-    (printing the expected output is not, where there is one test only)."""
+def _probe_trivial_answers(
+    bench: _Bench, limits: Limits, report: AdequacyReport, fresh: FreshInputs
+) -> None:
+    """Run each trivial probe, judged like any answer (the fixed tests, then inputs drawn
+    as `fresh` says); one that passes is a reason the tests are unfit (printing the
+    expected output is not, where one fixed input is all that grades: that is already
+    ONE_INPUT_REASON)."""
     program = bench.program
     probes = trivial_probes(program)
+    graded_alone = len(program.tests) == 1 and program.inputs is None
     for name, asm in probes.items():
-        verdict = _run(program, asm, bench.toolchain, bench.sandbox, limits, name).verdict
-        report.probes[name] = str(verdict)
+        result = _run(program, asm, bench.toolchain, bench.sandbox, limits, name, fresh=fresh)
+        report.probes[name] = str(result.verdict)
     for name in TRIVIAL_PROBES:
         if name not in probes:
             report.probes[name] = report.probes[_same_as(name, probes)]
     for name in probes:
         if report.probes[name] == str(Verdict.PASS) and not (
-            len(program.tests) == 1 and name == "constant_output"
+            graded_alone and name == "constant_output"
         ):
             report.reasons.append(f"{name}: {_PROBE_EXPLANATIONS[name]}")
 
