@@ -157,25 +157,29 @@ def test_the_execution_reward_reads_rows_of_the_configs_own_suite(tmp_path: Path
 
 
 IMPORTED = {
-    # name: (source, one sample test); each count alone on its line governs what follows,
-    # so the learnt generators draw past the sample and carry the data their answers need.
+    # name: (source, one sample test, its answer); each count alone on its line governs what
+    # follows, so the learnt generators draw past the sample and carry the data their
+    # answers need.
     "list_sum": (
         '#include <stdio.h>\nint main(void){int n; long s=0,x; if(scanf("%d",&n)!=1) return 1;'
         ' for(int i=0;i<n;i++){ if(scanf("%ld",&x)!=1) return 2; s+=x*(i+1);}'
         ' printf("%ld\\n",s); return 0;}\n',
         "5\n3 1 4 1 5\n",
+        "46\n",
     ),
     "pair_products": (
-        '#include <stdio.h>\nint main(void){int n; long a,b,s=0; if(scanf("%d",&n)!=1) return 1;'
-        ' for(int i=0;i<n;i++){ if(scanf("%ld %ld",&a,&b)!=2) return 2; s=s*31+a*b;}'
-        ' printf("%ld\\n",s); return 0;}\n',
+        '#include <stdio.h>\nint main(void){int n; unsigned long a,b,s=0; if(scanf("%d",&n)!=1)'
+        ' return 1; for(int i=0;i<n;i++){ if(scanf("%lu %lu",&a,&b)!=2) return 2; s=s*31+a*b;}'
+        ' printf("%lu\\n",s); return 0;}\n',
         "3\n1 2\n3 4\n5 6\n",
+        "2324\n",
     ),
     "max_prefix": (
         '#include <stdio.h>\nint main(void){int n; long s=0,x,best=-1000000000000L;'
         ' if(scanf("%d",&n)!=1) return 1; for(int i=0;i<n;i++){ if(scanf("%ld",&x)!=1)'
         ' return 2; s+=x; if(s>best) best=s;} printf("%ld %ld\\n",best,s); return 0;}\n',
         "6\n-2 7 -1 3 -8 4\n",
+        "7 3\n",
     ),
 }
 
@@ -199,10 +203,11 @@ def test_reference_config_trains_on_an_imported_suites_rows(tmp_path: Path) -> N
     inputs, adequacy and entropy marks), named with `--set suite=DIR`: the reward looks the
     rows' programs up there, every step logs sandbox verdicts and design-2 rewards."""
     pool = tmp_path / "pool"
-    for name, (source, stdin) in IMPORTED.items():
+    for name, (source, stdin, answer) in IMPORTED.items():
         (pool / name / "tests").mkdir(parents=True)
         (pool / name / f"{name}.c").write_text(source)
         (pool / name / "tests" / "a.in").write_text(stdin)
+        (pool / name / "tests" / "a.out").write_text(answer)
     suite_dir = tmp_path / "suite"
     seed = _split_seed(sorted(IMPORTED))
     imported = run_cli(
