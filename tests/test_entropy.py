@@ -181,3 +181,48 @@ def test_the_measurement_sees_what_the_output_depends_on(
     changed = Program(program.id, program.source + "\n", program.tests, inputs=program.inputs,
                       metadata=(("entropy", report.to_dict()),))
     assert read_mark(changed) is None
+
+
+RARE = r"""
+#include <stdio.h>
+#include <inttypes.h>
+int main(void) {
+    unsigned a, b; uint64_t s;
+    if (scanf("%u %u %" SCNu64, &a, &b, &s) != 3) return 1;
+    uint64_t h = s * 0x9E3779B97F4A7C15u;
+    printf("%" PRIu64 " %d\n", h ^ (h >> 29), a == b);
+    return 0;
+}
+"""
+
+
+@pytest.mark.parametrize(
+    ("origin", "source", "tabulable", "why"),
+    [
+        ("learnt", RARE, False, ""),
+        ("declared", RARE, True, "changing a changed"),
+        ("learnt", RARE.replace("uint64_t h = s *", "uint64_t h = 7 *"), True,
+         "bits once the fields the output rarely depends on (a, b, s, s^hi) are left out"),
+    ],
+    ids=["learnt_rare_fields", "declared_rare_fields", "learnt_ignored_seed"],
+)
+def test_a_learnt_class_counts_only_the_fields_its_output_depends_on(
+    origin: str, source: str, tabulable: bool, why: str, toolchain: object, sandbox: object
+) -> None:
+    """`a == b` rarely changes when a or b is drawn again: a declared generator must not
+    carry such fields (its author chooses the output), a learnt one may (a problem's answer
+    often ignores most single values), but only the fields that matter count towards its
+    64 bits: with the seed ignored too, nothing is left."""
+    gen = InputGenerator.from_dict({
+        "version": 1,
+        "classes": {"c": {"template": "{a} {b} {s}\n", "vars": {
+            "a": {"int": [1, 100]}, "b": {"int": [1, 100]}, "s": SEED64}}},
+        "tests": {"t1": "c"},
+        "origin": origin,
+    })
+    program = Program("rare", source, (TestCase("t1", b"1 2 3\n", b""),), inputs=gen)
+    report = measure_entropy(program, toolchain, sandbox, draws=64, field_draws=8)  # type: ignore[arg-type]
+    assert report.tabulable is tabulable, report.problems()
+    assert why in " ".join(report.problems())
+    [klass] = report.classes
+    assert klass.weak_fields()[:2] == ["a", "b"]

@@ -77,6 +77,13 @@ class ClassEntropy:
     # field -> share of draws in which changing it changed the output; `name^hi` is the
     # high half of a 64-bit field.
     fields: dict[str, float] = field(default_factory=dict)
+    # The declared bits without the fields that changed the output in under FIELD_MIN_SHARE
+    # of draws (32 bits less for a 64-bit field whose high half did not matter); None in
+    # measurements made before it was kept.
+    effective_bits: float | None = None
+
+    def weak_fields(self) -> list[str]:
+        return sorted(name for name, share in self.fields.items() if share < FIELD_MIN_SHARE)
 
     @property
     def collisions(self) -> int:
@@ -101,12 +108,18 @@ class ClassEntropy:
             out.append(
                 f"{self.size_class}: {self.collisions} output collision(s) in {self.draws} draws"
             )
-        for name, share in sorted(self.fields.items()):
-            if share < FIELD_MIN_SHARE:
+        if collisions_count or self.effective_bits is None:
+            for name in self.weak_fields():
                 out.append(
                     f"{self.size_class}: changing {name} changed the output in only "
-                    f"{share:.0%} of draws"
+                    f"{self.fields[name]:.0%} of draws"
                 )
+        elif self.effective_bits < MIN_ENTROPY_BITS:
+            out.append(
+                f"{self.size_class}: {self.effective_bits:.1f} bits once the fields the output "
+                f"rarely depends on ({', '.join(self.weak_fields())}) are left out "
+                f"(< {MIN_ENTROPY_BITS:g})"
+            )
         return out
 
 
@@ -127,14 +140,16 @@ class EntropyReport:
     def problems(self) -> list[str]:
         """Why the program is tabulable (empty: it is not).
 
-        A declared generator's outputs must not collide: its author controls the program
-        and can make the output carry the data (a hash of the results), and a collision
-        means the answer depends on the input only through something small, which a table
-        can be keyed by. A learnt generator's program prints what its problem asks (a sum,
-        `YES`), whose values repeat by nature; there the rule is the one a collision
-        endangers: no constant answer per class may pass a grading with probability over
-        MAX_DEFAULT_PASS at the drawn inputs per class the grading uses, raised up to
-        MAX_PER_CLASS where needed (`required_per_class`)."""
+        A declared generator's outputs must not collide and each of its fields must
+        matter in most draws: its author controls the program and can make the output
+        carry the data (a hash of the results), and a collision means the answer depends
+        on the input only through something small, which a table can be keyed by. A
+        learnt generator's program prints what its problem asks (a sum, the largest value,
+        `YES`), whose values repeat and which one element of a list rarely changes; there
+        the rules are the ones these endanger: no constant answer per class may pass a
+        grading with probability over MAX_DEFAULT_PASS at the drawn inputs per class the
+        grading uses, raised up to MAX_PER_CLASS where needed (`required_per_class`), and
+        the fields the output does depend on must carry MIN_ENTROPY_BITS by themselves."""
         strict = self.origin != "learnt"
         out = [p for c in self.classes for p in c.problems(collisions_count=strict)]
         if self.classes and self.required_per_class() is None:
@@ -307,6 +322,10 @@ def measure_class(
         hit[1] += 1
         hit[0] += int(out != base[k][1])  # refused (None) counts as changed
     report.fields = {key: round(n / d, 4) for key, (n, d) in tally.items() if d}
+    weak = report.weak_fields()
+    whole = frozenset(w for w in weak if not w.endswith("^hi"))
+    halves = sum(1 for w in weak if w.endswith("^hi") and w[:-3] not in whole)
+    report.effective_bits = max(0.0, gen.entropy_bits(size_class, without=whole) - 32.0 * halves)
     return report
 
 

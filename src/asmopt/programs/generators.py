@@ -1088,7 +1088,9 @@ def _var_bits(var: _Var, env: dict[str, _Interval]) -> tuple[float, _Interval]:
     return 0.0, _UNBOUNDED  # mutate: its randomness is partly undone by what it copies
 
 
-def _template_bits(template: _Template, env: dict[str, _Interval]) -> float:
+def _template_bits(
+    template: _Template, env: dict[str, _Interval], without: frozenset[str] = frozenset()
+) -> float:
     total = 0.0
     used = {part[0] for part in template.parts if not isinstance(part, str)}
     for var in template.vars:
@@ -1096,7 +1098,7 @@ def _template_bits(template: _Template, env: dict[str, _Interval]) -> float:
         env[var.name] = span
         # A var no placeholder shows adds nothing to the input by itself (what depends on
         # it, a count or a length, is counted where it is shown).
-        if var.name in used:
+        if var.name in used and var.name not in without:
             total += bits
     return total
 
@@ -1233,11 +1235,12 @@ class InputGenerator:
         _fits(len(data))
         return data
 
-    def entropy_bits(self, size_class: str) -> float:
+    def entropy_bits(self, size_class: str, without: frozenset[str] = frozenset()) -> float:
         """A lower bound on the min-entropy, in bits, of one input of `size_class`,
         computed from the spec alone (`_template_bits`): a table of T answers covers a
-        draw with probability at most T / 2^bits."""
-        return _template_bits(self._template(size_class), {})
+        draw with probability at most T / 2^bits. `without`: top-level vars not counted
+        (fields the output was measured not to depend on)."""
+        return _template_bits(self._template(size_class), {}, without)
 
     def fields(self, size_class: str) -> tuple[str, ...]:
         """The drawn fields of a class: its vars that are drawn, not computed (`value`),
