@@ -479,3 +479,37 @@ def test_a_grading_draws_what_the_entropy_mark_requires(tmp_path: Path, toolchai
         result = check_candidate(program, asm, toolchain, sandbox, fresh=FreshInputs())
         drawn = [t for t in result.tests if "~" in t.test]
         assert result.verdict == "pass" and len(drawn) == expected, (expected, result.tests)
+
+
+CASES_C = r"""#include <stdio.h>
+int main(void)
+{
+    int t;
+    if (scanf("%d", &t) != 1) return 1;
+    while (t--) {
+        int n; long s = 0, x;
+        if (scanf("%d", &n) != 1) return 2;
+        for (int i = 0; i < n; i++) { if (scanf("%ld", &x) != 1) return 3; s += x * x; }
+        printf("%ld\n", s);
+    }
+    return 0;
+}
+"""
+
+
+def test_test_cases_grow_in_number_and_each_one_in_size(toolchain, sandbox) -> None:
+    """`3` test cases, each a count and its list: the grown class draws more cases (the
+    count of cases is what the first line says) and longer lists (each count what its
+    list holds), where the sample's three cases of 4-6 numbers carried 40 bits."""
+    stdin = b"3\n4\n1 2 3 4\n5\n5 4 3 2 1\n6\n7 8 9 1 2 3\n"
+    p = fit_inputs(Program("cases", CASES_C, (TestCase("t", stdin, b""),)), toolchain, sandbox)
+    assert p.inputs is not None
+    assert p.meta["inputs_report"]["classes"]["t"]["level"] == "grown"
+    for _, text in draws(p, 8):
+        lines = text.splitlines()
+        cases = int(lines[0])
+        assert cases >= 3 and len(lines) == 1 + 2 * cases
+        for k in range(cases):
+            n, items = int(lines[1 + 2 * k]), lines[2 + 2 * k].split()
+            assert n == len(items) and n > 6
+    assert p.inputs.entropy_bits("t") >= 64

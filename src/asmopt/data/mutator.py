@@ -363,6 +363,10 @@ def _mark_fixed(lines: list[Line], blocks: list[Block]) -> None:
                 v = int(a.text)
                 if block.kind == "line" and not block.is_list:
                     a.fixed = count_like(v, k, j, vals)
+                elif len(vals) == 1 and k + 1 < n and nvals[k + 1] == v:
+                    # alone on its line in a run of such lines (`3` test cases, then `4`),
+                    # but counting the list on the next line
+                    a.fixed = _list_sep(lines[k + 1]) is not None
                 elif j == 0 and v >= 2 and v == len(vals) - 1:
                     a.fixed = True  # a record that starts with its own length: k a1 .. ak
                 elif head and v in (len(block.lines) - 1, n - k - 1, n - k - 2):
@@ -785,12 +789,17 @@ _COUNT_REF = "@count"
 
 
 def _assemble(
-    parsed: _Parsed, shapes: list[tuple[str, list[Piece]]], grow: bool
+    parsed: _Parsed,
+    shapes: list[tuple[str, list[Piece]]],
+    grow: bool,
+    writer: _Writer | None = None,
+    prefix: str = "",
 ) -> dict[str, Any] | None:
     """Template and vars of a class from its lines' pieces: runs of two or more lines of
     one shape with vars fold into a `repeat` (at the `grown` level, one that a lone count
-    before it governs draws its length with that count)."""
-    writer = _Writer()
+    before it governs draws its length with that count). `writer` and `prefix` keep the
+    names of a record's vars apart from the class's."""
+    writer = writer or _Writer()
     template: list[str] = []
     variables: dict[str, Any] = {}
     try:
@@ -815,10 +824,10 @@ def _assemble(
                 template.append("{" + name + "}")
             else:
                 for k in range(i, j):
-                    writer.count_name = f"n{k}"
+                    writer.count_name = f"{prefix}n{k}"
                     text, vs = _render(shapes[k][1], writer)
                     template.append(text)
-                    variables.update(_resolve_count(vs, f"n{k - 1}"))
+                    variables.update(_resolve_count(vs, f"{prefix}n{k - 1}"))
             i = j
     except _TooLarge:
         return None
@@ -851,6 +860,61 @@ def _grow_previous_count(
     return name
 
 
+def _line_kind(line: Line) -> tuple[Any, ...]:
+    """A line's shape, with a list of any length one shape (records differ in length)."""
+    sep = _list_sep(line)
+    return ("list", sep, line.newline) if sep is not None else line.signature()
+
+
+def _records(parsed: _Parsed) -> int | None:
+    """Lines per record where the input is a test-case count T >= 2 alone on its first
+    line and then T records of two or more lines each of one structure (`3`, then three
+    times `n` and a list of n numbers), else None."""
+    lines = parsed.lines
+    t = _lone_count(lines[0]) if lines else None
+    rest = lines[1:]
+    if t is None or t < 2 or not rest or len(rest) % t:
+        return None
+    size = len(rest) // t
+    if size < 2:
+        return None
+    first = [_line_kind(line) for line in rest[:size]]
+    for k in range(1, t):
+        if [_line_kind(line) for line in rest[k * size : (k + 1) * size]] != first:
+            return None
+    return size
+
+
+def _grown_records(
+    parsed: _Parsed, shapes: list[tuple[str, list[Piece]]], size: int
+) -> dict[str, Any] | None:
+    """At the `grown` level, an input of T records (`_records`): the first record's body
+    (grown itself) repeated a drawn number of times, that number written where T was.
+    Where the record grows inside, the count of records grows less (to 2 T, at least 8):
+    both at once would draw inputs of megabytes."""
+    writer = _Writer()
+    record = _assemble(
+        _Parsed(parsed.test, parsed.lines[1 : 1 + size], []), shapes[1 : 1 + size], True,
+        writer, prefix="r",
+    )
+    if record is None:
+        return None
+    t = _lone_count(parsed.lines[0]) or 0
+    inner_growth = any(
+        isinstance(rule.get("ints", rule.get("repeat", {})).get("count"), str)
+        for rule in record["vars"].values()
+    )
+    count = {"int": [t, max(2 * t, 8)]} if inner_growth else _grown_count(t)
+    head = "".join(p for p in shapes[0][1] if isinstance(p, str))
+    text = _literal(parsed.lines[0].values()[0].text)
+    at = head.find(text)
+    if at < 0:
+        return None
+    template = _literal(head[:at]) + "{t}" + _literal(head[at + len(text) :]) + "{records}"
+    records = {"count": "t", "template": record["template"], "vars": record["vars"], "sep": ""}
+    return {"template": template, "vars": {"t": count, "records": {"repeat": records}}}
+
+
 def _class_body(
     parsed: _Parsed,
     columns: dict[Any, _Column],
@@ -865,7 +929,9 @@ def _class_body(
         _grow_listed_counts(parsed, shapes)
     if not varies and not grow:
         return None
-    body = _assemble(parsed, shapes, grow)
+    size = _records(parsed) if grow else None
+    body = _grown_records(parsed, shapes, size) if size else None
+    body = body or _assemble(parsed, shapes, grow)
     if body is None or (not varies and not body["vars"]):
         return None
     return body
