@@ -48,6 +48,7 @@ FAST_MODULES = frozenset(
         "test_bench_plt_decode",
         "test_canonical",
         "test_compare",
+        "test_fault_spread_cache",
         "test_generators",
         "test_measure_stats",
         "test_metrics",

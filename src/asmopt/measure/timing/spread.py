@@ -31,6 +31,7 @@ import math
 import os
 import platform
 import shutil
+import stat
 import tempfile
 import time
 from collections.abc import Callable, Sequence
@@ -225,14 +226,40 @@ def spread_path() -> Path:
 
 
 def _read_stored(path: Path, key: dict[str, Any]) -> SandboxSpread | None:
+    """The stored spread, or None (then it is measured again): a cache file is data, never
+    trusted. Anything but a regular file (a FIFO would block the read, a directory or a
+    link loop fails it) and anything but the expected JSON object is ignored, with a
+    warning where it is damaged rather than merely stale."""
     try:
+        if not os.path.lexists(path):
+            return None
+        if not stat.S_ISREG(path.stat().st_mode):
+            log.warning("%s is not a regular file: ignored, the spread is measured again", path)
+            return None
         data = json.loads(path.read_text())
+        if not isinstance(data, dict) or not isinstance(data.get("cores"), dict):
+            raise TypeError("not a stored spread")
         if data.get("key") != key or time.time() - float(data["measured_at"]) > MAX_AGE_S:
             return None
         per_core = [SandboxSpread.from_dict(d) for d in data["cores"].values()]
-        return SandboxSpread.worst_of(per_core, data["source"])
-    except (OSError, ValueError, KeyError, TypeError):
+        return SandboxSpread.worst_of(per_core, str(data["source"]))
+    except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:
+        log.warning("%s is damaged (%s): ignored, the spread is measured again", path, exc)
         return None
+
+
+def _store(path: Path, data: dict[str, Any]) -> None:
+    """Write the spread beside its place and move it there (a FIFO or a file in the way is
+    replaced); where that cannot be done (a directory in the way, a read-only cache) the
+    measurement is only kept in memory, with a warning."""
+    tmp = path.with_suffix(".tmp")
+    try:
+        tmp.write_text(json.dumps(data, indent=1))
+        os.replace(tmp, path)
+    except OSError as exc:
+        log.warning("timing spread not stored in %s (%s); measured again next time", path, exc)
+        with contextlib.suppress(OSError):
+            tmp.unlink()
 
 
 def calibrate(
@@ -313,9 +340,7 @@ def machine_spread(sandbox: Any, lock: Any, *, refresh: bool = False) -> Sandbox
                 "source": f"measured on cores {list(cores)} at {stamp}",
                 "cores": {str(c): sp.to_dict() for c, sp in per_core.items()},
             }
-            tmp = path.with_suffix(".tmp")
-            tmp.write_text(json.dumps(data, indent=1))
-            os.replace(tmp, path)
+            _store(path, data)
             stored = SandboxSpread.worst_of(list(per_core.values()), data["source"])
     _MEMO[memo_key] = stored
     return stored
