@@ -1320,6 +1320,13 @@ def accept_generator(
         report["seconds"] = round(time.monotonic() - start, 2)
         return gen, report
 
+    # A program that reads no input gets no generator, so nothing of it is ever fit for
+    # reward: its fixed tests are not judged here (an llvm-test-suite import would pay a
+    # sanitizer build and runs per program for nothing).
+    if all(not t.stdin for t in program.tests):
+        return done(None, "no test has stdin")
+    if not reads_stdin(program):
+        return done(None, "the program does not read stdin")
     builds = _build(program, toolchain)
     if isinstance(builds, str):
         return done(None, builds)
@@ -1329,9 +1336,7 @@ def accept_generator(
         return done(None, "no fixed test is well defined (dropped_tests says why)")
     program = judge.program = replace(program, tests=kept_tests)
     if all(not t.stdin for t in program.tests):
-        return done(None, "no test has stdin")
-    if not reads_stdin(program):
-        return done(None, "the program does not read stdin")
+        return done(None, "no well-defined test has stdin")
     classes = learn_classes(program)
     if not classes:
         return done(None, "no test input has values that can vary")
