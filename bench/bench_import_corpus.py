@@ -23,6 +23,7 @@ import json
 import sys
 import time
 from collections import Counter
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -30,8 +31,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from bench_timing_common import RESULTS, environment, md_table, setup, write_result
 
-from asmopt.adequacy import is_reward_fit
-from asmopt.entropy import read_mark
+from asmopt.adequacy import check_adequacy, is_reward_fit, marked_program
+from asmopt.entropy import MARK_KEY, declared_problems, measure_entropy, read_mark
 from asmopt.evaluate import check_candidate
 from asmopt.fresh import FreshInputs, graded_per_class
 from asmopt.programs.model import Program
@@ -81,6 +82,16 @@ def _gradings_passed(program: Program, asm: str, toolchain: Any, sandbox: Any, s
 def program_row(program: Program, toolchain: Any, sandbox: Any, seeds: int, per: int) -> dict:
     """Everything the report shows of one program."""
     report = program.meta.get("inputs_report", {})
+    if program.inputs is not None and not declared_problems(program):
+        # Measured again with this tree's rules (what an import now stores).
+        meta = program.meta
+        meta[MARK_KEY] = measure_entropy(program, toolchain, sandbox).to_dict()
+        program = replace(program, metadata=tuple(sorted(meta.items())))
+    if program.inputs is not None and "adequacy" not in program.meta:
+        # What `data import` marks unless --no-adequacy: probes and mutants, judged on
+        # the fixed tests and drawn inputs.
+        adequacy = check_adequacy(program, toolchain, sandbox, seed=0)
+        program = marked_program(program, adequacy, toolchain.identity())
     fit, why = is_reward_fit(program)
     mark = read_mark(program)
     row: dict[str, Any] = {
