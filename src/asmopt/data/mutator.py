@@ -608,6 +608,7 @@ _GROWN_LENGTH = "between"
 
 
 def _grown_length(n: int) -> int:
+    """The most a grown size (a count, a string's length) seen as n in the test may be."""
     return max(n, min(max(n * GROW_FACTOR, GROW_MIN), GROW_MAX))
 
 
@@ -724,8 +725,7 @@ def _lone_count(line: Line) -> int | None:
 
 
 def _grown_count(v: int) -> dict[str, Any]:
-    target = min(max(v * GROW_FACTOR, GROW_MIN), GROW_MAX)
-    target = max(target, v)
+    target = _grown_length(v)
     return {"int": [max(v, target // 2), target]}
 
 
