@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 from workers import worker_with_children
 
+from asmopt.errors import InputError
 from asmopt.measure.timing import TimingConfig
 from asmopt.programs.generators import InputGenerator
 from asmopt.programs.model import Program, TestCase
@@ -620,7 +621,7 @@ def test_timing_is_one_nested_config_over_the_reward_preset() -> None:
             ScoreConfig.from_options({"timing": settings})
     with pytest.raises(ValueError, match="unknown ScoreConfig setting 'mesure'; did you mean"):
         ScoreConfig.from_options({"mesure": "none"})
-    with pytest.raises(TypeError, match="timing must be a TimingConfig or a mapping"):
+    with pytest.raises(InputError, match="timing: expected a TimingConfig or a mapping"):
         ScoreConfig(timing=20.0)  # type: ignore[arg-type]
 
 

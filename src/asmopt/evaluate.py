@@ -39,6 +39,7 @@ from asmopt.programs.generators import DrawError
 from asmopt.programs.model import Program, TestCase
 from asmopt.sandbox.runner import Limits, RunResult, Sandbox, SandboxUnavailable
 from asmopt.toolchain import BuildResult, Toolchain, ToolchainError
+from asmopt.typed_config import check_arguments
 
 if TYPE_CHECKING:
     from asmopt.measure.valgrind import CountResult, Valgrind
@@ -226,14 +227,17 @@ def check_binary(
             results.append(budget.exhausted(test.name, bound))
             break
         late = False  # killed at what our own work left of the deadline: not to blame
+        ours = False  # failed before the program started: not to blame either
         try:
             run = sandbox.run_program(binary, argv=test.argv, stdin=test.stdin, limits=run_limits)
             budget.charge(run, run_limits)
             verdict = classify_run(test, run, run_limits)
             late = bound == "deadline" and verdict.verdict == Verdict.TIMEOUT
             verdict = budget.judged(verdict, bound, run_limits)
-        except SandboxUnavailable as exc:
+        except SandboxUnavailable as exc:  # raised before the program's run: ours
+            log.error("sandbox for %s/%s: %s", program.id, test.name, exc)
             verdict = TestVerdict(test=test.name, verdict=Verdict.INFRA_ERROR, message=str(exc))
+            ours = True
         except Exception as exc:  # the grader itself failed: ours, not the candidate's
             log.error("grader error on %s/%s: %s", program.id, test.name, traceback.format_exc())
             verdict = TestVerdict(
@@ -241,7 +245,7 @@ def check_binary(
                 verdict=Verdict.INFRA_ERROR,
                 message=f"grader error: {type(exc).__name__}: {exc}",
             )
-        if verdict.verdict == Verdict.INFRA_ERROR and not sandbox.unsafe and not late:
+        if verdict.verdict == Verdict.INFRA_ERROR and not sandbox.unsafe and not (late or ours):
             budget.phase("ours")
             verdict = _blame(verdict, sandbox, limits)
             budget.phase("runs")
@@ -356,7 +360,7 @@ def _check_drawn_inputs(
         drawn = _drawn_verdicts(
             program, result.binary or "", baseline, sandbox, fresh, label, limits, heavy, budget
         )
-    except DrawError as exc:  # before any run on the input: the suite's or ours, never blamed
+    except (DrawError, SandboxUnavailable) as exc:  # before any run: never the candidate's
         log.error("drawn inputs of %s: %s", program.id, exc)
         drawn = [(TestVerdict(test="drawn", verdict=Verdict.INFRA_ERROR, message=str(exc)), False)]
     except Exception as exc:  # the baseline or our side failed: not the candidate's
@@ -728,6 +732,7 @@ def check(
     secret seed unless `fresh` replays one); with `measure` "time" or "instructions", a
     correct candidate is then measured against the -O3 baseline as an evaluation does, the
     result in `.speedup`. What `asmopt check` runs; the public entry point."""
+    check_arguments(check, dict(locals()))
     from asmopt.toolchain import default_toolchain
 
     mode = MeasureMode(measure)

@@ -62,6 +62,7 @@ from asmopt.sandbox import live as live_processes
 from asmopt.sandbox.runner import Limits, Sandbox, default_sandbox
 from asmopt.store import RunLock, StoreError
 from asmopt.toolchain import Toolchain, ToolchainError, default_toolchain
+from asmopt.typed_config import check_fields
 
 if TYPE_CHECKING:
     from asmopt.measure.valgrind import Valgrind
@@ -620,6 +621,9 @@ class EvalConfig:
     notify: Callable[[str], None] | None = None
 
     def __post_init__(self) -> None:
+        if isinstance(self.only, str):  # a lone id would be read as its characters
+            self.only = [self.only]
+        check_fields(self)  # the types; the ranges below
         try:
             self.measure = MeasureMode(self.measure)
         except ValueError:
@@ -633,8 +637,6 @@ class EvalConfig:
                 raise InputError(f"{name} must be an integer in {low}..{high}, got {value!r}")
         if self.run_dir is not None:
             self.run_dir = Path(self.run_dir)
-        if isinstance(self.only, str):  # a lone id would be read as its characters
-            self.only = [self.only]
 
 
 @dataclass

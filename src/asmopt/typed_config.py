@@ -8,6 +8,7 @@ bad config fails at start-up in one line.
 
 from __future__ import annotations
 
+import collections.abc
 import dataclasses
 import functools
 import sys
@@ -358,3 +359,128 @@ def culprits(error: str, without: Callable[[int], object], count: int) -> list[i
                 continue
         blamed.append(i)
     return blamed
+
+
+# ------------------------------------------------------------- configs made in Python
+# Field name -> (lowest, highest) allowed value; None leaves that side open.
+Ranges = dict[str, tuple[float | None, float | None]]
+
+
+def check_fields(obj: Any, ranges: Ranges | None = None) -> None:
+    """Every field of the dataclass instance `obj` checked against its declared type, and
+    the numeric ones in `ranges` against (low, high) bounds (None: open), so a config made
+    in Python fails when it is made, as a YAML or command-line one does: an InputError
+    naming `Class.field`, what it should be and what it is. Unlike `coerce` nothing is
+    converted: a caller in Python means the type it passes (`rounds="3"` is a mistake, not
+    YAML), so a bool is no number and a str no Path."""
+    cls = type(obj)
+    hints = typing.get_type_hints(cls)
+    for f in dataclasses.fields(obj):
+        value, tp = getattr(obj, f.name), hints.get(f.name, Any)
+        if not _conforms(value, tp):
+            raise InputError(
+                f"{cls.__name__}.{f.name}: expected {_describe(tp)}, got {show(value)}"
+            )
+    for name, (low, high) in (ranges or {}).items():
+        value = getattr(obj, name)
+        if value is None:
+            continue
+        if (low is not None and not value >= low) or (high is not None and not value <= high):
+            raise InputError(
+                f"{cls.__name__}.{name}: must be {_bounds(low, high)}, got {show(value)}"
+            )
+
+
+def _bounds(low: float | None, high: float | None) -> str:
+    if low is not None and high is not None:
+        return f"in {low}..{high}"
+    return f"at least {low}" if low is not None else f"at most {high}"
+
+
+def _conforms(value: Any, tp: Any) -> bool:
+    """Whether `value` is of the declared type `tp`, recursively through unions, literals
+    and containers; a type this cannot test (a Protocol, a type variable) accepts."""
+    tp = _bare(tp)
+    origin, args = typing.get_origin(tp), typing.get_args(tp)
+    if tp is Any or isinstance(tp, typing.TypeVar):
+        return True
+    if tp is None or tp is type(None):
+        return value is None
+    if origin in (typing.Union, types.UnionType):
+        return any(_conforms(value, arm) for arm in args)
+    if origin is Literal:
+        return any(value == a and type(value) is type(a) for a in args)
+    if tp is bool:
+        return isinstance(value, bool)
+    if tp is int:
+        return isinstance(value, int) and not isinstance(value, bool)
+    if tp is float:
+        return isinstance(value, int | float) and not isinstance(value, bool) and _finite(value)
+    if origin is not None and origin in (collections.abc.Callable,):
+        return callable(value)
+    if origin is not None:
+        return _conforms_container(value, origin, args)
+    if isinstance(tp, type):
+        try:
+            return isinstance(value, tp)
+        except TypeError:  # a Protocol that is not runtime-checkable
+            return True
+    return True
+
+
+def _conforms_container(value: Any, origin: Any, args: tuple[Any, ...]) -> bool:
+    if origin in (list, tuple, collections.abc.Sequence):
+        if isinstance(value, str | bytes) or not isinstance(value, origin):
+            return False
+        if origin is tuple and args and Ellipsis not in args:
+            return len(value) == len(args) and all(map(_conforms, value, args))
+        return not args or all(_conforms(v, args[0]) for v in value)
+    if origin in (dict, collections.abc.Mapping):
+        if not isinstance(value, collections.abc.Mapping):
+            return False
+        return not args or all(
+            _conforms(k, args[0]) and _conforms(v, args[1]) for k, v in value.items()
+        )
+    try:
+        return isinstance(value, origin)
+    except TypeError:
+        return True
+
+
+def _finite(value: float) -> bool:
+    return value == value and value not in (float("inf"), float("-inf"))
+
+
+def _describe(tp: Any) -> str:
+    """A declared type in words: `an integer`, `a Path, a string or None`."""
+    tp = _bare(tp)
+    origin, args = typing.get_origin(tp), typing.get_args(tp)
+    if origin in (typing.Union, types.UnionType):
+        words = [_describe(a) for a in args]
+        return ", ".join(words[:-1]) + " or " + words[-1]
+    if origin is Literal:
+        return "one of " + ", ".join(repr(a) for a in args)
+    named = {int: "an integer", float: "a finite number", bool: "True or False",
+             str: "a string", type(None): "None"}  # fmt: skip
+    if tp in named:
+        return named[tp]
+    if origin in (list, tuple, collections.abc.Sequence):
+        return f"a list (each item {_describe(args[0])})" if args else "a list"
+    if origin in (dict, collections.abc.Mapping):
+        return "a mapping"
+    if origin is collections.abc.Callable:
+        return "a callable"
+    return f"a {type_name(origin or tp)}"
+
+
+def check_arguments(func: Callable[..., Any], arguments: dict[str, Any]) -> None:
+    """The arguments of a public entry point checked against its annotations when it is
+    entered (`check_arguments(score, locals())` as its first line): `score(program, 5)` is
+    an InputError naming the parameter, not a grading that ends as `infra_error`."""
+    hints = typing.get_type_hints(func)
+    for name, value in arguments.items():
+        tp = hints.get(name)
+        if tp is not None and name != "return" and not _conforms(value, tp):
+            raise InputError(
+                f"{func.__name__}(): {name} must be {_describe(tp)}, got {show(value)}"
+            )

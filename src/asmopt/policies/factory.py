@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
+from asmopt.errors import InputError
 from asmopt.policies import available_policies, get_policy
 from asmopt.policies.base import Policy
 from asmopt.policies.llm import ANSWER_TOKENS, LLMPolicy, PolicyError, SamplingParams
@@ -29,7 +30,7 @@ def _lit(value: object) -> str:
     return str(value).replace("{", "{{").replace("}", "}}")
 
 
-class SpecError(PolicyError):
+class SpecError(PolicyError, InputError):
     """A PolicySpec that cannot be used. The message names the spec's fields (`rounds must
     be at least 1`) to a Python caller; `for_cli()` names the `asmopt eval` flags that set
     them (`--rounds must be at least 1`), which the command line shows instead.
@@ -47,6 +48,19 @@ class SpecError(PolicyError):
     def for_cli(self) -> str:
         """The message with each field named by the `asmopt eval` flag that sets it."""
         return self._render(lambda name: CLI_FLAGS.get(name, "--" + name.replace("_", "-")))
+
+
+# (field, lowest, highest) of the numeric PolicySpec fields: the ranges the endpoints and
+# samplers accept (an OpenAI-compatible server takes temperature 0..2), and a rounds count
+# and concurrency a run can afford.
+SPEC_RANGES = (
+    ("temperature", 0.0, 2.0),
+    ("top_p", 0.0, 1.0),
+    ("max_tokens", 1, 1_000_000),
+    ("seed", 0, 2**63 - 1),
+    ("concurrency", 1, 1024),
+    ("rounds", 1, 100),
+)
 
 
 @dataclass(frozen=True)
@@ -78,8 +92,17 @@ class PolicySpec:
     def __post_init__(self) -> None:
         """Every inconsistency is refused here, before a model loads or a request is sent,
         naming the spec's fields (`SpecError.for_cli` names the flags instead)."""
-        if self.rounds < 1:
-            raise SpecError(f"{{rounds}} must be at least 1, got {_lit(self.rounds)}")
+        from asmopt.typed_config import check_fields
+
+        check_fields(self)  # types first: `rounds="3"` is named, not a TypeError below
+        for name, low, high in SPEC_RANGES:
+            value = getattr(self, name)
+            if value is not None and not value >= low:
+                raise SpecError(f"{{{name}}} must be at least {low}, got {_lit(value)}")
+            if value is not None and not value <= high:
+                raise SpecError(f"{{{name}}} must be at most {high}, got {_lit(value)}")
+        if self.top_p == 0:
+            raise SpecError("{top_p} must be above 0 (nucleus sampling keeps that mass)")
         if self.api not in ("chat", "completions"):
             raise SpecError(f"{{api}} must be chat or completions, got {_lit(repr(self.api))}")
         known = (*available_policies(), *LLM_POLICIES, "answers")

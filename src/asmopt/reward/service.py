@@ -73,6 +73,7 @@ from asmopt.reward.deadline import (
 )
 from asmopt.reward.functions import RewardInput, get_reward
 from asmopt.sandbox.runner import Limits
+from asmopt.typed_config import check_arguments, check_fields, show
 
 log = logging.getLogger(__name__)
 
@@ -155,10 +156,18 @@ class ScoreConfig:
         if isinstance(self.timing, Mapping):
             object.__setattr__(self, "timing", reward_timing(self.timing))
         elif not isinstance(self.timing, TimingConfig):
-            raise TypeError(
-                "timing must be a TimingConfig or a mapping of its fields, got "
-                f"{type(self.timing).__name__}"
+            raise InputError(
+                "ScoreConfig.timing: expected a TimingConfig or a mapping of its fields, got "
+                f"{show(self.timing)}"
             )
+        if isinstance(self.limits, Mapping):
+            object.__setattr__(self, "limits", limits_of(self.limits))
+        elif self.limits is not None and not isinstance(self.limits, Limits):
+            raise InputError(
+                "ScoreConfig.limits: expected Limits or a mapping of its fields, got "
+                f"{show(self.limits)}"
+            )
+        check_fields(self, {"max_completion_bytes": (1, None), "drawn_per_class": (0, None)})
         get_reward(self.reward, **self.reward_options)  # fail now, not in a worker
         FreshInputs(seed=self.seed or 0, per_class=self.drawn_per_class)  # bounds, now
         check_edit_format(self.edit_format)
@@ -166,11 +175,6 @@ class ScoreConfig:
             raise InputError(f"measure must be time, instructions or none, got {self.measure!r}")
         if self.deadline_s is not None and not self.deadline_s > 0:
             raise InputError("deadline_s must be positive (or None: computed per sample)")
-        if isinstance(self.limits, Mapping):
-            object.__setattr__(self, "limits", limits_of(self.limits))
-        elif self.limits is not None and not isinstance(self.limits, Limits):
-            kind = type(self.limits).__name__
-            raise TypeError(f"limits must be Limits or a mapping of its fields, got {kind}")
 
     @classmethod
     def from_options(cls, options: Mapping[str, Any]) -> ScoreConfig:
@@ -368,6 +372,8 @@ def score(
     `ScoreConfig`, or as its fields by keyword (`reward`, `measure`, `timing={"budget_s":
     20}`, ...), each checked by name and type (`ScoreConfig.from_options`); not both.
     Programs marked unfit are refused (UnfitProgramError) unless `allow_unfit`."""
+    check_arguments(score, {"program": program, "completion": completion, "config": config,
+                            "baseline_asm": baseline_asm, "allow_unfit": allow_unfit})  # fmt: skip
     if config is not None and options:
         raise InputError(
             f"give a ScoreConfig or its fields by keyword, not both (got {sorted(options)})"

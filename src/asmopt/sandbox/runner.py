@@ -31,9 +31,10 @@ import signal
 import subprocess
 import tempfile
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import TypeVar
 
 from asmopt.errors import EnvironmentProblem
 from asmopt.sandbox import live as live_processes
@@ -85,6 +86,13 @@ FIX_HINT = (
 
 class SandboxUnavailable(EnvironmentProblem):
     """bubblewrap is missing or cannot create namespaces here; the message says how to fix it."""
+
+
+class RunStagingFailed(SandboxUnavailable):
+    """Our side could not prepare a sandboxed run (its directory, the copies of the binaries,
+    the inputs, the launcher) before any program started: a full TMPDIR, a quota, a
+    permission. Never the program's: nothing it did can reach the host's disk before its
+    run, and during its run it writes only to its own in-memory /tmp and to pipes."""
 
 
 @dataclass(frozen=True)
@@ -389,6 +397,25 @@ def _system_tree_binds() -> list[str]:
 
 
 NO_SPACE = "no space left on the device for a sandboxed run's temporary files"
+
+_T = TypeVar("_T")
+
+
+def _staged(step: Callable[[], _T]) -> _T:
+    """Run one staging step of a sandboxed run; an OSError there is ours (RunStagingFailed),
+    named with the directory and, for a full disk, the fix."""
+    try:
+        return step()
+    except OSError as exc:
+        if exc.errno in (errno.ENOSPC, errno.EDQUOT):  # name the directory, not a file in it
+            raise RunStagingFailed(
+                f"{NO_SPACE}: {tempfile.gettempdir()}; free disk space or set TMPDIR to "
+                "another file system, and rerun"
+            ) from exc
+        where = exc.filename2 or exc.filename or tempfile.gettempdir()
+        raise RunStagingFailed(
+            f"could not prepare a sandboxed run in {where}: {exc.strerror or exc}"
+        ) from exc
 
 
 @dataclass(frozen=True)
@@ -716,9 +743,7 @@ class Sandbox:
         why = self._probe_failure(Limits(wall_seconds=30.0))
         if why is not None and why.startswith(NO_SPACE):
             self._checked = False  # a full disk is not a missing sandbox: say which
-            raise SandboxUnavailable(
-                f"{why}; free disk space or set TMPDIR to another file system, and rerun"
-            )
+            raise SandboxUnavailable(why)
         if why is not None:
             self._checked = False
             raise SandboxUnavailable(
@@ -746,9 +771,9 @@ class Sandbox:
         assert self._probe is not None
         try:
             result = self.run_binaries([self._probe], [0], stdin=b"probe\n", limits=limits)
+        except RunStagingFailed as exc:
+            return str(exc)
         except OSError as exc:
-            if exc.errno in (errno.ENOSPC, errno.EDQUOT):
-                return f"{NO_SPACE}: {exc.filename2 or exc.filename or tempfile.gettempdir()}"
             return f"bubblewrap could not be started: {exc}"
         if result.infra_error:
             return result.infra_error
@@ -931,10 +956,10 @@ class Sandbox:
             env_pad = random.randrange(ENV_PAD_MAX)
         self.check()
         outer = _whole_sandbox_limits(limits, len(order), max(walls), max_total_output)
-        run_dir = self._make_run_dir()
         fds: list[int] = []
+        run_dir = _staged(self._make_run_dir)
         try:
-            input_fds, launch = self._stage_run(run_dir, binaries, inputs, fds)
+            input_fds, launch = _staged(lambda: self._stage_run(run_dir, binaries, inputs, fds))
             what = _RunPlan(fds[: len(binaries)], input_fds, order, feed, marker, log_fd)
             tail = self._launch_tail(limits, walls, what, [argv0, *argv])
             cmd, env, cwd = self._program_command(

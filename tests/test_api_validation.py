@@ -1,0 +1,93 @@
+"""The Python API checks its configs and arguments as the command line does: a wrong type or
+an out-of-range value of any field of EvalConfig, PolicySpec or ScoreConfig, or a wrong
+argument of `score`/`check`, is an InputError naming the field when the object is made or
+the call is entered (never a bare TypeError later, nor a grading that ends as infra_error)."""
+
+from __future__ import annotations
+
+import dataclasses
+import typing
+
+import pytest
+
+from asmopt.errors import InputError
+from asmopt.evaluate import check
+from asmopt.policies.factory import PolicySpec
+from asmopt.programs import load_builtin_suite
+from asmopt.reward.service import ScoreConfig, score
+from asmopt.run import EvalConfig
+
+pytestmark = pytest.mark.fast
+
+CONFIGS = (EvalConfig, PolicySpec, ScoreConfig)
+
+
+def _typed_fields(cls: type) -> list[str]:
+    hints = typing.get_type_hints(cls)
+    return [f.name for f in dataclasses.fields(cls) if hints[f.name] not in (typing.Any, object)]
+
+
+@pytest.mark.parametrize(
+    ("cls", "name"), [(c, n) for c in CONFIGS for n in _typed_fields(c)], ids=str
+)
+def test_every_field_of_a_wrong_type_is_named(cls: type, name: str) -> None:
+    # A complex number is of no declared type of any field: each must be refused by name.
+    with pytest.raises(InputError, match=rf"\b{name}\b"):
+        cls(**{name: 1j})
+
+
+@pytest.mark.parametrize(
+    ("cls", "field", "value"),
+    [
+        (PolicySpec, "rounds", "3"),
+        (PolicySpec, "temperature", -1.0),
+        (PolicySpec, "temperature", float("nan")),
+        (PolicySpec, "top_p", 2.0),
+        (PolicySpec, "top_p", 0.0),
+        (PolicySpec, "max_tokens", 0),
+        (PolicySpec, "concurrency", 0),
+        (PolicySpec, "max_tokens", True),
+        (ScoreConfig, "max_completion_bytes", -1),
+        (ScoreConfig, "max_completion_bytes", 0),
+        (ScoreConfig, "drawn_per_class", "2"),
+        (ScoreConfig, "timing", 5),
+        (ScoreConfig, "limits", "fast"),
+        (ScoreConfig, "seed", 1.5),
+        (EvalConfig, "run_dir", 5),
+        (EvalConfig, "split", 3),
+        (EvalConfig, "only", [1]),
+        (EvalConfig, "samples", 0),
+        (EvalConfig, "jobs", True),
+        (EvalConfig, "fresh", "yes"),
+    ],
+    ids=str,
+)
+def test_a_wrong_value_is_an_input_error_naming_its_field(
+    cls: type, field: str, value: object
+) -> None:
+    with pytest.raises(InputError, match=field):
+        cls(**{field: value})
+
+
+def test_the_documented_forms_are_accepted() -> None:
+    assert EvalConfig(only="bfs_grid", suite="somewhere", run_dir="r").only == ["bfs_grid"]
+    config = ScoreConfig(timing={"budget_s": 20}, limits={"wall_seconds": 5}, seed=3)
+    assert config.timing.budget_s == 20 and config.limits.wall_seconds == 5
+    assert PolicySpec(temperature=0.7, top_p=0.95, max_tokens=512).top_p == 0.95
+
+
+@pytest.mark.parametrize(
+    ("call", "named"),
+    [
+        (lambda p: score(p, 5), "completion"),
+        (lambda p: score("bfs_grid", "x"), "program"),
+        (lambda p: score(p, "x", baseline_asm=7), "baseline_asm"),
+        (lambda p: check(p, 5), "assembly"),
+        (lambda p: check(p, "x", fresh="seed"), "fresh"),
+    ],
+    ids=("score_completion", "score_program", "score_baseline", "check_assembly", "check_fresh"),
+)
+def test_entry_points_refuse_wrong_arguments_before_grading(call, named: str) -> None:
+    program = load_builtin_suite().programs["bfs_grid"]
+    with pytest.raises(InputError, match=rf"\(\): {named} must be"):
+        call(program)
