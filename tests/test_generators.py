@@ -199,3 +199,34 @@ def test_every_built_in_generator_survives_a_row_and_draws_the_same_bytes() -> N
                 continue  # large draws; the light classes exercise every rule
             seed = derive_seed(9, program.id, size_class)
             assert carried.draw(size_class, seed) == program.inputs.draw(size_class, seed)
+
+
+def _one_list(body: dict) -> InputGenerator:
+    return InputGenerator.from_dict(
+        {"version": 1, "classes": {"c": {"template": "{a}\n", "vars": {"a": {"ints": body}}}},
+         "tests": {"t": "c"}}
+    )
+
+
+def test_sorted_and_distinct_lists_draw_what_they_say_and_declare_their_min_entropy() -> None:
+    import math
+
+    perm = _one_list({"count": 10, "range": [1, 10], "distinct": True})
+    subset = _one_list({"count": 10, "range": [1, 1000], "distinct": True, "order": "asc"})
+    sorted_small = _one_list({"count": 10, "range": [1, 3], "order": "desc"})
+    for seed in range(20):
+        xs = [int(x) for x in perm.draw("c", seed).split()]
+        assert sorted(xs) == list(range(1, 11))
+        ys = [int(x) for x in subset.draw("c", seed).split()]
+        assert ys == sorted(set(ys)) and len(ys) == 10
+        zs = [int(x) for x in sorted_small.draw("c", seed).split()]
+        assert zs == sorted(zs, reverse=True)
+    assert perm.entropy_bits("c") == pytest.approx(math.log2(math.factorial(10)))
+    assert subset.entropy_bits("c") == pytest.approx(math.log2(math.comb(1000, 10)))
+    # the likeliest sorted list of ten values of three: multiplicities 4, 3, 3
+    likeliest = math.factorial(10) / (math.factorial(4) * math.factorial(3) ** 2)
+    assert sorted_small.entropy_bits("c") == pytest.approx(10 * math.log2(3) - math.log2(likeliest))
+    with pytest.raises(GeneratorError, match="11 distinct values cannot be drawn from"):
+        _one_list({"count": 11, "range": [1, 10], "distinct": True})
+    with pytest.raises(GeneratorError, match="order"):
+        _one_list({"count": 3, "range": [1, 10], "order": "sideways"})

@@ -135,10 +135,10 @@ def test_counts_keywords_and_sentinels_stay_as_written() -> None:
         assert body["template"].startswith("3\n") and body["template"].endswith("0 0\n")
 
 
-def test_strings_keep_their_alphabet_and_grow_only_where_no_number_states_the_length() -> None:
-    """`hello`: at the `full` level the same length; at the `grown` level longer (no number
-    of the input states its length), never shorter, always of the letters seen. A string
-    whose length a number states (`5` then `hello`) keeps it."""
+def test_strings_keep_their_alphabet_and_grow_with_the_number_that_states_their_length() -> None:
+    """`hello`: at the `full` level the same length; at the `grown` level longer, never
+    shorter, always of the letters seen. A string whose length a number states (`5` then
+    `hello`, `5 2` then `hello`) grows with that number, which still states it."""
     for level, lengths in (("full", {5}), ("grown", None)):
         gen = learn_generator(program("reverse"), level)
         assert gen is not None
@@ -148,10 +148,14 @@ def test_strings_keep_their_alphabet_and_grow_only_where_no_number_states_the_le
             assert text.endswith("\n") and set(text[:-1]) <= set("helo")
         sizes = {len(text) - 1 for text in seen}
         assert sizes == lengths if lengths else (min(sizes) >= 5 and max(sizes) > 20)
-    stated = Program("stated", REVERSE_C, (TestCase("t", b"5\nhello\n", b""),))
-    gen = learn_generator(stated)
-    assert gen is not None
-    assert all(len(text.split()[1]) == 5 for _, text in draws(replace_inputs(stated, gen)))
+    for head in (b"5", b"5 2"):
+        stated = Program("stated", REVERSE_C, (TestCase("t", head + b"\nhello\n", b""),))
+        gen = learn_generator(stated)
+        assert gen is not None
+        drawn = [text.split("\n") for _, text in draws(replace_inputs(stated, gen))]
+        assert all(int(lines[0].split()[0]) == len(lines[1]) for lines in drawn), drawn
+        assert max(len(lines[1]) for lines in drawn) > 20
+        assert all(set(lines[1]) <= set("helo") for lines in drawn)
 
 
 def test_programs_without_stdin_or_values_learn_nothing() -> None:
@@ -288,7 +292,9 @@ def test_exported_row_carries_the_generator(tmp_path: Path, toolchain, sandbox, 
     by_id = {r["extra_info"]["program_id"]: r for r in rows}
     assert by_id["quiet"]["extra_info"]["inputs_spec"] is None
     spec = json.loads(by_id["sum"]["extra_info"]["inputs_spec"])
-    assert spec["origin"] == "learnt" and spec["tests"] == {"t00": "a", "t01": "b"}
+    # (t01's own class, a sample too small to carry 64 bits, is folded into t00's: the
+    # import's `class_folding`)
+    assert spec["origin"] == "learnt" and spec["tests"] == {"t00": "a", "t01": "a"}
     # the reward side reads the row alone and draws exactly what the suite's program draws
     read, _ = row_to_program(by_id["sum"], 0, "rows", "row", "train")
     original = suite.programs["sum"]
@@ -513,3 +519,103 @@ def test_test_cases_grow_in_number_and_each_one_in_size(toolchain, sandbox) -> N
             n, items = int(lines[1 + 2 * k]), lines[2 + 2 * k].split()
             assert n == len(items) and n > 6
     assert p.inputs.entropy_bits("t") >= 64
+
+
+# ---------------------------------------------------------------------------- folding
+TALLY_C = r"""#include <stdio.h>
+int main(void)
+{
+    int n, x = 0; char op[4];
+    if (scanf("%d", &n) != 1) return 1;
+    while (n--) { if (scanf("%3s", op) != 1) return 2; x += op[1] == '+' ? 1 : -1; }
+    printf("%d\n", x);
+    return 0;
+}
+"""
+TALLY_OPS = ("X++", "--X", "++X", "X--")
+
+
+def test_a_one_record_samples_class_is_folded_into_a_sibling_that_carries_entropy(
+    tmp_path: Path, toolchain, sandbox
+) -> None:
+    """A sample of one operation gives a class of a few bits; its sibling sample of forty
+    gives hundreds. The import folds the small class (its test now stands for the big
+    one, named in the report) instead of calling the whole program tabulable, and every
+    grading's draws are of the kept class."""
+    from asmopt.adequacy import is_reward_fit
+    from asmopt.entropy import declared_problems, read_mark
+
+    ops = [TALLY_OPS[(7 * i) % 4] for i in range(40)]
+    pool = tmp_path / "pool" / "tally"
+    (pool / "tests").mkdir(parents=True)
+    (pool / "tally.c").write_text(TALLY_C)
+    (pool / "tests" / "1.in").write_text("1\nX++\n")
+    (pool / "tests" / "2.in").write_text(f"{len(ops)}\n" + "\n".join(ops) + "\n")
+    suite, _ = import_plain_dir(pool, mutator=True, toolchain=toolchain, sandbox=sandbox)
+    tally = suite.programs["tally"]
+    assert tally.inputs is not None
+    assert tally.inputs.class_names == ("2",)
+    assert tally.size_class("1") == "2" and tally.size_class("2") == "2"
+    folded = tally.meta["inputs_report"]["folded"]
+    assert list(folded) == ["1"] and "bits of declared entropy" in folded["1"], folded
+    assert not declared_problems(tally)
+    mark = read_mark(tally)
+    assert mark is not None and [c.size_class for c in mark.classes] == ["2"]
+    assert is_reward_fit(tally)[0], is_reward_fit(tally)
+
+
+def test_folding_needs_a_class_to_fold_into() -> None:
+    from asmopt.data.class_folding import fold_classes
+    from asmopt.programs.generators import InputGenerator
+
+    spec = {
+        "version": 1,
+        "origin": "learnt",
+        "classes": {
+            "a": {"template": "{n}\n", "vars": {"n": {"int": [1, 9]}}},
+            "b": {"template": "{n}\n", "vars": {"n": {"int": [0, 2**64 - 1]}}},
+            "c": {"template": "{n} {m}\n", "vars": {"n": {"int": [0, 2**64 - 1]},
+                                                   "m": {"int": [0, 2**64 - 1]}}},
+        },
+        "tests": {"t1": "a", "t2": "b", "t3": "c"},
+    }
+    tests = tuple(TestCase(f"t{k}", b"1\n", b"1\n") for k in (1, 2, 3))
+    prog = Program(id="p", source="int main(void){return 0;}", tests=tests,
+                   inputs=InputGenerator.from_dict(spec))
+    folded = fold_classes(prog, {"a": "a: 3.2 bits"})
+    assert folded is not None and folded.inputs is not None
+    assert folded.inputs.class_names == ("b", "c")
+    assert folded.size_class("t1") == "b"  # the kept class nearest in entropy
+    assert folded.meta["inputs_report"]["folded"] == {"a": "a: 3.2 bits; its test(s) now "
+                                                            "stand for class b"}
+    assert fold_classes(prog, {}) is None
+    assert fold_classes(prog, {k: "weak" for k in ("a", "b", "c")}) is None
+
+
+def test_sorted_lists_stay_sorted_and_permutations_stay_permutations() -> None:
+    """A list given in order is drawn in that order; a list that is a shuffle of 1..n is
+    drawn as a permutation of 1..(its drawn length), also where the count grows. A list
+    too short to tell (four values) is drawn freely."""
+    cases = (
+        ("desc", b"6\n9 7 7 4 2 1\n"),
+        ("asc", b"6\n1 1 3 8 8 9\n"),
+        ("perm", b"6\n2 1 5 3 6 4\n"),
+        ("free", b"4\n1 2 3 4\n"),
+    )
+    for kind, stdin in cases:
+        p = Program(kind, SUM_C, (TestCase("t", stdin, b""),))
+        gen = learn_generator(p)
+        assert gen is not None
+        lists = [
+            [int(x) for x in text.split("\n")[1].split()]
+            for _, text in draws(replace_inputs(p, gen), 24)
+        ]
+        assert max(len(xs) for xs in lists) > 6, kind  # grown past the sample
+        if kind == "desc":
+            assert all(xs == sorted(xs, reverse=True) for xs in lists)
+        elif kind == "asc":
+            assert all(xs == sorted(xs) for xs in lists)
+        elif kind == "perm":
+            assert all(sorted(xs) == list(range(1, len(xs) + 1)) for xs in lists)
+        else:
+            assert any(xs != sorted(xs) for xs in lists)

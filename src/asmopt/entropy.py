@@ -160,6 +160,13 @@ class EntropyReport:
             )
         return out
 
+    def class_problems(self) -> dict[str, str]:
+        """Class -> why it is tabulable by itself, for the classes that are (the program's
+        own rule on a constant answer, over all classes together, is not in it)."""
+        strict = self.origin != "learnt"
+        out = {c.size_class: "; ".join(c.problems(collisions_count=strict)) for c in self.classes}
+        return {k: why for k, why in out.items() if why}
+
     def required_per_class(self) -> int | None:
         """The fewest drawn inputs per class (at least the default) at which a constant
         answer passes one grading with probability at most MAX_DEFAULT_PASS, or None when
@@ -240,6 +247,13 @@ def declared_problems(program: Program) -> list[str]:
                 f"{size_class}: {bits:.1f} bits of declared entropy (< {MIN_ENTROPY_BITS:g})"
             )
     return out
+
+
+def declared_class_problems(program: Program) -> dict[str, str]:
+    """Class -> its declared-entropy problem, for the timed classes below the bound."""
+    if program.inputs is None:
+        return {}
+    return {p.split(": ", 1)[0]: p for p in declared_problems(program)}
 
 
 def read_mark(program: Program) -> EntropyReport | None:

@@ -328,9 +328,15 @@ def _measure_learnt_entropy(
     inputs whose outputs are nearly all one (`NEITHER` in 196 of 200 draws), and only
     the measured outputs show it. The mark makes such a program unfit for reward at once
     (`adequacy.is_reward_fit`), not only after a `suite verify --write-marks`."""
-    from asmopt.entropy import MARK_KEY, declared_problems, measure_entropy
+    from asmopt.entropy import MARK_KEY, declared_class_problems, declared_problems, measure_entropy
     from asmopt.parallel import parallel_map
 
+    from .class_folding import fold_classes
+
+    learnt = [  # a class a sample too small to carry 64 bits gave: folded, where others do
+        (fold_classes(new, declared_class_problems(new)) or new) if old.inputs is None else new
+        for old, new in zip(before, learnt, strict=True)
+    ]
     chosen = [
         k
         for k, (old, new) in enumerate(zip(before, learnt, strict=True))
@@ -346,6 +352,12 @@ def _measure_learnt_entropy(
         except RuntimeError as exc:  # our sandbox failed: unmeasured, not unfit
             report.note(f"{program.id}: drawn outputs not measured ({exc})")
             return program
+        folded = fold_classes(program, measured.class_problems())
+        if folded is not None:  # the kept classes' measures stand: each class draws alone
+            program = folded
+            kept = set(program.inputs.class_names) if program.inputs else set()
+            measured.classes = [c for c in measured.classes if c.size_class in kept]
+            measured.program_hash = program.content_hash()
         meta = program.meta
         meta[MARK_KEY] = measured.to_dict()
         return replace(program, metadata=tuple(sorted(meta.items())))

@@ -674,7 +674,11 @@ def _line_pieces(
         if count >= 3 and sep is not None:
             if "int" in rule:
                 lo, hi = rule["int"]
-                out.append(("run", {"ints": {"count": count, "range": [lo, hi], "sep": sep}}))
+                numbers = [int(atoms[k].text) for k in range(i, j + 1, 2)]
+                ints = {"count": count, "range": [lo, hi], "sep": sep, **_list_contract(numbers)}
+                if ints.get("distinct"):  # a permutation of 1..count
+                    ints["range"] = [1, count]
+                out.append(("run", {"ints": ints}))
             else:
                 out.append(
                     (
@@ -697,6 +701,25 @@ def _line_pieces(
 
 
 Piece = str | tuple[str, dict[str, Any]]
+# The shortest list whose order is taken for a rule of its problem: 5 distinct values fall
+# in one of the two sorted orders by chance with probability 2/120.
+MIN_ORDERED = 5
+
+
+def _list_contract(numbers: list[int]) -> dict[str, Any]:
+    """What a list's values show about its contract, as `ints` options: a permutation of
+    1..n (`distinct`, drawn as one), a sorted list (`order`, kept sorted). Nothing for
+    lists too short for it to be more than chance."""
+    n = len(numbers)
+    if n >= 4 and sorted(numbers) == list(range(1, n + 1)) and numbers != sorted(numbers):
+        return {"distinct": True}
+    if n < MIN_ORDERED or len(set(numbers)) < 2:
+        return {}
+    if numbers == sorted(numbers):
+        return {"order": "asc"}
+    if numbers == sorted(numbers, reverse=True):
+        return {"order": "desc"}
+    return {}
 
 
 def _render(pieces: list[Piece], writer: _Writer) -> tuple[str, dict[str, Any]]:
@@ -763,25 +786,68 @@ def _line_shapes(
     return shapes, varies
 
 
-def _grow_listed_counts(parsed: _Parsed, shapes: list[tuple[str, list[Piece]]]) -> None:
-    """At the `grown` level: a lone count whose next line is a list of exactly that many
-    values becomes a drawn count, and the list's length follows it (`ints` counts may
-    name an earlier var), so the count still equals the items drawn."""
+def _leading_count(line: Line) -> int | None:
+    """The count a line starts with (a kept count-like integer as its first value, alone
+    or beside other values: `5`, `5 2` for n and k), or None."""
+    values = line.values()
+    if values and values[0].kind == "int" and values[0].fixed:
+        v = int(values[0].text)
+        return v if v >= 1 else None
+    return None
+
+
+def _governed(pieces: list[Piece], v: int) -> dict[str, Any] | None:
+    """The rule body of the one drawn piece of a line, where that piece is a list of v
+    values or a string of v characters (what a count on the line before can govern)."""
+    drawn = [p for p in pieces if not isinstance(p, str)]
+    if len(drawn) != 1:
+        return None
+    kind, rule = drawn[0]
+    if kind == "run":
+        body = rule.get("ints") or rule.get("repeat")
+        return body if body is not None and body["count"] == v else None
+    text = rule.get("text")
+    if kind == "one" and isinstance(text, dict) and text.get("length") == v:
+        return text
+    return None
+
+
+def _run_after(shapes: list[tuple[str, list[Piece]]], k: int, v: int) -> bool:
+    """Whether exactly the v lines after line k share one shape with vars (a run of
+    lines that a count on line k governs)."""
+    run = shapes[k + 1 : k + 1 + v]
+    if v < 2 or len(run) < v or any(key != run[0][0] for key, _ in run):
+        return False
+    if not any(not isinstance(p, str) for p in run[0][1]):
+        return False
+    return k + 1 + v >= len(shapes) or shapes[k + 1 + v][0] != run[0][0]
+
+
+def _grow_counts(parsed: _Parsed, shapes: list[tuple[str, list[Piece]]]) -> None:
+    """At the `grown` level: a count that starts its line and governs what follows (the
+    next line's list or string of exactly that many values or characters, or the run of
+    exactly that many lines after it) becomes a drawn count, and what it governs follows
+    it: a list's or string's length names the count's var (`_resolve_count`), a run of
+    lines is repeated that many times (`_assemble`). The count still equals the items
+    drawn."""
     for k in range(len(parsed.lines) - 1):
-        v = _lone_count(parsed.lines[k])
-        runs = [p for p in shapes[k + 1][1] if not isinstance(p, str)]
-        if v is None or len(runs) != 1 or runs[0][0] != "run":
+        v = _leading_count(parsed.lines[k])
+        if v is None:
             continue
-        body = runs[0][1].get("ints")
-        if body is None or body["count"] != v:
+        body = _governed(shapes[k + 1][1], v)
+        if body is not None and k + 2 < len(shapes) and shapes[k + 2][0] == shapes[k + 1][0]:
+            body = None  # the first row of a table (n, then an n x n grid): not one list
+        if body is None and not _run_after(shapes, k, v):
             continue
-        body["count"] = _COUNT_REF
-        text = parsed.lines[k].values()[0].text
+        if body is not None:
+            body["count" if "count" in body else "length"] = _COUNT_REF
+            if body.get("distinct"):  # a permutation stays one at the drawn length
+                body["range"] = [1, _COUNT_REF]
+            shapes[k + 1] = (json.dumps(shapes[k + 1][1], sort_keys=True), shapes[k + 1][1])
         pieces = shapes[k][1]
-        at = pieces.index(text)
+        at = pieces.index(parsed.lines[k].values()[0].text)
         pieces[at] = ("count", _grown_count(v))
         shapes[k] = (json.dumps(pieces, sort_keys=True), pieces)
-        shapes[k + 1] = (json.dumps(shapes[k + 1][1], sort_keys=True), shapes[k + 1][1])
 
 
 # A list's length that follows a drawn count: replaced by the count's var name on render.
@@ -812,10 +878,8 @@ def _assemble(
             has_vars = any(not isinstance(p, str) for p in pieces)
             if j - i >= 2 and has_vars:
                 count: int | str = j - i
-                if grow and i > 0 and _lone_count(parsed.lines[i - 1]) == j - i:
-                    count = _grow_previous_count(
-                        template, variables, parsed.lines[i - 1], writer
-                    ) or count
+                if grow and i > 0 and _counts_run(parsed.lines[i - 1], shapes[i - 1][1], j - i):
+                    count = f"{prefix}n{i - 1}"  # the count var line i - 1 was rendered with
                 inner, inner_vars = _render(pieces, writer)
                 name = writer.name()
                 variables[name] = {
@@ -835,29 +899,23 @@ def _assemble(
 
 
 def _resolve_count(variables: dict[str, Any], count_name: str) -> dict[str, Any]:
-    """`variables` with a list's `_COUNT_REF` length replaced by the count var's name."""
+    """`variables` with a list's or a string's `_COUNT_REF` length replaced by the count
+    var's name."""
     for rule in variables.values():
+        for kind, key in (("ints", "count"), ("repeat", "count"), ("text", "length")):
+            body = rule.get(kind)
+            if isinstance(body, dict) and body.get(key) == _COUNT_REF:
+                body[key] = count_name
         body = rule.get("ints")
-        if body is not None and body.get("count") == _COUNT_REF:
-            body["count"] = count_name
+        if isinstance(body, dict) and body["range"][1] == _COUNT_REF:
+            body["range"] = [1, count_name]  # a permutation: of 1..its drawn length
     return variables
 
 
-def _grow_previous_count(
-    template: list[str], variables: dict[str, Any], count_line: Line, writer: _Writer
-) -> str | None:
-    """Turn the lone count just rendered (the last template piece, written as seen) into a
-    drawn count var, and return its name for the run of lines it governs (None, and
-    nothing changed, where that line was not written as seen)."""
-    text = _literal(count_line.values()[0].text)
-    last = template[-1] if template else ""
-    at = last.rfind(text)
-    if at < 0 or "{" in last:
-        return None
-    name = writer.name()
-    template[-1] = last[:at] + "{" + name + "}" + last[at + len(text) :]
-    variables[name] = _grown_count(int(text))
-    return name
+def _counts_run(line: Line, pieces: list[Piece], length: int) -> bool:
+    """Whether `line` was given a drawn count (`_grow_counts`) for a run of `length`."""
+    drawn = any(not isinstance(p, str) and p[0] == "count" for p in pieces)
+    return drawn and _leading_count(line) == length
 
 
 def _line_kind(line: Line) -> tuple[Any, ...]:
@@ -902,6 +960,7 @@ def _grown_records(
     t = _lone_count(parsed.lines[0]) or 0
     inner_growth = any(
         isinstance(rule.get("ints", rule.get("repeat", {})).get("count"), str)
+        or isinstance(rule.get("text", {}).get("length"), str)
         for rule in record["vars"].values()
     )
     count = {"int": [t, max(2 * t, 8)]} if inner_growth else _grown_count(t)
@@ -926,7 +985,7 @@ def _class_body(
     shapes, varies = _line_shapes(parsed, columns, keyword_cols, level, vocab)
     grow = level in _GROWN
     if grow:
-        _grow_listed_counts(parsed, shapes)
+        _grow_counts(parsed, shapes)
     if not varies and not grow:
         return None
     size = _records(parsed) if grow else None
@@ -1449,7 +1508,8 @@ def summarize(report: dict[str, Any]) -> str:
     parts = []
     for name, c in report["classes"].items():
         tried = "+".join(f"{a['accepted']}/{a['tried']}" for a in c["attempts"]) or "0/0"
-        parts.append(f"{name} {tried} {c['level'] or 'dropped'}")
+        folded = " folded" if name in (report.get("folded") or {}) else ""
+        parts.append(f"{name} {tried} {c['level'] or 'dropped'}{folded}")
     head = "generator" if report.get("generator") else "fixed inputs"
     return f"{head}: " + ", ".join(parts)
 

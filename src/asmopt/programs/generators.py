@@ -30,6 +30,8 @@ its `vars` are drawn in the order written, each by one rule:
 | `{"mutate": {"of": "a", "rate": r, "alphabet": "abc"}}` | var a with a share r of its |
 | | characters substituted, deleted or doubled |
 | `{"ints": {"count": N, "range": [lo, hi], "sep": " ", "per_line": k}}` | N integers |
+| | (`"order": "asc"` or `"desc"`: sorted; `"distinct": true`: no value twice, |
+| | so N <= hi - lo + 1; both: a sorted set, `[1, N]` distinct: a permutation) |
 | `{"repeat": {"count": N, "template": "...", "vars": {...}, "sep": ""}}` | N records, |
 | | each drawn like a class |
 | `{"value": X}` | the number or expression X (over earlier vars) |
@@ -524,7 +526,7 @@ def _parse_bulk(
         args["rate"] = _Num.parse(body.get("rate", 0.1), f"{where}.rate", known)
         args["alphabet"] = _alphabet(body.get("alphabet"), f"{where}.alphabet")
     elif kind == "ints":
-        _keys(body, {"count", "range", "sep", "per_line"}, where)
+        _keys(body, {"count", "range", "sep", "per_line", "order", "distinct"}, where)
         args["count"] = _Num.parse(body.get("count", 0), f"{where}.count", known)
         args["range"] = _pair(body.get("range"), f"{where}.range", known)
         args["sep"] = _string(body.get("sep", " "), f"{where}.sep")
@@ -532,6 +534,14 @@ def _parse_bulk(
         if not isinstance(per_line, int) or isinstance(per_line, bool) or per_line < 0:
             raise GeneratorError(f"{where}.per_line: expected an integer >= 0")
         args["per_line"] = per_line
+        order = body.get("order")
+        if order not in (None, "asc", "desc"):
+            raise GeneratorError(f"{where}.order: expected \"asc\" or \"desc\", got {order!r}")
+        args["order"] = order
+        distinct = body.get("distinct", False)
+        if not isinstance(distinct, bool):
+            raise GeneratorError(f"{where}.distinct: expected true or false")
+        args["distinct"] = distinct
     else:  # repeat
         _keys(body, {"count", "template", "vars", "sep"}, where)
         args["count"] = _Num.parse(body.get("count", 0), f"{where}.count", known)
@@ -561,12 +571,21 @@ def _count(num: _Num, env: Mapping[str, Any], where: str) -> int:
 
 
 def _int_range(
-    pair: tuple[_Num, _Num], env: Mapping[str, Any], where: str, count: int = 1
+    pair: tuple[_Num, _Num],
+    env: Mapping[str, Any],
+    where: str,
+    count: int = 1,
+    distinct: bool = False,
 ) -> tuple[int, int]:
-    """An integer rule's [lo, hi]; empty is an error where anything is drawn from it."""
+    """An integer rule's [lo, hi]; empty is an error where anything is drawn from it, and
+    so is one with fewer values than `count` distinct ones are drawn from it."""
     lo, hi = pair[0].get_int(env, where), pair[1].get_int(env, where)
     if hi < lo and count:
         raise GeneratorError(f"{where}: empty range [{lo}, {hi}]")
+    if distinct and hi - lo + 1 < count:
+        raise GeneratorError(
+            f"{where}: {count} distinct values cannot be drawn from [{lo}, {hi}]"
+        )
     return lo, hi
 
 
@@ -639,11 +658,18 @@ def _draw_var(var: _Var, rng: Rng, env: dict[str, Any], budget: list[int]) -> An
 def _draw_ints(var: _Var, rng: Rng, env: dict[str, Any], budget: list[int]) -> str:
     """An `ints` var; its size is checked before and after the list is built."""
     n = _count(var.arg("count"), env, var.name)
-    lo, hi = _int_range(var.arg("range"), env, var.name, n)
+    distinct, order = var.arg("distinct"), var.arg("order")
+    lo, hi = _int_range(var.arg("range"), env, var.name, n, distinct)
     _fits(n)
     _step(budget, n)
     sep, per_line = var.arg("sep"), var.arg("per_line")
-    values = [str(rng.between(lo, hi)) for _ in range(n)]
+    if distinct:
+        numbers = _distinct_ints(rng, lo, hi, n)
+    else:
+        numbers = [rng.between(lo, hi) for _ in range(n)]
+    if order is not None:
+        numbers.sort(reverse=order == "desc")
+    values = [str(v) for v in numbers]
     if per_line:
         text = "\n".join(
             sep.join(values[i : i + per_line]) for i in range(0, len(values), per_line)
@@ -652,6 +678,27 @@ def _draw_ints(var: _Var, rng: Rng, env: dict[str, Any], budget: list[int]) -> s
         text = sep.join(values)
     _fits(len(text))
     return text
+
+
+def _distinct_ints(rng: Rng, lo: int, hi: int, n: int) -> list[int]:
+    """n distinct integers of [lo, hi] in random order, each such sequence equally likely:
+    a partial shuffle where the range is at most a few times n, else draws that skip a
+    value already drawn (each is new with probability above 3/4 there)."""
+    width = hi - lo + 1
+    if width <= 4 * n:
+        pool = list(range(lo, hi + 1))
+        for i in range(n):
+            j = i + rng.below(width - i)
+            pool[i], pool[j] = pool[j], pool[i]
+        return pool[:n]
+    seen: set[int] = set()
+    out: list[int] = []
+    while len(out) < n:
+        v = rng.between(lo, hi)
+        if v not in seen:
+            seen.add(v)
+            out.append(v)
+    return out
 
 
 def _draw_repeat(var: _Var, rng: Rng, env: dict[str, Any], budget: list[int]) -> str:
@@ -766,7 +813,7 @@ def _extremes(var: _Var, env: dict[str, Any], at: str) -> list[Any]:
         var.arg("rate").get(env, f"{at}.mutate.rate")
     elif var.kind == "ints":
         n = _count(var.arg("count"), env, f"{at}.ints.count")
-        _int_range(var.arg("range"), env, f"{at}.ints.range", n)
+        _int_range(var.arg("range"), env, f"{at}.ints.range", n, var.arg("distinct"))
     elif var.kind == "repeat":
         _count(var.arg("count"), env, f"{at}.repeat.count")
     return [_TEXT]
@@ -1040,6 +1087,32 @@ def _least_width(lo_n: _Num, hi_n: _Num, env: Mapping[str, _Interval]) -> float:
     return least
 
 
+def _ints_bits(n: int, values: int, distinct: bool, order: str | None) -> float:
+    """The min-entropy of n integers drawn uniformly from `values` values, in bits: n
+    log2(values) for a plain list; for distinct values (every sequence of distinct values
+    equally likely) log2 of values! / (values - n)!; sorted, less log2 of the number of
+    orders the likeliest sorted outcome comes from (n! where the values can all differ)."""
+    if n <= 0 or values <= 1:
+        return 0.0
+    if distinct:
+        bits = _log2_falling(values, min(n, values))
+        return bits - (math.lgamma(n + 1) / math.log(2) if order else 0.0)
+    bits = n * math.log2(values)
+    if order is None:
+        return bits
+    q, r = divmod(n, values)  # the likeliest sorted list: multiplicities q or q + 1
+    same = r * math.lgamma(q + 2) + (values - r) * math.lgamma(q + 1)
+    return max(0.0, bits - (math.lgamma(n + 1) - same) / math.log(2))
+
+
+def _log2_falling(values: int, n: int) -> float:
+    """log2(values * (values - 1) * ... * (values - n + 1)), without the cancellation a
+    difference of two log-gammas of huge arguments suffers."""
+    if n <= 100_000:
+        return math.fsum(math.log2(values - i) for i in range(n))
+    return (math.lgamma(values + 1) - math.lgamma(values - n + 1)) / math.log(2)
+
+
 def _log2_count(count: float) -> float:
     return math.log2(count) if count > 1 and math.isfinite(count) else 0.0
 
@@ -1078,7 +1151,8 @@ def _var_bits(var: _Var, env: dict[str, _Interval]) -> tuple[float, _Interval]:
         n = max(0.0, _num_interval(var.arg("count"), env)[0])
         lo_n, hi_n = var.arg("range")
         width = _least_width(lo_n, hi_n, env)
-        return n * _log2_count(math.floor(width) + 1), _UNBOUNDED
+        values = math.floor(width) + 1 if math.isfinite(width) else 0
+        return _ints_bits(int(n), values, var.arg("distinct"), var.arg("order")), _UNBOUNDED
     if var.kind == "repeat":
         n = max(0.0, _num_interval(var.arg("count"), env)[0])
         record: _Template = var.arg("record")
