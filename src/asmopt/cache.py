@@ -12,12 +12,13 @@ import fcntl
 import os
 import re
 import shutil
+import tempfile
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from asmopt.errors import InputError
+from asmopt.errors import EnvironmentProblem, InputError
 
 
 def cache_root() -> Path:
@@ -28,8 +29,31 @@ def cache_root() -> Path:
     else:
         base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
         root = Path(base) / "asmopt"
-    root.mkdir(parents=True, exist_ok=True)
+    try:
+        root.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise EnvironmentProblem(_unwritable(root, "the cache directory", exc)) from None
     return root
+
+
+def require_writable(directory: Path, what: str) -> None:
+    """Refuse, in one line naming `directory`, a cache directory nothing can be written
+    to (a read-only mount, a directory of another user): found when the job starts, not
+    as an error per candidate when the first new build is stored."""
+    try:
+        directory.mkdir(parents=True, exist_ok=True)
+        fd, probe = tempfile.mkstemp(prefix=".write-probe-", dir=directory)
+        os.close(fd)
+        os.unlink(probe)
+    except OSError as exc:
+        raise EnvironmentProblem(_unwritable(directory, what, exc)) from None
+
+
+def _unwritable(directory: Path, what: str, exc: OSError) -> str:
+    return (
+        f"{what} {directory} is not writable ({exc.strerror or exc}); point ASMOPT_CACHE_DIR "
+        "at a writable directory (everything under it is rebuilt on demand)"
+    )
 
 
 _SIZE = re.compile(r"^\s*(\d+)\s*(?:([kmgt])(?:i?b)?|b)?\s*$", re.IGNORECASE)

@@ -32,7 +32,7 @@ from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Literal
 
-from asmopt.cache import BoundedCache, cache_root, env_bytes, format_bytes
+from asmopt.cache import BoundedCache, cache_root, env_bytes, format_bytes, require_writable
 from asmopt.errors import AsmoptError, InputError
 from asmopt.programs.model import Program, encode_source
 from asmopt.sandbox.runner import (
@@ -132,7 +132,7 @@ class Toolchain:
         self.cc = cc
         self._sandbox = sandbox
         self.cache_dir = Path(cache_dir) if cache_dir else cache_root() / "builds"
-        self.cache_dir.mkdir(parents=True, exist_ok=True)
+        require_writable(self.cache_dir, "the build cache")
         self.limits = limits or TOOLCHAIN_LIMITS
         if max_binary_bytes is None:
             max_binary_bytes = env_bytes(MAX_BINARY_BYTES_ENV, DEFAULT_MAX_BINARY_BYTES)

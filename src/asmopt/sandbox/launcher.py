@@ -14,7 +14,7 @@ import threading
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from asmopt.cache import cache_root
+from asmopt.cache import cache_root, require_writable
 from asmopt.errors import EnvironmentProblem
 
 LAUNCHER_SOURCE = Path(__file__).resolve().parent / "launcher.c"
@@ -75,9 +75,9 @@ def _build_cached(name: str, source: bytes, cc: str, flags: tuple[str, ...]) -> 
         if key in _built and _built[key].exists():
             return _built[key]
         out_dir = cache_root() / "launcher"
-        out_dir.mkdir(parents=True, exist_ok=True)
         target = out_dir / f"{name}-{key}"
         if not target.exists():
+            require_writable(out_dir, "the launcher cache")  # one line, not a traceback
             src_dir = Path(tempfile.mkdtemp(dir=out_dir, prefix=".src-"))
             try:
                 src = src_dir / f"{name}.c"
