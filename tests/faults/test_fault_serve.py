@@ -501,6 +501,44 @@ def test_serve_a_client_that_half_closes_after_its_request_gets_its_answer(serve
     assert status == 200 and len(payload["choices"]) == 1
 
 
+@pytest.mark.parametrize(
+    ("request_bytes", "half_close"),
+    [(b"GET /health\r\n", False), (b"GET /health\r\n", True), (b"GET /health\r\n\r\n", False)],
+    ids=["line_only", "line_then_half_close", "line_and_blank"],
+)
+def test_serve_an_http09_request_line_gets_a_400_at_once(
+    server: Any, request_bytes: bytes, half_close: bool
+) -> None:
+    """A request line without an HTTP version (HTTP/0.9) is answered 400 in the OpenAI
+    shape when its line ends, not left to the read timeout or dropped without a byte."""
+    with socket.create_connection(server.address, timeout=10) as sock:
+        sock.sendall(request_bytes)
+        if half_close:
+            sock.shutdown(socket.SHUT_WR)
+        status, payload, _ = _answer(sock)
+    assert status == 400 and "HTTP/1.1" in payload["error"]["message"], payload
+
+
+def test_serve_pipelined_requests_before_a_half_close_are_all_answered(server: Any) -> None:
+    one = b"GET /health HTTP/1.1\r\nHost: x\r\n\r\n"
+    with socket.create_connection(server.address, timeout=30) as sock:
+        sock.sendall(one * 3)
+        sock.shutdown(socket.SHUT_WR)
+        received = b""
+        while chunk := sock.recv(1 << 16):  # to the end: the connection closes after them
+            received += chunk
+    statuses = re.findall(rb"HTTP/1.1 (\d+) ", received)  # each body ends without a newline
+    assert statuses == [b"200"] * 3, received
+
+
+def test_serve_a_half_head_then_a_half_close_gets_a_400(server: Any) -> None:
+    with socket.create_connection(server.address, timeout=10) as sock:
+        sock.sendall(b"GET /health HTTP/1.1\r\nHost: x\r\n")
+        sock.shutdown(socket.SHUT_WR)
+        status, payload, _ = _answer(sock)
+    assert status == 400 and payload["error"]["type"], payload
+
+
 @pytest.mark.ml
 def test_serve_stop_is_prompt_with_connections_open(backend: Any, context: int) -> None:
     """An idle connection, a kept-alive one and one lingering after a 413 do not hold up

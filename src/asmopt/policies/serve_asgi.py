@@ -28,6 +28,7 @@ import contextlib
 import http
 import json
 import logging
+import re
 import threading
 from collections.abc import Callable
 from typing import Any, TypeVar, cast
@@ -287,6 +288,23 @@ def _raw_answer(status: int, message: str, code: str | None) -> bytes:
     return head.encode() + body
 
 
+HTTP09_REFUSED = (
+    "the request line has no HTTP version (an HTTP/0.9 request): this server speaks "
+    "HTTP/1.1 (e.g. GET /health HTTP/1.1)"
+)
+_VERSION_AT_END = re.compile(rb" HTTP/\d\.\d$")
+
+
+def _versionless_line(buffered: bytes | bytearray) -> bool:
+    """Whether the unparsed head's first line is complete and ends without an HTTP version:
+    an HTTP/0.9 client sends that line and waits, so it is answered as soon as it ends."""
+    head = bytes(buffered).lstrip(b"\r\n")
+    if b"\n" not in head:
+        return False
+    line = head.split(b"\n", 1)[0].rstrip(b"\r")
+    return _VERSION_AT_END.search(line) is None
+
+
 class _LingeringTransport:
     """A connection's transport whose close() lingers: it half-closes once what is written
     has gone, drops what the client still sends, and closes when the client does or after
@@ -344,6 +362,7 @@ class _GuardedH11Protocol(H11Protocol):
         self._head_clock: asyncio.TimerHandle | None = None
         self._write_clock: asyncio.TimerHandle | None = None
         self._linger: _LingeringTransport | None = None
+        self._peer_done = False  # the client half-closed: it sends nothing more
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         self._linger = _LingeringTransport(cast(asyncio.Transport, transport), self.loop, LINGER_S)
@@ -355,18 +374,40 @@ class _GuardedH11Protocol(H11Protocol):
             return  # what a client sends after its answer is dropped
         super().data_received(data)
         if self.conn.their_state is h11.IDLE and not self.transport.is_closing():
+            if _versionless_line(self.conn.trailing_data[0]):
+                self._answer_and_close(400, HTTP09_REFUSED, None)
+                return
             self._start_head_clock()  # a head has begun and is not whole yet
         else:
             self._stop_head_clock()
 
     def eof_received(self) -> bool | None:
-        """A client that half-closes after sending its request still gets the answer; the
-        connection closes after it. Otherwise the transport closes (uvicorn's way)."""
-        lingering = self._linger is not None and self._linger.lingering
-        if lingering or self.cycle is None or self.cycle.response_complete:
+        """A client that half-closes after sending its requests still gets every answer
+        (pipelined requests included, in order); the connection closes after the last.
+        A request head left unfinished is answered 400 first."""
+        if self._linger is not None and self._linger.lingering:
             return None
-        self.cycle.keep_alive = False
-        return True
+        self._peer_done = True
+        if self.cycle is None or self.cycle.response_complete:
+            self._end_after_peer()
+        return True  # the transport stays open for the answers still to come
+
+    def on_response_complete(self) -> None:
+        super().on_response_complete()  # starts the next pipelined request, if whole
+        idle = self.cycle is None or self.cycle.response_complete
+        if self._peer_done and idle and not self.transport.is_closing():
+            self._end_after_peer()
+
+    def _end_after_peer(self) -> None:
+        """Nothing is being answered and the client sends nothing more: answer what it
+        left unfinished (400), then close."""
+        pending = self.conn.trailing_data[0] if self.conn.their_state is h11.IDLE else b""
+        if bytes(pending).strip():
+            self._answer_and_close(
+                400, "the connection was half-closed before the request head was complete", None
+            )
+        else:
+            self.transport.close()
 
     def connection_lost(self, exc: Exception | None) -> None:
         self._stop_head_clock()
