@@ -16,15 +16,30 @@ from __future__ import annotations
 
 import argparse
 import json
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from asmopt.cli.common import UsageError, emit_json
+from asmopt.cli.interrupt import stopped_by_signals
 from asmopt.cli.options import add_bounded, add_jobs_option
 from asmopt.data.common import REPORT_FILE, DataError, check_output, mark_adequacy, write_suite
 from asmopt.data.report import DataReport
 from asmopt.programs.model import SPLITS, Suite
 from asmopt.programs.suite_io import builtin_suite_path, load_suite
+
+
+def _stoppable(
+    command: Callable[[argparse.Namespace], int], what: str
+) -> Callable[[argparse.Namespace], int]:
+    """`command` run with Ctrl-C and SIGTERM stopping it at once, cleanly (nothing written,
+    no temporary directory left; exit status 130 or 143): `cli.interrupt.stopped_by_signals`."""
+
+    def run(args: argparse.Namespace) -> int:
+        with stopped_by_signals(what):
+            return command(args)
+
+    return run
 
 
 def _print_report(report: DataReport, args: argparse.Namespace) -> None:
@@ -318,7 +333,7 @@ def _register_imports(imp_sub: Any, common: argparse.ArgumentParser) -> None:
     _add_split(p, 0.025, 0.0)
     _add_output(p)
     _add_mutator(p)
-    p.set_defaults(func=cmd_import_codenet)
+    p.set_defaults(func=_stoppable(cmd_import_codenet, "the import"))
 
     p = imp_sub.add_parser(
         "supercoder", parents=[common], help="SuperCoder / verl rows (parquet or JSONL)"
@@ -327,7 +342,7 @@ def _register_imports(imp_sub: Any, common: argparse.ArgumentParser) -> None:
     p.add_argument("--prefix", default="supercoder", help="program id prefix")
     _add_output(p)
     _add_mutator(p)
-    p.set_defaults(func=cmd_import_supercoder)
+    p.set_defaults(func=_stoppable(cmd_import_supercoder, "the import"))
 
     p = imp_sub.add_parser(
         "llvm-test-suite", parents=[common], help="llvm-test-suite SingleSource directories"
@@ -357,7 +372,7 @@ def _register_imports(imp_sub: Any, common: argparse.ArgumentParser) -> None:
     add_jobs_option(p, 2)
     _add_output(p)
     _add_mutator(p)
-    p.set_defaults(func=cmd_import_llvm)
+    p.set_defaults(func=_stoppable(cmd_import_llvm, "the import"))
 
     p = imp_sub.add_parser(
         "dir", parents=[common], help="the plain layout: NAME/NAME.c + NAME/tests/*.in, *.out"
@@ -366,7 +381,7 @@ def _register_imports(imp_sub: Any, common: argparse.ArgumentParser) -> None:
     _add_split(p, 0.0, 1.0)
     _add_output(p)
     _add_mutator(p)
-    p.set_defaults(func=cmd_import_dir)
+    p.set_defaults(func=_stoppable(cmd_import_dir, "the import"))
 
 
 def _register_build(data_sub: Any, common: argparse.ArgumentParser) -> None:
@@ -406,7 +421,7 @@ def _register_build(data_sub: Any, common: argparse.ArgumentParser) -> None:
     add_jobs_option(p, 2)
     _add_split(p, 0.025, 0.0)
     _add_output(p)
-    p.set_defaults(func=cmd_build)
+    p.set_defaults(func=_stoppable(cmd_build, "the build"))
 
 
 def _register_export(data_sub: Any, common: argparse.ArgumentParser) -> None:
@@ -460,4 +475,4 @@ def _register_export(data_sub: Any, common: argparse.ArgumentParser) -> None:
         help="the policy model's tokenizer (local tokenizer.json or model directory) for "
         "--max-prompt-tokens; default: estimate from characters",
     )
-    p.set_defaults(func=cmd_export)
+    p.set_defaults(func=_stoppable(cmd_export, "the export"))

@@ -66,3 +66,44 @@ def interrupted_exit(signum: int | None = None) -> int:
     go on, and exit as a shell reports that signal (130 for SIGINT, 143 for SIGTERM)."""
     print("asmopt: interrupted; rerun the same command to resume", file=sys.stderr)
     return 128 + (signum or signal.SIGINT)
+
+
+class Stopped(KeyboardInterrupt):
+    """A job without a resumable store stopped by a signal (`stopped_by_signals`)."""
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(signum)
+        self.signum = signum
+
+
+@contextlib.contextmanager
+def stopped_by_signals(what: str) -> Iterator[None]:
+    """While the block runs, SIGINT and SIGTERM stop the job at once: one line on stderr,
+    every sandboxed process of ours ended (so the worker threads finish fast and remove
+    their temporary directories), and `Stopped` raised in the main thread, which the
+    command line turns into exit status 128 + N. For jobs whose output is written only
+    at the end (`data import`, `data build`): nothing partial is left behind."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    from asmopt.sandbox import live
+
+    def handler(signum: int, frame: Any) -> None:
+        print(
+            f"\nasmopt: interrupted ({signal.Signals(signum).name}): stopping {what}; "
+            "nothing is written",
+            file=sys.stderr,
+            flush=True,
+        )
+        for sig in (signal.SIGINT, signal.SIGTERM):  # one message, however many signals
+            signal.signal(sig, signal.SIG_IGN)
+        live.stop_all()  # what runs ends now, so the threads wind down before we exit
+        raise Stopped(signum)
+
+    previous = {sig: signal.signal(sig, handler) for sig in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        yield
+    finally:
+        live.resume()
+        for sig, old in previous.items():
+            signal.signal(sig, old)

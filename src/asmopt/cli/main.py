@@ -109,7 +109,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     except sqlite3.Error as exc:  # the store wraps its own; this is the last resort
         print(f"asmopt: error: results database: {exc}", file=sys.stderr)
         return 2
-    except KeyboardInterrupt:
+    except KeyboardInterrupt as exc:
+        signum = getattr(exc, "signum", None)  # cli.interrupt.Stopped: its line is out
+        if signum is not None:
+            return 128 + signum
         print("asmopt: interrupted", file=sys.stderr)
         return 130
     except Exception as exc:  # a bug of ours: say so, never dress it up as bad input

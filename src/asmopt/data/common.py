@@ -137,7 +137,7 @@ def check_output(path: Path, force: bool) -> bool:
     """Whether writing a suite to `path` will replace one (DataError if it may not).
 
     Importers call this before any work, so a long import never ends by refusing its
-    destination; `prepare_output` calls it again just before writing."""
+    destination; `write_suite` calls it again just before writing."""
     if not path.exists():
         return False
     if not path.is_dir():
@@ -153,28 +153,56 @@ def check_output(path: Path, force: bool) -> bool:
     return True
 
 
-def prepare_output(path: Path, force: bool) -> None:
-    """Refuse to mix a new suite into existing files unless --force and it is a suite.
-
-    Only a directory that already holds a suite (suite.json) is cleared, so a mistyped -o
-    never deletes unrelated files."""
-    if not check_output(path, force):
-        return
-    shutil.rmtree(path / "programs", ignore_errors=True)
-    for name in ("suite.json", REPORT_FILE):
-        (path / name).unlink(missing_ok=True)
-
-
 def write_suite(
     suite: Suite, path: str | Path, report: DataReport | None = None, force: bool = False
 ) -> Path:
-    """Save a suite (format v1) plus its data report as data_report.json beside suite.json."""
+    """Save a suite (format v1) plus its data report as data_report.json beside suite.json.
+
+    The suite is written into a directory beside `path` and moved into place when whole,
+    so a full disk or an interruption leaves `path` as it was (a rerun of the same command
+    then works): the error names the directory that could not be written."""
     root = Path(path)
-    prepare_output(root, force)
-    save_suite(suite, root)
-    if report is not None:
-        report.write(root / REPORT_FILE)
+    replacing = check_output(root, force)
+    staging = _staging_dir(root)
+    try:
+        save_suite(suite, staging)
+        if report is not None:
+            report.write(staging / REPORT_FILE)
+        _move_into_place(staging, root, replacing)
+    except OSError as exc:
+        fix = "; free disk space and rerun" if exc.errno in (errno.ENOSPC, errno.EDQUOT) else ""
+        raise DataError(
+            f"{root}: the suite could not be written ({exc.strerror or exc}){fix}; "
+            f"{root} is left as it was"
+        ) from None
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
     return root
+
+
+def _staging_dir(root: Path) -> Path:
+    """A new directory beside `root` (same file system: moved into place by a rename)."""
+    root.parent.mkdir(parents=True, exist_ok=True)
+    return Path(tempfile.mkdtemp(prefix=f".{root.name}.partial-", dir=root.parent))
+
+
+def _move_into_place(staging: Path, root: Path, replacing: bool) -> None:
+    """`staging` renamed to `root`; an existing suite there (`replacing`, checked to be one)
+    or an empty directory is set aside first and removed only after the rename."""
+    aside = None
+    if root.exists():
+        aside = root.parent / f".{root.name}.old-{staging.name.rsplit('-', 1)[-1]}"
+        root.rename(aside)
+    try:
+        staging.rename(root)
+    except OSError:
+        if aside is not None:
+            aside.rename(root)  # put back what was there
+        raise
+    if aside is not None and replacing:
+        shutil.rmtree(aside, ignore_errors=True)
+    elif aside is not None:
+        aside.rmdir()  # it was empty
 
 
 # ---------------------------------------------------------------------------- adequacy

@@ -15,6 +15,9 @@ from collections.abc import Callable, Iterator
 
 _LOCK = threading.Lock()
 _LIVE: dict[int, Callable[[], None]] = {}
+# Set while a job is being stopped as a whole (`stopping`): every run started then is ended
+# as soon as it is registered, so work in flight runs out at once instead of going on.
+_STOPPING = threading.Event()
 
 
 @contextlib.contextmanager
@@ -22,6 +25,9 @@ def registered(pid: int, kill: Callable[[], None]) -> Iterator[None]:
     """Keep `pid` killable by `kill_all` while the block runs (its start to its reaping)."""
     with _LOCK:
         _LIVE[pid] = kill
+    if _STOPPING.is_set():
+        with contextlib.suppress(OSError):
+            kill()
     try:
         yield
     finally:
@@ -42,3 +48,16 @@ def kill_all() -> int:
 def count() -> int:
     with _LOCK:
         return len(_LIVE)
+
+
+def stop_all() -> int:
+    """End every registered process, and from now on each one as soon as it is registered
+    (until `resume`): for a job stopping as a whole (an import on SIGTERM), whose threads
+    then run out of work at once and clean up after themselves. How many were running."""
+    _STOPPING.set()
+    return kill_all()
+
+
+def resume() -> None:
+    """Let runs live again after `stop_all` (the stopped job has wound down)."""
+    _STOPPING.clear()
