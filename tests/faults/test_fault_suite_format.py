@@ -102,3 +102,21 @@ def test_saved_suite_reads_back_through_the_same_models(tmp_path: Path) -> None:
     suite = load_suite(root)
     again = load_suite(save_suite(suite, tmp_path / "copy"))
     assert again.get("p") == suite.get("p")
+
+
+def test_a_test_file_that_is_a_link_loop_is_one_line(tmp_path: Path) -> None:
+    suite = write_suite(tmp_path / "s", ["a"])
+    stdin = suite / "programs" / "a" / "tests" / "t1.in"
+    stdin.unlink()
+    stdin.symlink_to(stdin.name)  # a link to itself
+    for args in (("suite", "list", "--suite", str(suite)),
+                 ("eval", "--suite", str(suite), "--measure", "none",
+                  "--run-dir", str(tmp_path / "run"))):
+        line = error_line(run_asmopt(*args))
+        assert "t1.in" in line and "cannot be resolved" in line, line
+
+
+@pytest.mark.ml
+def test_study_diagnose_of_a_model_that_is_no_plt_is_one_line(tiny_model_dir: Path) -> None:
+    line = error_line(run_asmopt("study", "diagnose", str(tiny_model_dir)))
+    assert "model_type 'llama'" in line and "asmopt_plt" in line, line

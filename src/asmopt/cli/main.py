@@ -109,6 +109,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     except sqlite3.Error as exc:  # the store wraps its own; this is the last resort
         print(f"asmopt: error: results database: {exc}", file=sys.stderr)
         return 2
+    except RuntimeError as exc:
+        if "Symlink loop" not in str(exc):  # pathlib's resolve() before Python 3.13
+            return _internal_error(exc, verbose)
+        print(f"asmopt: error: {exc}: a symbolic link that leads to itself", file=sys.stderr)
+        return 2
     except KeyboardInterrupt as exc:
         signum = getattr(exc, "signum", None)  # cli.interrupt.Stopped: its line is out
         if signum is not None:

@@ -155,7 +155,10 @@ def _inside(base: Path, rel: str, what: str, real_base: str | None = None) -> Pa
     is `base` already resolved: a program with thousands of tests resolves it once."""
     if not isinstance(rel, str) or not rel:
         raise SuiteFormatError(f"{base}: {what} must be a non-empty relative path")
-    path = (base / rel).resolve()
+    try:
+        path = (base / rel).resolve()
+    except (RuntimeError, OSError) as exc:  # a link loop (RuntimeError before Python 3.13)
+        raise SuiteFormatError(f"{base}: {what} {rel!r} cannot be resolved ({exc})") from None
     if not str(path).startswith((real_base or str(base.resolve())) + os.sep):
         raise SuiteFormatError(f"{base}: {what} {rel!r} points outside the program directory")
     return path

@@ -90,13 +90,15 @@ def load_plt_pretrained(path: str | Path, **kwargs: Any) -> PLTForCausalLM:
     """
     from transformers import AutoConfig, AutoModelForCausalLM
 
+    from asmopt.errors import InputError
+
     from .configuration_plt import IQuestLoopCoderConfig, IQuestPLTCoderConfig, PLTConfig
     from .modeling_plt import PLTForCausalLM
 
     config = AutoConfig.from_pretrained(path)
     if not isinstance(config, PLTConfig):
         known = (PLTConfig, IQuestPLTCoderConfig, IQuestLoopCoderConfig)
-        raise ValueError(
+        raise InputError(  # a ValueError too: the user's to fix, named in one line
             f"{path} holds model_type {config.model_type!r}, not one of "
             f"{', '.join(repr(c.model_type) for c in known)}."
         )
