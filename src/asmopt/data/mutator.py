@@ -21,9 +21,12 @@ How a test input becomes a class:
   number of lines left) is kept as written, and so is a first line holding one number no
   larger than the lines that follow (a test-case count), and a last line of zeros (a
   terminating sentinel). Keeping counts fixed keeps the structure consistent: the count
-  always equals the items drawn. Only where the count is alone on its line and governs
-  the next line's list or the run of lines after it can it grow (below), the list or run
-  drawn at the drawn length.
+  always equals the items drawn. Where a count starts its line (alone, or beside other
+  values: `n k`) and governs the next line's list or string, or the run of lines after
+  it, it can grow (below), what it governs drawn at the drawn length.
+* **Lists keep their order.** A list of five or more values given sorted (either way) is
+  drawn sorted the same way; a list that is a shuffle of 1..n is drawn as a permutation of
+  1..(its drawn length) (`ints` rules with `order` / `distinct`).
 * Keywords stay literal: a word that repeats in the input, that shares its line with a
   number (a command and its arguments: `add 3`), or an answer word (`YES`). In a table, a
   column of repeating words is a keyword column. A word that is a string literal of the
