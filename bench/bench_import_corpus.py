@@ -35,6 +35,7 @@ from asmopt.adequacy import check_adequacy, is_reward_fit, marked_program
 from asmopt.entropy import MARK_KEY, declared_problems, measure_entropy, read_mark
 from asmopt.evaluate import check_candidate
 from asmopt.fresh import FreshInputs, graded_per_class
+from asmopt.measure.coverage import measure_coverage
 from asmopt.programs.model import Program
 from asmopt.programs.suite_io import load_suite
 
@@ -82,10 +83,13 @@ def _gradings_passed(program: Program, asm: str, toolchain: Any, sandbox: Any, s
 def program_row(program: Program, toolchain: Any, sandbox: Any, seeds: int, per: int) -> dict:
     """Everything the report shows of one program."""
     report = program.meta.get("inputs_report", {})
+    coverage = measure_coverage(program, toolchain, sandbox) if program.inputs else None
     if program.inputs is not None and not declared_problems(program):
         # Measured again with this tree's rules (what an import now stores).
         meta = program.meta
-        meta[MARK_KEY] = measure_entropy(program, toolchain, sandbox).to_dict()
+        measured = measure_entropy(program, toolchain, sandbox)
+        measured.coverage = coverage.to_dict() if coverage is not None else None
+        meta[MARK_KEY] = measured.to_dict()
         program = replace(program, metadata=tuple(sorted(meta.items())))
     if program.inputs is not None and "adequacy" not in program.meta:
         # What `data import` marks unless --no-adequacy: probes and mutants, judged on
@@ -103,6 +107,9 @@ def program_row(program: Program, toolchain: Any, sandbox: Any, seeds: int, per:
         "levels": {c: e.get("level") for c, e in report.get("classes", {}).items()},
         "fit": fit,
         "why": None if fit else why,
+        "folded": sorted(report.get("folded") or {}),
+        "contract": contract(program),
+        "coverage": coverage.to_dict() if coverage is not None else None,
     }
     if mark is not None:
         k = graded_per_class(program, 2)
@@ -133,22 +140,67 @@ def program_row(program: Program, toolchain: Any, sandbox: Any, seeds: int, per:
     return row
 
 
+def contract(program: Program) -> str:
+    """The inferred input contract in a few words: what the learnt generator's rules
+    draw (counts that govern what follows, sorted lists, permutations, keywords among
+    the source's literals, strings and their alphabets, value ranges)."""
+    if program.inputs is None:
+        return "-"
+    seen: Counter[str] = Counter()
+
+    def walk(variables: dict) -> None:
+        for rule in variables.values():
+            if "ints" in rule:
+                body = rule["ints"]
+                lo, hi = body["range"]
+                kind = ("permutation" if body.get("distinct") else
+                        f"sorted {body['order']}" if body.get("order") else f"list [{lo}, {hi}]")
+                seen[kind + (" (counted)" if isinstance(body["count"], str) else "")] += 1
+            elif "repeat" in rule:
+                seen["records (counted)" if isinstance(rule["repeat"]["count"], str)
+                     else "records"] += 1
+                walk(rule["repeat"]["vars"])
+            elif "text" in rule:
+                text = rule["text"]
+                counted = isinstance(text["length"], str)
+                seen[f"string over {len(text['alphabet'])} letters"
+                     + (" (counted)" if counted else "")] += 1
+            elif "choice" in rule:
+                seen["choice of " + str(len(rule["choice"]))] += 1
+            elif "int" in rule:
+                seen["int"] += 1
+
+    for klass in program.inputs.to_dict()["classes"].values():
+        walk(klass["vars"])
+    return ", ".join(f"{k} x{n}" if n > 1 else k for k, n in seen.most_common(4)) or "-"
+
+
 def _cell(row: dict) -> list[object]:
     e = row.get("entropy")
     levels = Counter(v or "dropped" for v in row["levels"].values())
     return [
         row["program"],
         row["tests"],
-        ", ".join(f"{n} {lv}" for lv, n in sorted(levels.items())) or row["reason"] or "-",
+        (", ".join(f"{n} {lv}" for lv, n in sorted(levels.items())) or row["reason"] or "-")
+        + (f" ({len(row['folded'])} folded)" if row.get("folded") else ""),
         f"{e['declared_bits']:.0f}" if e else "-",
         f"{sum(e['distinct'])}/{sum(e['draws'])}" if e else "-",
         f"{e['top_share']:.2f}" if e else "-",
         e["per_class"] if e else "-",
         f"{e['default_pass']:.1e}" if e else "-",
+        _coverage_cell(row.get("coverage")),
         len(row.get("identity_failures", [])) if row["generator"] else "-",
         len(row["memorised_passed"]) if "memorised_passed" in row else "-",
+        row["contract"],
         "fit" if row["fit"] else (row["why"] or "")[:90],
     ]
+
+
+def _coverage_cell(coverage: dict | None) -> str:
+    if coverage is None:
+        return "-"
+    missed = f" ({coverage['missed']} missed)" if coverage["missed"] else ""
+    return f"{coverage['drawn']} / {coverage['fixed']}{missed}"
 
 
 def main() -> int:
@@ -181,11 +233,16 @@ def main() -> int:
         f"{fit * args.seeds * 4} gradings of the fit programs (each at its own K).",
         "",
         f"Measured in {seconds / 60:.1f} min on {environment()}. Raw rows: "
-        "`import_corpus_raw.json`. Branch coverage of the draws is not measured.",
+        "`import_corpus_raw.json`. Coverage: distinct basic blocks the draws reach / those "
+        "the fixed tests reach (measure/coverage.py; 16 draws per class), and how many of "
+        "the fixed tests' blocks no draw reached; fewer than the fixed tests' makes a "
+        "program unfit. Folded: classes of samples too small to carry 64 bits, whose tests "
+        "stand for a sibling class (data/class_folding.py).",
         "",
         md_table(["program", "tests", "classes by level", "least declared bits",
                   "distinct outputs", "top output share", "K", "constant passes",
-                  "identity failures", "memorised answer passed", "fit"],
+                  "blocks drawn / fixed", "identity failures", "memorised answer passed",
+                  "inferred contract", "fit"],
                  [_cell(r) for r in rows]),
         "",
         "Sources (not part of the project):",

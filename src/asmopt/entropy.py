@@ -132,6 +132,9 @@ class EntropyReport:
     classes: list[ClassEntropy] = field(default_factory=list)
     draws: int = DRAWS
     origin: str = "declared"  # the generator's: declared (a suite's spec) or learnt
+    # Basic blocks the fixed tests and the draws reach (measure/coverage.py: `fixed`,
+    # `drawn`, `missed`, `draws`), for a learnt generator; None where not measured.
+    coverage: dict[str, int] | None = None
 
     @property
     def tabulable(self) -> bool:
@@ -152,6 +155,12 @@ class EntropyReport:
         the fields the output does depend on must carry MIN_ENTROPY_BITS by themselves."""
         strict = self.origin != "learnt"
         out = [p for c in self.classes for p in c.problems(collisions_count=strict)]
+        cov = self.coverage
+        if cov is not None and cov.get("drawn", 0) < cov.get("fixed", 0):
+            out.append(
+                f"the drawn inputs reach {cov['drawn']} basic blocks, fewer than the fixed "
+                f"tests' {cov['fixed']} (they test less than the samples do)"
+            )
         if self.classes and self.required_per_class() is None:
             out.append(
                 "a constant answer per class passes one grading with probability up to "
@@ -195,6 +204,7 @@ class EntropyReport:
             # What a grading draws per class at least (asmopt.fresh reads it).
             "per_class": self.required_per_class(),
             "classes": [asdict(c) for c in self.classes],
+            "coverage": self.coverage,
         }
 
     @classmethod
@@ -205,6 +215,7 @@ class EntropyReport:
             classes=[ClassEntropy(**c) for c in data.get("classes", [])],
             draws=int(data.get("draws", DRAWS)),
             origin=str(data.get("origin", "declared")),
+            coverage=data.get("coverage") if isinstance(data.get("coverage"), dict) else None,
         )
 
 

@@ -357,6 +357,7 @@ def _measure_learnt_entropy(
     the measured outputs show it. The mark makes such a program unfit for reward at once
     (`adequacy.is_reward_fit`), not only after a `suite verify --write-marks`."""
     from asmopt.entropy import MARK_KEY, declared_class_problems, declared_problems, measure_entropy
+    from asmopt.measure.coverage import measure_coverage
     from asmopt.parallel import parallel_map
 
     from .class_folding import fold_classes
@@ -386,6 +387,12 @@ def _measure_learnt_entropy(
             kept = set(program.inputs.class_names) if program.inputs else set()
             measured.classes = [c for c in measured.classes if c.size_class in kept]
             measured.program_hash = program.content_hash()
+        try:  # do the draws reach what the samples reach?
+            reached = measure_coverage(program, toolchain, sandbox)
+        except RuntimeError as exc:
+            report.note(f"{program.id}: coverage of the drawn inputs not measured ({exc})")
+            reached = None
+        measured.coverage = reached.to_dict() if reached is not None else None
         meta = program.meta
         meta[MARK_KEY] = measured.to_dict()
         return replace(program, metadata=tuple(sorted(meta.items())))
