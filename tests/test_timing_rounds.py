@@ -385,3 +385,21 @@ def test_the_short_test_allowance_and_the_too_fast_warning_are_one_rule() -> Non
     sp = measure_pairs(RoundExecutor(sample), TimingConfig(budget_s=1e9)).speedup  # type: ignore[arg-type]
     assert str(W.TOO_FAST) in sp.warnings
     assert sp.n > TimingConfig().max_pairs, sp.context  # the allowance applied
+
+
+def test_a_programs_speedup_record_carries_each_tests_evidence() -> None:
+    """`check --json`, `eval --json` and stored results show which test decided: each test's
+    ratio, interval, pairs, rounds and why it stopped sit in the program's record."""
+
+    tests = [
+        TestSpeedup("short", MeasureMode.TIME, MeasureStatus.MEASURED, ratio=1.02, low=0.95,
+                    high=1.09, n=176, context={"rounds": 5, "stopped": "budget"}),
+        TestSpeedup("heavy", MeasureMode.TIME, MeasureStatus.MEASURED, ratio=2.2, low=2.1,
+                    high=2.3, n=33, context={"rounds": 2, "stopped": "target"}),
+    ]
+    record = ProgramSpeedup.from_tests(MeasureMode.TIME, tests, 0.0).to_dict()
+    by_test = {t["test"]: t for t in record["tests"]}
+    assert set(by_test) == {"short", "heavy"}
+    assert (by_test["short"]["low"], by_test["short"]["high"], by_test["short"]["n"]) == (
+        0.95, 1.09, 176)
+    assert by_test["heavy"]["context"] == {"rounds": 2, "stopped": "target"}

@@ -223,6 +223,9 @@ class ProgramSpeedup:
             "significantly_faster": self.significantly_faster,
             "significantly_slower": self.significantly_slower,
             "message": self.message,
+            # Per test: its ratio and interval, pairs (`n`), rounds and why it stopped
+            # (`context`), so a reader sees which test decided the program's verdict.
+            "tests": [t.to_dict() for t in self.tests],
         }
 
     @classmethod
