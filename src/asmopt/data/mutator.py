@@ -1061,7 +1061,7 @@ def learn_classes(program: Program) -> list[LearntClass]:
             key
             for key, col in columns.items()
             if key[0] == "t"
-            and col.kind == "word"
+            and col.kind in ("word", "str")  # `X++` and `--X` are operations, as `add` is
             and (len(set(col.texts)) < len(col.texts) or set(col.texts) <= _ANSWER_WORDS)
         }
         for p in members:
