@@ -395,6 +395,9 @@ def test_an_import_measures_drawn_outputs_and_a_yes_no_program_is_unfit(
     # so a grading draws 4 inputs of it (0.018^4 < 1e-6), not the default 2.
     assert wide_mark.required_per_class() == 4
     assert graded_per_class(wide, 2) == 4 and graded_per_class(parity, 2) == 2
+    # and what the draws reach, against the fixed test (measure/coverage.py)
+    assert wide_mark.coverage is not None
+    assert wide_mark.coverage["drawn"] >= wide_mark.coverage["fixed"] > 0
 
 
 # ---------------------------------------------------------------------------- contract
