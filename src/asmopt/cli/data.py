@@ -15,6 +15,7 @@ SUITE/data_report.json next to the suite it describes.
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 from collections.abc import Callable
 from pathlib import Path
@@ -35,6 +36,7 @@ def _stoppable(
     """`command` run with Ctrl-C and SIGTERM stopping it at once, cleanly (nothing written,
     no temporary directory left; exit status 130 or 143): `cli.interrupt.stopped_by_signals`."""
 
+    @functools.wraps(command)
     def run(args: argparse.Namespace) -> int:
         with stopped_by_signals(what):
             return command(args)

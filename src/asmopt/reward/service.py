@@ -167,6 +167,7 @@ class ScoreConfig:
                 "ScoreConfig.limits: expected Limits or a mapping of its fields, got "
                 f"{show(self.limits)}"
             )
+        check_edit_format(self.edit_format)  # first: it names a retired spelling's new name
         check_fields(self, {"max_completion_bytes": (1, None), "drawn_per_class": (0, None)})
         get_reward(self.reward, **self.reward_options)  # fail now, not in a worker
         FreshInputs(seed=self.seed or 0, per_class=self.drawn_per_class)  # bounds, now
