@@ -83,12 +83,17 @@ def _gradings_passed(program: Program, asm: str, toolchain: Any, sandbox: Any, s
 def program_row(program: Program, toolchain: Any, sandbox: Any, seeds: int, per: int) -> dict:
     """Everything the report shows of one program."""
     report = program.meta.get("inputs_report", {})
-    coverage = measure_coverage(program, toolchain, sandbox) if program.inputs else None
-    if program.inputs is not None and not declared_problems(program):
-        # Measured again with this tree's rules (what an import now stores).
+    stored = read_mark(program)
+    coverage = stored.coverage if stored is not None else None
+    if program.inputs is not None and not declared_problems(program) and (
+        stored is None or coverage is None
+    ):
+        # Measured with this tree's rules where the import did not (what an import now
+        # stores); a mark the import stored for the program as it is stands.
         meta = program.meta
         measured = measure_entropy(program, toolchain, sandbox)
-        measured.coverage = coverage.to_dict() if coverage is not None else None
+        reached = measure_coverage(program, toolchain, sandbox)
+        measured.coverage = coverage = reached.to_dict() if reached is not None else None
         meta[MARK_KEY] = measured.to_dict()
         program = replace(program, metadata=tuple(sorted(meta.items())))
     if program.inputs is not None and "adequacy" not in program.meta:
@@ -109,7 +114,7 @@ def program_row(program: Program, toolchain: Any, sandbox: Any, seeds: int, per:
         "why": None if fit else why,
         "folded": sorted(report.get("folded") or {}),
         "contract": contract(program),
-        "coverage": coverage.to_dict() if coverage is not None else None,
+        "coverage": coverage,
     }
     if mark is not None:
         k = graded_per_class(program, 2)
