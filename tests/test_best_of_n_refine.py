@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from asmopt.best_of_n import best_of_n_metrics, pick
 from asmopt.evaluate import CheckResult, SampleOutcome
 from asmopt.judge import TestVerdict, Verdict
@@ -75,6 +77,7 @@ class _Scripted:
         ]
 
 
+@pytest.mark.slow  # a whole job end to end (make test-slow; CI runs both)
 def test_refinement_feeds_back_and_keeps_the_best_attempt(
     toolchain: Toolchain, sandbox: Sandbox
 ) -> None:

@@ -10,6 +10,8 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
+
 REPO = Path(__file__).resolve().parents[1]
 
 HOLDER = """
@@ -101,6 +103,7 @@ def test_doctor_names_the_lock_files_and_who_holds_them(tmp_path: Path) -> None:
     assert isinstance(timing, dict) and all(e["held_by"] is None for e in timing["locks"])
 
 
+@pytest.mark.slow  # a whole job end to end (make test-slow; CI runs both)
 def test_doctor_shows_the_between_sandbox_spread_and_measures_it_on_request(
     tmp_path: Path,
 ) -> None:

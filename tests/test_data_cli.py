@@ -51,6 +51,7 @@ def test_register_adds_the_data_group() -> None:
     assert args.suite_path == "S" and args.json
 
 
+@pytest.mark.slow  # a whole job end to end (make test-slow; CI runs both)
 def test_import_build_export_through_the_cli(tmp_path: Path, capsys) -> None:
     pool = make_pool(tmp_path / "pool")
     code, out, _ = run(["data", "import", "dir", str(pool), "-o", str(tmp_path / "s")], capsys)

@@ -8,6 +8,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 REPO = Path(__file__).resolve().parents[1]
 
 
@@ -59,6 +61,7 @@ def test_the_api_is_lazy_and_named() -> None:
     assert proc.stdout.splitlines() == ["[]", "True True True"]
 
 
+@pytest.mark.slow  # a whole job end to end (make test-slow; CI runs both)
 def test_the_readme_best_of_n_example_runs_in_under_15_lines(tmp_path: Path) -> None:
     """The README's Python best-of-N evaluation runs as written, on a real (tiny) model."""
     example = _readme_block("best_of_n")

@@ -322,6 +322,7 @@ def replace_line(text: str, starts: str, new: str) -> str:
     return "".join(lines)
 
 
+@pytest.mark.slow  # a whole job end to end (make test-slow; CI runs both)
 @pytest.mark.ml
 def test_trl_documented_grpo_script_runs(tmp_path: Path, tiny_model_dir: Path) -> None:
     """The documented GRPOTrainer script runs as a user would run it: a plain script with no

@@ -70,6 +70,7 @@ def test_programs_build_with_their_slow_spots(rich, suite, toolchain: Toolchain)
             assert len(helper_calls) == 2, program.id  # the two calls `reuse` is about
 
 
+@pytest.mark.slow  # a whole job end to end (make test-slow; CI runs both)
 def test_each_edit_subset_is_correct_where_the_family_says(  # type: ignore[no-untyped-def]
     rich, suite, toolchain: Toolchain
 ) -> None:

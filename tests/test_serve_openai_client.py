@@ -108,6 +108,7 @@ def test_completions_endpoint_honours_stop_and_n(client: Any) -> None:
     assert {c.finish_reason for c in resp.choices} == {"stop"}
 
 
+@pytest.mark.slow  # a whole job end to end (make test-slow; CI runs both)
 def test_backend_stops_each_row_of_a_batch_on_its_own(model_dir: Path) -> None:
     """Rows of one batch end apart: one at its stop string, the other running on."""
     from asmopt.policies.hf_local import HFBackend

@@ -11,6 +11,7 @@ import tempfile
 import time
 from pathlib import Path
 
+import pytest
 from faultkit import ECHO_C, asmopt_cmd, env, error_line, run_asmopt, write_suite
 
 
@@ -255,6 +256,7 @@ with lock.hold():
 """
 
 
+@pytest.mark.slow  # a whole job end to end (make test-slow; CI runs both)
 def test_fault13_an_interrupt_ends_a_wait_for_a_timing_core(tmp_path: Path) -> None:
     """A sample waiting for the machine-wide timing lock (another process holds the core)
     is no child process a kill can end: the grace period's end cancels the wait itself, so
