@@ -7,7 +7,7 @@ import json
 import math
 import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from asmopt.errors import InputError
@@ -114,3 +114,15 @@ def print_metrics(metrics: dict[str, Any], indent: str = "  ") -> None:
     )
 
 
+def reporting_full_disk(work: Callable[[], Any], output_dir: str) -> Any:
+    """`work()`; a disk that fills on the way (a checkpoint, the metrics, the final model,
+    whatever raises it) is one line naming the full directory and how the run resumes."""
+    from asmopt.train.checkpoint import disk_full
+    from asmopt.train.run import disk_full_message
+
+    try:
+        return work()
+    except Exception as exc:
+        if disk_full(exc):
+            raise UsageError(disk_full_message(exc, output_dir)) from None
+        raise

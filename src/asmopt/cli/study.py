@@ -22,6 +22,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from asmopt.cli.common import reporting_full_disk
 from asmopt.cli.options import add_bounded
 from asmopt.errors import InputError
 
@@ -85,7 +86,6 @@ def cmd_train_lm(args: argparse.Namespace) -> int:
     if args.print_config:
         sys.stdout.write(to_yaml(cfg))
         return 0
-    from asmopt.cli.train import reporting_full_disk
     from asmopt.study.lm import train_lm
 
     summary = reporting_full_disk(
@@ -109,8 +109,6 @@ def cmd_loops(args: argparse.Namespace) -> int:
 
     cfg = _config(args)
     report = args.report or str(Path(cfg.output_dir) / "report.md")
-    from asmopt.cli.train import reporting_full_disk
-
     result = reporting_full_disk(
         lambda: run_study(
             cfg,

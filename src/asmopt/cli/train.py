@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from asmopt import typed_config
-from asmopt.cli.common import emit_json
+from asmopt.cli.common import emit_json, reporting_full_disk
 
 CONFIG_DIR = Path(__file__).resolve().parents[1] / "train" / "configs"
 MISSING_DEPS = (
@@ -112,20 +112,6 @@ def _echo(text: str) -> None:
     """The trainer's notices (the resolved config, skipped rows, the plan) on stderr, so
     stdout holds only the summary (`--json`)."""
     print(text, file=sys.stderr, flush=True)
-
-
-def reporting_full_disk(work: Callable[[], Any], output_dir: str) -> Any:
-    """`work()`; a disk that fills on the way (a checkpoint, the metrics, the final model,
-    whatever raises it) is one line naming the full directory and how the run resumes."""
-    from asmopt.train.checkpoint import disk_full
-    from asmopt.train.run import disk_full_message
-
-    try:
-        return work()
-    except Exception as exc:
-        if disk_full(exc):
-            raise _usage_error(disk_full_message(exc, output_dir)) from None
-        raise
 
 
 def cmd_ppo(args: argparse.Namespace) -> int:
