@@ -751,8 +751,10 @@ def _lone_count(line: Line) -> int | None:
 
 
 def _grown_count(v: int) -> dict[str, Any]:
+    """A grown count's rule: past the sample's own v wherever it can grow (an answer right
+    only for the sample's size must fail), at most `_grown_length(v)`."""
     target = _grown_length(v)
-    return {"int": [max(v, target // 2), target]}
+    return {"int": [min(max(v + 1, target // 2), target), target]}
 
 
 def _line_shapes(
@@ -951,8 +953,8 @@ def _grown_records(
 ) -> dict[str, Any] | None:
     """At the `grown` level, an input of T records (`_records`): the first record's body
     (grown itself) repeated a drawn number of times, that number written where T was.
-    Where the record grows inside, the count of records grows less (to 2 T, at least 8):
-    both at once would draw inputs of megabytes."""
+    Where the record grows inside, the count of records grows less (in [T + 1, 2 T], at
+    least 8): both at once would draw inputs of megabytes."""
     writer = _Writer()
     record = _assemble(
         _Parsed(parsed.test, parsed.lines[1 : 1 + size], []), shapes[1 : 1 + size], True,
@@ -966,7 +968,8 @@ def _grown_records(
         or isinstance(rule.get("text", {}).get("length"), str)
         for rule in record["vars"].values()
     )
-    count = {"int": [t, max(2 * t, 8)]} if inner_growth else _grown_count(t)
+    # Never the sample's own number of records: an answer right only for it must fail.
+    count = {"int": [t + 1, max(2 * t, 8)]} if inner_growth else _grown_count(t)
     head = "".join(p for p in shapes[0][1] if isinstance(p, str))
     text = _literal(parsed.lines[0].values()[0].text)
     at = head.find(text)
