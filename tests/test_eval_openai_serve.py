@@ -88,6 +88,7 @@ def test_models_listing_gives_the_context(server: Any) -> None:
     assert backend.context == context_of_tiny_model()
 
 
+@pytest.mark.slow  # a whole job end to end (make test-slow; CI runs both)
 def test_eval_with_default_flags_fits_the_answer_to_the_context(
     server: Any, model_dir: Path, tmp_path: Path
 ) -> None:

@@ -202,6 +202,7 @@ int main(void) {
 """
 
 
+@pytest.mark.slow  # a whole job end to end (make test-slow; CI runs both)
 def test_fault13_running_samples_are_cancelled_after_the_grace_period(tmp_path: Path) -> None:
     """A sample that would run long after the first Ctrl-C (a slow program, or one being
     timed) is cancelled after the grace period and not stored; the run ends with the summary
