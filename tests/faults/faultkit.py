@@ -88,3 +88,14 @@ def error_line(proc: subprocess.CompletedProcess[str]) -> str:
     lines = [ln for ln in proc.stderr.splitlines() if ln.startswith("asmopt: error:")]
     assert len(lines) == 1, proc.stderr
     return lines[0]
+
+
+def host_view(*mounts: str) -> list[str]:
+    """A bubblewrap command prefix that shows the whole host as it is (the host's /proc
+    too, so a sandbox can start inside it) with `mounts` on top: a small tmpfs, a
+    read-only bind."""
+    import shutil
+
+    bwrap = shutil.which("bwrap")
+    assert bwrap is not None
+    return [bwrap, "--bind", "/", "/", "--dev", "/dev", "--bind", "/proc", "/proc", *mounts]

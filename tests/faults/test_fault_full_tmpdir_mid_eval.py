@@ -5,15 +5,12 @@ known-good probe still runs fine in the room that is left (docs/faults.md)."""
 from __future__ import annotations
 
 import json
-import shutil
 import subprocess
 import sys
 import tempfile
 from pathlib import Path
 
-from faultkit import env, write_program, write_suite
-
-BWRAP = shutil.which("bwrap")
+from faultkit import env, host_view, write_program, write_suite
 
 COUNT_C = """#include <stdio.h>
 int main(void) {
@@ -42,13 +39,11 @@ def test_a_run_that_cannot_be_staged_is_never_charged_to_the_answer(tmp_path: Pa
     )
     write_suite(suite, ["count"])
     disk = Path(tempfile.mkdtemp(prefix="small-tmpdir-"))
-    assert BWRAP is not None
     child_env = env()
     child_env.update(PY=sys.executable, DISK=str(disk), RUN=str(tmp_path / "run"),
                      SUITE=str(suite))  # fmt: skip
-    bind = [BWRAP, "--bind", "/", "/", "--dev", "/dev", "--bind", "/proc", "/proc"]
     proc = subprocess.run(
-        [*bind, "--size", "400000", "--tmpfs", str(disk), "sh", "-c", SCRIPT],
+        [*host_view("--size", "400000", "--tmpfs", str(disk)), "sh", "-c", SCRIPT],
         capture_output=True,
         text=True,
         timeout=300,

@@ -13,7 +13,7 @@ import time
 from pathlib import Path
 
 import pytest
-from faultkit import asmopt_cmd, env
+from faultkit import asmopt_cmd, env, host_view
 
 SLOW_C = """#include <stdio.h>
 int main(void) {
@@ -79,8 +79,6 @@ def test_a_disk_that_fills_while_the_suite_is_written_leaves_the_output_as_it_wa
 ) -> None:
     """The suite is written beside the output and moved into place when whole: a full disk
     names the output, leaves it as it was, and the same command works once there is room."""
-    bwrap = shutil.which("bwrap")
-    assert bwrap is not None
     pool = tmp_path / "pool"
     pdir = pool / "big"
     (pdir / "tests").mkdir(parents=True)
@@ -95,8 +93,7 @@ def test_a_disk_that_fills_while_the_suite_is_written_leaves_the_output_as_it_wa
         "--no-mutator --no-adequacy; echo rc=$?; ls -A \"$DISK\""
     )
     proc = subprocess.run(
-        [bwrap, "--bind", "/", "/", "--dev", "/dev", "--bind", "/proc", "/proc",
-         "--size", "200000", "--tmpfs", str(disk), "sh", "-c", script],
+        [*host_view("--size", "200000", "--tmpfs", str(disk)), "sh", "-c", script],
         capture_output=True, text=True, timeout=300, env={**env(), "DISK": str(disk)},
     )
     lines = proc.stdout.splitlines()

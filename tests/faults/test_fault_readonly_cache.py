@@ -3,20 +3,16 @@ starts, never a traceback or an infra_error per candidate (docs/faults.md)."""
 
 from __future__ import annotations
 
-import shutil
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
-from faultkit import env
-
-BWRAP = shutil.which("bwrap")
+from faultkit import env, host_view
 
 
 @pytest.mark.parametrize("holds_builds", [False, True], ids=["empty", "holding_builds"])
 def test_a_read_only_build_cache_is_one_line(tmp_path: Path, holds_builds: bool) -> None:
-    assert BWRAP is not None
     cache = tmp_path / "cache"
     cache.mkdir()
     child_env = env()
@@ -29,8 +25,7 @@ def test_a_read_only_build_cache_is_one_line(tmp_path: Path, holds_builds: bool)
         )
         assert warm.returncode == 0, warm.stderr
         assert any((cache / "builds").iterdir())
-    ro = [BWRAP, "--bind", "/", "/", "--dev", "/dev", "--bind", "/proc", "/proc",
-          "--ro-bind", str(cache), str(cache)]  # fmt: skip
+    ro = host_view("--ro-bind", str(cache), str(cache))  # fmt: skip
     proc = subprocess.run(
         [*ro, sys.executable, *args, "--policy", "compiler-search",
          "--run-dir", str(tmp_path / "run")],

@@ -52,13 +52,11 @@ def interrupted_by_signals(
         interrupt.request_cancel()
         raise KeyboardInterrupt
 
-    previous = {sig: signal.signal(sig, handler) for sig in (signal.SIGINT, signal.SIGTERM)}
     try:
-        yield
+        with _handling(handler):
+            yield
     finally:
         timer.cancel()
-        for sig, old in previous.items():
-            signal.signal(sig, old)
 
 
 def interrupted_exit(signum: int | None = None) -> int:
@@ -100,10 +98,19 @@ def stopped_by_signals(what: str) -> Iterator[None]:
         live.stop_all()  # what runs ends now, so the threads wind down before we exit
         raise Stopped(signum)
 
+    try:
+        with _handling(handler):
+            yield
+    finally:
+        live.resume()
+
+
+@contextlib.contextmanager
+def _handling(handler: Any) -> Iterator[None]:
+    """`handler` for SIGINT and SIGTERM while the block runs; the previous ones after."""
     previous = {sig: signal.signal(sig, handler) for sig in (signal.SIGINT, signal.SIGTERM)}
     try:
         yield
     finally:
-        live.resume()
         for sig, old in previous.items():
             signal.signal(sig, old)
