@@ -536,6 +536,16 @@ int main(void)
 }
 """
 TALLY_OPS = ("X++", "--X", "++X", "X--")
+# The answers of the two samples by heart (n = 1: 1; n = 40: SUM), 1 for anything else.
+MEMO_TALLY_C = r"""#include <stdio.h>
+int main(void)
+{
+    int n;
+    if (scanf("%d", &n) != 1) return 1;
+    printf("%d\n", n == 40 ? {SUM} : 1);
+    return 0;
+}
+"""
 
 
 def test_a_one_record_samples_class_is_folded_into_a_sibling_that_carries_entropy(
@@ -565,6 +575,17 @@ def test_a_one_record_samples_class_is_folded_into_a_sibling_that_carries_entrop
     mark = read_mark(tally)
     assert mark is not None and [c.size_class for c in mark.classes] == ["2"]
     assert is_reward_fit(tally)[0], is_reward_fit(tally)
+    # The folded test is still graded on draws: an answer that knows both samples' outputs
+    # and prints the first one otherwise fails every grading.
+    from asmopt.evaluate import check_candidate
+    from asmopt.fresh import FreshInputs
+
+    memo = Program("memo", MEMO_TALLY_C.replace("{SUM}", str(sum(
+        1 if op[1] == "+" else -1 for op in ops))), tally.tests)
+    asm = toolchain.baseline_assembly(memo)
+    for seed in range(4):
+        result = check_candidate(tally, asm, toolchain, sandbox, fresh=FreshInputs(seed=seed))
+        assert result.verdict == "wrong_output", (seed, result.message)
 
 
 def test_folding_needs_a_class_to_fold_into() -> None:
