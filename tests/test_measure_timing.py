@@ -91,7 +91,8 @@ def test_noisy_samples_ask_for_more_pairs_then_stop_at_the_budget() -> None:
     cfg = TimingConfig(min_pairs=4, max_pairs=30, max_rounds=3, resolution=0.0, budget_s=1e9)
     sp = measure_pairs(ex, cfg).speedup
     assert len(ex.requests) >= 2 and sum(r[0] for r in ex.requests) == 30
-    assert not sp.reliable and str(TimingWarning.TARGET_NOT_MET) in sp.warnings
+    # Short of the target is less precise, not unsound: reported, and still reliable.
+    assert sp.reliable and str(TimingWarning.TARGET_NOT_MET) in sp.warnings
     assert "budget" in sp.message  # the warning says what to do
 
 

@@ -108,6 +108,41 @@ def test_the_measured_spread_is_an_upper_bound_that_never_falls_for_shorter_runs
     assert sp.tau(0.001) == sp.tau(0.01) > 0.01
 
 
+@pytest.mark.parametrize("tau, sigma", [(0.005, 0.03), (0.01, 0.01), (0.02, 0.03)])
+def test_the_stored_spread_covers_the_true_one_at_its_stated_level(tau, sigma) -> None:
+    # 200 calibrations on mock machines with a known sandbox effect: the stored figure is a
+    # 95% upper bound, so at most 5% of them (a little more for Monte Carlo error) may fall
+    # below the truth. Scaling DerSimonian-Laird's point estimate, as before, fell below it
+    # in 11-18% of these (0 outright in 9% where per-pair noise is 3%).
+    stored = [
+        spread_from_rounds(
+            calibration_rounds(SandboxEffects(tau, 0.0, seed, sigma=sigma).run_batch, 1), "m"
+        ).tau(0.005)
+        for seed in range(200)
+    ]
+    assert sum(t < tau for t in stored) <= 0.075 * len(stored)
+    assert max(stored) < 4 * tau + 2 * sigma  # an upper bound, not a blanket
+
+
+def test_a_calibration_whose_rounds_agree_by_chance_never_stores_a_spread_of_zero() -> None:
+    # No sandbox effect at all: the rounds differ only by their pairs' noise, and many
+    # calibrations' point estimates are 0. The stored figure is the detection floor there,
+    # the spread rounds this precise cannot tell from none, never 0.
+    for sigma in (0.01, 0.03):
+        stored = [
+            spread_from_rounds(
+                calibration_rounds(SandboxEffects(0.0, 0.0, s, sigma=sigma).run_batch, 1), "m"
+            ).tau(0.005)
+            for s in range(40)
+        ]
+        se = sigma / math.sqrt(10)  # one round of ten pairs
+        assert min(stored) > 0.5 * se
+        assert max(stored) < 4 * se
+    # Rounds that agree exactly: the profile bound is 0, the floor is what is kept.
+    flat = {0.005: [[0.01, -0.01, 0.01, -0.01] for _ in range(12)]}
+    assert spread_from_rounds(flat, "x").tau(0.005) > 0.0
+
+
 # ---------------------------------------------------------------------------- statistics
 def _part(mean: float, se: float, df: float = 3.0, n: int = 4) -> RatioInterval:
     return RatioInterval(math.exp(mean), 0.0, 0.0, n, mean, se, df, 0.98)
@@ -184,7 +219,8 @@ def test_the_decision_precision_settles_copies_with_fewer_pairs() -> None:
             for s in range(60)
         ]
         cost[precision] = sum(sp.context["runs"] for sp in results)
-        assert sum(sp.low > 1.0 for sp in results) == 0
+        # One side of a 98% interval: 0.6 false "faster" expected in 60, so one may occur.
+        assert sum(sp.low > 1.0 for sp in results) <= 1
     assert cost["decision"] < 0.7 * cost["target"], cost
 
 

@@ -75,8 +75,9 @@ class TimingWarning(StrEnum):
 
 _ADVICE = {
     TimingWarning.TARGET_NOT_MET: (
-        "the interval is wider than the target after the run budget was spent; raise the "
-        "budget (--timing-max-pairs / --timing-budget) or reduce the load on the machine"
+        "the interval is wider than the target after the run budget was spent (it is "
+        "sound, only less precise); for a narrower one raise the budget "
+        "(--timing-max-pairs / --timing-budget) or reduce the load on the machine"
     ),
     TimingWarning.MANY_OUTLIERS: (
         "more than a fifth of the paired runs were outliers, more than the estimate trims; "
@@ -89,8 +90,9 @@ _ADVICE = {
     ),
     TimingWarning.HIGH_LOAD: (
         "the machine was overloaded (load average above its core count) and the timing "
-        "core itself was contended (timed runs preempted, or rounds stalled), which is the "
-        "likely cause of this unreliable result: evaluate with fewer --jobs or on an idle "
+        "core itself was contended (timed runs waited off the core for a share of their "
+        "time an idle core never shows, or rounds stalled), which is the likely cause of "
+        "this unreliable or imprecise result: evaluate with fewer --jobs or on an idle "
         "machine"
     ),
     TimingWarning.SPREAD_LIMITED: (
@@ -255,7 +257,15 @@ class ProgramSpeedup:
         parts = _parts(tests)
         confidence = min((p.confidence for p in parts), default=INTERVAL_CONFIDENCE)
         combined = with_resolution(combine_geometric(parts, confidence), resolution)
+        # Unreliable only where a test's interval may be unsound (engine._UNRELIABLE); a
+        # test short of its target widens the program's interval, which decides or not.
         unreliable = [t.test for t in tests if not t.reliable]
+        imprecise = [
+            t.test for t in tests if t.reliable and str(TimingWarning.TARGET_NOT_MET) in t.warnings
+        ]
+        notes = [f"unreliable on {', '.join(unreliable)}"] if unreliable else []
+        if imprecise:
+            notes.append(f"wider than the target on {', '.join(imprecise)}")
         return cls(
             mode,
             MeasureStatus.MEASURED,
@@ -263,7 +273,7 @@ class ProgramSpeedup:
             low=combined.low,
             high=combined.high,
             reliable=not unreliable,
-            message=f"unreliable on {', '.join(unreliable)}" if unreliable else "",
+            message="; ".join(notes),
             tests=tests,
         )._set_means(resolution)
 

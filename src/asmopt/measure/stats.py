@@ -265,6 +265,44 @@ def _cochran(parts: Sequence[RatioInterval]) -> tuple[float, float]:
     return (max(0.0, (q - (len(parts) - 1)) / denom) if denom > 0 else 0.0), q
 
 
+def generalized_q(parts: Sequence[RatioInterval], tau2: float) -> float:
+    """Q(tau^2) = sum w_j (m_j - m_w)^2 with w_j = 1 / (v_j + tau^2): Cochran's Q with the
+    between-part variance tau^2 added to every part's own. Falls as tau^2 grows; at the
+    true tau^2 it is chi-square on R - 1 degrees of freedom."""
+    w = [1.0 / max(p.log_se**2 + tau2, 1e-24) for p in parts]
+    mean = sum(wi * p.log_mean for wi, p in zip(w, parts, strict=True)) / sum(w)
+    return sum(wi * (p.log_mean - mean) ** 2 for wi, p in zip(w, parts, strict=True))
+
+
+def between_variance_upper(parts: Sequence[RatioInterval], level: float) -> float:
+    """A one-sided `level` upper confidence bound of the between-part variance tau^2 (the
+    Q-profile method, Viechtbauer 2007): the tau^2 at which Q(tau^2) falls to the lower
+    1 - level quantile of chi-square on R - 1 degrees of freedom.
+
+    Why not scale the point estimate (tau_hat^2 * df / chi2): DerSimonian-Laird's estimate
+    is cut at 0, so that bound is 0 whenever the parts agree at least as well as their own
+    errors predict, which for a true spread near the parts' errors is often; the profile
+    still bounds the spread those errors could hide. It is 0 only where the parts agree far
+    better than their errors say (Q(0) below the quantile), which the caller floors."""
+    if len(parts) < 2:
+        return 0.0
+    target = chi2_quantile(1.0 - level, len(parts) - 1)
+    if generalized_q(parts, 0.0) <= target:
+        return 0.0
+    means = [p.log_mean for p in parts]
+    hi = max(1e-12, 4.0 * (max(means) - min(means)) ** 2)
+    while generalized_q(parts, hi) > target:  # Q -> 0 as tau^2 grows: this ends
+        hi *= 4.0
+    lo = 0.0
+    for _ in range(100):
+        mid = (lo + hi) / 2.0
+        if generalized_q(parts, mid) > target:
+            lo = mid
+        else:
+            hi = mid
+    return hi
+
+
 def chi2_quantile(p: float, df: float) -> float:
     """The p-quantile of chi-square on `df` degrees of freedom (Wilson-Hilferty: within
     about 1% from 5 degrees of freedom on, a few percent below)."""

@@ -32,6 +32,7 @@ import os
 import platform
 import shutil
 import stat
+import statistics
 import tempfile
 import time
 from collections.abc import Callable, Sequence
@@ -41,7 +42,12 @@ from pathlib import Path
 from typing import Any
 
 from asmopt.errors import InputError
-from asmopt.measure.stats import between_variance, chi2_quantile, trimmed_interval
+from asmopt.measure.stats import (
+    RatioInterval,
+    between_variance_upper,
+    chi2_quantile,
+    trimmed_interval,
+)
 from asmopt.measure.timing.requests import RoundRequest
 
 log = logging.getLogger(__name__)
@@ -132,17 +138,17 @@ def spread_from_rounds(
 ) -> SandboxSpread:
     """tau per run length from A/A rounds: for each length, the log-ratios of each round
     (one sandbox); each round's 20% trimmed mean and its standard error, then the
-    DerSimonian-Laird between-round variance, kept as its UPPER_BOUND_LEVEL upper bound
-    (tau^2 df / chi2(1 - level, df)). The df is the fewest rounds less one."""
+    UPPER_BOUND_LEVEL upper confidence bound of the between-round variance (stats.
+    between_variance_upper, the Q-profile), never below the detection floor
+    (_detection_floor). The df is the fewest rounds less one."""
     points = []
     rounds_used = []
     for run_s in sorted(rounds_by_length):
         parts = [trimmed_interval(r) for r in rounds_by_length[run_s] if len(r) >= 2]
         if len(parts) < 2:
             raise InputError(f"need at least two rounds of two pairs at {run_s:.4g} s")
-        tau2 = between_variance(parts)
-        df = len(parts) - 1
-        points.append((run_s, math.sqrt(tau2 * df / chi2_quantile(1.0 - UPPER_BOUND_LEVEL, df))))
+        upper = between_variance_upper(parts, UPPER_BOUND_LEVEL)
+        points.append((run_s, math.sqrt(max(upper, _detection_floor(parts)))))
         rounds_used.append(len(parts))
     # tau must not fall as runs get shorter (a noisy estimate can): shorter runs share every
     # source of sandbox variation that longer ones have.
@@ -150,6 +156,18 @@ def spread_from_rounds(
     for s, t in reversed(points):
         fixed.append((s, max(t, fixed[-1][1]) if fixed else t))
     return SandboxSpread(tuple(reversed(fixed)), float(min(rounds_used) - 1), source)
+
+
+def _detection_floor(parts: Sequence[RatioInterval]) -> float:
+    """The smallest upper bound of tau^2 a calibration of these rounds may keep: the bound
+    it gives when its rounds differ exactly as much as their own errors predict (Q = R - 1,
+    its expected value with no spread at all), v (R - 1) / chi2(1 - level, R - 1) - v with
+    v the rounds' median variance. A spread that small is one these rounds cannot tell
+    from none; rounds that by chance agree better than their errors say (Q below its lower
+    quantile, a profile bound of 0) say nothing smaller about the machine."""
+    df = len(parts) - 1
+    v = statistics.median(p.log_se**2 for p in parts)
+    return v * max(0.0, df / chi2_quantile(1.0 - UPPER_BOUND_LEVEL, df) - 1.0)
 
 
 def calibration_rounds(
