@@ -643,3 +643,46 @@ def test_sorted_lists_stay_sorted_and_permutations_stay_permutations() -> None:
             assert all(sorted(xs) == list(range(1, len(xs) + 1)) for xs in lists)
         else:
             assert any(xs != sorted(xs) for xs in lists)
+
+
+# A program whose own limits refuse the `grown` sizes: at most 10 pairs, at most 40 per
+# pair (its assertions), after a sample of 6.
+BOUNDED_PAIRS_C = r"""#include <assert.h>
+#include <stdio.h>
+int main(void)
+{
+    int n; long a, b, s = 0;
+    if (scanf("%d", &n) != 1) return 1;
+    assert(n > 0 && n < 11);
+    for (int i = 0; i < n; i++) {
+        if (scanf("%ld %ld", &a, &b) != 2) return 2;
+        assert(a <= 40 && b <= 40);
+        s += a * b;
+    }
+    printf("%ld\n", s);
+    return 0;
+}
+"""
+
+
+@pytest.mark.parametrize(
+    ("source", "stdin", "level"),
+    [
+        (BOUNDED_PAIRS_C, b"6\n1 2\n3 4\n5 6\n7 8\n9 10\n11 12\n", "past"),
+        (BOUNDED_PAIRS_C.replace("n < 11", "n < 41"), b"6\n1 2\n3 4\n5 6\n7 8\n9 10\n9 8\n",
+         "grown4"),
+    ],
+    ids=["just-past", "four-times"],
+)
+def test_a_program_that_refuses_the_grown_sizes_still_grows_past_the_sample(
+    source: str, stdin: bytes, level: str, toolchain, sandbox
+) -> None:
+    """Its limits are its own (an assertion here; a fixed buffer elsewhere): the `grown`
+    sizes are refused, and the class is kept at the largest growth it takes, never at the
+    sample's own size (an answer right only for 6 pairs fails)."""
+    p = fit_inputs(Program("bounded", source, (TestCase("t", stdin, b""),)), toolchain, sandbox)
+    entry = p.meta["inputs_report"]["classes"]["t"]
+    assert entry["level"] == level
+    assert entry["attempts"][0]["level"] == "grown" and "failure" in entry["attempts"][0]
+    sizes = {int(text.split("\n", 1)[0]) for _, text in draws(p, 32)}
+    assert min(sizes) > 6 and max(sizes) <= (9 if level == "past" else 24)

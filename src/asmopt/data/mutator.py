@@ -44,10 +44,14 @@ and agree depends on undefined behaviour, so it is dropped by name (the report's
 `dropped_tests`), and a program left with no test is dropped from the import
 (`ill_defined_tests`).
 
-Five levels, each more conservative than the last, are learnt per test: `keywords` (all
+Seven levels, each more conservative than the last, are learnt per test: `keywords` (all
 of the above, with source keywords drawn), `grown` (sizes past the sample: a governing
 count drawn up to GROW_FACTOR times the test's, integer ranges widened to the next power
-of ten, the limit a statement would plausibly give), `full` (counts and ranges as seen),
+of ten, the limit a statement would plausibly give), `grown4` (the same, sizes grown at
+most four times), `past` (sizes just past the sample's, up to one and a half times them,
+ranges as seen: for programs whose own limits, an `assert(t < 11)` or a `char w[31]`,
+refuse more), `full`
+(counts and ranges as seen),
 `bulk` (scalars kept literal; only table and list values vary) and `values` (table and
 list values drawn only from the values observed there). A sample's five numbers carry
 neither the entropy a timed class needs (asmopt.entropy) nor a run worth timing, so the
@@ -68,6 +72,7 @@ runtimes are linked statically, so no library beyond the usual ones is made visi
 from __future__ import annotations
 
 import json
+import math
 import re
 import time
 from collections import Counter
@@ -91,7 +96,7 @@ if TYPE_CHECKING:
     from asmopt.sandbox.runner import Limits, RunResult, Sandbox
     from asmopt.toolchain import Toolchain
 
-LEVELS: tuple[str, ...] = ("keywords", "grown", "full", "bulk", "values")
+LEVELS: tuple[str, ...] = ("keywords", "grown", "grown4", "past", "full", "bulk", "values")
 # The `grown` level's sizes: a count that governs a following list or run of lines is drawn
 # in [max(v, target // 2), target], target = v * GROW_FACTOR within [GROW_MIN, GROW_MAX]
 # (v: the count in the test). A sample's five numbers are too few to carry the 64 bits of
@@ -100,6 +105,16 @@ LEVELS: tuple[str, ...] = ("keywords", "grown", "full", "bulk", "values")
 GROW_FACTOR = 16
 GROW_MIN = 64
 GROW_MAX = 4096
+# Per growing level, (factor, least target, largest target) of `_grown_length`. A program
+# that refuses the `grown` sizes (its limits are in its source: `assert(t < 11)` after a
+# sample of 6, a `char w[31]`) is tried at four times the sample's, then just past it
+# (one and a half times, at least one more), before its sizes stay the sample's.
+GROWTH: dict[str, tuple[float, int, int]] = {
+    "keywords": (GROW_FACTOR, GROW_MIN, GROW_MAX),
+    "grown": (GROW_FACTOR, GROW_MIN, GROW_MAX),
+    "grown4": (4, 16, 256),
+    "past": (1.5, 0, 64),
+}
 # String literals of the source that may be keywords an input names (`OCT`, `add`, `P=NP`):
 # one token, no whitespace or format directive, at most this long.
 MAX_KEYWORD_LEN = 32
@@ -489,8 +504,12 @@ def _choices(texts: list[str]) -> list[str]:
 
 
 _STRING_LITERAL = re.compile(r'"((?:[^"\\\n]|\\.)*)"')
-_DARING = ("keywords", "grown", "full")
-_GROWN = ("keywords", "grown")
+_DARING = ("keywords", "grown", "grown4", "past", "full")
+_GROWN = tuple(GROWTH)
+_LESS_GROWN = ("grown4", "past")
+# Levels whose integer ranges widen to the next power of ten; `past` keeps the ranges seen
+# (a program that refuses four times the sample's sizes has limits close to its sample).
+_WIDENED = ("keywords", "grown", "grown4")
 
 
 def keyword_vocabulary(program: Program) -> frozenset[str]:
@@ -581,7 +600,7 @@ def _rule(
                 hi = -1
             else:
                 return None
-        if level in _GROWN:
+        if level in _WIDENED:
             lo, hi = _widened(lo, hi)
         return {"int": [lo, hi]}
     if column.kind == "dec":
@@ -602,7 +621,7 @@ def _rule(
         return None
     length: int | dict[str, list[int]] = len(atom.text)
     if level in _GROWN and atom.col[0] == "s" and atom.free_length:
-        length = {_GROWN_LENGTH: [len(atom.text), _grown_length(len(atom.text))]}
+        length = {_GROWN_LENGTH: [len(atom.text), _grown_length(len(atom.text), level)]}
     return {"text": {"length": length, "alphabet": alphabet}}
 
 
@@ -610,9 +629,11 @@ def _rule(
 _GROWN_LENGTH = "between"
 
 
-def _grown_length(n: int) -> int:
-    """The most a grown size (a count, a string's length) seen as n in the test may be."""
-    return max(n, min(max(n * GROW_FACTOR, GROW_MIN), GROW_MAX))
+def _grown_length(n: int, level: str = "grown") -> int:
+    """The most a grown size (a count, a string's length) seen as n in the test may be at
+    `level` (GROWTH)."""
+    factor, least, most = GROWTH[level]
+    return max(n, min(max(math.ceil(n * factor), least, n + 1), most))
 
 
 def _expanded(name: str, rule: dict[str, Any]) -> dict[str, Any]:
@@ -750,10 +771,10 @@ def _lone_count(line: Line) -> int | None:
     return None
 
 
-def _grown_count(v: int) -> dict[str, Any]:
+def _grown_count(v: int, level: str = "grown") -> dict[str, Any]:
     """A grown count's rule: past the sample's own v wherever it can grow (an answer right
-    only for the sample's size must fail), at most `_grown_length(v)`."""
-    target = _grown_length(v)
+    only for the sample's size must fail), at most `_grown_length(v, level)`."""
+    target = _grown_length(v, level)
     return {"int": [min(max(v + 1, target // 2), target), target]}
 
 
@@ -828,7 +849,9 @@ def _run_after(shapes: list[tuple[str, list[Piece]]], k: int, v: int) -> bool:
     return k + 1 + v >= len(shapes) or shapes[k + 1 + v][0] != run[0][0]
 
 
-def _grow_counts(parsed: _Parsed, shapes: list[tuple[str, list[Piece]]]) -> None:
+def _grow_counts(
+    parsed: _Parsed, shapes: list[tuple[str, list[Piece]]], level: str = "grown"
+) -> None:
     """At the `grown` level: a count that starts its line and governs what follows (the
     next line's list or string of exactly that many values or characters, or the run of
     exactly that many lines after it) becomes a drawn count, and what it governs follows
@@ -851,7 +874,7 @@ def _grow_counts(parsed: _Parsed, shapes: list[tuple[str, list[Piece]]]) -> None
             shapes[k + 1] = (json.dumps(shapes[k + 1][1], sort_keys=True), shapes[k + 1][1])
         pieces = shapes[k][1]
         at = pieces.index(parsed.lines[k].values()[0].text)
-        pieces[at] = ("count", _grown_count(v))
+        pieces[at] = ("count", _grown_count(v, level))
         shapes[k] = (json.dumps(pieces, sort_keys=True), pieces)
 
 
@@ -949,7 +972,7 @@ def _records(parsed: _Parsed) -> int | None:
 
 
 def _grown_records(
-    parsed: _Parsed, shapes: list[tuple[str, list[Piece]]], size: int
+    parsed: _Parsed, shapes: list[tuple[str, list[Piece]]], size: int, level: str = "grown"
 ) -> dict[str, Any] | None:
     """At the `grown` level, an input of T records (`_records`): the first record's body
     (grown itself) repeated a drawn number of times, that number written where T was.
@@ -969,7 +992,8 @@ def _grown_records(
         for rule in record["vars"].values()
     )
     # Never the sample's own number of records: an answer right only for it must fail.
-    count = {"int": [t + 1, max(2 * t, 8)]} if inner_growth else _grown_count(t)
+    inner = {"int": [t + 1, max(t + 1, min(max(2 * t, 8), _grown_length(t, level)))]}
+    count = inner if inner_growth else _grown_count(t, level)
     head = "".join(p for p in shapes[0][1] if isinstance(p, str))
     text = _literal(parsed.lines[0].values()[0].text)
     at = head.find(text)
@@ -991,11 +1015,11 @@ def _class_body(
     shapes, varies = _line_shapes(parsed, columns, keyword_cols, level, vocab)
     grow = level in _GROWN
     if grow:
-        _grow_counts(parsed, shapes)
+        _grow_counts(parsed, shapes, level)
     if not varies and not grow:
         return None
     size = _records(parsed) if grow else None
-    body = _grown_records(parsed, shapes, size) if size else None
+    body = _grown_records(parsed, shapes, size, level) if size else None
     body = body or _assemble(parsed, shapes, grow)
     if body is None or (not varies and not body["vars"]):
         return None
@@ -1074,7 +1098,8 @@ def learn_classes(program: Program) -> list[LearntClass]:
                 if body is None:
                     continue
                 if bodies and bodies[-1][1] == body:  # named by the plainest level giving it
-                    bodies[-1] = (level, body)
+                    if level not in _LESS_GROWN:  # a size that would not shrink: `grown`
+                        bodies[-1] = (level, body)
                 elif all(body != b for _, b in bodies):
                     bodies.append((level, body))
             if not bodies:
