@@ -2,16 +2,16 @@
 corpus: do the drawn inputs reach past what the sample shows?
 
 For every program the corpus bench found fit (bench/results/import_corpus_raw.json), each
-attack is the program itself behind a wrapper that first bends its stdin to the first
-sample's limits, so it answers exactly as the program does wherever an input stays inside
-them and differently (in general) wherever one does not:
+attack is the program itself behind a wrapper that first bends its stdin to the limits its
+fixed tests show, so it answers exactly as the program does wherever an input stays inside
+them (every fixed test does) and differently (in general) wherever one does not:
 
-* `range`: every integer clamped to the range of the sample's integers (an answer that
-  assumes the values the sample shows);
-* `prefix`: every word (a token that is not a number) cut to the sample's longest word
-  (an answer that compares only a prefix of a string);
-* `size`: the input cut after as many tokens as the sample has (an answer that reads only
-  as much as the sample holds: its n, its number of test cases).
+* `range`: every integer clamped to the range of the fixed tests' integers (an answer
+  that assumes the values the samples show);
+* `prefix`: every word (a token that is not a number) cut to the fixed tests' longest
+  word (an answer that compares only a prefix of a string);
+* `size`: the input cut after as many tokens as the largest fixed test has (an answer
+  that reads only as much as the samples hold: their n, their number of test cases).
 
 Each attack must pass the program's fixed tests (it is the program there, so the wrapper
 works) and fail every grading on drawn inputs. An attack that passes a grading is either
@@ -123,16 +123,22 @@ __attribute__((constructor)) static void asmopt_bend_stdin(void) {
 """
 
 
-def sample_limits(sample: bytes) -> dict[str, int]:
-    """The first sample's limits: its integers' range, its longest word, its tokens."""
-    tokens = [t.decode("utf-8", "replace") for t in _TOKEN.findall(sample)]
-    ints = [int(t) for t in tokens if _INT.match(t) and len(t) < 19]
-    words = [len(t) for t in tokens if not _NUMBER.match(t)]
+def sample_limits(samples: list[bytes]) -> dict[str, int]:
+    """The fixed tests' limits, over all of them (so the attack is right on every one): the
+    range of their integers, their longest word, their most tokens."""
+    ints: list[int] = []
+    words: list[int] = []
+    tokens = 0
+    for sample in samples:
+        found = [t.decode("utf-8", "replace") for t in _TOKEN.findall(sample)]
+        ints += [int(t) for t in found if _INT.match(t) and len(t) < 19]
+        words += [len(t) for t in found if not _NUMBER.match(t)]
+        tokens = max(tokens, len(found))
     return {
         "lo": min(ints, default=0),
         "hi": max(ints, default=0),
         "word": max(words, default=1),
-        "tokens": len(tokens),
+        "tokens": tokens,
     }
 
 
@@ -181,7 +187,7 @@ def changed_share(program: Program, kind: str, limits: dict[str, int], draws: in
 
 
 def program_row(program: Program, toolchain: Any, sandbox: Any, seeds: int) -> dict:
-    limits = sample_limits(program.tests[0].stdin)
+    limits = sample_limits([t.stdin for t in program.tests])
     row: dict[str, Any] = {"program": program.id, "limits": limits,
                            "per_class": graded_per_class(program, 2), "attacks": {}}
     for kind in ATTACKS:
@@ -246,8 +252,8 @@ def main() -> int:
         f"Measured in {seconds / 60:.1f} min on {environment()}. Raw rows: "
         "`import_attacks_raw.json`. Each cell: gradings passed / gradings (each at the "
         "program's own K drawn inputs per class), and the share of 64 drawn inputs the "
-        "attack's rule changes. Limits: the first sample's integer range, longest word and "
-        "token count.",
+        "attack's rule changes. Limits: the fixed tests' integer range, longest word and "
+        "most tokens.",
         "",
         md_table(["program", "K", "sample limits (ints, word, tokens)", *ATTACKS],
                  [[r["program"], r["per_class"],

@@ -158,6 +158,42 @@ def test_strings_keep_their_alphabet_and_grow_with_the_number_that_states_their_
         assert all(set(lines[1]) <= set("helo") for lines in drawn)
 
 
+def test_a_count_beside_the_value_it_bounds_grows_and_the_rows_keep_their_order() -> None:
+    """`n m`, then m updates `a b k` with 1 <= a <= b <= n (a range of an array of n): m
+    grows though it is not first on its line, a row never comes out with b < a, and no
+    position passes n, whatever n is drawn."""
+    stdin = b"5 3\n1 2 100\n2 5 100\n3 4 100\n"
+    p = Program("updates", PAIRS_C, (TestCase("t", stdin, b""),))
+    gen = learn_generator(p, "grown")
+    assert gen is not None
+    sizes = set()
+    for _, text in draws(replace_inputs(p, gen), 24):
+        head, *rows = text.strip().split("\n")
+        n, m = map(int, head.split())
+        assert m == len(rows)
+        sizes.add(m)
+        for row in rows:
+            a, b, k = map(int, row.split())
+            assert 1 <= a <= b <= n and 1 <= k <= 100, (n, row)
+    assert min(sizes) > 3 and len(sizes) > 5
+
+
+def test_indices_from_zero_stay_inside_the_list_they_index() -> None:
+    """`n`, a list of n values, `q`, then q queries `l r` that index the list from 0: every
+    drawn query stays in [0, n - 1] with l <= r, at every drawn n."""
+    stdin = b"6\n7 3 8 1 9 2\n4\n0 2\n1 5\n3 4\n2 2\n"
+    p = Program("ranges", PAIRS_C, (TestCase("t", stdin, b""),))
+    gen = learn_generator(p, "grown")
+    assert gen is not None
+    for _, text in draws(replace_inputs(p, gen), 24):
+        n_line, values, q_line, *rows = text.strip().split("\n")
+        n, q = int(n_line), int(q_line)
+        assert len(values.split()) == n > 6 and q == len(rows) > 4
+        for row in rows:
+            left, right = map(int, row.split())
+            assert 0 <= left <= right <= n - 1, (n, row)
+
+
 def test_programs_without_stdin_or_values_learn_nothing() -> None:
     assert learn_generator(program("quiet")) is None
     words = Program(
@@ -204,9 +240,9 @@ def test_undefined_behaviour_on_drawn_values_narrows_the_class(toolchain, sandbo
     entry = p.meta["inputs_report"]["classes"]["a"]
     # drawing k in [1, 3] (or, grown, in [1, 10]) reaches lut[-1]: those levels are
     # refused, a narrower one kept
-    grown, full = entry["attempts"][:2]
-    assert (grown["level"], full["level"]) == ("grown", "full")
-    for attempt in (grown, full):
+    refused = entry["attempts"][:-1]
+    assert refused[0]["level"] == "grown" and refused[-1]["level"] == "full"
+    for attempt in refused:
         assert attempt["accepted"] < attempt["tried"] and "failure" in attempt
     assert entry["level"] in ("bulk", "values") and entry["accepted"] == 16
     assert p.inputs is not None

@@ -71,6 +71,7 @@ runtimes are linked statically, so no library beyond the usual ones is made visi
 
 from __future__ import annotations
 
+import itertools
 import json
 import math
 import re
@@ -328,6 +329,17 @@ def _blocks(lines: list[Line]) -> list[Block]:
     return blocks
 
 
+def _own_length_column(block: Block) -> bool:
+    """Whether every line of the block starts with the number of values after it (`k a1
+    .. ak` records): in a table of equal lines that is every row's, or one row's first
+    value equals its length by chance (`2 5 100` among `1 2 100`, `3 4 100`)."""
+    if block.kind != "table":
+        return True
+    return all(
+        (vals := line.values()) and vals[0].text == str(len(vals) - 1) for line in block.lines
+    )
+
+
 def _mark_fixed(lines: list[Line], blocks: list[Block]) -> None:
     """Keep count-like integers, sentinels and keywords as written (see the module
     docstring): varying them would break the structure the program parses."""
@@ -372,9 +384,10 @@ def _mark_fixed(lines: list[Line], blocks: list[Block]) -> None:
         block = block_of[id(line)]
         vals = line.values()
         # A table's first line may hold its own count (n, then n lines of one number),
-        # unless the line before already counts the table (3, then 3 lines `a b`).
+        # unless the line before already counts the table (3, then 3 lines `a b`; `5 3`,
+        # then 3 lines `a b k`).
         head = block.kind == "table" and line is block.lines[0]
-        if head and k > 0 and [a.text for a in lines[k - 1].values()] == [str(len(block.lines))]:
+        if head and k > 0 and str(len(block.lines)) in [a.text for a in lines[k - 1].values()]:
             head = False
         for j, a in enumerate(vals):
             if a.kind == "int":
@@ -385,7 +398,7 @@ def _mark_fixed(lines: list[Line], blocks: list[Block]) -> None:
                     # alone on its line in a run of such lines (`3` test cases, then `4`),
                     # but counting the list on the next line
                     a.fixed = _list_sep(lines[k + 1]) is not None
-                elif j == 0 and v >= 2 and v == len(vals) - 1:
+                elif j == 0 and v >= 2 and v == len(vals) - 1 and _own_length_column(block):
                     a.fixed = True  # a record that starts with its own length: k a1 .. ak
                 elif head and v in (len(block.lines) - 1, n - k - 1, n - k - 2):
                     # a count whose items have its own shape (n, then n lines of one number)
@@ -548,10 +561,12 @@ def _pow10_at_least(v: int) -> int:
 
 
 def _widened(lo: int, hi: int) -> tuple[int, int]:
-    """A range seen in a test, widened to the limit a statement would plausibly give (the
-    next power of ten, on each side of zero the range reaches)."""
+    """A range seen in a test, widened to the limit a statement would plausibly give: the
+    next power of ten above, on each side of zero the range reaches. A positive low end
+    stays: `3 <= n` is as plausible a limit as `1 <= n`, and a program that asserts it
+    would refuse every grown size for a drawn n of 1."""
     return (
-        -_pow10_at_least(-lo) if lo < 0 else min(lo, 1),
+        -_pow10_at_least(-lo) if lo < 0 else lo,
         _pow10_at_least(hi) if hi > 0 else hi,
     )
 
@@ -746,18 +761,23 @@ def _list_contract(numbers: list[int]) -> dict[str, Any]:
     return {}
 
 
-def _render(pieces: list[Piece], writer: _Writer) -> tuple[str, dict[str, Any]]:
+def _render(
+    pieces: list[Piece], writer: _Writer, names: dict[int, str] | None = None
+) -> tuple[str, dict[str, Any]]:
     """Template text and vars of a line's pieces; a `("count", rule)` piece is named
-    `writer.count_name`, the name the list or lines it governs refer to."""
+    `writer.count_name`, the name the list or lines it governs refer to. `names`, where
+    given, receives each drawn piece's var name by piece index."""
     template: list[str] = []
     variables: dict[str, Any] = {}
-    for piece in pieces:
+    for at, piece in enumerate(pieces):
         if isinstance(piece, str):
             template.append(_literal(piece))
         else:
             name = writer.count_name if piece[0] == "count" else writer.name()
             variables.update(_expanded(name, piece[1]))
             template.append("{" + name + "}")
+            if names is not None:
+                names[at] = name
     return "".join(template), variables
 
 
@@ -812,13 +832,45 @@ def _line_shapes(
     return shapes, varies
 
 
-def _leading_count(line: Line) -> int | None:
-    """The count a line starts with (a kept count-like integer as its first value, alone
-    or beside other values: `5`, `5 2` for n and k), or None."""
-    values = line.values()
-    if values and values[0].kind == "int" and values[0].fixed:
-        v = int(values[0].text)
-        return v if v >= 1 else None
+def _line_counts(line: Line) -> list[tuple[Atom, int]]:
+    """The counts a line may hold, first to last: its kept count-like integers of at least
+    1 (`n m`, where m counts the edges after it, holds m)."""
+    return [
+        (a, int(a.text))
+        for a in line.values()
+        if a.kind == "int" and a.fixed and int(a.text) >= 1
+    ]
+
+
+def _piece_atoms(line: Line, pieces: list[Piece]) -> dict[int, Atom]:
+    """The atom each single-atom piece of a line stands for, by piece index (`_line_pieces`
+    writes one piece per literal atom, one per drawn value and one per folded run, which
+    stands for several and is left out)."""
+    found: dict[int, Atom] = {}
+    at = 0
+    i = 0
+    atoms = line.atoms
+    while i < len(atoms) and at < len(pieces):
+        piece = pieces[at]
+        if not isinstance(piece, str) and piece[0] == "run":
+            body = piece[1].get("ints") or piece[1].get("repeat") or {}
+            count = body.get("count")
+            if not isinstance(count, int):
+                return found  # a run grown to a drawn length: nothing after it is known
+            i += 2 * count - 1
+        else:
+            found[at] = atoms[i]
+            i += 1
+        at += 1
+    return found
+
+
+def _piece_index(line: Line, pieces: list[Piece], atom: Atom) -> int | None:
+    """Where in a line's pieces an atom written as seen stands, or None."""
+    for at, a in _piece_atoms(line, pieces).items():
+        if a is atom:
+            piece = pieces[at]
+            return at if isinstance(piece, str) and piece == atom.text else None
     return None
 
 
@@ -859,23 +911,24 @@ def _grow_counts(
     lines is repeated that many times (`_assemble`). The count still equals the items
     drawn."""
     for k in range(len(parsed.lines) - 1):
-        v = _leading_count(parsed.lines[k])
-        if v is None:
-            continue
-        body = _governed(shapes[k + 1][1], v)
-        if body is not None and k + 2 < len(shapes) and shapes[k + 2][0] == shapes[k + 1][0]:
-            body = None  # the first row of a table (n, then an n x n grid): not one list
-        if body is None and not _run_after(shapes, k, v):
-            continue
-        if body is not None:
-            body["count" if "count" in body else "length"] = _COUNT_REF
-            if body.get("distinct"):  # a permutation stays one at the drawn length
-                body["range"] = [1, _COUNT_REF]
-            shapes[k + 1] = (json.dumps(shapes[k + 1][1], sort_keys=True), shapes[k + 1][1])
-        pieces = shapes[k][1]
-        at = pieces.index(parsed.lines[k].values()[0].text)
-        pieces[at] = ("count", _grown_count(v, level))
-        shapes[k] = (json.dumps(pieces, sort_keys=True), pieces)
+        for atom, v in _line_counts(parsed.lines[k]):
+            body = _governed(shapes[k + 1][1], v)
+            if body is not None and k + 2 < len(shapes) and shapes[k + 2][0] == shapes[k + 1][0]:
+                body = None  # the first row of a table (n, then an n x n grid): not one list
+            if body is None and not _run_after(shapes, k, v):
+                continue
+            pieces = shapes[k][1]
+            at = _piece_index(parsed.lines[k], pieces, atom)
+            if at is None:
+                continue
+            if body is not None:
+                body["count" if "count" in body else "length"] = _COUNT_REF
+                if body.get("distinct"):  # a permutation stays one at the drawn length
+                    body["range"] = [1, _COUNT_REF]
+                shapes[k + 1] = (json.dumps(shapes[k + 1][1], sort_keys=True), shapes[k + 1][1])
+            pieces[at] = ("count", _grown_count(v, level))
+            shapes[k] = (json.dumps(pieces, sort_keys=True), pieces)
+            break  # one drawn count a line: its var is the line's count name
 
 
 # A list's length that follows a drawn count: replaced by the count's var name on render.
@@ -896,6 +949,7 @@ def _assemble(
     writer = writer or _Writer()
     template: list[str] = []
     variables: dict[str, Any] = {}
+    scalars: list[tuple[str, int]] = []  # drawn integers of the lines so far: (var, seen)
     try:
         i = 0
         while i < len(shapes):
@@ -908,7 +962,13 @@ def _assemble(
                 count: int | str = j - i
                 if grow and i > 0 and _counts_run(parsed.lines[i - 1], shapes[i - 1][1], j - i):
                     count = f"{prefix}n{i - 1}"  # the count var line i - 1 was rendered with
-                inner, inner_vars = _render(pieces, writer)
+                inner_names: dict[int, str] = {}
+                inner, inner_vars = _render(pieces, writer, inner_names)
+                if grow:
+                    _row_contract(
+                        parsed.lines[i:j], pieces, inner_names, inner_vars, scalars,
+                        count if isinstance(count, str) else None,
+                    )
                 name = writer.name()
                 variables[name] = {
                     "repeat": {"count": count, "template": inner, "vars": inner_vars, "sep": ""}
@@ -917,13 +977,104 @@ def _assemble(
             else:
                 for k in range(i, j):
                     writer.count_name = f"{prefix}n{k}"
-                    text, vs = _render(shapes[k][1], writer)
+                    line_names: dict[int, str] = {}
+                    text, vs = _render(shapes[k][1], writer, line_names)
                     template.append(text)
+                    scalars += _drawn_ints(parsed.lines[k], shapes[k][1], line_names)
                     variables.update(_resolve_count(vs, f"{prefix}n{k - 1}"))
             i = j
     except _TooLarge:
         return None
     return {"template": "".join(template), "vars": variables}
+
+
+def _drawn_ints(line: Line, pieces: list[Piece], names: dict[int, str]) -> list[tuple[str, int]]:
+    """The line's single integers, each as what a later bound may name (a drawn one's var,
+    a kept one's value: `n`, a count) and the value the test shows."""
+    atoms = _piece_atoms(line, pieces)
+    found = []
+    for at, atom in sorted(atoms.items()):
+        if atom.kind != "int":
+            continue
+        if at in names and "int" in _rule_of(pieces[at]):
+            found.append((names[at], int(atom.text)))
+        elif isinstance(pieces[at], str) and _INT.fullmatch(atom.text):
+            found.append((atom.text, int(atom.text)))
+    return found
+
+
+def _rule_of(piece: Piece) -> dict[str, Any]:
+    return {} if isinstance(piece, str) else piece[1]
+
+
+# A relation between a table's columns is taken for its problem's rule only when this many
+# rows show it (3 unordered pairs fall in order by chance with probability 1/8).
+MIN_ROWS_FOR_RELATION = 3
+
+
+def _row_contract(
+    rows: list[Line],
+    pieces: list[Piece],
+    names: dict[int, str],
+    variables: dict[str, Any],
+    scalars: list[tuple[str, int]],
+    own_count: str | None = None,
+) -> None:
+    """What a table's rows show about their contract, written into the row's rules:
+
+    * a column never above the one after it (`l r` queries, `start end` ranges) is drawn
+      from the one before it up (its lower bound is that var);
+    * a column never above a drawn integer of an earlier line (an index into a list of n,
+      a position on a road of length n), and reaching at least half of it, is drawn up to
+      that integer (less one where the column starts at 0: a 0-based index); the earlier
+      integer seen as the smallest such bound is the one taken (never the count of these
+      rows itself, which a row's values match by chance more often than they index).
+
+    A relation needs MIN_ROWS_FOR_RELATION rows; where the rows show none, the rules stay."""
+    if len(rows) < MIN_ROWS_FOR_RELATION:
+        return
+    per_row = [_piece_atoms(row, pieces) for row in rows]
+    columns = [
+        at
+        for at in sorted(names)
+        if "int" in _rule_of(pieces[at])
+        and all(at in atoms and atoms[at].kind == "int" for atoms in per_row)
+    ]
+    seen = {at: [int(atoms[at].text) for atoms in per_row] for at in columns}
+    columns = [at for at in columns if all(isinstance(x, int) for x in variables[names[at]]["int"])]
+    bound_of: dict[int, str] = {}
+    for at in columns:
+        top = max(seen[at])
+        bounds = [
+            (v, name)
+            for name, v in scalars
+            if top >= 2 and top <= v <= 2 * top and name != own_count
+        ]
+        if bounds:
+            bound_of[at] = min(bounds)[1]
+    ordered = []
+    for left, right in itertools.pairwise(columns):
+        a, b = seen[left], seen[right]
+        # Columns whose values do not even overlap (positions, then weights in the
+        # hundreds) are in order by their ranges, not by a rule of the rows.
+        if (
+            all(x <= y for x, y in zip(a, b, strict=True))
+            and any(x < y for x, y in zip(a, b, strict=True))
+            and min(b) <= max(a)
+        ):
+            ordered.append((left, right))
+            if right in bound_of:  # l <= r <= n: l is bounded as r is
+                bound_of.setdefault(left, bound_of[right])
+    # Indices from 0 in any column of the rows: every bounded one is an index from 0.
+    zero_based = any(min(seen[at]) == 0 for at in columns)
+    for at, name in bound_of.items():
+        rule = variables[names[at]]
+        lo = rule["int"][0]
+        top = f"{name} - 1" if zero_based else name
+        rule["int"] = [f"min({lo}, {top})", top]
+    for left, right in ordered:
+        rule = variables[names[right]]
+        rule["int"] = [names[left], f"max({names[left]}, {rule['int'][1]})"]
 
 
 def _resolve_count(variables: dict[str, Any], count_name: str) -> dict[str, Any]:
@@ -943,7 +1094,7 @@ def _resolve_count(variables: dict[str, Any], count_name: str) -> dict[str, Any]
 def _counts_run(line: Line, pieces: list[Piece], length: int) -> bool:
     """Whether `line` was given a drawn count (`_grow_counts`) for a run of `length`."""
     drawn = any(not isinstance(p, str) and p[0] == "count" for p in pieces)
-    return drawn and _leading_count(line) == length
+    return drawn and any(v == length for _, v in _line_counts(line))
 
 
 def _line_kind(line: Line) -> tuple[Any, ...]:
