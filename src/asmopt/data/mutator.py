@@ -415,6 +415,11 @@ def _mark_fixed(lines: list[Line], blocks: list[Block]) -> None:
     for line in lines:
         for a in line.values():
             a.free_length = a.kind in ("str", "word") and len(a.text) not in stated
+    _mark_sentinel(lines)
+
+
+def _mark_sentinel(lines: list[Line]) -> None:
+    """A last line of zeros (or -1s) after others ends the input: kept as written."""
     tail = [line for line in lines if line.values()]
     if len(tail) >= 2 and all(
         a.kind == "int" and int(a.text) in (0, -1) for a in tail[-1].values()
