@@ -178,6 +178,21 @@ def test_a_count_beside_the_value_it_bounds_grows_and_the_rows_keep_their_order(
     assert min(sizes) > 3 and len(sizes) > 5
 
 
+def test_a_line_that_starts_with_its_own_length_grows_as_one_record() -> None:
+    """`k a1 .. ak` lines of differing lengths (one case a line, read to the end of the
+    input): each k grows past the sample's and its line holds exactly k values."""
+    stdin = b"4 9 2 5 6\n6 7 6 10 1 2 5\n"
+    p = Program("cases", PAIRS_C, (TestCase("t", stdin, b""),))
+    gen = learn_generator(p, "grown")
+    assert gen is not None
+    for _, text in draws(replace_inputs(p, gen), 24):
+        lines = text.strip().split("\n")
+        assert len(lines) == 2
+        for line, seen in zip(lines, (4, 6), strict=True):
+            k, *values = map(int, line.split())
+            assert k == len(values) > seen
+
+
 def test_indices_from_zero_stay_inside_the_list_they_index() -> None:
     """`n`, a list of n values, `q`, then q queries `l r` that index the list from 0: every
     drawn query stays in [0, n - 1] with l <= r, at every drawn n."""

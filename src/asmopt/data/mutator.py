@@ -909,13 +909,15 @@ def _run_after(shapes: list[tuple[str, list[Piece]]], k: int, v: int) -> bool:
 def _grow_counts(
     parsed: _Parsed, shapes: list[tuple[str, list[Piece]]], level: str = "grown"
 ) -> None:
-    """At the `grown` level: a count that starts its line and governs what follows (the
-    next line's list or string of exactly that many values or characters, or the run of
-    exactly that many lines after it) becomes a drawn count, and what it governs follows
-    it: a list's or string's length names the count's var (`_resolve_count`), a run of
-    lines is repeated that many times (`_assemble`). The count still equals the items
-    drawn."""
-    for k in range(len(parsed.lines) - 1):
+    """At the growing levels: a count on a line that governs what follows (the next
+    line's list or string of exactly that many values or characters, the run of exactly
+    that many lines after it, or the rest of its own line: `k a1 .. ak`) becomes a drawn
+    count, and what it governs follows it: a list's or string's length names the count's
+    var (`_resolve_count`), a run of lines is repeated that many times (`_assemble`). The
+    count still equals the items drawn."""
+    for k in range(len(parsed.lines)):
+        if _grow_own_count(parsed, shapes, k, level) or k + 1 == len(parsed.lines):
+            continue
         for atom, v in _line_counts(parsed.lines[k]):
             body = _governed(shapes[k + 1][1], v)
             if body is not None and k + 2 < len(shapes) and shapes[k + 2][0] == shapes[k + 1][0]:
@@ -936,8 +938,33 @@ def _grow_counts(
             break  # one drawn count a line: its var is the line's count name
 
 
-# A list's length that follows a drawn count: replaced by the count's var name on render.
+def _grow_own_count(
+    parsed: _Parsed, shapes: list[tuple[str, list[Piece]]], k: int, level: str
+) -> bool:
+    """Grow a line that starts with its own length (`k a1 .. ak`: a kept count, then one
+    list of exactly that many values), unless lines of its shape stand beside it (a table
+    of such records repeats one template); whether it did."""
+    line = parsed.lines[k]
+    values = line.values()
+    neighbours = {shapes[m][0] for m in (k - 1, k + 1) if 0 <= m < len(shapes)}
+    if not values or not values[0].fixed or shapes[k][0] in neighbours:
+        return False
+    v = int(values[0].text) if values[0].kind == "int" else 0
+    pieces = shapes[k][1]
+    at = _piece_index(line, pieces, values[0])
+    body = _governed([p for i, p in enumerate(pieces) if i != at], v) if at is not None else None
+    if v < 2 or at is None or body is None or "count" not in body:
+        return False
+    body["count"] = _OWN_COUNT_REF
+    pieces[at] = ("count", _grown_count(v, level))
+    shapes[k] = (json.dumps(pieces, sort_keys=True), pieces)
+    return True
+
+
+# A list's length that follows a drawn count: replaced by the count's var name on render;
+# `_OWN_COUNT_REF` where the count starts the list's own line.
 _COUNT_REF = "@count"
+_OWN_COUNT_REF = "@own_count"
 
 
 def _assemble(
@@ -986,6 +1013,7 @@ def _assemble(
                     text, vs = _render(shapes[k][1], writer, line_names)
                     template.append(text)
                     scalars += _drawn_ints(parsed.lines[k], shapes[k][1], line_names)
+                    vs = _resolve_count(vs, f"{prefix}n{k}", _OWN_COUNT_REF)
                     variables.update(_resolve_count(vs, f"{prefix}n{k - 1}"))
             i = j
     except _TooLarge:
@@ -1082,16 +1110,18 @@ def _row_contract(
         rule["int"] = [names[left], f"max({names[left]}, {rule['int'][1]})"]
 
 
-def _resolve_count(variables: dict[str, Any], count_name: str) -> dict[str, Any]:
-    """`variables` with a list's or a string's `_COUNT_REF` length replaced by the count
-    var's name."""
+def _resolve_count(
+    variables: dict[str, Any], count_name: str, ref: str = _COUNT_REF
+) -> dict[str, Any]:
+    """`variables` with a list's or a string's `ref` length replaced by the count var's
+    name."""
     for rule in variables.values():
         for kind, key in (("ints", "count"), ("repeat", "count"), ("text", "length")):
             body = rule.get(kind)
-            if isinstance(body, dict) and body.get(key) == _COUNT_REF:
+            if isinstance(body, dict) and body.get(key) == ref:
                 body[key] = count_name
         body = rule.get("ints")
-        if isinstance(body, dict) and body["range"][1] == _COUNT_REF:
+        if isinstance(body, dict) and body["range"][1] == ref:
             body["range"] = [1, count_name]  # a permutation: of 1..its drawn length
     return variables
 
