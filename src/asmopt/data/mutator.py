@@ -21,9 +21,14 @@ How a test input becomes a class:
   number of lines left) is kept as written, and so is a first line holding one number no
   larger than the lines that follow (a test-case count), and a last line of zeros (a
   terminating sentinel). Keeping counts fixed keeps the structure consistent: the count
-  always equals the items drawn. Where a count starts its line (alone, or beside other
-  values: `n k`) and governs the next line's list or string, or the run of lines after
-  it, it can grow (below), what it governs drawn at the drawn length.
+  always equals the items drawn. Where a count on a line (alone, or beside other values:
+  `n k`, `n m`) governs the next line's list or string, or the run of lines after it, or
+  starts its line and counts the rest of it (`k a1 .. ak`), it can grow (below), what it
+  governs drawn at the drawn length.
+* **Rows keep their relations.** In a table of three or more rows, a column never above
+  the next (`l r`) is drawn from that column's value up, and a column never above an
+  integer of an earlier line that it reaches at least half of (an index into a list of
+  n) is drawn up to that integer as drawn, less one for indices from 0.
 * **Lists keep their order.** A list of five or more values given sorted (either way) is
   drawn sorted the same way; a list that is a shuffle of 1..n is drawn as a permutation of
   1..(its drawn length) (`ints` rules with `order` / `distinct`).
