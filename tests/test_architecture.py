@@ -68,3 +68,54 @@ def test_a_wrong_way_import_breaks_the_contract(tmp_path: Path) -> None:
     proc = _lint(src, REPO / "pyproject.toml")
     assert proc.returncode != 0
     assert "asmopt.programs is not allowed to import asmopt.cli" in proc.stdout
+
+
+def _cycles(graph) -> list[list[str]]:  # type: ignore[no-untyped-def]
+    """The strongly connected groups of two or more modules (Tarjan's algorithm)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    found: list[list[str]] = []
+
+    def visit(v: str) -> None:
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        on_stack.add(v)
+        for w in graph.find_modules_directly_imported_by(v):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on_stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            group = []
+            while True:
+                w = stack.pop()
+                on_stack.discard(w)
+                group.append(w)
+                if w == v:
+                    break
+            if len(group) > 1:
+                found.append(sorted(group))
+
+    for module in sorted(graph.modules):
+        if module not in index:
+            visit(module)
+    return found
+
+
+def test_no_module_imports_itself_round_a_circle() -> None:
+    """No circle in any room either, counting the imports inside functions (grimp reads
+    every import statement; the layers contracts see only what crosses their layers);
+    imports for type checking alone run nothing and are left out."""
+    import grimp
+
+    sys.setrecursionlimit(max(sys.getrecursionlimit(), 10_000))
+    graph = grimp.build_graph("asmopt", exclude_type_checking_imports=True, cache_dir=None)
+    assert _cycles(graph) == []
+    # It sees a circle closed by an import inside a function.
+    graph.add_import(
+        importer="asmopt.measure.timing.spread", imported="asmopt.measure.timing.judging"
+    )
+    assert _cycles(graph)

@@ -35,7 +35,7 @@ def model_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def server(model_dir: Path) -> Iterator[Any]:
     """`asmopt serve tiny-llama`: the model named after its directory, as the CLI names it."""
     from asmopt.policies.hf_local import HFBackend
-    from asmopt.policies.serve import ModelServer
+    from asmopt.policies.server import ModelServer
 
     srv = ModelServer(HFBackend(model_dir), port=0).start()
     yield srv

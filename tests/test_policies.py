@@ -138,7 +138,7 @@ def test_templates(tmp_path: Path) -> None:
 @pytest.fixture(scope="module")
 def server(tiny_model_dir: Path) -> Iterator[object]:
     from asmopt.policies.hf_local import HFBackend
-    from asmopt.policies.serve import ModelServer
+    from asmopt.policies.server import ModelServer
 
     srv = ModelServer(HFBackend(tiny_model_dir), port=0, model_name="tiny").start()
     yield srv

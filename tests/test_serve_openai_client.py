@@ -35,7 +35,7 @@ def model_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 @pytest.fixture(scope="module")
 def server(model_dir: Path) -> Iterator[Any]:
     from asmopt.policies.hf_local import HFBackend
-    from asmopt.policies.serve import ModelServer
+    from asmopt.policies.server import ModelServer
 
     srv = ModelServer(HFBackend(model_dir), port=0, model_name=MODEL).start()
     yield srv

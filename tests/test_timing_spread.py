@@ -26,11 +26,11 @@ from asmopt.measure.timing import (
     measure_candidates,
     measure_tests,
 )
-from asmopt.measure.timing import spread as spread_module
+from asmopt.measure.timing import calibration as spread_module
+from asmopt.measure.timing.calibration import machine_spread
 from asmopt.measure.timing.spread import (
     calibration_rounds,
     chi2_quantile,
-    machine_spread,
     spread_from_rounds,
 )
 

@@ -43,7 +43,7 @@ def _body_cap(context: int) -> int:
 
 @pytest.fixture(scope="module")
 def server(backend: Any) -> Iterator[Any]:
-    from asmopt.policies.serve import ModelServer
+    from asmopt.policies.server import ModelServer
 
     srv = ModelServer(backend, port=0, model_name="tiny").start()
     yield srv
@@ -53,7 +53,8 @@ def server(backend: Any) -> Iterator[Any]:
 @pytest.fixture()
 def limited(backend: Any) -> Iterator[Callable[..., Any]]:
     """Start a server with the given limits (ServeLimits fields); stopped after the test."""
-    from asmopt.policies.serve import ModelServer, ServeLimits
+    from asmopt.policies.serve import ServeLimits
+    from asmopt.policies.server import ModelServer
 
     started: list[Any] = []
 
@@ -543,7 +544,7 @@ def test_serve_a_half_head_then_a_half_close_gets_a_400(server: Any) -> None:
 def test_serve_stop_is_prompt_with_connections_open(backend: Any, context: int) -> None:
     """An idle connection, a kept-alive one and one lingering after a 413 do not hold up
     stop(); afterwards the port refuses connections and every one of them is closed."""
-    from asmopt.policies.serve import ModelServer
+    from asmopt.policies.server import ModelServer
 
     srv = ModelServer(backend, port=0, model_name="tiny").start()
     address = srv.address

@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from asmopt.measure.timing import spread as spread_mod
+from asmopt.measure.timing import calibration as spread_mod
 
 STAND_IN = spread_mod.SandboxSpread(((1e-3, 0.01), (1e-2, 0.005)), 8.0, "stand-in")
 

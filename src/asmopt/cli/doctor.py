@@ -60,7 +60,7 @@ def _realtime() -> str:
 
 def _spread(lock: Any, calibrate: bool) -> dict[str, Any]:
     """The between-sandbox spread: measured now with `calibrate`, else the stored one."""
-    from asmopt.measure.timing.spread import machine_spread, stored_spread
+    from asmopt.measure.timing.calibration import machine_spread, stored_spread
 
     if calibrate:
         from asmopt.sandbox.runner import default_sandbox

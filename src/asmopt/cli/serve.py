@@ -96,7 +96,7 @@ def _limits(args: argparse.Namespace) -> ServeLimits:
 def cmd_serve(args: argparse.Namespace) -> int:
     from asmopt.policies.hf_local import HFBackend
     from asmopt.policies.llm import PolicyError
-    from asmopt.policies.serve import ModelServer, check_port
+    from asmopt.policies.server import ModelServer, check_port
     from asmopt.typed_config import check_device
 
     if args.model_dir is None:

@@ -15,10 +15,11 @@ that only change nothing at one value (`presence_penalty` 0, `tools` [], `stream
 ...) are accepted at that value; anything else is refused. Streaming is not supported.
 A first model to try: `asmopt.train.tiny.build_tiny_model` (README, "Language models").
 
-This module is the OpenAI side (requests, limits, admission, answers) and `ModelServer`;
-`serve_asgi.py` is the HTTP side: a Starlette application served by uvicorn (its h11
-protocol, on one event loop in one thread), imported only when a server is built, so
-`import asmopt.policies.serve` needs neither. On top of uvicorn come these guarantees, so
+This module is the OpenAI side (requests, limits, admission, answers); `serve_asgi.py` is
+the HTTP side: a Starlette application served by uvicorn (its h11 protocol, on one event
+loop in one thread); `server.py` is the server a user starts (`ModelServer`: the socket
+and the thread around the application). `import asmopt.policies.serve` needs neither
+Starlette nor uvicorn. On top of uvicorn come these guarantees, so
 that no client, however many or however malformed, kills the server or is dropped without
 an answer:
 
@@ -63,8 +64,6 @@ import contextlib
 import json
 import logging
 import math
-import socket
-import threading
 import time
 import uuid
 from collections.abc import AsyncIterator, Mapping
@@ -599,87 +598,3 @@ def error_payload(
     code: str | None = None,
 ) -> dict[str, Any]:
     return {"error": {"message": message, "type": kind, "param": param, "code": code}}
-
-
-def _bound_socket(host: str, port: int) -> socket.socket:
-    """A TCP socket bound to (host, port) with SO_REUSEADDR (IPv6 when the host has a ':'),
-    not yet listening; OSError when the address cannot be bound."""
-    family = socket.AF_INET6 if ":" in host else socket.AF_INET
-    sock = socket.socket(family, socket.SOCK_STREAM)
-    try:
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        sock.bind((host, port))
-    except BaseException:
-        sock.close()
-        raise
-    return sock
-
-
-def check_port(host: str, port: int) -> None:
-    """Raise OSError now if (host, port) cannot be bound, so a busy port is reported before a
-    model takes its time to load (the server binds the same way)."""
-    _bound_socket(host, port).close()
-
-
-class ModelServer:
-    """A server around one back-end: `start()` serves from a background thread (tests) and
-    returns once it answers, `serve_forever()` serves from this thread (the command: Ctrl+C
-    ends it once the requests being answered are, STOP_GRACE_S at most, or at once when
-    pressed twice); `stop()` ends either within about STOP_GRACE_S. The socket is bound and
-    listening from construction on, so `url` is known (port 0 picks a free one) and early
-    connections wait in the backlog until the server runs."""
-
-    def __init__(
-        self,
-        backend: HFBackend,
-        host: str = "127.0.0.1",
-        port: int = 8000,
-        model_name: str | None = None,
-        limits: ServeLimits | None = None,
-    ) -> None:
-        from asmopt.policies.serve_asgi import build_server
-
-        self.model_name = model_name or backend.name
-        self.limits = limits or ServeLimits()
-        self.admission = Admission(self.limits)
-        self._socket = _bound_socket(host, port)
-        try:
-            self._socket.listen(LISTEN_BACKLOG)
-            self._server = build_server(backend, self.model_name, self.limits, self.admission)
-        except BaseException:
-            self._socket.close()
-            raise
-        self._thread: threading.Thread | None = None
-
-    @property
-    def address(self) -> tuple[str, int]:
-        """The (host, port) the server listens on."""
-        host, port = self._socket.getsockname()[:2]
-        return host, port
-
-    @property
-    def url(self) -> str:
-        host, port = self.address
-        return f"http://{f'[{host}]' if ':' in host else host}:{port}/v1"
-
-    def start(self) -> ModelServer:
-        self._thread = threading.Thread(target=self.serve_forever, name="asmopt-serve", daemon=True)
-        self._thread.start()
-        deadline = time.monotonic() + START_TIMEOUT_S
-        while not self._server.started:
-            if not self._thread.is_alive() or time.monotonic() > deadline:
-                self.stop()
-                raise RuntimeError(f"asmopt serve did not start on {self.url}")
-            time.sleep(0.01)
-        return self
-
-    def serve_forever(self) -> None:
-        self._server.run(sockets=[self._socket])
-
-    def stop(self) -> None:
-        """Stop accepting, close idle connections at once, give requests being answered
-        STOP_GRACE_S, then close the rest; returns once the server's thread has ended."""
-        self._server.should_exit = True
-        if self._thread is not None:
-            self._thread.join(timeout=STOP_GRACE_S + 5)
-        self._socket.close()

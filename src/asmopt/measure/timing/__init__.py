@@ -43,6 +43,7 @@ with a mock executor and no real timing.
 
 from __future__ import annotations
 
+from asmopt.measure.timing.calibration import machine_spread
 from asmopt.measure.timing.cores import (
     CoreLayout,
     CoreLock,
@@ -67,20 +68,22 @@ from asmopt.measure.timing.engine import (
     measure_tests,
 )
 from asmopt.measure.timing.executor import (
+    MAX_SHARED_CANDIDATES,
+    SandboxExecutor,
+    SharedSandboxExecutor,
+)
+from asmopt.measure.timing.judging import (
     CANDIDATE_WALL_FACTOR,
     CANDIDATE_WALL_MIN_S,
     INCONSISTENT_CPU_FACTOR,
     INCONSISTENT_CPU_SLACK_S,
-    MAX_SHARED_CANDIDATES,
     ReferenceRun,
-    SandboxExecutor,
-    SharedSandboxExecutor,
     time_candidates,
     time_test,
     time_tests,
 )
 from asmopt.measure.timing.requests import CandidateRoundRequest, CandidateTest, RoundRequest
-from asmopt.measure.timing.spread import DEFAULT_SPREAD, SandboxSpread, machine_spread
+from asmopt.measure.timing.spread import DEFAULT_SPREAD, SandboxSpread
 
 __all__ = [
     "CANDIDATE_WALL_FACTOR",
