@@ -49,10 +49,12 @@ def test_every_field_of_a_wrong_type_is_named(cls: type, name: str) -> None:
         (PolicySpec, "max_tokens", True),
         (ScoreConfig, "max_completion_bytes", -1),
         (ScoreConfig, "max_completion_bytes", 0),
-        (ScoreConfig, "drawn_per_class", "2"),
+        (ScoreConfig, "fresh_inputs", {"per_class": "2"}),
+        (ScoreConfig, "fresh_inputs", {"per_clas": 2}),
+        (ScoreConfig, "fresh_inputs", 4),
         (ScoreConfig, "timing", 5),
         (ScoreConfig, "limits", "fast"),
-        (ScoreConfig, "seed", 1.5),
+        (ScoreConfig, "fresh_inputs", {"seed": 1.5}),
         (EvalConfig, "run_dir", 5),
         (EvalConfig, "split", 3),
         (EvalConfig, "only", [1]),
@@ -71,8 +73,22 @@ def test_a_wrong_value_is_an_input_error_naming_its_field(
 
 def test_the_documented_forms_are_accepted() -> None:
     assert EvalConfig(only="bfs_grid", suite="somewhere", run_dir="r").only == ["bfs_grid"]
-    config = ScoreConfig(timing={"budget_s": 20}, limits={"wall_seconds": 5}, seed=3)
+    config = ScoreConfig(
+        timing={"budget_s": 20}, limits={"wall_seconds": 5}, fresh_inputs={"seed": 3}
+    )
     assert config.timing.budget_s == 20 and config.limits.wall_seconds == 5
+    assert config.fresh_inputs.seed == 3 and config.fresh_inputs.per_class == 2
+    # The old flat spellings are refused naming the nested one.
+    for key, new in (("drawn_per_class", "fresh_inputs.per_class"), ("seed", "fresh_inputs.seed")):
+        with pytest.raises(InputError, match=new):
+            ScoreConfig.from_options({key: 3})
+    # A score config makes many gradings: each draws with its own secret seed unless one
+    # is set, and the round trip through a mapping keeps the settings.
+    free = ScoreConfig()
+    assert free.fresh_inputs.seed is None
+    assert free.fresh_inputs.for_grading().seed != free.fresh_inputs.for_grading().seed
+    again = ScoreConfig.from_options({"fresh_inputs": config.to_dict()["fresh_inputs"]})
+    assert again.fresh_inputs == config.fresh_inputs
     assert PolicySpec(temperature=0.7, top_p=0.95, max_tokens=512).top_p == 0.95
 
 

@@ -13,9 +13,10 @@ a verdict again (`asmopt check --seed`); a policy is never told it, nor any draw
 
 from __future__ import annotations
 
+import difflib
 import logging
 import secrets
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -47,20 +48,49 @@ def new_seed() -> int:
 
 @dataclass(frozen=True)
 class FreshInputs:
-    """How one grading draws its inputs: the secret seed, K drawn inputs per size class in
-    the correctness check, and whether timed pairs run on fresh inputs. One grading (an
-    evaluation, a reward batch, a check) has one; every draw is labelled with the program,
-    the sample and its purpose, so no two draws of a grading coincide."""
+    """How one grading draws its inputs: the secret input seed, K drawn inputs per size
+    class in the correctness check, and whether timed pairs run on fresh inputs. One
+    grading (an evaluation, a reward batch, a check) has one; every draw is labelled with
+    the program, the sample and its purpose, so no two draws of a grading coincide.
 
-    seed: int = field(default_factory=new_seed)
+    In a config that makes many gradings (ScoreConfig: every sample its own), `seed` None
+    stands for "a new secret seed each grading", made by `for_grading`; a seed there
+    replays every grading with it (never in training)."""
+
+    seed: int | None = field(default_factory=new_seed)
     per_class: int = DEFAULT_PER_CLASS
     timed: bool = True
 
     def __post_init__(self) -> None:
-        if isinstance(self.seed, bool) or not isinstance(self.seed, int) or self.seed < 0:
-            raise InputError(f"seed must be a non-negative integer, got {self.seed!r}")
+        seed = self.seed
+        if seed is not None and (isinstance(seed, bool) or not isinstance(seed, int) or seed < 0):
+            raise InputError(f"seed must be a non-negative integer, got {seed!r}")
+        if isinstance(self.per_class, bool) or not isinstance(self.per_class, int):
+            raise InputError(f"per_class must be an integer, got {self.per_class!r}")
         if not 0 <= self.per_class <= MAX_PER_CLASS:
             raise InputError(f"per_class must be in 0..{MAX_PER_CLASS}, got {self.per_class}")
+        if not isinstance(self.timed, bool):
+            raise InputError(f"timed must be true or false, got {self.timed!r}")
+
+    @classmethod
+    def from_mapping(cls, settings: Mapping[str, Any], where: str, seed: Any = None) -> FreshInputs:
+        """The settings a mapping names (`{"per_class": 4, "timed": false}`), each key one
+        of `seed`, `per_class`, `timed`; a key missing takes its default, a missing seed
+        `seed`. An unknown key names the nearest (`where.KEY`)."""
+        names = ("seed", "per_class", "timed")
+        for key in settings:
+            if key not in names:
+                close = difflib.get_close_matches(str(key), names, n=1)
+                hint = f"; did you mean '{where}.{close[0]}'?" if close else ""
+                raise InputError(f"unknown fresh-input setting '{where}.{key}'{hint}")
+        try:
+            return cls(**{"seed": seed, **settings})
+        except InputError as exc:
+            raise InputError(f"{where}: {exc}") from None
+
+    def for_grading(self) -> FreshInputs:
+        """This, with a new secret seed where none is set: what one grading draws with."""
+        return self if self.seed is not None else replace(self, seed=new_seed())
 
     @classmethod
     def off(cls) -> FreshInputs:
@@ -81,6 +111,8 @@ class FreshInputs:
         can take it for the candidate's failure: it happens before any run on the input."""
         if program.inputs is None:
             raise InputError(f"program {program.id!r} has fixed inputs only")
+        if self.seed is None:
+            raise InputError("no input seed: draw with FreshInputs.for_grading()")
         seed = derive_seed(self.seed, program.id, label, purpose, size_class, index)
         try:
             return program.inputs.draw(size_class, seed), seed

@@ -125,7 +125,7 @@ def sample_deadline(program: Program, config: ScoreConfig, workers: int = 1) -> 
     their wall limits together)."""
     limits = run_limits(config)
     tests = len(program.tests)
-    drawn = draw_count(program, config.drawn_per_class)
+    drawn = draw_count(program, config.fresh_inputs.per_class)
     candidate_s = (tests + drawn) * limits.wall_seconds
     rest_s = (
         2 * BUILD_STEP_S

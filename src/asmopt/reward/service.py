@@ -56,7 +56,7 @@ import pebble
 from asmopt import typed_config
 from asmopt.adequacy import UnfitProgramError, is_reward_fit, require_fit
 from asmopt.errors import InputError
-from asmopt.fresh import DEFAULT_PER_CLASS, FreshInputs, new_seed
+from asmopt.fresh import DEFAULT_PER_CLASS, FreshInputs
 from asmopt.judge import Verdict
 from asmopt.measure.timing import TimingConfig
 from asmopt.policies.prompts import EditFormat, check_edit_format
@@ -96,6 +96,12 @@ _FLAT_TIMING_KEYS = {
     "timing_max_pairs": "timing.max_pairs",
     "timing_budget_s": "timing.budget_s",
     "timing_precision": "timing.precision",
+}
+# The old flat spelling of the fresh-input settings, refused naming the new one.
+_FLAT_FRESH_KEYS = {
+    "drawn_per_class": "fresh_inputs.per_class",
+    "fresh_timed": "fresh_inputs.timed",
+    "seed": "fresh_inputs.seed",
 }
 
 
@@ -141,12 +147,14 @@ class ScoreConfig:
     # Time answers that are copies of the baseline (A/A checks of the instrument only).
     time_copies: bool = False
     max_completion_bytes: int = MAX_COMPLETION_BYTES
-    # Fresh inputs (fresh.py): drawn inputs per size class in the correctness check, and
-    # whether timed pairs run on fresh inputs. Each sample draws from a secret seed of its
-    # own unless `seed` fixes one (to replay a score exactly; never in training).
-    drawn_per_class: int = DEFAULT_PER_CLASS
-    fresh_timed: bool = True
-    seed: int | None = None
+    # Fresh inputs (fresh.py), one FreshInputs as everywhere (a mapping of its fields
+    # changes those of the default): drawn inputs per size class in the correctness check
+    # (`per_class`), whether timed pairs run on fresh inputs (`timed`). Each sample draws
+    # from a secret input seed of its own unless `seed` fixes one (to replay a score
+    # exactly; never in training).
+    fresh_inputs: FreshInputs = field(
+        default_factory=lambda: FreshInputs(seed=None, per_class=DEFAULT_PER_CLASS)
+    )
     # Score programs unfit for reward (adequacy.is_reward_fit: no input generator, a
     # tabulable class, inadequate tests) instead of refusing them. Every such score says
     # so in `ScoreResult.unfit`: a reward from them may pay a memorised answer.
@@ -167,10 +175,17 @@ class ScoreConfig:
                 "ScoreConfig.limits: expected Limits or a mapping of its fields, got "
                 f"{show(self.limits)}"
             )
+        if isinstance(self.fresh_inputs, Mapping):
+            fresh = FreshInputs.from_mapping(self.fresh_inputs, "fresh_inputs")
+            object.__setattr__(self, "fresh_inputs", fresh)
+        elif not isinstance(self.fresh_inputs, FreshInputs):
+            raise InputError(
+                "ScoreConfig.fresh_inputs: expected FreshInputs or a mapping of its fields "
+                f"(seed, per_class, timed), got {show(self.fresh_inputs)}"
+            )
         check_edit_format(self.edit_format)  # first: it names a retired spelling's new name
-        check_fields(self, {"max_completion_bytes": (1, None), "drawn_per_class": (0, None)})
+        check_fields(self, {"max_completion_bytes": (1, None)})
         get_reward(self.reward, **self.reward_options)  # fail now, not in a worker
-        FreshInputs(seed=self.seed or 0, per_class=self.drawn_per_class)  # bounds, now
         check_edit_format(self.edit_format)
         if self.measure not in ("time", "instructions", "none"):
             raise InputError(f"measure must be time, instructions or none, got {self.measure!r}")
@@ -189,6 +204,11 @@ class ScoreConfig:
                     f"{key}: use {_FLAT_TIMING_KEYS[key]} (the timing settings are one "
                     "nested mapping, `timing:`, of TimingConfig fields)"
                 )
+            if key in _FLAT_FRESH_KEYS:
+                raise InputError(
+                    f"{key}: use {_FLAT_FRESH_KEYS[key]} (the fresh-input settings are one "
+                    "nested mapping, `fresh_inputs:`, of seed, per_class and timed)"
+                )
             if key not in names:
                 close = difflib.get_close_matches(str(key), names, n=1)
                 hint = f"; did you mean {close[0]!r}?" if close else ""
@@ -201,6 +221,7 @@ class ScoreConfig:
         out["reward_options"] = dict(self.reward_options)
         out["timing"] = self.timing.to_dict()
         out["limits"] = asdict(self.limits) if self.limits is not None else None
+        out["fresh_inputs"] = self.fresh_inputs.to_dict()
         return out
 
 
@@ -391,10 +412,10 @@ def fitness(program: Program, config: ScoreConfig, what: str = "reward") -> str 
     score's record. Fixed inputs in the config itself (no drawn input in the check and
     none in the timed pairs) are as unfit as a program without a generator."""
     fit, why = is_reward_fit(program)
-    if fit and config.drawn_per_class == 0 and not config.fresh_timed:
+    if fit and not config.fresh_inputs.enabled:
         fit, why = False, (
-            "fixed_inputs: the score config draws no input (drawn_per_class 0 and "
-            "fresh_timed off), so a memorised answer would be paid"
+            "fixed_inputs: the score config draws no input (fresh_inputs.per_class 0 and "
+            "fresh_inputs.timed off), so a memorised answer would be paid"
         )
     if fit:
         return None
@@ -517,11 +538,7 @@ def _check(
     # Correctness runs stay off the timing cores (as in `asmopt eval`): they must not wait
     # for, or disturb, a timing, and a candidate's timed runs are judged against them.
     placement = general_affinity() if config.measure == "time" else contextlib.nullcontext()
-    fresh = FreshInputs(
-        seed=config.seed if config.seed is not None else new_seed(),
-        per_class=config.drawn_per_class,
-        timed=config.fresh_timed,
-    )
+    fresh = config.fresh_inputs.for_grading()
     with placement:
         check = check_candidate(
             program,
