@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from asmopt.fresh import (
     HEAVY_CLASS_S,
     FreshInputs,
+    Grading,
     check_drawn,
     draw_count,
     expected_tests,
@@ -59,9 +60,9 @@ class CheckResult:
     binary: Path | None = None
     # The answer's speedup over the baseline (measure/speedup.py), or None when not judged.
     speedup: ProgramSpeedup | None = None
-    # How the drawn inputs of this verdict were drawn ({"seed", "per_class", "label",
-    # "fixed_inputs"}): enough for a person to draw them again; never shown to a policy.
-    inputs: dict[str, Any] | None = None
+    # How the drawn inputs of this verdict were drawn (fresh.Grading): enough for a person
+    # to draw them again, and what the timed pairs draw with; never shown to a policy.
+    inputs: Grading | None = None
 
     @property
     def correct(self) -> bool:
@@ -325,11 +326,7 @@ def check_candidate(
         program, build.output, sandbox, limits, stop_on_failure=stop_on_failure, budget=budget
     )
     result.build_seconds = build.seconds
-    result.inputs = {
-        **fresh.to_dict(),
-        "label": str(label),
-        "fixed_inputs": program.fixed_inputs,
-    }
+    result.inputs = Grading(fresh, str(label), program.fixed_inputs)
     if result.verdict == Verdict.PASS and program.inputs is not None and fresh.per_class > 0:
         _check_drawn_inputs(result, program, toolchain, sandbox, limits, fresh, label, budget)
     budget.phase("ours")
@@ -495,15 +492,9 @@ class SampleOutcome:
 def _grading_inputs(check: CheckResult) -> tuple[FreshInputs, str]:
     """The draw a check was graded with (so its timed pairs come from the same secret
     seed and sample label), or a new secret one for a check that records none."""
-    info = check.inputs or {}
-    if "seed" not in info:
+    if check.inputs is None:
         return FreshInputs(), "0"
-    fresh = FreshInputs(
-        seed=int(info["seed"]),
-        per_class=int(info.get("per_class", 0)),
-        timed=bool(info.get("timed", True)),
-    )
-    return fresh, str(info.get("label", "0"))
+    return check.inputs.fresh, check.inputs.label
 
 
 def reference_runs(check: CheckResult, tests: Sequence[TestCase]) -> list[ReferenceRun] | None:

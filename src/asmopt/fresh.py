@@ -130,6 +130,37 @@ class FreshInputs:
         return {"seed": self.seed, "per_class": self.per_class, "timed": self.timed}
 
 
+@dataclass(frozen=True)
+class Grading:
+    """How one verdict's drawn inputs were drawn: the grading's FreshInputs (its seed always
+    set), the sample's label within it, and whether the program had fixed inputs only.
+    Enough for a person to draw them again (stored with the verdict, never shown to a
+    policy), and what the answer's timed pairs draw with, so they come from the same secret
+    seed: a record without a seed cannot be made."""
+
+    fresh: FreshInputs
+    label: str
+    fixed_inputs: bool = False
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.fresh, FreshInputs) or self.fresh.seed is None:
+            raise InputError("a grading records the FreshInputs it drew with, its seed set")
+
+    def to_dict(self) -> dict[str, Any]:
+        return {**self.fresh.to_dict(), "label": self.label, "fixed_inputs": self.fixed_inputs}
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> Grading:
+        """A grading read back (the store): every field present and of its type."""
+        try:
+            fresh = FreshInputs(
+                seed=int(data["seed"]), per_class=int(data["per_class"]), timed=bool(data["timed"])
+            )
+            return cls(fresh, str(data["label"]), bool(data.get("fixed_inputs", False)))
+        except (KeyError, TypeError, ValueError) as exc:
+            raise InputError(f"a stored grading lacks or mistypes {exc}: {dict(data)}") from None
+
+
 def class_comparison(program: Program, size_class: str) -> tuple[Comparison, int]:
     """The comparison and expected exit code of a class: those of its first fixed test
     (the program's first test's where no fixed test stands for it)."""

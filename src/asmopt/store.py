@@ -37,6 +37,7 @@ from typing import TYPE_CHECKING, Any
 
 from asmopt.errors import AsmoptError
 from asmopt.evaluate import CheckResult
+from asmopt.fresh import Grading
 from asmopt.judge import TestVerdict, Verdict
 from asmopt.measure.canonical import canonical_hash, content_hash
 from asmopt.measure.speedup import MeasureMode, MeasureStatus, ProgramSpeedup, TestSpeedup
@@ -227,7 +228,7 @@ def _sample_row(
         outcome.seconds,
         _now(),
         _json(inputs) if inputs else None,
-        _json(check.inputs) if check.inputs else None,
+        _json(check.inputs.to_dict()) if check.inputs else None,
     )
 
 
@@ -608,7 +609,7 @@ class ResultStore:
                 tests=tests.get(key, []),
                 build_seconds=r["build_seconds"] or 0.0,
                 speedup=_speedup_from_row(r, timings.get(key, [])),
-                inputs=json.loads(r["grading"]) if r.get("grading") else None,
+                inputs=Grading.from_dict(json.loads(r["grading"])) if r.get("grading") else None,
             )
             out.append(
                 SampleOutcome(

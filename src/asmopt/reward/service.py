@@ -558,7 +558,7 @@ def _check(
         total=max(total, check.total),  # the fixed tests and the drawn ones
         is_copy=copy,
         identical=identical,
-        grading=check.inputs,
+        grading=check.inputs.to_dict() if check.inputs is not None else None,
     )
     if not check.correct or config.measure == "none":
         return _feedback_and_finish(result, check, program, config, start), None
