@@ -285,11 +285,11 @@ def evaluate_programs(
     stop: threading.Event | None = None,
     abort: threading.Event | None = None,
     notes: list[str] | None = None,
-    fresh: FreshInputs | None = None,
+    fresh_inputs: FreshInputs | None = None,
 ) -> list[SampleOutcome]:
     """Judge `samples` candidates per program; results come back in program order.
 
-    `fresh` is how inputs are drawn (fresh.py): one secret seed for the whole evaluation
+    `fresh_inputs` is how inputs are drawn (fresh.py): one secret seed for the whole evaluation
     unless given, each sample's draws labelled by its program and number, and recorded in
     its verdict so that it can be drawn again.
 
@@ -313,7 +313,7 @@ def evaluate_programs(
         valgrind = Valgrind.locate()
     if store is not None:
         record_unfit(store, programs)
-    fresh = fresh if fresh is not None else FreshInputs()
+    fresh = fresh_inputs if fresh_inputs is not None else FreshInputs()
     inputs = {p.id: sample_inputs(p, toolchain, options, policy, fresh) for p in programs}
     done = _resumable(store, programs, inputs, samples, notes)
     todo = {p.id: [i for i in range(samples) if (p.id, i) not in done] for p in programs}
@@ -613,7 +613,10 @@ class EvalConfig:
     # evaluation; `FreshInputs(seed=S)` replays one; `FreshInputs.off()` is fixed tests only.
     fresh_inputs: FreshInputs | None = None
     run_dir: Path | str | None = None  # None: runs/SUITE-HASH-POLICY-SPLIT-MEASURE (resumes)
-    fresh: bool = False  # forget the stored results of `run_dir` first
+    restart: bool = False  # forget the stored results of `run_dir` first
+    # The old name of `restart`, beside `fresh_inputs` it read as a second input setting:
+    # refused, naming the new one.
+    fresh: bool | None = None
     wait: bool = False  # wait for another evaluation of `run_dir` to finish instead of refusing
     progress: bool = False  # a progress bar on stderr
     limits: Limits | None = None  # per-run sandbox limits (None: the defaults)
@@ -621,6 +624,11 @@ class EvalConfig:
     notify: Callable[[str], None] | None = None
 
     def __post_init__(self) -> None:
+        if self.fresh is not None:
+            raise InputError(
+                "EvalConfig.fresh: use restart (forget the stored results of run_dir first); "
+                "how inputs are drawn is fresh_inputs"
+            )
         if isinstance(self.only, str):  # a lone id would be read as its characters
             self.only = [self.only]
         check_fields(self)  # the types; the ranges below
@@ -832,7 +840,7 @@ def _run_locked(job: _Job, valgrind_version: str | None, interrupt: Interrupt) -
     from asmopt.store import DB_NAME, ResultStore
 
     config = job.config
-    if config.fresh and (job.run_dir / DB_NAME).exists():
+    if config.restart and (job.run_dir / DB_NAME).exists():
         for suffix in ("", "-wal", "-shm"):
             (job.run_dir / (DB_NAME + suffix)).unlink(missing_ok=True)
     machine_lock = default_core_lock()
@@ -868,7 +876,7 @@ def _run_locked(job: _Job, valgrind_version: str | None, interrupt: Interrupt) -
                 stop=interrupt.stop,
                 abort=interrupt.cancel,
                 notes=notes,
-                fresh=config.fresh_inputs,
+                fresh_inputs=config.fresh_inputs,
             )
     finally:
         store.close()

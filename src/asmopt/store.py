@@ -331,12 +331,12 @@ class ResultStore:
         if not head:
             raise StoreError(
                 f"{self.path}: empty file, not a results database (an interrupted copy?); "
-                "remove it, or rerun `asmopt eval` with --fresh to start the run over"
+                "remove it, or rerun `asmopt eval` with --restart to start the run over"
             )
         if head != b"SQLite format 3\x00":
             raise StoreError(
                 f"{self.path}: not a results database (the file is not SQLite: overwritten "
-                "or corrupt); move it away, or rerun `asmopt eval` with --fresh"
+                "or corrupt); move it away, or rerun `asmopt eval` with --restart"
             )
 
     def _connect(self) -> sqlite3.Connection:
@@ -404,7 +404,7 @@ class ResultStore:
         elif "locked" in text or "busy" in text:
             fix = "another process holds the database; wait for it or use another --run-dir"
         else:
-            fix = "the file is damaged; move it away, or rerun `asmopt eval` with --fresh"
+            fix = "the file is damaged; move it away, or rerun `asmopt eval` with --restart"
         return StoreError(f"{self.path}: {text}; {fix}")
 
     def close(self) -> None:
@@ -473,7 +473,7 @@ class ResultStore:
             if stored.get(key) != run.get(key):
                 raise StoreError(
                     f"{self.path.parent} holds a run with {key} {stored.get(key)!r}, not "
-                    f"{run.get(key)!r}; use another --run-dir (or --fresh to replace it)"
+                    f"{run.get(key)!r}; use another --run-dir (or --restart to replace it)"
                 )
         changed = environment_differences(self.get_meta("fingerprint") or {}, fingerprint)
         if changed:

@@ -67,7 +67,7 @@ def test_fault7_damaged_store_is_one_line(
         else run_asmopt(args[0], str(run), *args[1:])
     )
     assert str(run / "results.db") in line
-    assert "--fresh" in line or "move it away" in line or "remove it" in line
+    assert "--restart" in line or "move it away" in line or "remove it" in line
     assert (run / "results.db").read_bytes() == before  # nothing written into it
 
 
@@ -81,12 +81,12 @@ def test_fault7_damaged_store_refused_by_eval_and_compare(
     line = error_line(
         run_asmopt("eval", "--suite", str(suite), "--measure", "none", "--run-dir", str(run))
     )
-    assert "results.db" in line and "--fresh" in line
+    assert "results.db" in line and "--restart" in line
     line = error_line(run_asmopt("results", "compare", str(finished_run), str(run)))
     assert "results.db" in line
-    # --fresh is the documented way out.
+    # --restart is the documented way out (--fresh, its old name, still works).
     proc = run_asmopt(
-        "eval", "--suite", str(suite), "--measure", "none", "--run-dir", str(run), "--fresh"
+        "eval", "--suite", str(suite), "--measure", "none", "--run-dir", str(run), "--restart"
     )
     assert proc.returncode == 0, proc.stderr
 

@@ -84,7 +84,13 @@ def _add_run_options(p: argparse.ArgumentParser) -> None:
         help="where results are stored (default: runs/SUITE-HASH-POLICY-SPLIT-MEASURE, HASH from "
         "the suite's program ids)",
     )
-    p.add_argument("--fresh", action="store_true", help="discard results already in --run-dir")
+    p.add_argument(
+        "--restart",
+        "--fresh",
+        dest="restart",
+        action="store_true",
+        help="discard results already in --run-dir (--fresh: its old name)",
+    )
     p.add_argument(
         "--wait",
         action="store_true",
@@ -212,7 +218,7 @@ def eval_config(args: argparse.Namespace) -> Any:
         time_copies=args.time_copies,
         fresh_inputs=fresh_inputs(args),
         run_dir=Path(args.run_dir) if args.run_dir else None,
-        fresh=args.fresh,
+        restart=args.restart,
         wait=args.wait,
         progress=not args.json,
         notify=lambda message: print(f"asmopt: {message}", file=sys.stderr, flush=True),
