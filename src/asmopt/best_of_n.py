@@ -20,6 +20,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from asmopt.evaluate import SampleOutcome
+from asmopt.judge import Verdict
 from asmopt.metrics import compute_metrics
 from asmopt.policies.compiler_search import selection_split
 from asmopt.programs.model import Program
@@ -35,7 +36,7 @@ def _test_log_speedup(outcome: SampleOutcome, names: set[str]) -> float:
 
 
 def _score(outcome: SampleOutcome, names: set[str]) -> tuple[int, int, float]:
-    passed = sum(tv.verdict == "pass" for tv in outcome.check.tests if tv.test in names)
+    passed = sum(tv.verdict == Verdict.PASS for tv in outcome.check.tests if tv.test in names)
     built = int(outcome.check.built)
     return (passed, built, _test_log_speedup(outcome, names))
 

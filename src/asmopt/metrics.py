@@ -91,7 +91,7 @@ class Answer:
 
     @property
     def infra(self) -> bool:
-        return self.verdict == "infra_error" or (
+        return self.verdict == Verdict.INFRA_ERROR or (
             self.correct and self.measure_status == "infra_error"
         )
 

@@ -19,6 +19,7 @@ from asmopt.cli.common import (
 from asmopt.cli.display import speedup_cells
 from asmopt.cli.options import add_bounded, add_input_options, add_timing_options, timing_config
 from asmopt.cli.options import fresh_inputs as _fresh_inputs
+from asmopt.judge import Verdict
 from asmopt.measure.speedup import INTERVAL_NAME
 from asmopt.programs.suite_io import read_text_file
 from asmopt.safe_io import check_output_path, write_output
@@ -176,7 +177,9 @@ def _save_failing(args: argparse.Namespace, program: Any, result: Any) -> Path |
     where the person asked (the input itself is never stored or shown to a policy)."""
     if not args.save_failing or program.inputs is None:
         return None
-    failing = next((t for t in result.tests if t.drawn is not None and t.verdict != "pass"), None)
+    failing = next(
+        (t for t in result.tests if t.drawn is not None and t.verdict != Verdict.PASS), None
+    )
     if failing is None:
         return None
     data = program.inputs.draw(failing.drawn["class"], int(failing.drawn["seed"]))

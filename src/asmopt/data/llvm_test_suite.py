@@ -61,6 +61,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from asmopt.judge import Verdict
 from asmopt.programs.model import (
     Comparison,
     Program,
@@ -532,18 +533,18 @@ def collect_llvm_programs(
 
 def _verify_hint(level: str, verdict: str, cpu_seconds: int) -> str:
     """What a failed verification most likely means and what to do about it."""
-    if verdict == "timeout":
+    if verdict == Verdict.TIMEOUT:
         return (
             f" (over the {cpu_seconds}s import CPU limit: raise --cpu-seconds or use --size small)"
         )
-    if verdict == "wrong_output" and level == "-O0":
+    if verdict == Verdict.WRONG_OUTPUT and level == "-O0":
         return (
             " (even the -O0 build disagrees with the reference: output that depends on time, "
             "the host or the compiler; see the program's reference_output)"
         )
-    if verdict == "wrong_output":
+    if verdict == Verdict.WRONG_OUTPUT:
         return " (-O0 passes, -O3 does not: undefined behaviour or floating-point differences)"
-    if verdict in ("assemble_error", "link_error", "extraction_error"):
+    if verdict in (Verdict.ASSEMBLE_ERROR, Verdict.LINK_ERROR, Verdict.EXTRACTION_ERROR):
         return " (gcc cannot build it with the directory's flags)"
     return ""
 

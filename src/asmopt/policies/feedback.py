@@ -60,6 +60,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from asmopt.compare import DIFFERENCE_KIND
+from asmopt.judge import Verdict
 from asmopt.measure.speedup import INTERVAL_NAME
 
 if TYPE_CHECKING:
@@ -202,7 +203,7 @@ def format_feedback(
     """The feedback text around `detail`, which must already be fit for a policy: build it
     with `check_feedback` or `message_feedback`, which keep test data out of it."""
     lines = [f"Verdict: {verdict}."]
-    if verdict == "pass":
+    if verdict == Verdict.PASS:
         if is_copy:
             lines.append(
                 "Your answer is the baseline itself (after removing comments, "
@@ -245,7 +246,7 @@ def safe_failure(verdict: str, message: str, difference: str = "") -> str:
                 )
             return f"the baseline failed {where} ({kind})"
         return f"{where}: {safe_failure(inner, rest)}"
-    if verdict == "wrong_output":
+    if verdict == Verdict.WRONG_OUTPUT:
         if DIFFERENCE_KIND.fullmatch(difference):
             return _KIND_LINE.sub("", difference)
         kind = _KIND_PREFIX.match(message)
@@ -280,7 +281,7 @@ def _test_line(name: str, size_class: str | None, detail: str) -> str:
 def _not_ours(verdict: str) -> str:
     return (
         "the grader failed on our side (not your answer's fault); this attempt is not counted"
-        if verdict == "infra_error"
+        if verdict == Verdict.INFRA_ERROR
         else "the attempt failed"
     )
 
@@ -309,11 +310,11 @@ def check_feedback(
 ) -> str:
     """Feedback on a judged candidate (`evaluate.CheckResult`), fit for a policy."""
     verdict = str(check.verdict)
-    if verdict == "pass":
+    if verdict == Verdict.PASS:
         return format_feedback(verdict, "", speedup, low, high, is_copy)
     if verdict in _BUILD_VERDICTS:
         return format_feedback(verdict, check.message)
-    if verdict == "infra_error":
+    if verdict == Verdict.INFRA_ERROR:
         return format_feedback(verdict, _not_ours(verdict))
     failing = next((t for t in check.tests if str(t.verdict) == verdict), None)
     if failing is None:
@@ -362,11 +363,11 @@ def message_feedback(
     The message of a failing test reads `test NAME: ...` (evaluate.py); NAME is taken only
     when it is one of `program`'s tests or drawn inputs, and what follows is reduced by
     `safe_failure`."""
-    if verdict == "pass":
+    if verdict == Verdict.PASS:
         return format_feedback(verdict, "", speedup, low, high, is_copy)
     if verdict in _BUILD_VERDICTS:
         return format_feedback(verdict, message)
-    if verdict == "infra_error" or verdict not in _GENERIC:
+    if verdict == Verdict.INFRA_ERROR or verdict not in _GENERIC:
         return format_feedback(verdict, _not_ours(verdict))
     named = _named_test(message, program)
     if named is None:

@@ -32,6 +32,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from asmopt.errors import InputError
+from asmopt.judge import Verdict
 from asmopt.policies.feedback import coarse_speedup, message_feedback
 from asmopt.programs.model import Program
 from asmopt.reward.service import RewardService, ScoreConfig, ScoreRequest, ScoreResult
@@ -403,13 +404,13 @@ def _baseline_of(program: Program) -> str:
 def require_dry_run_pass(verdict: str, message: str, what: str) -> None:
     """A dry run's real answer must pass; anything else stops the job before it starts,
     naming what failed (our `infra_error`: the sandbox or toolchain cannot run here)."""
-    if verdict == "pass":
+    if verdict == Verdict.PASS:
         return
     from asmopt.errors import EnvironmentProblem
 
     hint = (
         " (our side failed: check bubblewrap and gcc with `asmopt doctor`)"
-        if verdict == "infra_error"
+        if verdict == Verdict.INFRA_ERROR
         else ""
     )
     raise EnvironmentProblem(

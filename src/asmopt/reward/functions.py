@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from typing import Protocol
 
 from asmopt.errors import InputError
-from asmopt.judge import ALL_VERDICTS, BUILD_FAILURES, RUNTIME_FAILURES
+from asmopt.judge import ALL_VERDICTS, BUILD_FAILURES, RUNTIME_FAILURES, Verdict
 
 
 @dataclass(frozen=True)
@@ -65,13 +65,13 @@ class SupercoderDesign1:
     speedup_weight: float = 10.0
 
     def __call__(self, x: RewardInput) -> float | None:
-        if x.verdict == "infra_error":
+        if x.verdict == Verdict.INFRA_ERROR:
             return None
         if x.verdict in BUILD_FAILURES:
             return -1.0
         if x.verdict in RUNTIME_FAILURES:
             return -0.5
-        if x.verdict == "wrong_output":
+        if x.verdict == Verdict.WRONG_OUTPUT:
             return x.passed / x.total if x.total else 0.0
         if x.identical:
             return 1.0
@@ -87,9 +87,9 @@ class SupercoderDesign2:
     name: str = "supercoder-design2"
 
     def __call__(self, x: RewardInput) -> float | None:
-        if x.verdict == "infra_error":
+        if x.verdict == Verdict.INFRA_ERROR:
             return None
-        if x.verdict != "pass" or x.speedup is None:
+        if x.verdict != Verdict.PASS or x.speedup is None:
             return 0.0
         return x.speedup if x.speedup > 1.0 else 0.0
 
@@ -129,9 +129,9 @@ class RobustReward:
             raise InputError(f"penalties for unknown failure classes: {sorted(unknown)}")
 
     def __call__(self, x: RewardInput) -> float | None:
-        if x.verdict == "infra_error":
+        if x.verdict == Verdict.INFRA_ERROR:
             return None
-        if x.verdict != "pass":
+        if x.verdict != Verdict.PASS:
             return self.penalties.get(x.verdict, -1.0)
         if x.identical or x.is_copy:
             return self.copy_reward

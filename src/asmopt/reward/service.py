@@ -943,7 +943,7 @@ class RewardService:
             message=f"scoring exceeded the {task.deadline_s:g}s deadline {why}",
             seconds=task.deadline_s,
         )
-        if verdict == "infra_error":
+        if verdict == Verdict.INFRA_ERROR:
             return result
         from asmopt.evaluate import CheckResult
         from asmopt.policies.feedback import check_feedback
