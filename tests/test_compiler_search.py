@@ -7,8 +7,9 @@ import pytest
 from asmopt.evaluate import check_candidate
 from asmopt.measure.timing import TimingConfig
 from asmopt.policies.base import PolicyRequest
-from asmopt.policies.compiler_search import VARIANTS, CompilerSearchPolicy, selection_split
+from asmopt.policies.compiler_search import VARIANTS, CompilerSearchPolicy
 from asmopt.programs import load_builtin_suite
+from asmopt.programs.selection import selection_split
 from asmopt.sandbox import Sandbox
 from asmopt.toolchain import Toolchain
 

@@ -3,7 +3,7 @@
 With N samples per program, every sample is judged on every test anyway, so both ways of
 picking one can be computed afterwards without running anything again:
 
-* honest: pick by the SELECTION split only (`compiler_search.selection_split`: most
+* honest: pick by the SELECTION split only (`programs.selection.selection_split`: most
   selection tests passed, then the best speedup on selection tests), then report the picked
   sample's result on ALL tests;
 * oracle: pick by the result on all tests (most tests passed, then speedup) - what the
@@ -22,8 +22,8 @@ from typing import Any
 from asmopt.evaluate import SampleOutcome
 from asmopt.judge import Verdict
 from asmopt.metrics import compute_metrics
-from asmopt.policies.compiler_search import selection_split
 from asmopt.programs.model import Program
+from asmopt.programs.selection import selection_split
 
 
 def _test_log_speedup(outcome: SampleOutcome, names: set[str]) -> float:

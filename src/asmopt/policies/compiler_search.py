@@ -6,7 +6,7 @@ against the -O3 baseline on a SELECTION split of the tests, and answers with the
 variant whose speedup is significant (interval above 1) - else with the baseline itself.
 
 Honesty: selection (timing, and the PGO profile) uses only the selection split (every other
-test, see `selection_split`); the evaluation pipeline then re-judges the chosen answer
+test, see `programs.selection`); the evaluation pipeline then re-judges the chosen answer
 on every test with a fresh measurement, so the reported speedup does not carry the
 selection's winner's-curse bias. A program with a single test has no held-out input: the
 choice (and the PGO profile) is then made on the input it is scored on, and the record says
@@ -35,6 +35,7 @@ from asmopt.measure.stats import combine_geometric
 from asmopt.measure.timing import TimingConfig, time_candidates
 from asmopt.policies.base import Candidate, PolicyRequest
 from asmopt.programs.model import Program, TestCase
+from asmopt.programs.selection import selection_split
 from asmopt.sandbox.runner import Sandbox, default_sandbox
 from asmopt.toolchain import Toolchain, default_toolchain
 
@@ -64,16 +65,6 @@ DEFAULT_BUDGET_S = 180.0
 SCORED_INPUT = "scored input"
 BASELINE_NAME = "gcc -O3 (baseline: no variant significantly faster)"
 HELD_OUT = "held-out split"
-
-
-def selection_split(tests: tuple[TestCase, ...]) -> list[TestCase]:
-    """Every other test in name order, counting back from the last one (about half).
-
-    Used to choose, never to score. Counting from the end keeps the heaviest test of suites
-    that list tests from small to large (ours, and most hand-written ones) in the selection,
-    so the choice is not made on tests too short to time."""
-    ordered = sorted(tests, key=lambda t: t.name)
-    return sorted(ordered[::-1][::2], key=lambda t: t.name)
 
 
 # How a search times each variant while choosing: the eval's TimingConfig with a smaller

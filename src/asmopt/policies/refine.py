@@ -23,9 +23,9 @@ from asmopt.measure.speedup import MeasureStatus
 from asmopt.measure.stats import combine_geometric
 from asmopt.measure.timing import RunFailure, TimingConfig, time_test
 from asmopt.policies.base import Candidate, Policy, PolicyRequest
-from asmopt.policies.compiler_search import selection_split
 from asmopt.policies.feedback import check_feedback, failure_feedback, format_feedback
 from asmopt.programs.model import Program, TestCase
+from asmopt.programs.selection import selection_split
 from asmopt.sandbox.runner import Sandbox
 from asmopt.toolchain import Toolchain
 
