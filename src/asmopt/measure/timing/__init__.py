@@ -44,6 +44,7 @@ with a mock executor and no real timing.
 from __future__ import annotations
 
 from asmopt.measure.timing.calibration import machine_spread
+from asmopt.measure.timing.config import TimingConfig
 from asmopt.measure.timing.cores import (
     CoreLayout,
     CoreLock,
@@ -61,7 +62,6 @@ from asmopt.measure.timing.engine import (
     Round,
     RunFailure,
     RunTiming,
-    TimingConfig,
     TimingOutcome,
     measure_candidates,
     measure_pairs,

@@ -13,10 +13,10 @@ from asmopt.errors import InputError
 from asmopt.judge import Verdict, classify_run
 from asmopt.measure.speedup import TestSpeedup, TimingWarning
 from asmopt.measure.timing.calibration import machine_spread
+from asmopt.measure.timing.config import TimingConfig
 from asmopt.measure.timing.cores import CoreLock, default_core_lock
 from asmopt.measure.timing.engine import (
     RunFailure,
-    TimingConfig,
     TimingOutcome,
     measure_candidates,
 )
