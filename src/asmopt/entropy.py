@@ -333,20 +333,29 @@ def measure_class(
     base = [(s, o) for s, o in zip(seeds, outputs, strict=True) if o is not None][:field_draws]
     variants = [(name, False) for name in gen.fields(size_class)]
     variants += [(name, True) for name in gen.wide_fields(size_class)]
-    changed_inputs, owners = [], []
-    for name, high in variants:
-        for k, (s, _) in enumerate(base):
-            other = derive_seed(seed, program.id, "entropy-field", size_class, name, high, k)
-            changed_inputs.append(gen.draw_changed(size_class, s, name, other, high))
-            owners.append((name, high, k))
-    changed = _outputs(program, baseline, sandbox, changed_inputs, limits)
-    tally: dict[str, list[int]] = {}
-    for (name, high, k), out in zip(owners, changed, strict=True):
-        key = f"{name}^hi" if high else name
-        hit = tally.setdefault(key, [0, 0])
-        hit[1] += 1
-        hit[0] += int(out != base[k][1])  # refused (None) counts as changed
-    report.fields = {key: round(n / d, 4) for key, (n, d) in tally.items() if d}
+    tally: dict[tuple[str, bool], list[int]] = {v: [0, 0] for v in variants}
+    # Two halves: a field whose first half of the draws all changed the output already
+    # changes it in at least half of them all (FIELD_MIN_SHARE), so only the others are
+    # drawn again; a program of hundreds of fields that all matter costs half the runs.
+    half = (len(base) + 1) // 2
+    for start, stop in ((0, half), (half, len(base))):
+        todo = [v for v in variants if not (half and tally[v] == [half, half])]
+        changed_inputs, owners = [], []
+        for name, high in todo:
+            for k, (s, _) in enumerate(base[start:stop], start=start):
+                other = derive_seed(seed, program.id, "entropy-field", size_class, name, high, k)
+                changed_inputs.append(gen.draw_changed(size_class, s, name, other, high))
+                owners.append((name, high, k))
+        changed = _outputs(program, baseline, sandbox, changed_inputs, limits)
+        for (name, high, k), out in zip(owners, changed, strict=True):
+            hit = tally[(name, high)]
+            hit[1] += 1
+            hit[0] += int(out != base[k][1])  # refused (None) counts as changed
+    report.fields = {
+        f"{name}^hi" if high else name: round(n / d, 4)
+        for (name, high), (n, d) in tally.items()
+        if d
+    }
     weak = report.weak_fields()
     whole = frozenset(w for w in weak if not w.endswith("^hi"))
     halves = sum(1 for w in weak if w.endswith("^hi") and w[:-3] not in whole)
