@@ -737,3 +737,30 @@ def test_a_program_that_refuses_the_grown_sizes_still_grows_past_the_sample(
     assert entry["attempts"][0]["level"] == "grown" and "failure" in entry["attempts"][0]
     sizes = {int(text.split("\n", 1)[0]) for _, text in draws(p, 32)}
     assert min(sizes) > 6 and max(sizes) <= (9 if level == "past" else 24)
+
+
+def test_a_given_output_the_program_does_not_print_is_relaxed_or_dropped_by_name(
+    toolchain, sandbox
+) -> None:
+    """A sample whose given output differs from the program's own only in whitespace (a
+    trailing space, no last newline) is kept and compared ignoring whitespace, so the
+    baseline passes it; one whose given output is another answer fails every answer, the
+    baseline's included, and is dropped by name."""
+    tests = (
+        TestCase("spaced", b"3\n1 2\n3 4\n5 6\n", b"44 \n"),
+        TestCase("wrong", b"2\n1 1\n2 2\n", b"6\n"),
+        TestCase("right", b"2\n2 3\n1 1\n", b"7\n"),
+    )
+    p = fit_inputs(Program("given", PAIRS_C, tests), toolchain, sandbox)
+    report = p.meta["inputs_report"]
+    assert set(report["relaxed_tests"]) == {"spaced"}
+    assert "does not print the given expected output" in report["dropped_tests"]["wrong"]
+    compare = {t.name: t.compare.mode for t in p.tests}
+    assert compare == {"spaced": "whitespace", "right": "exact"}
+    from asmopt.evaluate import check_candidate
+    from asmopt.fresh import FreshInputs
+
+    identity = check_candidate(
+        p, toolchain.baseline_assembly(p), toolchain, sandbox, fresh=FreshInputs.off()
+    )
+    assert identity.verdict == "pass", identity.message

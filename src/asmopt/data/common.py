@@ -416,6 +416,12 @@ def _drop_ill_defined_tests(program: Program, inputs_report: dict, report: DataR
     """Note every fixed test the mutator dropped (its -O0, -O3 and sanitizer builds
     disagree: data/mutator.py, `vet_fixed_tests`) by name; False, with the program dropped,
     when no test was left."""
+    relaxed: dict[str, str] = inputs_report.get("relaxed_tests") or {}
+    if relaxed:
+        report.note(
+            f"{program.id}: fixed test(s) {', '.join(relaxed)} compared ignoring whitespace "
+            "(their given output differs from the program's only in whitespace)"
+        )
     dropped: dict[str, str] = inputs_report.get("dropped_tests") or {}
     if not dropped:
         return True
@@ -423,5 +429,5 @@ def _drop_ill_defined_tests(program: Program, inputs_report: dict, report: DataR
     if len(dropped) >= len(program.tests) and program.inputs is None:
         report.drop(program.id, "ill_defined_tests", f"every fixed test dropped ({why})")
         return False
-    report.note(f"{program.id}: fixed test(s) dropped, the builds disagree on them ({why})")
+    report.note(f"{program.id}: fixed test(s) dropped ({why})")
     return True

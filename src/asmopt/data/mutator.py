@@ -1561,23 +1561,60 @@ def _build(program: Program, toolchain: Toolchain) -> _Builds | str:
 
 def vet_fixed_tests(judge: _Judge) -> tuple[tuple[TestCase, ...], dict[str, str]]:
     """(the program's fixed tests on which the -O0, -O3 and sanitizer builds all behave and
-    agree, test name -> why for every other one).
+    agree and print the given expected output, test name -> why for every other one).
 
     A fixed test whose output depends on undefined behaviour (an out-of-bounds index where
     -O0 prints 10258 and -O3 255) fails a correct faster answer for disagreeing on what no
     compiler promises, and every class learnt from it draws the same behaviour; so it is
     dropped by name before anything is learnt or marked fit. Each test is judged exactly
     as a drawn input of its own class is (`_Judge.judge`, with the test itself as the
-    draw)."""
+    draw). A test whose given expected output the program itself does not print would fail
+    every answer, the baseline's own included: where the two differ only in whitespace (a
+    trailing space, a last newline: what a judge's token comparison ignores) the test is
+    kept and compared so (`whitespace`; `relaxed_tests(...)` names them), else dropped."""
     kept: list[TestCase] = []
     dropped: dict[str, str] = {}
     for test in judge.program.tests:
         ok, why = judge.judge(test, [test.stdin])
         if ok == 1 and why is None:
+            why, test = _given_output(judge, test)
+        if why is None:
             kept.append(test)
         else:
             dropped[test.name] = (why or "the builds disagree").removeprefix("draw 0: ")
     return tuple(kept), dropped
+
+
+_WHITESPACE = Comparison("whitespace")
+
+
+def _given_output(judge: _Judge, test: TestCase) -> tuple[str | None, TestCase]:
+    """(why the test's given expected output is not the program's own, or None; the test,
+    compared ignoring whitespace where that is all that differs)."""
+    if not test.expected_stdout or test.compare.mode not in ("exact", "whitespace"):
+        return None, test
+    run = judge.sandbox.run_program(
+        judge.builds.o3, argv=test.argv, stdin=test.stdin, limits=judge.limits
+    )
+    if run.infra_error:
+        raise RuntimeError(f"sandbox: {run.infra_error}")
+    if compare_output(test.expected_stdout, run.stdout, test.compare) is None:
+        return None, test
+    differs = compare_output(test.expected_stdout, run.stdout, _WHITESPACE)
+    if differs is None:
+        return None, replace(test, compare=_WHITESPACE)
+    return f"the program does not print the given expected output ({differs})", test
+
+
+def relaxed_tests(program: Program, vetted: Sequence[TestCase]) -> dict[str, str]:
+    """Test name -> note, for each vetted test whose comparison was relaxed to whitespace."""
+    before = {t.name: t.compare.mode for t in program.tests}
+    return {
+        t.name: "compared ignoring whitespace (the given output differs from the program's "
+        "only in whitespace)"
+        for t in vetted
+        if t.compare.mode == "whitespace" and before.get(t.name) != "whitespace"
+    }
 
 
 def accept_generator(
@@ -1615,6 +1652,9 @@ def accept_generator(
     kept_tests, report["dropped_tests"] = vet_fixed_tests(judge)
     if not kept_tests:
         return done(None, "no fixed test is well defined (dropped_tests says why)")
+    relaxed = relaxed_tests(program, kept_tests)
+    if relaxed:
+        report["relaxed_tests"] = relaxed
     program = judge.program = replace(program, tests=kept_tests)
     if all(not t.stdin for t in program.tests):
         return done(None, "no well-defined test has stdin")
@@ -1719,7 +1759,12 @@ def fit_inputs(
     meta = program.meta
     meta["inputs_report"] = report
     dropped = report.get("dropped_tests") or {}
-    tests = tuple(t for t in program.tests if t.name not in dropped) or program.tests
+    relaxed = report.get("relaxed_tests") or {}
+    tests = tuple(
+        replace(t, compare=_WHITESPACE) if t.name in relaxed else t
+        for t in program.tests
+        if t.name not in dropped
+    ) or program.tests
     return replace(program, inputs=gen, tests=tests, metadata=tuple(sorted(meta.items())))
 
 
