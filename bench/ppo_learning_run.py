@@ -152,7 +152,9 @@ def headline(ppo_val: list[dict[str, Any]], timed: dict[str, list[dict[str, Any]
         f"{len(after)} timed answers pass, {len(faster)} significantly faster than -O3, "
         f"{len(slower)} significantly slower. The SFT targets only remove alignment "
         "directives, so a valid answer is essentially the baseline: this run shows the loop "
-        "learns validity, and says nothing about learning speed."
+        "learns validity, and says nothing about learning speed. One seed, and a handful of "
+        "programs each answered several times (answers of one program are not independent): "
+        "the change is described, not tested."
     )
 
 
@@ -190,8 +192,8 @@ def report(
 ) -> str:
     """The learning run's report (Markdown).
 
-    Long on purpose: it writes the document's sections top to bottom, in the order a
-    reader meets them, so the whole layout reads in one place."""
+    Long because it writes the document's sections top to bottom, in the order a reader
+    meets them, so the whole layout reads in one place."""
     from asmopt.train.metrics_log import read_metrics
 
     sft = read_metrics(root / "sft")

@@ -12,6 +12,7 @@ same PPO with the untimed reward, which pays the fast edit and the alignment edi
     .venv/bin/python bench/speed_learning_run.py --family rich    # the richer family
     .venv/bin/python bench/speed_learning_run.py \
         --answers bench/results/speed_learning_run/test_answers.jsonl  # baselines only
+    .venv/bin/python bench/speed_learning_run.py --render-only    # the report, from raw rows
 
 `--family rich` runs the same phases on the richer family (`speed_learning/rich_family.py`:
 speedups that compose, one that no substitution writes, traps), whose warm start is shown
@@ -33,8 +34,10 @@ Phases (each resumes from its directory under --out-dir; a finished phase is not
    two independent timed scorings of every answer (`select`: what best-of-N picks on;
    `score`: what every row is scored on), resumable from their logs.
 8. Report: one table of every row (rule, best-of-N, warm start, each PPO seed) on the
-   `score` measurement, intervals resampling kernel templates, paired differences with
-   Holm's correction (`bench/speed_learning/stats.py`); raw data beside it.
+   `score` measurement, t-intervals over kernel templates, and one declared family of three
+   comparisons (seeds averaged per template, exact sign-flip test over templates, Holm;
+   `bench/speed_learning/stats.py`); raw data beside it. `--render-only` redraws the report
+   from the committed raw rows alone.
 """
 
 from __future__ import annotations
@@ -66,7 +69,7 @@ from speed_learning.families import (  # noqa: E402
     classify_popcount,
     kernel_of,
 )
-from speed_learning.family import POPCOUNT_CALL  # noqa: E402
+from speed_learning.family import FAST_LINE  # noqa: E402
 
 CONFIG_DIR = HERE / "speed_learning"
 TOKENIZER_VOCAB = 2048
@@ -314,20 +317,30 @@ def program_means(answers: list[dict[str, Any]]) -> dict[str, float]:
 
 
 def templates_of(answers: list[dict[str, Any]]) -> dict[str, str]:
-    """Each program's kernel template (the resampling unit); a program without one is its
+    """Each program's kernel template (the unit of analysis); a program without one is its
     own template."""
     return {a["program"]: a.get("kernel") or a["program"] for a in answers}
+
+
+def template_values(answers: list[dict[str, Any]]) -> dict[str, float]:
+    """One row's value per kernel template: the mean of its programs' mean speedups."""
+    return stats.template_means(program_means(answers), templates_of(answers))
+
+
+def arm_values(rows: dict[str, list[dict[str, Any]]], keys: list[str]) -> dict[str, float]:
+    """Per-template values of an arm, its rows (seeds) averaged per template first."""
+    return stats.seed_average([template_values(rows[k]) for k in keys])
 
 
 def summarize(
     answers: list[dict[str, Any]], share: Callable[[str], bool] = POPCOUNT.share_labels
 ) -> dict[str, Any]:
-    """Mean held-out speedup with a 95% bootstrap interval that resamples kernel templates
-    (the answers of one program, and the programs of one template, are not independent),
-    plus edit shares and rates; `fast_share` is the share of answers whose edit label
-    `share` counts (the family's)."""
+    """Mean held-out speedup with its 95% t-interval over kernel templates (the answers of
+    one program, and the programs of one template, are not independent: a template is one
+    value), plus edit shares and rates; `fast_share` is the share of answers whose edit
+    label `share` counts (the family's)."""
     values = program_means(answers)
-    interval = stats.summary(values, templates_of(answers), 12345)
+    interval = stats.t_summary(list(template_values(answers).values()))
     n = len(answers)
     passed = [a for a in answers if a["verdict"] == "pass"]
     faster = [a for a in passed if a["low"] is not None and a["low"] > 1.0]
@@ -337,7 +350,7 @@ def summarize(
     }
     return {
         "programs": len(values),
-        "templates": interval["templates"],
+        "templates": interval["k"],
         "answers": n,
         "mean_speedup": interval["mean"],
         "low": interval["low"],
@@ -350,37 +363,81 @@ def summarize(
     }
 
 
-def paired_gain(after: list[dict[str, Any]], before: list[dict[str, Any]]) -> dict[str, float]:
-    """Mean over test programs of (after - before) program-mean speedup, with a bootstrap
-    interval and p-value that resample kernel templates: a paired difference on the same
-    programs."""
-    b, a = program_means(before), program_means(after)
-    diffs = {k: a[k] - b[k] for k in sorted(set(a) & set(b))}
-    result = stats.summary(diffs, {**templates_of(before), **templates_of(after)}, 54321)
-    return {"gain": result["mean"], "low": result["low"], "high": result["high"], "p": result["p"]}
+def paired_gain(after: list[dict[str, Any]], before: list[dict[str, Any]]) -> dict[str, Any]:
+    """`after` minus `before` on the same programs, one difference per kernel template
+    (`stats.compare`: t-interval, sign-flip and t-test p); `gain` is the mean difference."""
+    result = stats.compare(template_values(after), template_values(before))
+    return {"gain": result["mean"], **result}
 
 
-def comparison_plan(seeds: list[int], control_seeds: list[int]) -> list[tuple[str, str]]:
-    """The family of comparisons the report makes, (row, minus row), Holm-corrected
-    together: PPO against the rule, best-of-N against the rule, timed minus untimed at the
-    same seed, every PPO run against its warm start, and PPO against best-of-N."""
-    timed = [f"timed-s{s}" for s in seeds]
-    plan = [(t, "rule") for t in timed] + [(BEST_OF, "rule")]
-    plan += [(f"timed-s{s}", f"control-s{s}") for s in seeds if s in control_seeds]
-    plan += [(t, "sft") for t in timed] + [(f"control-s{s}", "sft") for s in control_seeds]
-    return plan + [(t, BEST_OF) for t in timed]
+# A report's family: (label, the rows of the arm tested, the rows it is compared with).
+Plan = list[tuple[str, list[str], list[str]]]
 
 
-def comparisons(
-    rows: dict[str, list[dict[str, Any]]], plan: list[tuple[str, str]]
-) -> list[dict[str, Any]]:
-    """Each planned comparison whose two rows exist, with its Holm-adjusted p-value."""
-    found = [(a, b, paired_gain(rows[a], rows[b])) for a, b in plan if a in rows and b in rows]
-    adjusted = stats.holm([g["p"] for _, _, g in found])
+def timed_keys(rows: dict[str, list[dict[str, Any]]], seeds: list[int]) -> list[str]:
+    return [f"timed-s{s}" for s in seeds if f"timed-s{s}" in rows]
+
+
+def control_keys(rows: dict[str, list[dict[str, Any]]], control_seeds: list[int]) -> list[str]:
+    return [f"control-s{s}" for s in control_seeds if f"control-s{s}" in rows]
+
+
+def comparison_plan(
+    rows: dict[str, list[dict[str, Any]]], seeds: list[int], control_seeds: list[int]
+) -> Plan:
+    """The report's declared family of three comparisons, the same in every report, each
+    with the timed seeds averaged per template: timed PPO minus the rule, minus the warm
+    start's best-of-N, and minus the untimed control (seeds averaged too), or, in a run
+    without a control, minus the warm start it started from."""
+    timed = timed_keys(rows, seeds)
+    control = control_keys(rows, control_seeds)
+    third = ("timed PPO minus untimed PPO", control) if control else None
+    if third is None:
+        third = ("timed PPO minus its warm start", ["sft"])
     return [
-        {"row": a, "minus": b, **g, "holm_p": h}
-        for (a, b, g), h in zip(found, adjusted, strict=True)
+        ("timed PPO minus the rule", timed, ["rule"]),
+        (f"timed PPO minus the warm start's best-of-{samples_per_program(rows)}", timed, [BEST_OF]),
+        (third[0], timed, third[1]),
     ]
+
+
+def samples_per_program(rows: dict[str, list[dict[str, Any]]]) -> int:
+    """How many answers each test program has from a sampled model (the N of best-of-N)."""
+    return len(rows["sft"]) // max(1, len(program_means(rows["sft"])))
+
+
+def comparisons(rows: dict[str, list[dict[str, Any]]], plan: Plan) -> list[dict[str, Any]]:
+    """Each planned comparison whose rows exist, tested over templates (seeds averaged
+    first), with Holm over the family (`stats.family`)."""
+    found = [
+        (label, a, b) for label, a, b in plan if a and b and all(k in rows for k in [*a, *b])
+    ]
+    tested = stats.family(
+        [stats.compare(arm_values(rows, a), arm_values(rows, b)) for _, a, b in found]
+    )
+    return [
+        {"label": label, "row": a, "minus": b, **t}
+        for (label, a, b), t in zip(found, tested, strict=True)
+    ]
+
+
+def per_seed_plan(
+    rows: dict[str, list[dict[str, Any]]], seeds: list[int], control_seeds: list[int]
+) -> list[tuple[str, str]]:
+    """The per-seed differences a report shows outside its family (descriptive, not
+    corrected): each timed seed minus the rule, best-of-N, the warm start and the untimed
+    seed of the same number; each untimed seed minus the rule."""
+    pairs = [(t, b) for t in timed_keys(rows, seeds) for b in ("rule", BEST_OF, "sft")]
+    pairs += [(f"timed-s{s}", f"control-s{s}") for s in seeds if s in control_seeds]
+    pairs += [(c, "rule") for c in control_keys(rows, control_seeds)]
+    return [(a, b) for a, b in pairs if a in rows and b in rows]
+
+
+def per_seed(
+    rows: dict[str, list[dict[str, Any]]], pairs: list[tuple[str, str]]
+) -> list[dict[str, Any]]:
+    """`paired_gain` of every pair, uncorrected: what each seed did, shown, not tested."""
+    return [{"row": a, "minus": b, **paired_gain(rows[a], rows[b])} for a, b in pairs]
 
 
 # --------------------------------------------------------------------------- baselines
@@ -506,14 +563,32 @@ def load_answers(path: Path) -> dict[str, list[dict[str, Any]]]:
 
 # --------------------------------------------------------------------------- report
 ROW_ORDER_HEAD = ("rule", BEST_OF, BEST_OF_ORACLE, "sft")
+# A PPO arm's seeds pooled into one table row (every seed's answers together).
+POOLED = {"timed": "timed-pooled", "control": "control-pooled"}
 
 
 def row_order(seeds: list[int], control_seeds: list[int]) -> list[str]:
     return [
         *ROW_ORDER_HEAD,
         *(f"timed-s{s}" for s in seeds),
+        POOLED["timed"],
         *(f"control-s{s}" for s in control_seeds),
+        POOLED["control"],
     ]
+
+
+def with_pooled(
+    rows: dict[str, list[dict[str, Any]]], seeds: list[int], control_seeds: list[int]
+) -> dict[str, list[dict[str, Any]]]:
+    """The tables' rows: every row, plus each PPO arm with more than one seed pooled. Every
+    seed has the same number of answers per program, so the pooled row's program means
+    are the seed average, the value the family's comparisons use."""
+    out = dict(rows)
+    arms = (("timed", timed_keys(rows, seeds)), ("control", control_keys(rows, control_seeds)))
+    for arm, keys in arms:
+        if len(keys) > 1:
+            out[POOLED[arm]] = [a for k in keys for a in rows[k]]
+    return out
 
 
 def row_name(key: str) -> str:
@@ -523,6 +598,8 @@ def row_name(key: str) -> str:
         BEST_OF: "SFT best-of-4, picked on a separate timed scoring",
         BEST_OF_ORACLE: "SFT best-of-4, picked on the scored measurement (oracle)",
         "sft": "SFT warm start (before PPO)",
+        POOLED["timed"]: "PPO timed, seeds pooled (the seed average)",
+        POOLED["control"]: "PPO untimed, seeds pooled (the seed average)",
     }
     if key in names:
         return names[key]
@@ -530,11 +607,25 @@ def row_name(key: str) -> str:
 
 
 def _interval(s: dict[str, Any]) -> str:
+    if s["low"] is None:
+        return f"{s['mean_speedup']:.3f}"
     return f"{s['mean_speedup']:.3f} [{s['low']:.3f}, {s['high']:.3f}]"
 
 
 def _signed(c: dict[str, Any]) -> str:
-    return f"{c['gain']:+.3f} [{c['low']:+.3f}, {c['high']:+.3f}]"
+    if c["low"] is None:
+        return f"{c['mean']:+.3f}"
+    return f"{c['mean']:+.3f} [{c['low']:+.3f}, {c['high']:+.3f}]"
+
+
+def _flip_p(c: dict[str, Any]) -> str:
+    """An exact sign-flip p as the fraction it is (of 2^k patterns) and as a decimal."""
+    patterns = 2 ** c["k"]
+    return f"{round(c['p'] * patterns)}/{patterns} = {c['p']:.4f}"
+
+
+def _t_p(p: float | None) -> str:
+    return "-" if p is None else f"{p:.4f}"
 
 
 def committed_mean(rows: list[dict[str, Any]]) -> str:
@@ -550,7 +641,7 @@ def held_out_table(
 ) -> list[str]:
     """The main table: every row on the same held-out programs and the same measurement."""
     lines = [
-        "| row | answers | mean speedup [95%, templates resampled] | first measurement | "
+        "| row | answers | mean speedup [95% t-interval over templates] | first measurement | "
         f"pass | significantly faster | significantly slower | {family.share_name} | edits |",
         "|---|---|---|---|---|---|---|---|---|",
     ]
@@ -569,19 +660,90 @@ def held_out_table(
     return lines
 
 
-def comparisons_table(comps: list[dict[str, Any]]) -> list[str]:
+def family_table(comps: list[dict[str, Any]]) -> list[str]:
+    """The declared family: each comparison's difference over templates, both tests and
+    their Holm-adjusted p; `holds` is read from the sign-flip test's."""
     lines = [
-        "| # | comparison (row minus row) | mean paired difference [95%] | bootstrap p | "
-        "Holm p | holds after Holm (0.05) |",
-        "|---|---|---|---|---|---|",
+        "| # | comparison (seeds averaged per template) | mean difference [95% t-interval] | "
+        "templates above / below / equal | sign-flip p (exact) | Holm p | t-test p | "
+        "Holm p (t-test) | holds after Holm (sign-flip, 0.05) |",
+        "|---|---|---|---|---|---|---|---|---|",
     ]
     for n, c in enumerate(comps, 1):
-        holds = "yes" if c["holm_p"] < 0.05 else "no"
         lines.append(
-            f"| C{n} | {row_name(c['row'])} minus {row_name(c['minus'])} | {_signed(c)} | "
-            f"{c['p']:.4f} | {c['holm_p']:.4f} | {holds} |"
+            f"| F{n} | {c['label']} | {_signed(c)} | {c['above']} / {c['below']} / "
+            f"{c['equal']} | {_flip_p(c)} | {c['holm_p']:.4f} | {_t_p(c['p_t'])} | "
+            f"{c['holm_p_t']:.4f} | {'yes' if c['holds'] else 'no'} |"
         )
     return lines
+
+
+def per_seed_table(per: list[dict[str, Any]]) -> list[str]:
+    """Every per-seed difference, uncorrected and outside the family: a description of
+    what each seed did, with no verdict."""
+    lines = [
+        "| row minus row | mean difference [95% t-interval] | templates above / below / equal "
+        "| sign-flip p (uncorrected) |",
+        "|---|---|---|---|",
+    ]
+    for c in per:
+        lines.append(
+            f"| {row_name(c['row'])} minus {row_name(c['minus'])} | {_signed(c)} | "
+            f"{c['above']} / {c['below']} / {c['equal']} | {_flip_p(c)} |"
+        )
+    return lines
+
+
+def family_statement(comps: list[dict[str, Any]], templates: int) -> str:
+    """The paragraph that names the family before any number of the report."""
+    names = "; ".join(f"F{n} {c['label']}" for n, c in enumerate(comps, 1))
+    return (
+        f"**The comparisons this report tests** (one family of {len(comps)}, named before "
+        f"any number): {names}. Each PPO arm's seeds are averaged per kernel template first, "
+        f"so every comparison is {templates} differences, one per template. The test is the "
+        f"exact sign-flip test over the {templates} templates (all {2**templates} sign "
+        f"patterns; the smallest two-sided p is {2}/{2**templates}) with Holm's correction "
+        "over the family (family-wise 5%); the paired t-test over templates is shown beside "
+        "it, and its 95% interval is the one printed. The family was fixed in a re-analysis "
+        "after these runs' results had been read (the same three in every learning-run "
+        "report: the rule, best-of-N, and the untimed control, or the warm start where a run "
+        "has no control), so it is declared, not pre-registered before the runs. Every "
+        "other difference in this report is a description: no verdict rests on it."
+    )
+
+
+def family_results(comps: list[dict[str, Any]]) -> str:
+    """Each comparison of the family with both tests and its verdict, as one sentence."""
+    parts = []
+    for n, c in enumerate(comps, 1):
+        verdict = (
+            f"holds after Holm ({'positive' if c['mean'] > 0 else 'negative'})"
+            if c["holds"]
+            else "does not hold after Holm"
+        )
+        t_holds = c["holm_p_t"] <= stats.ALPHA
+        t_word = "rejects" if t_holds else "does not reject"
+        parts.append(
+            f"F{n} ({c['label']}) {_signed(c)}, above on {c['above']} and below on "
+            f"{c['below']} of {c['k']} templates, sign-flip p = {_flip_p(c)}, Holm p = "
+            f"{c['holm_p']:.4f}: {verdict}; the t-test beside it {t_word} (p = "
+            f"{_t_p(c['p_t'])}, Holm p = {c['holm_p_t']:.4f})"
+            + (
+                ": the direction is the same on the templates, its size too uneven across "
+                "them for the t-interval to exclude 0"
+                if c["holds"] and not t_holds
+                else ""
+            )
+        )
+    held = sum(c["holds"] for c in comps)
+    verb = "holds" if held == 1 else "hold"
+    return "; ".join(parts) + f". {held} of the {len(comps)} comparisons {verb}."
+
+
+def arm_interval(rows: dict[str, list[dict[str, Any]]], keys: list[str]) -> str:
+    """An arm's seed-averaged mean speedup with its t-interval over templates."""
+    s = stats.t_summary(list(arm_values(rows, keys).values()))
+    return _interval({"mean_speedup": s["mean"], "low": s["low"], "high": s["high"]})
 
 
 def per_kernel_table(rows: dict[str, list[dict[str, Any]]], order: list[str]) -> list[str]:
@@ -609,6 +771,7 @@ def step_table(
     runs: list[tuple[str, int]],
     metric: str = "reward/mean",
     missing: float | None = None,
+    digits: int = 3,
 ) -> list[str]:
     """One metric per PPO step (training programs' rollouts) for every run; `missing` is
     its value at a step that logged no such line (an outcome share that did not occur)."""
@@ -624,7 +787,7 @@ def step_table(
     lines.append("|" + "---|" * (len(runs) + 1))
     for step in sorted({k for c in curves.values() for k in c}):
         cells = [
-            fmt(curves[run][step].get(metric, missing)) if step in curves[run] else "-"
+            fmt(curves[run][step].get(metric, missing), digits) if step in curves[run] else "-"
             for run in runs
         ]
         lines.append(f"| {step} | " + " | ".join(cells) + " |")
@@ -667,23 +830,6 @@ def provenance_lines(raw: Path) -> list[str]:
     return lines or ["- commit and command of the models: not recorded"]
 
 
-def _find(comps: list[dict[str, Any]], row: str, minus: str) -> dict[str, Any] | None:
-    return next((c for c in comps if c["row"] == row and c["minus"] == minus), None)
-
-
-def _direction(c: dict[str, Any] | None) -> str:
-    if c is None:
-        return "missing"
-    if c["holm_p"] >= 0.05:
-        return "not significant"
-    return "significantly higher" if c["gain"] > 0 else "significantly lower"
-
-
-def _tally(found: list[dict[str, Any] | None]) -> str:
-    words = [_direction(c) for c in found]
-    return ", ".join(f"{w} in {words.count(w)}" for w in dict.fromkeys(words)) + f" of {len(words)}"
-
-
 def model_keys(rows: dict[str, list[dict[str, Any]]]) -> list[str]:
     """The sampled models' rows (not the rule's, not best-of-N's picks)."""
     return [k for k in rows if k == "sft" or k.startswith(("timed-s", "control-s"))]
@@ -706,25 +852,26 @@ def baseline_sentences(
     control_seeds: list[int],
     rule_words: str,
 ) -> str:
-    """The headline's opening, shared by both families: every row's mean with its
-    interval, then each planned comparison's direction after Holm, tallied over seeds."""
-    timed = [f"timed-s{s}" for s in seeds if f"timed-s{s}" in rows]
-    vs_rule = [_find(comps, t, "rule") for t in timed]
-    vs_control = [_find(comps, f"timed-s{s}", f"control-s{s}") for s in seeds if s in control_seeds]
-    vs_sft = [_find(comps, t, "sft") for t in timed]
+    """The headline's opening, shared by both families: every arm's seed-averaged mean
+    with its t-interval over templates (each seed's in parentheses), then the family's
+    comparisons with both tests and their verdicts."""
+    timed = timed_keys(rows, seeds)
+    control = control_keys(rows, control_seeds)
+    sft = summarize(rows["sft"])
+
+    def seeds_of(keys: list[str]) -> str:
+        return ", ".join(f"{summarize(rows[k])['mean_speedup']:.3f}" for k in keys)
+
+    untimed = (
+        f"; untimed PPO {arm_interval(rows, control)} ({seeds_of(control)})" if control else ""
+    )
     return (
-        f"**Headline.** On the {summarize(rows['sft'])['programs']} held-out programs "
-        f"({summarize(rows['sft'])['templates']} kernel templates), {rule_words} scores "
-        f"{_interval(summarize(rows['rule']))}; PPO on the timed reward "
-        + "; ".join(
-            f"seed {t.removeprefix('timed-s')} {_interval(summarize(rows[t]))}" for t in timed
-        )
-        + f"; the warm start {_interval(summarize(rows['sft']))}; its best-of-4 picked by "
-        f"measured speed {_interval(summarize(rows[BEST_OF]))}. Paired, Holm-corrected over "
-        f"the {len(comps)} comparisons below: PPO minus the rule is {_tally(vs_rule)} seeds; "
-        f"best-of-4 minus the rule is {_direction(_find(comps, BEST_OF, 'rule'))}; PPO minus "
-        f"its warm start is {_tally(vs_sft)} seeds; timed minus untimed at the same seed is "
-        f"{_tally(vs_control)} seeds. "
+        f"**Headline.** On the {sft['programs']} held-out programs ({sft['templates']} "
+        f"kernel templates), {rule_words} scores {_interval(summarize(rows['rule']))}; PPO "
+        f"on the timed reward, {len(timed)} seeds averaged, {arm_interval(rows, timed)} "
+        f"(seeds {seeds_of(timed)}){untimed}; the warm start {_interval(sft)}; its "
+        f"best-of-{samples_per_program(rows)} picked by measured speed "
+        f"{_interval(summarize(rows[BEST_OF]))}. {family_results(comps)} "
     )
 
 
@@ -734,9 +881,8 @@ def headline(
     seeds: list[int],
     control_seeds: list[int],
 ) -> str:
-    """The report's first paragraph, every clause read off a row of the two tables."""
-    timed = [f"timed-s{s}" for s in seeds if f"timed-s{s}" in rows]
-    new = outside_fast_and_faster(rows, timed)
+    """The report's first paragraph, every clause read off a row of the tables."""
+    new = outside_fast_and_faster(rows, timed_keys(rows, seeds))
     return baseline_sentences(rows, comps, seeds, control_seeds, "the one-line rule") + (
         "No passing, significantly faster answer of a timed PPO model is anything but the "
         "fast edit (at all or some call sites), which a third of the warm-start examples "
@@ -746,6 +892,47 @@ def headline(
         else f"{new} passing, significantly faster answers of the timed PPO models are "
         "edits other than the fast edit (see the reading and the raw rows)."
     )
+
+
+# The per-seed groups the reading describes: (words, which row, which row it is minus).
+PER_SEED_GROUPS: tuple[tuple[str, str, str], ...] = (
+    ("timed PPO minus the rule", "timed-s", "rule"),
+    ("timed PPO minus the warm start's best-of-4", "timed-s", BEST_OF),
+    ("timed PPO minus its warm start", "timed-s", "sft"),
+    ("timed minus untimed PPO of the same seed number", "timed-s", "control-s"),
+    ("untimed PPO minus the rule", "control-s", "rule"),
+)
+
+
+def per_seed_reading(per: list[dict[str, Any]]) -> list[str]:
+    """One line per group of per-seed differences: each seed's mean difference, the
+    template cells above, below and equal summed over seeds, and in how many seeds the
+    uncorrected sign-flip p is at most 0.05 (a description: these are outside the family
+    and no verdict rests on them)."""
+    lines = []
+    for words, row, minus in PER_SEED_GROUPS:
+        group = [
+            c
+            for c in per
+            if c["row"].startswith(row)
+            and (c["minus"] == minus or (minus == "control-s" and c["minus"].startswith(minus)))
+        ]
+        if not group:
+            continue
+        cells = sum(c["k"] for c in group)
+        low_p = sum(c["p"] <= stats.ALPHA for c in group)
+        lines.append(
+            f"- Per seed, {words} (outside the family, uncorrected): "
+            + ", ".join(
+                f"seed {c['row'].rsplit('-s', 1)[1]} {c['mean']:+.3f} (p {c['p']:.4f})"
+                for c in group
+            )
+            + f"; over the {cells} seed x template cells, above on "
+            f"{sum(c['above'] for c in group)}, below on {sum(c['below'] for c in group)}, "
+            f"equal on {sum(c['equal'] for c in group)}; sign-flip p <= 0.05 before any "
+            f"correction in {low_p} of {len(group)} seeds."
+        )
+    return lines
 
 
 def first_step_rewards(raw: Path, seeds: list[int]) -> str:
@@ -801,24 +988,22 @@ def remeasurement_drift(
     )
 
 
-def unapplied_breakdown(
-    rows: dict[str, list[dict[str, Any]]], keys: list[str], suite_dir: Path
-) -> str:
+def call_sites(rule: list[dict[str, Any]]) -> dict[str, int]:
+    """`__popcountdi2` call sites per test program, read off the rule's answers: the rule
+    writes one `popcntq` line for each `call __popcountdi2@PLT` line and nothing else."""
+    fast = "+" + FAST_LINE
+    return {a["program"]: a["answer"].splitlines().count(fast) for a in rule}
+
+
+def unapplied_breakdown(rows: dict[str, list[dict[str, Any]]], keys: list[str]) -> str:
     """What the answers whose diff did not apply tried to do, and how many of the popcount
     attempts write more hunks than the program has call sites (an alignment answer has one
     hunk per `.p2align` group, so its hunk count says nothing about call sites)."""
-    from asmopt.programs import load_suite
-    from asmopt.toolchain import DEFAULT_O3_FLAGS, default_toolchain
-
-    suite, toolchain = load_suite(suite_dir), default_toolchain()
-    sites: dict[str, int] = {}
+    sites = call_sites(rows["rule"])
     kinds = {"alignment": 0, "popcnt": 0, "other": 0}
     over = 0
     failed = [a for k in keys for a in rows[k] if a["edit"] == "none"]
     for a in failed:
-        if a["program"] not in sites:
-            asm = toolchain.baseline_assembly(suite.get(a["program"]), DEFAULT_O3_FLAGS)
-            sites[a["program"]] = sum(line.rstrip() == POPCOUNT_CALL for line in asm.splitlines())
         body = a["answer"].splitlines()
         changed = [line for line in body if line[:1] in "+-" and line[:3] not in ("+++", "---")]
         if "popcnt" in a["answer"]:
@@ -838,9 +1023,7 @@ def unapplied_breakdown(
     )
 
 
-def reading(
-    rows: dict[str, list[dict[str, Any]]], raw: Path, suite_dir: Path, seeds: list[int]
-) -> list[str]:
+def reading(rows: dict[str, list[dict[str, Any]]], raw: Path, seeds: list[int]) -> list[str]:
     """The reading's computed lines."""
     keys = model_keys(rows)
     sft = summarize(rows["sft"])["edits"]
@@ -873,7 +1056,7 @@ def reading(
         "machine moves between sessions by more than one session's intervals say; every "
         "comparison here is therefore made within the scored measurement, where all rows "
         "were measured in one session and identical answers share one measurement.",
-        f"- Unapplied answers: {unapplied_breakdown(rows, keys, suite_dir)}.",
+        f"- Unapplied answers: {unapplied_breakdown(rows, keys)}.",
         f"- Best-of-4: {picks_differ(rows)}. In this family the rule's answer is the "
         "fastest correct answer known (the fast edit at every call site), so a policy can at "
         "best tie the rule; a family with more than one idea is needed for a policy to beat "
@@ -894,9 +1077,151 @@ def picks_differ(rows: dict[str, list[dict[str, Any]]]) -> str:
     )
 
 
+def header_lines(raw: Path, argv: list[str], load: tuple[float, ...]) -> list[str]:
+    """When, at which commit and by which command the report was rendered, and which
+    commit and command trained each model."""
+    import torch
+
+    from asmopt.provenance import git_commit
+
+    return [
+        f"- Report rendered {time.strftime('%Y-%m-%d %H:%M')} at commit {git_commit()} by "
+        f"`{' '.join(['.venv/bin/python bench/speed_learning_run.py', *argv])}`; torch "
+        f"{torch.__version__}, {platform.machine()}, {os.cpu_count()} logical CPUs; load "
+        f"average before {load[0]:.2f}, after {os.getloadavg()[0]:.2f}.",
+        "- Models (commit and command that trained each):",
+        *[f"  {line}" for line in provenance_lines(raw)],
+    ]
+
+
+def interval_words(rows: dict[str, list[dict[str, Any]]]) -> str:
+    """How a row's interval is made, for the held-out table's paragraph."""
+    s = summarize(rows["sft"])
+    per = s["programs"] // max(1, s["templates"])
+    return (
+        f"Interval: 95% t-interval over the {s['templates']} kernel templates (a template's "
+        f"value is the mean of its {per} test programs; {s['templates'] - 1} degrees of "
+        "freedom). "
+    )
+
+
+def comparisons_section(
+    rows: dict[str, list[dict[str, Any]]], comps: list[dict[str, Any]], per: list[dict[str, Any]]
+) -> list[str]:
+    """The family's table, then every per-seed difference as a description."""
+    k = summarize(rows["sft"])["templates"]
+    return [
+        "## Comparisons",
+        "",
+        "The family named above the headline, then every per-seed difference. A row's value "
+        "for a template is the mean of its test programs' mean speedups; a comparison is the "
+        "per-template difference, each PPO arm's seeds averaged per template first. Mean "
+        f"difference over the {k} templates with its 95% t-interval ({k - 1} degrees of "
+        f"freedom). Sign-flip p: the share of the {2**k} sign patterns of the {k} differences "
+        "whose |mean| is at least the observed one (exact, two-sided). t-test p: the paired "
+        f"t-test over templates. Holm: over the {len(comps)} comparisons of the family. The "
+        "verdict is the sign-flip test's; where the t-test differs, both are stated.",
+        "",
+        *family_table(comps),
+        "",
+        "Per seed (outside the family: uncorrected, a description; no verdict rests on it):",
+        "",
+        *per_seed_table(per),
+    ]
+
+
+def ppo_settings() -> Any:
+    """`ppo.yaml` as every PPO run of these reports used it."""
+    from asmopt.train.config import PPOConfig, load_config
+
+    return load_config(PPOConfig, CONFIG_DIR / "ppo.yaml")
+
+
+def policy_tables(raw: Path, runs: list[tuple[str, int]]) -> list[str]:
+    """Per-step approximate KL, policy entropy and the share of rollouts that are no
+    applicable diff, for every run: a collapse shows here step by step."""
+    cfg = ppo_settings()
+    return [
+        f"Approximate KL per step (the update against the policy that sampled; `target_kl` "
+        f"{cfg.target_kl} ends an update's epochs early, `kl_coef` {cfg.kl_coef}: no KL "
+        "penalty in the reward):",
+        "",
+        *step_table(raw, runs, "policy/approx_kl", digits=4),
+        "",
+        "Policy entropy per step (as logged, mean per token):",
+        "",
+        *step_table(raw, runs, "policy/entropy"),
+        "",
+        "Share of rollouts that are no applicable diff, per step:",
+        "",
+        *step_table(raw, runs, "outcome/extraction_error", missing=0.0),
+    ]
+
+
+def policy_spikes(raw: Path, runs: list[tuple[str, int]]) -> str:
+    """Each run's largest approximate KL and entropy (with their steps), and the steps
+    whose KL passed `target_kl`: one line the per-step tables back."""
+    target = ppo_settings().target_kl
+    cells, over = [], []
+    for a, s in runs:
+        train = [r for r in raw_metrics(raw, f"ppo-{a}-s{s}") if r["kind"] == "train"]
+        if not train:
+            continue
+        kl = max(train, key=lambda r: r.get("policy/approx_kl") or 0.0)
+        ent = max(train, key=lambda r: r.get("policy/entropy") or 0.0)
+        cells.append(
+            f"{a} s{s} KL {fmt(kl.get('policy/approx_kl'), 4)} (step {kl['step']}), entropy "
+            f"{fmt(ent.get('policy/entropy'))} (step {ent['step']})"
+        )
+        steps = [r["step"] for r in train if (r.get("policy/approx_kl") or 0.0) > target]
+        if steps:
+            over.append(f"{a} s{s} at steps {', '.join(map(str, steps))}")
+    return (
+        "- Largest approximate KL and policy entropy of any PPO step, per run: "
+        + "; ".join(cells)
+        + f". KL above `target_kl` ({target}): {'; '.join(over) or 'in no run'}."
+    )
+
+
+def collapse_lines(raw: Path, runs: list[tuple[str, int]]) -> list[str]:
+    """For each run whose last step's rollouts are mostly (half or more) no applicable
+    diff: what came with its collapse (`collapse_line`)."""
+    lines = []
+    for a, s in runs:
+        train = [r for r in raw_metrics(raw, f"ppo-{a}-s{s}") if r["kind"] == "train"]
+        if train and (train[-1].get("outcome/extraction_error") or 0.0) >= 0.5:
+            lines.append(collapse_line(f"{a} s{s}", train))
+    return lines
+
+
+def collapse_line(run: str, train: list[dict[str, Any]]) -> str:
+    """From the first step where a quarter of the rollouts were no applicable diff, that
+    share, the approximate KL and the entropy step by step, against their largest values
+    before it: what came with the collapse, not its cause."""
+    share = "outcome/extraction_error"
+    start = next(i for i, r in enumerate(train) if (r.get(share) or 0.0) >= 0.25)
+    before, after = train[:start], train[start:]
+    if not before:
+        return f"- {run}: its rollouts are no applicable diff from its first step."
+
+    def seq(key: str, digits: int = 3) -> str:
+        return ", ".join(fmt(r.get(key) or 0.0, digits) for r in after)
+
+    def top(key: str) -> str:
+        return fmt(max(r.get(key) or 0.0 for r in before), 4)
+
+    return (
+        f"- {run} collapses: at steps {after[0]['step']}-{after[-1]['step']} its share of "
+        f"rollouts that are no applicable diff is {seq(share, 2)}, its approximate KL "
+        f"{seq('policy/approx_kl', 4)} and its policy entropy {seq('policy/entropy')}, against "
+        f"at most {top('policy/approx_kl')} and {top('policy/entropy')} at steps "
+        f"{before[0]['step']}-{before[-1]['step']}. KL and entropy rise with the collapse; "
+        "these data do not show which came first within a step, nor what drove it."
+    )
+
+
 def report(
     raw: Path,
-    suite_dir: Path,
     argv: list[str],
     seeds: list[int],
     control_seeds: list[int],
@@ -904,35 +1229,26 @@ def report(
     load: tuple[float, ...],
     variant: str = "main",
 ) -> str:
-    """The speed-learning run's report (Markdown), rendered from the raw data in `raw`.
-
-    Long on purpose: it writes the document's sections top to bottom, in the order a
-    reader meets them, so the whole layout reads in one place."""
-    import torch
-
-    from asmopt.provenance import git_commit
-
+    """The popcount family's report (Markdown), rendered from the raw data in `raw`: the
+    sections top to bottom, in the order a reader meets them."""
     order = row_order(seeds, control_seeds)
-    comps = comparisons(rows, comparison_plan(seeds, control_seeds))
+    comps = comparisons(rows, comparison_plan(rows, seeds, control_seeds))
+    per = per_seed(rows, per_seed_plan(rows, seeds, control_seeds))
     runs = [(a, s) for a, ss in (("timed", seeds), ("control", control_seeds)) for s in ss]
     discovery = variant == "discovery"
-    samples = len(rows["sft"]) // max(1, len(program_means(rows["sft"])))
     lines = [
         "# Discovery run: PPO on the timed reward from a warm start never shown the fast edit"
         if discovery
         else "# Speed-learning run: PPO on the timed reward against a rule and best-of-N, "
         "popcount task family",
         "",
+        family_statement(comps, summarize(rows["sft"])["templates"]),
+        "",
         discovery_headline(rows, comps, raw, seeds)
         if discovery
         else headline(rows, comps, seeds, control_seeds),
         "",
-        f"- Report rendered {time.strftime('%Y-%m-%d %H:%M')} at commit {git_commit()} by "
-        f"`{' '.join(['.venv/bin/python bench/speed_learning_run.py', *argv])}`; torch "
-        f"{torch.__version__}, {platform.machine()}, {os.cpu_count()} logical CPUs; load "
-        f"average before {load[0]:.2f}, after {os.getloadavg()[0]:.2f}.",
-        "- Models (commit and command that trained each):",
-        *[f"  {line}" for line in provenance_lines(raw)],
+        *header_lines(raw, argv, load),
         "- Task: `bench/speed_learning/family.py` (8 kernel templates x 7 programs; "
         "train/validation/test 32/8/16, the test split 2 programs of each template); configs "
         "`bench/speed_learning/sft.yaml`, `ppo.yaml`; policy: a fresh PLT (R = 2) model, d = "
@@ -940,6 +1256,38 @@ def report(
         "",
         "## Held-out answers: every row on the same programs and the same measurement",
         "",
+        popcount_table_words(rows, raw),
+        "",
+        *held_out_table(with_pooled(rows, seeds, control_seeds), order),
+        "",
+        *comparisons_section(rows, comps, per),
+        "",
+        "## Reading",
+        "",
+        *(discovery_reading(rows, raw, seeds) if discovery else reading(rows, raw, seeds)),
+        *per_seed_reading(per),
+        policy_spikes(raw, runs),
+        *collapse_lines(raw, runs),
+        *evaluation_history(raw),
+        f"- Raw data in `{raw.name}/`: `test_answers.jsonl` (the sampled answers "
+        "with their first scoring), `held_out_rows.jsonl` (every row of the tables: answer, "
+        "edit class, `select` and `score` measurements, first scoring), `select.jsonl` and "
+        "`score.jsonl` (the measurement logs), each run's metrics.",
+        "",
+        *curves_section(raw, runs),
+        "",
+        "## Per kernel template (test split, scored measurement)",
+        "",
+        *per_kernel_table(with_pooled(rows, seeds, control_seeds), order),
+    ]
+    return "\n".join(lines) + "\n"
+
+
+def popcount_table_words(rows: dict[str, list[dict[str, Any]]], raw: Path) -> str:
+    """The held-out table's paragraph in the popcount family's reports: how each row was
+    sampled, picked and scored, and what its columns mean."""
+    samples = samples_per_program(rows)
+    return (
         f"Models' answers: {samples} per test program, sampled at the rollout temperature "
         f"({rollout_temperature(raw)}, seeded), as committed in `{raw.name}/test_answers.jsonl`. "
         "The rule: one answer per program, its diff produced by `baselines.popcnt_rule`: the "
@@ -956,56 +1304,32 @@ def report(
         "answer of every row was scored twice afresh in one session (`select`, `score`: "
         "reward service, robust reward, CPU time interleaved with the -O3 baseline to +-2% "
         "or 10 s per test, fresh inputs); identical applied answers of a program share one "
-        "measurement per scoring. A failing answer counts 1.0. Interval: 95% bootstrap "
-        "resampling the 8 kernel templates (both programs of a drawn template). First "
-        "measurement: the row's mean on the scoring committed with the answers (the first "
-        "evaluation). fast share: answers that put `popcnt` at one or more call sites and "
-        "change nothing else.",
-        "",
-        *held_out_table(rows, order),
-        "",
-        "## Paired comparisons",
-        "",
-        "Difference of per-program mean speedups, row minus row, averaged over the 16 test "
-        "programs; 95% interval and two-sided p-value from one bootstrap resampling kernel "
-        "templates (10,000 draws); Holm's correction over all the comparisons listed. With 8 "
-        "templates a cluster bootstrap is coarse and somewhat narrow (an exact sign-flip test "
-        "over 8 templates cannot go below p = 1/128), so a comparison near the threshold is "
-        "weak evidence either way.",
-        "",
-        *comparisons_table(comps),
-        "",
-        "## Reading",
-        "",
-        *(
-            discovery_reading(rows, raw, seeds)
-            if discovery
-            else reading(rows, raw, suite_dir, seeds)
-        ),
-        *evaluation_history(raw),
-        f"- Raw data in `{raw.name}/`: `test_answers.jsonl` (the sampled answers "
-        "with their first scoring), `held_out_rows.jsonl` (every row of the tables: answer, "
-        "edit class, `select` and `score` measurements, first scoring), `select.jsonl` and "
-        "`score.jsonl` (the measurement logs), each run's metrics.",
-        "",
+        "measurement per scoring. A failing answer counts 1.0. "
+        + interval_words(rows)
+        + "Seeds pooled: every seed's answers together, whose program means are the seed "
+        "average. First measurement: the row's mean on the scoring committed with the answers "
+        "(the first evaluation). fast share: answers that put `popcnt` at one or more call "
+        "sites and change nothing else."
+    )
+
+
+def curves_section(raw: Path, runs: list[tuple[str, int]]) -> list[str]:
+    """Reward per step and at validation, then the per-step policy statistics."""
+    return [
         "## PPO training curves and validation (training and validation programs)",
         "",
         "Reward mean per step (robust reward; timed arm: log speedup when significant); then "
-        "the validation split at the end of PPO.",
+        "the validation split at the end of PPO; then the reward max per step (a rollout paid "
+        "above 0 was significantly faster); then the per-step policy statistics.",
         "",
         *curves_tables(raw, runs),
-        *(
-            ["", "Reward max per step (a rollout paid above 0 was significantly faster):", ""]
-            + step_table(raw, runs, "reward/max")
-            if discovery
-            else []
-        ),
         "",
-        "## Per kernel template (test split, scored measurement)",
+        "Reward max per step:",
         "",
-        *per_kernel_table(rows, order),
+        *step_table(raw, runs, "reward/max"),
+        "",
+        *policy_tables(raw, runs),
     ]
-    return "\n".join(lines) + "\n"
 
 
 def evaluation_history(raw: Path) -> list[str]:
@@ -1058,7 +1382,7 @@ def discovery_headline(
     rows: dict[str, list[dict[str, Any]]], comps: list[dict[str, Any]], raw: Path, seeds: list[int]
 ) -> str:
     """The discovery report's first paragraph, read off its tables and raw data."""
-    timed = [f"timed-s{s}" for s in seeds if f"timed-s{s}" in rows]
+    timed = timed_keys(rows, seeds)
     data = json.loads((raw / "warm_start_data.json").read_text(encoding="utf-8"))["train"]
     found = {t: faster_answers(rows[t]) for t in timed}
     new = {t: [a for a in f if a["edit"] not in ("align", "wrong")] for t, f in found.items()}
@@ -1076,13 +1400,10 @@ def discovery_headline(
         + f" (warm start: {len(faster_answers(rows['sft']))} significantly faster of "
         f"{len(rows['sft'])}). Mean held-out speedup: the rule "
         f"{_interval(summarize(rows['rule']))}, the warm start "
-        f"{_interval(summarize(rows['sft']))}, PPO "
-        + "; ".join(
-            f"seed {t.removeprefix('timed-s')} {_interval(summarize(rows[t]))}" for t in timed
-        )
-        + f". Holm-corrected: PPO minus its warm start is "
-        f"{_tally([_find(comps, t, 'sft') for t in timed])} seeds; PPO minus the rule is "
-        f"{_tally([_find(comps, t, 'rule') for t in timed])} seeds."
+        f"{_interval(summarize(rows['sft']))}, PPO ({len(timed)} seeds averaged) "
+        f"{arm_interval(rows, timed)} (seeds "
+        + ", ".join(f"{summarize(rows[t])['mean_speedup']:.3f}" for t in timed)
+        + f"). {family_results(comps)}"
     )
 
 
@@ -1133,6 +1454,45 @@ def other_answers(rows: dict[str, list[dict[str, Any]]], keys: list[str]) -> lis
     return lines
 
 
+def training_power(raw: Path, seeds: list[int]) -> str:
+    """How many rollouts each seed's PPO sampled and how concentrated its policy was: what
+    a run that finds nothing new could have found."""
+    cfg = ppo_settings()
+    per_step = cfg.prompts_per_step * cfg.samples_per_prompt
+    counts, entropies = [], []
+    for s in seeds:
+        train = [r for r in raw_metrics(raw, f"ppo-timed-s{s}") if r["kind"] == "train"]
+        counts.append(str(len(train) * per_step))
+        entropies += [r["policy/entropy"] for r in train if r.get("policy/entropy") is not None]
+    top = f"{max(entropies):.3f}" if entropies else "not logged"
+    return (
+        f"- Power: each seed's PPO sampled {per_step} training rollouts per step "
+        f"({', '.join(counts)} in all, seeds {seeds}), and its policy entropy (as logged, "
+        f"mean per token) was at most {top} at any step: few samples from a concentrated "
+        "policy, so this run had little chance to sample an edit its warm start never wrote, "
+        "and its null result says little about what more exploration would find."
+    )
+
+
+def heldout_reward(rows: dict[str, list[dict[str, Any]]]) -> str:
+    """The training reward (robust, timed) of each model's held-out answers on the scored
+    measurement: whether PPO raised, on the test split, the quantity it maximised."""
+
+    def mean(key: str) -> float:
+        values = [a["reward"] for a in rows[key] if a.get("reward") is not None]
+        return sum(values) / len(values)
+
+    timed = [k for k in model_keys(rows) if k.startswith("timed-s")]
+    lower = sum(mean(k) < mean("sft") for k in timed)
+    return (
+        "- The training reward itself on the held-out answers (robust, timed; scored "
+        f"measurement, mean per answer): warm start {mean('sft'):.3f}; PPO "
+        + ", ".join(f"seed {k.removeprefix('timed-s')} {mean(k):.3f}" for k in timed)
+        + f": below the warm start in {lower} of {len(timed)} seeds (a description, not a "
+        "test)."
+    )
+
+
 def discovery_reading(
     rows: dict[str, list[dict[str, Any]]], raw: Path, seeds: list[int]
 ) -> list[str]:
@@ -1156,7 +1516,8 @@ def discovery_reading(
         + ", ".join(f"{k} {sum('popcnt' in a['answer'] for a in rows[k])}" for k in keys)
         + ".",
     ]
-    lines += [training_signal(raw, seeds), edit_shift(rows, keys), *other_answers(rows, keys)]
+    lines += [training_signal(raw, seeds), training_power(raw, seeds), heldout_reward(rows)]
+    lines += [edit_shift(rows, keys), *other_answers(rows, keys)]
     distinct = {a["answer"]: a for k in keys if k != "sft" for a in faster_answers(rows[k])}
     lines.append(
         f"- Distinct passing, significantly faster PPO answers on the test split: {len(distinct)}"
@@ -1191,11 +1552,13 @@ def label_counts(rows: list[dict[str, Any]], keep: Callable[[dict[str, Any]], bo
 def rich_headline(
     rows: dict[str, list[dict[str, Any]]],
     comps: list[dict[str, Any]],
+    raw: Path,
     seeds: list[int],
     control_seeds: list[int],
 ) -> str:
     """The richer-family report's first paragraph, every clause read off the tables."""
-    timed = [f"timed-s{s}" for s in seeds if f"timed-s{s}" in rows]
+    timed = timed_keys(rows, seeds)
+    shown = warm_start_compositions(raw)
 
     def passing_composed(key: str) -> int:
         return sum(composed(a["edit"]) and a["verdict"] == "pass" for a in rows[key])
@@ -1212,8 +1575,63 @@ def rich_headline(
             f"seed {t.removeprefix('timed-s')} {passing_composed(t)} of {len(rows[t])}"
             for t in timed
         )
-        + f" (warm start {passing_composed('sft')} of {len(rows['sft'])})."
+        + f" (warm start {passing_composed('sft')} of {len(rows['sft'])}); the warm start "
+        f"was shown compositions in {sum(shown.values())} of its {warm_start_rows(raw)} "
+        "training examples, so a seed that writes one more often selected it, and no "
+        "comparison tests it."
     )
+
+
+def warm_start_train(raw: Path) -> dict[str, Any]:
+    """What the warm start was trained on, as committed in `warm_start_data.json`."""
+    data: dict[str, Any] = json.loads((raw / "warm_start_data.json").read_text(encoding="utf-8"))
+    return data["train"]
+
+
+def warm_start_rows(raw: Path) -> int:
+    """How many training examples the warm start was shown."""
+    return int(warm_start_train(raw)["rows"])
+
+
+def warm_start_compositions(raw: Path) -> dict[str, int]:
+    """The compositions (correct, two or more edits) among the warm start's training
+    examples, with their counts."""
+    return {e: n for e, n in sorted(warm_start_train(raw)["edits"].items()) if composed(e)}
+
+
+def composition_selection(rows: dict[str, list[dict[str, Any]]], raw: Path) -> str:
+    """Which compositions the held-out answers write against which the warm start was
+    shown: a composition shown in training and written more often after PPO is selected,
+    one never shown would be found."""
+    shown = warm_start_compositions(raw)
+    keys = model_keys(rows)
+    written = sorted({a["edit"] for k in keys for a in rows[k] if composed(a["edit"])})
+    unseen = sum(composed(a["edit"]) and a["edit"] not in shown for k in keys for a in rows[k])
+    return (
+        "- Compositions: the warm start's training examples hold "
+        + ", ".join(f"{e} {n}" for e, n in shown.items())
+        + f" (of {warm_start_rows(raw)}); held-out share per row: "
+        + "; ".join(
+            f"{k} " + ", ".join(f"{e} {sum(a['edit'] == e for a in rows[k]) / len(rows[k]):.0%}"
+                                for e in written)
+            for k in keys
+        )
+        + f". Held-out composed answers whose composition the warm start was never shown: "
+        f"{unseen}."
+    )
+
+
+def shown_count(raw: Path, edit: str) -> int:
+    """How many of the warm start's training examples hold `edit`, alone or composed."""
+    return sum(n for e, n in warm_start_train(raw)["edits"].items() if edit in e.split("+"))
+
+
+def edit_written(rows: dict[str, list[dict[str, Any]]], edit: str) -> str:
+    """How many held-out answers of all models hold `edit`, alone or in a composition."""
+    keys = model_keys(rows)
+    total = sum(len(rows[k]) for k in keys)
+    hits = sum(edit in a["edit"].split("+") for k in keys for a in rows[k])
+    return f"{hits} of the {total} held-out answers of all models"
 
 
 def faster_twice(answer: dict[str, Any]) -> bool:
@@ -1253,6 +1671,10 @@ def rich_reading(rows: dict[str, list[dict[str, Any]]], raw: Path, seeds: list[i
         "- The first measurement (made when the answers were sampled, before the two "
         f"scorings) against the scored one: {drift}.",
         unapplied_rollouts(raw, seeds),
+        composition_selection(rows, raw),
+        f"- `inline` (alone or composed), which the warm start was shown in "
+        f"{shown_count(raw, 'inline')} of its {warm_start_rows(raw)} training examples: "
+        f"written in {edit_written(rows, 'inline')}.",
     ]
     return lines
 
@@ -1284,27 +1706,19 @@ def rich_report(
 ) -> str:
     """The richer family's report (Markdown): the popcount report's tables, with the
     words and the reading of this family."""
-    import torch
-
-    from asmopt.provenance import git_commit
-
     order = row_order(seeds, control_seeds)
-    comps = comparisons(rows, comparison_plan(seeds, control_seeds))
+    comps = comparisons(rows, comparison_plan(rows, seeds, control_seeds))
+    per = per_seed(rows, per_seed_plan(rows, seeds, control_seeds))
     runs = [(a, s) for a, ss in (("timed", seeds), ("control", control_seeds)) for s in ss]
-    samples = len(rows["sft"]) // max(1, len(program_means(rows["sft"])))
-    sft = summarize(rows["sft"])
     lines = [
         "# Richer-family learning run: PPO on the timed reward against a rule and best-of-N, "
         "with composing speedups and traps",
         "",
-        rich_headline(rows, comps, seeds, control_seeds),
+        family_statement(comps, summarize(rows["sft"])["templates"]),
         "",
-        f"- Report rendered {time.strftime('%Y-%m-%d %H:%M')} at commit {git_commit()} by "
-        f"`{' '.join(['.venv/bin/python bench/speed_learning_run.py', *argv])}`; torch "
-        f"{torch.__version__}, {platform.machine()}, {os.cpu_count()} logical CPUs; load "
-        f"average before {load[0]:.2f}, after {os.getloadavg()[0]:.2f}.",
-        "- Models (commit and command that trained each):",
-        *[f"  {line}" for line in provenance_lines(raw)],
+        rich_headline(rows, comps, raw, seeds, control_seeds),
+        "",
+        *header_lines(raw, argv, load),
         f"- Task: {RICH.task_line}; edits `popcnt` (a substitution), `reuse` (delete the "
         "second of two back-to-back calls of a pure helper with the same argument), `inline` "
         "(paste the helper's body at its call sites), `divq` (a substitution, correct on one "
@@ -1319,6 +1733,34 @@ def rich_report(
         "",
         "## Held-out answers: every row on the same programs and the same measurement",
         "",
+        rich_table_words(rows, raw),
+        "",
+        *held_out_table(with_pooled(rows, seeds, control_seeds), order, RICH),
+        "",
+        *comparisons_section(rows, comps, per),
+        "",
+        "## Reading",
+        "",
+        *rich_reading(rows, raw, seeds),
+        *per_seed_reading(per),
+        policy_spikes(raw, runs),
+        *collapse_lines(raw, runs),
+        f"- Raw data in `{raw.name}/`: `test_answers.jsonl`, `held_out_rows.jsonl`, "
+        "`select.jsonl` and `score.jsonl`, each run's metrics and meta, `warm_start_data.json`.",
+        "",
+        *curves_section(raw, runs),
+        "",
+        "## Per kernel template (test split, scored measurement)",
+        "",
+        *per_kernel_table(with_pooled(rows, seeds, control_seeds), order),
+    ]
+    return "\n".join(lines) + "\n"
+
+
+def rich_table_words(rows: dict[str, list[dict[str, Any]]], raw: Path) -> str:
+    """The held-out table's paragraph in the richer family's report."""
+    samples = samples_per_program(rows)
+    return (
         f"Models' answers: {samples} per test program at the rollout temperature "
         f"({rollout_temperature(raw)}, seeded), as committed in `{raw.name}/test_answers.jsonl`. "
         f"Best-of-{samples}: of the warm start's answers for a program, the one ranked first "
@@ -1326,47 +1768,14 @@ def rich_report(
         "`score` measurement itself. Every answer of every row was scored twice afresh in one "
         "session (`select`, `score`: reward service, robust reward, CPU time interleaved "
         "with the -O3 baseline, 10 s per test, fresh inputs); identical applied answers of a "
-        "program share one measurement per scoring. A failing answer counts 1.0. Interval: "
-        f"95% bootstrap resampling the {sft['templates']} kernel templates. First "
-        "measurement: the row's mean on the scoring made when the answers were sampled. "
-        "Edit labels: the edit set whose witness the answer is, line for line (`+` joins a "
-        "composition, `wrong-` marks a trap, `other` any other text, `none` a diff that does "
-        "not apply).",
-        "",
-        *held_out_table(rows, order, RICH),
-        "",
-        "## Paired comparisons",
-        "",
-        f"Difference of per-program mean speedups, row minus row, averaged over the "
-        f"{sft['programs']} test programs; 95% interval and two-sided p-value from one "
-        "bootstrap resampling kernel templates (10,000 draws); Holm's correction over all "
-        "the comparisons listed.",
-        "",
-        *comparisons_table(comps),
-        "",
-        "## Reading",
-        "",
-        *rich_reading(rows, raw, seeds),
-        f"- Raw data in `{raw.name}/`: `test_answers.jsonl`, `held_out_rows.jsonl`, "
-        "`select.jsonl` and `score.jsonl`, each run's metrics and meta, `warm_start_data.json`.",
-        "",
-        "## PPO training curves and validation (training and validation programs)",
-        "",
-        "Reward mean per step (robust reward; timed arm: log speedup when significant); then "
-        "the validation split at the end of PPO; then the reward max per step and the share "
-        "of rollouts that are no applicable diff per step.",
-        "",
-        *curves_tables(raw, runs),
-        "",
-        *step_table(raw, runs, "reward/max"),
-        "",
-        *step_table(raw, runs, "outcome/extraction_error", missing=0.0),
-        "",
-        "## Per kernel template (test split, scored measurement)",
-        "",
-        *per_kernel_table(rows, order),
-    ]
-    return "\n".join(lines) + "\n"
+        "program share one measurement per scoring. A failing answer counts 1.0. "
+        + interval_words(rows)
+        + "Seeds pooled: every seed's answers together, whose program means are the seed "
+        "average. First measurement: the row's mean on the scoring made when the answers were "
+        "sampled. Edit labels: the edit set whose witness the answer is, line for line (`+` "
+        "joins a composition, `wrong-` marks a trap, `other` any other text, `none` a diff "
+        "that does not apply)."
+    )
 
 
 def save_raw(root: Path, rows: dict[str, list[dict[str, Any]]], dest: Path) -> None:
@@ -1433,6 +1842,28 @@ def train_and_sample(
     }
 
 
+def load_rows(path: Path) -> dict[str, list[dict[str, Any]]]:
+    """The tables' rows by row name from a committed `held_out_rows.jsonl`."""
+    out: dict[str, list[dict[str, Any]]] = {}
+    for line in path.read_text(encoding="utf-8").splitlines():
+        row = json.loads(line)
+        out.setdefault(row.pop("row"), []).append(row)
+    return out
+
+
+def render(
+    raw: Path,
+    argv: list[str],
+    args: argparse.Namespace,
+    rows: dict[str, list[dict[str, Any]]],
+    load: tuple[float, ...],
+) -> str:
+    """The report of the run's family and variant from its rows and the raw data in `raw`."""
+    if FAMILIES[args.family] is POPCOUNT:
+        return report(raw, argv, args.seeds, args.control_seeds, rows, load, args.variant)
+    return rich_report(raw, argv, args.seeds, args.control_seeds, rows, load)
+
+
 def run_root(args: argparse.Namespace) -> Path:
     """The run's directory under --out-dir: one per family and variant, quick runs apart."""
     name = {"main": "full", "discovery": "discovery"}[args.variant]
@@ -1478,6 +1909,12 @@ def main(argv: list[str] | None = None) -> int:
         help="skip training and sampling: the baselines phase and the report on these "
         "sampled answers (a test_answers.jsonl, e.g. the committed one)",
     )
+    parser.add_argument(
+        "--render-only",
+        action="store_true",
+        help="redraw the report from its committed raw data (`<report>/held_out_rows.jsonl` "
+        "and the files beside it): no training, sampling or measurement",
+    )
     parser.add_argument("--report", type=Path, help="default: bench/results/<variant's name>.md")
     args = parser.parse_args(argv)
     family = FAMILIES[args.family]
@@ -1493,6 +1930,12 @@ def main(argv: list[str] | None = None) -> int:
     if not args.seeds or args.samples < 1:
         parser.error("--seeds needs at least one seed and --samples must be >= 1")
     raw_argv = sys.argv[1:] if argv is None else argv
+    if args.render_only:
+        raw = args.report.with_suffix("")
+        rows = load_rows(raw / "held_out_rows.jsonl")
+        text = render(raw, raw_argv, args, rows, os.getloadavg())
+        learning_common.publish(text, args.report, lambda dest: None)
+        return 0
     root = run_root(args)
     target = root / "report.md" if args.quick else args.report
     load = os.getloadavg()
@@ -1508,13 +1951,7 @@ def main(argv: list[str] | None = None) -> int:
     rows = remeasure(root, suite_dir, answers, family)
     raw = target.with_suffix("")
     save_raw(root, rows, raw)
-    if family is POPCOUNT:
-        text = report(
-            raw, suite_dir, raw_argv, args.seeds, args.control_seeds, rows, load, args.variant
-        )
-    else:
-        text = rich_report(raw, raw_argv, args.seeds, args.control_seeds, rows, load)
-    learning_common.publish(text, target, lambda dest: None)
+    learning_common.publish(render(raw, raw_argv, args, rows, load), target, lambda dest: None)
     return 0
 
 

@@ -1,6 +1,7 @@
 """Baselines and statistics of the speed-learning report (bench/speed_learning/): the rule
 covers every call site of the family and is correct, best-of-N ranks by a measurement,
-intervals resample kernel templates and Holm corrects the family of comparisons."""
+the kernel template is the unit of every interval and test, and Holm corrects the declared
+family of comparisons."""
 
 from __future__ import annotations
 
@@ -109,20 +110,16 @@ def test_measurement_log_resumes(bench, tmp_path: Path) -> None:  # type: ignore
     assert measured == []  # nothing left to measure
 
 
-def test_bootstrap_resamples_whole_templates(bench) -> None:  # type: ignore[no-untyped-def]
+def test_template_is_the_unit_of_every_interval(bench) -> None:  # type: ignore[no-untyped-def]
     stats = bench["stats"]
     values = {"a0": 0.0, "a1": 0.0, "b0": 1.0, "b1": 1.0}
     template_of = {"a0": "a", "a1": "a", "b0": "b", "b1": "b"}
-    groups = stats.template_groups(values, template_of)
-    assert groups == [[0.0, 0.0], [1.0, 1.0]]
-    boots = stats.template_bootstrap(groups, seed=1, draws=500)
-    # Drawing templates, never single programs: only 0, 1/2 or 1 can come out.
-    assert set(boots) <= {0.0, 0.5, 1.0} and boots == sorted(boots)
-    summary = stats.summary(values, template_of, seed=1)
-    assert summary["mean"] == pytest.approx(0.5) and summary["templates"] == 2
-    assert summary["low"] == 0.0 and summary["high"] == 1.0
-    assert stats.bootstrap_p([0.1] * 100) == pytest.approx(0.01)  # floor: 1 / draws
-    assert stats.bootstrap_p([-1.0, 1.0, 2.0, 3.0]) == pytest.approx(0.5)
+    means = stats.template_means(values, template_of)
+    assert means == {"a": 0.0, "b": 1.0}
+    # Two templates, not four programs: one degree of freedom (t quantile 12.71).
+    summary = stats.t_summary(list(means.values()))
+    assert summary["mean"] == pytest.approx(0.5) and summary["k"] == 2
+    assert summary["low"] == pytest.approx(0.5 - 12.7062047 * 0.5)  # sd 0.707, se 0.5
 
 
 def test_holm_adjusts_in_step_down_order(bench) -> None:  # type: ignore[no-untyped-def]
@@ -131,11 +128,8 @@ def test_holm_adjusts_in_step_down_order(bench) -> None:  # type: ignore[no-unty
     assert holm([0.6, 0.6]) == pytest.approx([1.0, 1.0])
 
 
-def test_comparisons_correct_the_planned_family_together(bench) -> None:  # type: ignore[no-untyped-def]
+def test_comparisons_test_the_declared_family_over_templates(bench) -> None:  # type: ignore[no-untyped-def]
     run = bench["run"]
-    plan = run.comparison_plan([0, 1], [0])
-    assert ("timed-s0", "rule") in plan and (run.BEST_OF, "rule") in plan
-    assert ("timed-s0", "control-s0") in plan and ("timed-s1", "control-s1") not in plan
 
     def answers(speedups: list[float]) -> list[dict]:
         return [
@@ -151,8 +145,26 @@ def test_comparisons_correct_the_planned_family_together(bench) -> None:  # type
             for i, s in enumerate(speedups)
         ]
 
-    rows = {"rule": answers([2.0] * 4), "timed-s0": answers([1.0, 2.0, 2.0, 2.0])}
+    rows = {
+        "rule": answers([2.0] * 8),
+        "sft": answers([1.0] * 8),
+        run.BEST_OF: answers([1.5] * 8),
+        "timed-s0": answers([1.0, 2.0, 2.0, 2.0, 1.8, 1.8, 1.8, 1.8]),
+        "timed-s1": answers([1.0, 1.6, 1.6, 1.6, 1.8, 1.8, 1.8, 1.8]),
+        "control-s0": answers([1.2] * 8),
+    }
+    plan = run.comparison_plan(rows, [0, 1], [0])
+    assert [p[1:] for p in plan] == [
+        (["timed-s0", "timed-s1"], ["rule"]),
+        (["timed-s0", "timed-s1"], [run.BEST_OF]),
+        (["timed-s0", "timed-s1"], ["control-s0"]),
+    ]
     comps = run.comparisons(rows, plan)
-    assert [(c["row"], c["minus"]) for c in comps] == [("timed-s0", "rule")]
-    assert comps[0]["gain"] == pytest.approx(-0.25)
-    assert comps[0]["holm_p"] == pytest.approx(comps[0]["p"])  # one comparison: no change
+    # Seeds averaged per template first: templates 1-3 at 1.8, template 0 at 1.0.
+    assert comps[0]["diffs"] == pytest.approx([-1.0, -0.2, -0.2, -0.2, -0.2, -0.2, -0.2, -0.2])
+    assert comps[0]["below"] == 8 and comps[0]["p"] == pytest.approx(2 / 256)
+    assert comps[0]["holm_p"] == pytest.approx(3 * 2 / 256) and comps[0]["holds"]
+    # Without a control the third comparison is against the warm start.
+    del rows["control-s0"]
+    plan = run.comparison_plan(rows, [0, 1], [0])
+    assert plan[2][2] == ["sft"]

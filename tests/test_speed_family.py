@@ -141,7 +141,8 @@ def test_held_out_summary_counts_failures_as_baseline(run_script) -> None:  # ty
     assert s["faster_rate"] == pytest.approx(1 / 3)
     assert s["fast_share"] == pytest.approx(1 / 3)
     gain = run_script.paired_gain(answers, [{**a, "verdict": "wrong_output"} for a in answers])
-    assert gain["gain"] == pytest.approx(0.5)
+    # One template per program here: p gains (2 - 1), q gains 0; mean over templates 0.5.
+    assert gain["gain"] == pytest.approx(0.5) and gain["diffs"] == pytest.approx([1.0, 0.0])
 
 
 def test_discovery_warm_start_is_never_shown_the_fast_edit(  # type: ignore[no-untyped-def]

@@ -177,8 +177,14 @@ def test_the_committed_study_ranks_only_what_survives_holm() -> None:
     p = sorted(x["p"] for x in fnd["seed_pairs"])
     assert p == pytest.approx([7.0e-5, 0.0078, 0.0152, 0.0228, 0.0270, 0.1835], abs=2e-4)
     assert not fnd["best_asm_significant"] and fnd["summary_line"].startswith("no single best R")
-    # Every step from one R to the next is undecided: the shape says so, not "saturating".
-    assert fnd["shape"].startswith("inconclusive")
+    # Every step from one R to the next is undecided, yet loss rises with R in every seed:
+    # Page's L over 3 seeds x 4 R takes its maximum, 90, exact p = (1/24)^3 one-sided.
+    trend = fnd["trend"]
+    assert trend["L"] == 90 and trend["method"] == "exact" and trend["direction"] == "rises"
+    assert trend["p"] == pytest.approx(1 / 24**3) and trend["p_two"] == pytest.approx(2 / 24**3)
+    assert fnd["shape"].startswith("rising with R by the trend test")
+    assert "no single step from one R to the next is distinguishable" in fnd["shape"]
+    assert "L = 90, p = 1.4e-04" in fnd["summary_line"]
     assert not fnd["paper_pattern"]
     result["findings"] = fnd
     text = render_markdown(result, PLOTS, None)

@@ -1,26 +1,65 @@
-"""Statistics of the held-out table: intervals that resample kernel templates, and Holm.
+"""Statistics of the learning runs, valid with few clusters: the kernel template is the unit.
 
-The test split holds two instances of each of eight kernel templates. Two instances of one
-template share their loop shape, so their answers are not independent draws: an interval
-that resamples programs treats 16 correlated numbers as 16 independent ones and is too
-narrow. Every interval here resamples templates (with replacement) and keeps all of a
-drawn template's programs; a comparison's p-value comes from the same bootstrap, and the
-family of comparisons a report makes is corrected with Holm's step-down procedure.
+The test split holds two programs of each of eight kernel templates, and every model row
+is sampled several times per program and, for PPO, trained with several seeds. Programs of
+one template share their loop shape and answers of one program share the program, so the
+independent units are the eight templates, not the 16 programs or the 64 answers. Every
+number here is therefore computed from one value per template: a row's value for a
+template is the mean over its programs (each program the mean over its answers), seeds of
+one arm are averaged per template before anything is compared, and a comparison is the
+per-template difference of two rows.
 
-With eight templates the bootstrap is coarse (a statistic takes few distinct values) and,
-as every cluster bootstrap with few clusters, somewhat optimistic; reports say so.
+A bootstrap that resamples eight templates is too lenient (under the null it rejects about
+twice as often as its nominal level), so a comparison is tested here by
+- the exact sign-flip (randomisation) test: under the null that each template's difference
+  is symmetric about 0, all 2^k sign patterns of the k differences are equally likely; the
+  two-sided p-value is the share of patterns whose |mean| is at least the observed one.
+  With k = 8 its smallest value is 2/256 = 1/128, so a family of m comparisons can pass
+  Holm only if its smallest p is at most 0.05 / m (three comparisons: at most 4/256);
+- the paired t-test over templates beside it (t on k - 1 degrees of freedom), whose 95%
+  interval of the mean difference is the interval every report prints;
+- Holm's step-down correction over a small family of comparisons (at most `MAX_FAMILY`)
+  that a report names before its numbers; the sign-flip p is the one the verdict rests on.
+
+Page's L test of an ordered alternative (`page_l`, the loop-count study's trend test over
+R) lives with the study's statistics, `asmopt.study.intervals`, and is named here too.
 """
 
 from __future__ import annotations
 
-import random
-from collections.abc import Mapping
+import itertools
+import math
+from collections.abc import Mapping, Sequence
 from typing import Any
 
-from asmopt.measure.stats import holm_adjusted
+from asmopt.measure.stats import holm_adjusted, t_cdf, t_quantile
+from asmopt.study.intervals import page_l
 
-DRAWS = 10000
+__all__ = [
+    "ALPHA",
+    "LEVEL",
+    "MAX_FAMILY",
+    "compare",
+    "differences",
+    "family",
+    "held_out_speedup",
+    "holm",
+    "page_l",
+    "seed_average",
+    "sign_flip_p",
+    "t_summary",
+    "template_means",
+]
+
 LEVEL = 0.95
+ALPHA = 0.05
+# The largest family a report names. With eight templates the smallest sign-flip p is
+# 2/256, so Holm's first step over m comparisons needs m x 2/256 <= 0.05 (m <= 6), and over
+# 16 comparisons nothing can ever hold; with three, a comparison that one template goes
+# against (p 4/256) can still hold (3 x 4/256 = 0.047).
+MAX_FAMILY = 3
+# Two means closer than this (relative) count as equal in the sign-flip test's ">=".
+_TIE = 1e-12
 
 
 def held_out_speedup(answer: Mapping[str, Any]) -> float:
@@ -31,64 +70,109 @@ def held_out_speedup(answer: Mapping[str, Any]) -> float:
     return 1.0
 
 
-def template_groups(
-    values: Mapping[str, float], template_of: Mapping[str, str]
-) -> list[list[float]]:
-    """`values` (one number per program) grouped by the program's template, in a fixed
-    order (sorted template names), so a seeded bootstrap is reproducible."""
+def template_means(values: Mapping[str, float], template_of: Mapping[str, str]) -> dict[str, float]:
+    """One value per template: the mean of its programs' values (sorted by template, so a
+    table reads in a fixed order). Programs, not answers, are averaged: a template's value
+    does not depend on how many answers each program had."""
     groups: dict[str, list[float]] = {}
     for program in sorted(values):
         groups.setdefault(template_of[program], []).append(values[program])
-    return [groups[t] for t in sorted(groups)]
+    return {t: sum(groups[t]) / len(groups[t]) for t in sorted(groups)}
 
 
-def mean_of(groups: list[list[float]]) -> float:
-    """Mean over every program of the groups (each program counts once)."""
-    flat = [v for g in groups for v in g]
-    return sum(flat) / len(flat)
+def seed_average(per_seed: Sequence[Mapping[str, float]]) -> dict[str, float]:
+    """Per-template values of one arm averaged over its seeds (templates every seed has):
+    the seeds of an arm are repeated runs of one procedure, not independent units, so they
+    are averaged before the templates are compared."""
+    if not per_seed:
+        raise ValueError("no seed to average")
+    common = sorted(set.intersection(*(set(s) for s in per_seed)))
+    return {t: sum(s[t] for s in per_seed) / len(per_seed) for t in common}
 
 
-def template_bootstrap(groups: list[list[float]], seed: int, draws: int = DRAWS) -> list[float]:
-    """Sorted bootstrap distribution of the program mean, resampling whole templates."""
-    rng = random.Random(seed)
-    return sorted(mean_of([rng.choice(groups) for _ in groups]) for _ in range(draws))
+def differences(after: Mapping[str, float], before: Mapping[str, float]) -> list[float]:
+    """`after - before` per template both have, in template order: the paired values the
+    tests read."""
+    return [after[t] - before[t] for t in sorted(set(after) & set(before))]
 
 
-def percentile_interval(boots: list[float], level: float = LEVEL) -> tuple[float, float]:
-    """The central `level` percentile interval of a sorted bootstrap distribution."""
-    tail = (1.0 - level) / 2
-    n = len(boots)
-    return boots[int(tail * n)], boots[int((1.0 - tail) * n) - 1]
+def sign_flip_p(diffs: Sequence[float]) -> float:
+    """Exact two-sided sign-flip p-value of "the differences are symmetric about 0": the
+    share of all 2^k sign patterns whose |sum| is at least the observed |sum| (the observed
+    pattern included, so p >= 2 / 2^k unless some differences are 0). Enumerated, so k is
+    kept small (templates: 8)."""
+    k = len(diffs)
+    if k == 0:
+        return 1.0
+    if k > 20:
+        raise ValueError(f"{k} differences: the exact enumeration is meant for a few clusters")
+    observed = abs(sum(diffs))
+    tolerance = _TIE * max(1.0, sum(abs(d) for d in diffs))
+    hits = sum(
+        abs(sum(s * d for s, d in zip(signs, diffs, strict=True))) >= observed - tolerance
+        for signs in itertools.product((1.0, -1.0), repeat=k)
+    )
+    return hits / 2**k
 
 
-def bootstrap_p(boots: list[float]) -> float:
-    """Two-sided bootstrap p-value of "the mean is 0": twice the smaller share of draws on
-    either side of 0 (inverting the percentile interval), at least 1/draws."""
-    n = len(boots)
-    below = sum(b <= 0.0 for b in boots) / n
-    above = sum(b >= 0.0 for b in boots) / n
-    return min(1.0, max(2.0 * min(below, above), 1.0 / n))
+def t_summary(values: Sequence[float], level: float = LEVEL) -> dict[str, Any]:
+    """Mean of per-template values with its `level` t-interval over templates (k - 1
+    degrees of freedom), the one-sample t statistic of mean 0 and its two-sided p. With one
+    value there is no interval (None); values that do not vary give a zero-width interval
+    and p 0 (mean not 0) or 1."""
+    k = len(values)
+    if k == 0:
+        raise ValueError("no template values")
+    mean = sum(values) / k
+    out: dict[str, Any] = {"mean": mean, "k": k, "df": k - 1, "low": None, "high": None}
+    out.update(t=None, p_t=None)
+    if k < 2:
+        return out
+    sd = math.sqrt(sum((v - mean) ** 2 for v in values) / (k - 1))
+    se = sd / math.sqrt(k)
+    half = t_quantile(0.5 + level / 2, k - 1) * se
+    out.update(low=mean - half, high=mean + half)
+    if se == 0.0:
+        out.update(p_t=1.0 if mean == 0.0 else 0.0)
+        return out
+    t = mean / se
+    out.update(t=t, p_t=min(1.0, 2.0 * (1.0 - t_cdf(abs(t), k - 1))))
+    return out
 
 
-def holm(pvalues: list[float]) -> list[float]:
-    """Holm's step-down adjusted p-values, same order as given (`stats.holm_adjusted`, the
-    library's one implementation): a comparison holds at level a when its adjusted p is
-    below a, with the family-wise error rate at most a whatever the dependence."""
-    return holm_adjusted(pvalues)
-
-
-def summary(
-    values: Mapping[str, float], template_of: Mapping[str, str], seed: int
-) -> dict[str, float]:
-    """Point estimate (mean over programs), 95% template-bootstrap interval and p-value."""
-    groups = template_groups(values, template_of)
-    boots = template_bootstrap(groups, seed)
-    low, high = percentile_interval(boots)
+def compare(after: Mapping[str, float], before: Mapping[str, float]) -> dict[str, Any]:
+    """One comparison, `after` minus `before` (per-template values, seeds already averaged):
+    the mean difference over templates with its t-interval and t-test p (`p_t`), the exact
+    sign-flip p (`p`, the one a verdict rests on), and how many templates are above, below
+    and equal."""
+    diffs = differences(after, before)
     return {
-        "mean": mean_of(groups),
-        "low": low,
-        "high": high,
-        "p": bootstrap_p(boots),
-        "templates": len(groups),
-        "programs": len(values),
+        **t_summary(diffs),
+        "p": sign_flip_p(diffs),
+        "diffs": diffs,
+        "above": sum(d > 0 for d in diffs),
+        "below": sum(d < 0 for d in diffs),
+        "equal": sum(d == 0 for d in diffs),
     }
+
+
+def holm(pvalues: Sequence[float]) -> list[float]:
+    """Holm's step-down adjusted p-values, same order as given (`stats.holm_adjusted`, the
+    library's one implementation): a comparison holds at level a when its adjusted p is at
+    most a, with the family-wise error rate at most a whatever the dependence."""
+    return holm_adjusted(list(pvalues))
+
+
+def family(comparisons: Sequence[dict[str, Any]], alpha: float = ALPHA) -> list[dict[str, Any]]:
+    """A report's family of comparisons (each a `compare` result) with Holm-adjusted
+    sign-flip p (`holm_p`, the verdict's), Holm-adjusted t-test p (`holm_p_t`, beside it)
+    and `holds` (`holm_p <= alpha`). Refuses more than `MAX_FAMILY`: with eight templates
+    a larger family could not reject anything."""
+    if len(comparisons) > MAX_FAMILY:
+        raise ValueError(f"{len(comparisons)} comparisons: a family holds at most {MAX_FAMILY}")
+    flip = holm([c["p"] for c in comparisons])
+    tp = holm([1.0 if c["p_t"] is None else c["p_t"] for c in comparisons])
+    return [
+        {**c, "holm_p": h, "holm_p_t": ht, "holds": h <= alpha}
+        for c, h, ht in zip(comparisons, flip, tp, strict=True)
+    ]

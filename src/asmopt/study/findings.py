@@ -3,7 +3,9 @@
 Everything here reads a `study.json`-shaped dict (asmopt.study.loops writes it; the report,
 asmopt.study.report, draws it), so the statements can be recomputed from a committed file
 without retraining. A ranking of R rests on the seed-level test only, corrected for the
-number of pairs compared (Holm; see `findings`); a trend is named by the signs of its steps.
+number of pairs compared (Holm; see `findings`); whether loss moves monotonically with R is
+one more question, asked once of all seeds by Page's L trend test (`trend_over_r`); a
+per-loop trend inside one model is named by the signs of its steps.
 """
 
 from __future__ import annotations
@@ -12,7 +14,7 @@ import itertools
 from collections import Counter
 from typing import Any
 
-from asmopt.study.intervals import holm, normal_p, t_interval, t_test_p
+from asmopt.study.intervals import holm, normal_p, page_l, t_interval, t_test_p
 
 # The size class of a per-loop change of a positive quantity: "shrinking" or "growing" when
 # its last value differs from its first by more than this factor, "flat" otherwise. The
@@ -152,6 +154,48 @@ def _shape(verdicts: list[str]) -> str:
     if "worse" in verdicts:
         return "loops hurt: loss rose without an earlier significant fall"
     return "inconclusive"
+
+
+def trend_over_r(agg: dict[str, Any], loops: list[int]) -> dict[str, Any] | None:
+    """Page's L test over the seeds of held-out assembly loss ordered by R (exact): one
+    test of "loss moves monotonically with R", beside the pairwise family and not part of
+    it. Pairwise tests over three seeds, corrected over six pairs, can miss an order that
+    every seed shows; this asks that order once. Two-sided: the direction was not fixed
+    before the data were seen. None with fewer than two R or two seeds."""
+    seeds = agg["seeds"]
+    if len(loops) < 2 or len(seeds) < 2:
+        return None
+    per_r = [agg["per_r"][str(r)]["asm_loss"]["values"] for r in loops]
+    test = page_l([[values[i] for values in per_r] for i in range(len(seeds))])
+    test["direction"] = "rises" if test["p"] <= test["p_lower"] else "falls"
+    test["significant"] = test["p_two"] <= FAMILY_ALPHA
+    return test
+
+
+def trend_text(trend: dict[str, Any]) -> str:
+    """The trend test as one clause of the summary line."""
+    return (
+        f"trend over R (Page's L test over the {trend['n']} seeds, one test beside the "
+        f"pairwise family; {trend['method']}, two-sided): L = {trend['L']:g}, p = "
+        f"{trend['p_two']:.1e} (one-sided for loss rising with R: {trend['p']:.1e}), "
+        + (
+            f"held-out assembly loss {trend['direction']} with R"
+            if trend["significant"]
+            else "no monotone trend shown"
+        )
+    )
+
+
+def _shape_with_trend(step_shape: str, trend: dict[str, Any] | None) -> str:
+    """The shape from the steps, unless no step is distinguishable while the trend test
+    finds a monotone trend: then the trend, with the steps' verdict beside it."""
+    if trend is None or not trend["significant"] or not step_shape.startswith("inconclusive"):
+        return step_shape
+    word = "rising" if trend["direction"] == "rises" else "falling"
+    return (
+        f"{word} with R by the trend test over seeds, though no single step from one R to "
+        f"the next is distinguishable after {CORRECTION}"
+    )
 
 
 def undecided_text(seeds: int) -> str:
@@ -313,9 +357,10 @@ def ranked_summary(
     ranking: list[dict[str, Any]],
     best: tuple[int, bool],
     shape: str,
+    trend: dict[str, Any] | None = None,
 ) -> str:
     """The summary line of a study that may rank R (`best`: the R of lowest mean assembly
-    loss, and whether it beats every other R after the correction)."""
+    loss, and whether it beats every other R after the correction; `trend`: Page's test)."""
     seeds = len(agg["seeds"])
     undecided = undecided_text(seeds)
     asm_text = ", ".join(
@@ -336,6 +381,7 @@ def ranked_summary(
         + (f"; {undecided}: {ties}" if ties else "")
         + (f" ({loose}: interval excludes 0 only without the correction)" if loose else "")
         + f"; shape: {shape}"
+        + (f"; {trend_text(trend)}" if trend is not None else "")
     )
 
 
@@ -376,12 +422,16 @@ def findings(result: dict[str, Any]) -> dict[str, Any]:
     seed_steps = [p for p in pairs if (p["from"], p["to"]) in consecutive]
     # The shape and the paper's pattern come from the seed-level test when it may rank,
     # else from the window-level test of the first seed's weights.
-    shape = _shape([s["verdict"] for s in (seed_steps if can_rank else steps)])
+    trend = trend_over_r(agg, loops) if can_rank else None
+    shape = _shape_with_trend(
+        _shape([s["verdict"] for s in (seed_steps if can_rank else steps)]), trend
+    )
     ranking = significant_orders(pairs)
     beaten = {x["higher"] for x in ranking if x["lower"] == best_asm}
     best_significant = can_rank and beaten == set(loops) - {best_asm}
     if can_rank:
-        summary = ranked_summary(agg, loops, pairs, ranking, (best_asm, best_significant), shape)
+        best = (best_asm, best_significant)
+        summary = ranked_summary(agg, loops, pairs, ranking, best, shape, trend)
     else:
         summary = unranked_summary(agg, loops, asm, best_asm, shape)
     return {
@@ -399,6 +449,7 @@ def findings(result: dict[str, Any]) -> dict[str, Any]:
         "ranking": ranking if can_rank else [],
         "uncorrected_only": uncorrected_only(pairs) if can_rank else [],
         "shape": shape,
+        "trend": trend,
         "paper_pattern": paper_pattern(
             asm, best_asm, best_significant if can_rank else True, seed_steps if can_rank else steps
         ),
