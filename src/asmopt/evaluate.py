@@ -89,7 +89,7 @@ class CheckResult:
             "total": self.total,
             "build_seconds": self.build_seconds,
             "speedup": self.speedup.to_dict() if self.speedup is not None else None,
-            "inputs": self.inputs,
+            "inputs": self.inputs.to_dict() if self.inputs is not None else None,
             "tests": [t.to_dict() for t in self.tests],
         }
 
