@@ -58,6 +58,7 @@ def test_json_commands_print_json_only(tmp_path: Path) -> None:
 
 
 @pytest.mark.ml
+@pytest.mark.slow  # whole first runs of a trainer: make test-slow
 def test_train_ppo_json_on_a_first_run_that_builds_its_model(tmp_path: Path) -> None:
     """`model: tiny:llama` builds the model into the output directory on the first run; the
     resolved config, the plan and the model's loading go to stderr."""
@@ -70,6 +71,7 @@ def test_train_ppo_json_on_a_first_run_that_builds_its_model(tmp_path: Path) -> 
 
 
 @pytest.mark.ml
+@pytest.mark.slow  # whole first runs of a trainer: make test-slow
 def test_train_lm_json_on_a_first_run_that_builds_everything(tmp_path: Path) -> None:
     """`asmopt train lm --json` on a fresh output directory and a fresh cache: the corpus
     is compiled, the tokenizer trained and the corpus tokenized before the model trains;
