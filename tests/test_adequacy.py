@@ -503,6 +503,7 @@ def test_report_warns_about_unfit_programs(tmp_path: Path) -> None:
 
 
 # ---------------------------------------------------------------------------- CLI
+@pytest.mark.slow  # seconds of real runs; make test-slow
 def test_suite_verify_writes_marks_and_never_into_the_builtin_suite(tmp_path: Path, capsys) -> None:
     root = save_suite(_suite(fit_good_program(), done_program()), tmp_path / "suite")
     code = asmopt.cli.main(["suite", "verify", "--suite", str(root), "--write-marks", "--json"])

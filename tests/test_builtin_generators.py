@@ -56,6 +56,7 @@ def test_every_fixed_test_stands_for_a_class() -> None:
         assert program.size_class("t1") == program.size_class("t2") == "edge", program.id
 
 
+@pytest.mark.slow  # seconds of real runs; make test-slow
 def test_draws_are_deterministic_in_the_seed_and_differ_across_seeds() -> None:
     for program in PROGRAMS:
         gen = _gen(program)
@@ -148,6 +149,7 @@ def _check_sample(builds: dict[str, tuple[Path, Path]], classes: tuple[str, ...]
         list(pool.map(one, jobs))
 
 
+@pytest.mark.slow  # seconds of real runs; make test-slow
 def test_drawn_light_inputs_are_accepted_and_builds_agree(builds) -> None:
     """Two draws of every light class of every program: exit 0, no stderr, no refusal,
     and -O0 and -O3 print the same (by the program's comparison)."""

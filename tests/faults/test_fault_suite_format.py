@@ -116,6 +116,7 @@ def test_a_test_file_that_is_a_link_loop_is_one_line(tmp_path: Path) -> None:
         assert "t1.in" in line and "cannot be resolved" in line, line
 
 
+@pytest.mark.slow  # seconds of real runs; make test-slow
 @pytest.mark.ml
 def test_study_diagnose_of_a_model_that_is_no_plt_is_one_line(tiny_model_dir: Path) -> None:
     line = error_line(run_asmopt("study", "diagnose", str(tiny_model_dir)))
