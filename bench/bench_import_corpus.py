@@ -110,6 +110,11 @@ def program_row(program: Program, toolchain: Any, sandbox: Any, seeds: int, per:
         "generator": program.inputs is not None,
         "reason": report.get("reason"),
         "levels": {c: e.get("level") for c, e in report.get("classes", {}).items()},
+        # the checking classes kept (data/checking_classes.py): graded, never timed
+        "checking": sorted(
+            c for c in (program.inputs.class_names if program.inputs else ())
+            if c not in {k for _, k in program.inputs.tests}
+        ),
         "fit": fit,
         "why": None if fit else why,
         "folded": sorted(report.get("folded") or {}),
@@ -187,7 +192,8 @@ def _cell(row: dict) -> list[object]:
         row["program"],
         row["tests"],
         (", ".join(f"{n} {lv}" for lv, n in sorted(levels.items())) or row["reason"] or "-")
-        + (f" ({len(row['folded'])} folded)" if row.get("folded") else ""),
+        + (f" ({len(row['folded'])} folded)" if row.get("folded") else "")
+        + (f" + {len(row['checking'])} checking" if row.get("checking") else ""),
         f"{e['declared_bits']:.0f}" if e else "-",
         f"{sum(e['distinct'])}/{sum(e['draws'])}" if e else "-",
         f"{e['top_share']:.2f}" if e else "-",
@@ -242,7 +248,10 @@ def main() -> int:
         "the fixed tests reach (measure/coverage.py; 16 draws per class), and how many of "
         "the fixed tests' blocks no draw reached; fewer than the fixed tests' makes a "
         "program unfit. Folded: classes of samples too small to carry 64 bits, whose tests "
-        "stand for a sibling class (data/class_folding.py).",
+        "stand for a sibling class (data/class_folding.py). Checking: classes at the "
+        "sample's sizes or the low end of the ranges, graded beside the timed ones and "
+        "never timed (data/checking_classes.py); bits, distinct outputs and top share are "
+        "the timed classes', the constant's pass probability is over every graded class.",
         "",
         md_table(["program", "tests", "classes by level", "least declared bits",
                   "distinct outputs", "top output share", "K", "constant passes",

@@ -100,11 +100,31 @@ def program(name: str) -> Program:
     )
 
 
-def draws(p: Program, n: int = 12) -> list[tuple[str, str]]:
+def only_timed_classes(p: Program, toolchain, sandbox) -> Program:
+    """`p` without its checking classes (data/checking_classes.py), measured again."""
+    from dataclasses import replace
+
+    from asmopt.entropy import MARK_KEY, measure_entropy
+    from asmopt.programs.generators import InputGenerator
+
     assert p.inputs is not None
+    data = p.inputs.to_dict()
+    timed = set(data["tests"].values())
+    data["classes"] = {k: v for k, v in data["classes"].items() if k in timed}
+    p = replace(p, inputs=InputGenerator.from_dict(data))
+    meta = p.meta
+    meta[MARK_KEY] = measure_entropy(p, toolchain, sandbox).to_dict()
+    return replace(p, metadata=tuple(sorted(meta.items())))
+
+
+def draws(p: Program, n: int = 12) -> list[tuple[str, str]]:
+    """n draws of each class a fixed test stands for (not of the checking classes)."""
+    assert p.inputs is not None
+    timed = {klass for _, klass in p.inputs.tests}
     return [
         (c, p.inputs.draw(c, derive_seed(7, "test", c, k)).decode())
         for c in p.inputs.class_names
+        if c in timed
         for k in range(n)
     ]
 
@@ -294,10 +314,13 @@ def test_import_summary_prints_accepted_and_tried(tmp_path: Path, capsys) -> Non
     out = capsys.readouterr().out
     assert code == 0
     assert "fresh inputs: 1 program(s) with a learnt generator, 1 with fixed inputs only" in out
-    assert "sum: generator: a 16/16 grown, b 16/16 grown" in out
+    # each grown class, and its checking classes at the sample's sizes and the low end of
+    # its ranges (`a` draws values in [1, 10] already: no low end apart)
+    assert "sum: generator: a 16/16 grown +sample, b 16/16 grown +sample +low folded" in out
     loaded = load_suite(out_dir)
     assert loaded.programs["sum"].inputs is not None and loaded.programs["quiet"].fixed_inputs
-    assert loaded.programs["sum"].meta["inputs_report"]["accepted"] == 32
+    assert loaded.programs["sum"].inputs.class_names == ("a", "a.sample", "b.sample", "b.low")
+    assert loaded.programs["sum"].meta["inputs_report"]["accepted"] == 16 * 5
     saved = json.loads((out_dir / "data_report.json").read_text())
     assert saved["stats"]["inputs"]["generator"] == 1
     code = asmopt.cli.main(
@@ -410,7 +433,7 @@ int main(void)
     int n; long s = 0, x;
     if (scanf("%d", &n) != 1) return 1;
     for (int i = 0; i < n; i++) { if (scanf("%ld", &x) != 1) return 2; s += x; }
-    puts(s % 2 ? "ODD" : "EVEN");
+    puts(s % 7 ? "NO" : "YES");
     return 0;
 }
 """
@@ -421,9 +444,11 @@ def test_an_import_measures_drawn_outputs_and_a_yes_no_program_is_unfit(
     tmp_path: Path, toolchain, sandbox
 ) -> None:
     """Twenty numbers of six digits declare far more than 64 bits, so only the measured
-    outputs show that a parity program has two answers: a constant passes a draw half the
-    time. The import stores the measurement and the program is unfit at once; the sum of
-    the same list stays fit. Each mark bounds what a constant answer passes."""
+    outputs show that a program asking whether their sum is a multiple of 7 has two
+    answers, `NO` six times in seven: a constant passes a draw that often, and a grading
+    of every class's draws (the timed one and its checking classes) too often even at 8
+    per class. The import stores the measurement and the program is unfit at once; the
+    sum of the same list stays fit. Each mark bounds what a constant answer passes."""
     from asmopt.adequacy import is_reward_fit
     from asmopt.entropy import read_mark
     from asmopt.fresh import graded_per_class
@@ -441,11 +466,16 @@ def test_an_import_measures_drawn_outputs_and_a_yes_no_program_is_unfit(
     assert is_reward_fit(wide)[0], is_reward_fit(wide)
     parity_mark, wide_mark = read_mark(parity), read_mark(wide)
     assert parity_mark is not None and wide_mark is not None
-    assert parity_mark.default_pass_bound() > 0.2  # a constant passes 2 draws ~1/4
+    # `NO` passes 2 draws of the class and of each checking class ~(6/7)^6
+    assert [c.size_class for c in parity_mark.checking] == ["a.sample", "a.low"]
+    assert parity_mark.default_pass_bound() > 0.3
     # One class of distinct outputs: 256 draws bound its likeliest output's share by 0.018,
-    # so a grading draws 4 inputs of it (0.018^4 < 1e-6), not the default 2.
-    assert wide_mark.required_per_class() == 4
-    assert graded_per_class(wide, 2) == 4 and graded_per_class(parity, 2) == 2
+    # so a grading draws 4 inputs of it alone (0.018^4 < 1e-6); its checking classes (at
+    # the sample's size, at the low end of the range) are graded too and cut that to 2.
+    alone = only_timed_classes(wide, toolchain, sandbox)
+    assert read_mark(alone).required_per_class() == 4  # type: ignore[union-attr]
+    assert graded_per_class(alone, 2) == 4 and graded_per_class(parity, 2) == 2
+    assert wide_mark.required_per_class() == graded_per_class(wide, 2) < 4
     # and what the draws reach, against the fixed test (measure/coverage.py)
     assert wide_mark.coverage is not None
     assert wide_mark.coverage["drawn"] >= wide_mark.coverage["fixed"] > 0
@@ -533,7 +563,7 @@ def test_a_grading_draws_what_the_entropy_mark_requires(tmp_path: Path, toolchai
     (pool / "wide_sum" / "tests" / "a.in").write_text(WIDE_LIST)
     (pool / "wide_sum" / "tests" / "a.out").write_text(f"{sum(map(int, WIDE_LIST.split()[1:]))}\n")
     suite, _ = import_plain_dir(pool, mutator=True, toolchain=toolchain, sandbox=sandbox)
-    wide = suite.programs["wide_sum"]
+    wide = only_timed_classes(suite.programs["wide_sum"], toolchain, sandbox)
     asm = toolchain.baseline_assembly(wide)
     for program, expected in ((wide, 4), (replace(wide, source=wide.source + "\n"), 2)):
         result = check_candidate(program, asm, toolchain, sandbox, fresh=FreshInputs())
@@ -607,7 +637,7 @@ def test_a_one_record_samples_class_is_folded_into_a_sibling_that_carries_entrop
     one, named in the report) instead of calling the whole program tabulable, and every
     grading's draws are of the kept class."""
     from asmopt.adequacy import is_reward_fit
-    from asmopt.entropy import declared_problems, read_mark
+    from asmopt.entropy import declared_problems, read_mark, timed_classes
 
     ops = [TALLY_OPS[(7 * i) % 4] for i in range(40)]
     pool = tmp_path / "pool" / "tally"
@@ -618,7 +648,8 @@ def test_a_one_record_samples_class_is_folded_into_a_sibling_that_carries_entrop
     suite, _ = import_plain_dir(pool, mutator=True, toolchain=toolchain, sandbox=sandbox)
     tally = suite.programs["tally"]
     assert tally.inputs is not None
-    assert tally.inputs.class_names == ("2",)
+    assert timed_classes(tally) == ("2",)
+    assert set(tally.inputs.class_names) - {"2"} <= {"1.sample", "2.sample", "1.low", "2.low"}
     assert tally.size_class("1") == "2" and tally.size_class("2") == "2"
     folded = tally.meta["inputs_report"]["folded"]
     assert list(folded) == ["1"] and "bits of declared entropy" in folded["1"], folded
@@ -764,3 +795,89 @@ def test_a_given_output_the_program_does_not_print_is_relaxed_or_dropped_by_name
         p, toolchain.baseline_assembly(p), toolchain, sandbox, fresh=FreshInputs.off()
     )
     assert identity.verdict == "pass", identity.message
+
+
+def test_a_low_variant_narrows_free_values_and_keeps_counts_bounds_and_permutations() -> None:
+    from asmopt.data.checking_classes import low_body, variants
+
+    body = {
+        "template": "{n}\n{rows}{k}\n{xs}\n{perm}\n{w}\n",
+        "vars": {
+            "n": {"int": [32, 64]},
+            "rows": {
+                "repeat": {
+                    "count": "n",
+                    "template": "{a} {b} {c}\n",
+                    "vars": {
+                        "a": {"int": [8, 100]},
+                        "b": {"int": ["a", 1000]},
+                        "c": {"int": [-1000, 1000]},
+                    },
+                    "sep": "",
+                }
+            },
+            "k": {"int": [3, 9]},
+            "xs": {"ints": {"count": "n", "range": [1, 10**6], "sep": " ", "order": "asc"}},
+            "perm": {"ints": {"count": "n", "range": [1, "n"], "sep": " ", "distinct": True}},
+            "w": {"text": {"length": "n", "alphabet": "abcdef"}},
+        },
+    }
+    low = low_body(body)
+    assert low["vars"]["n"] == body["vars"]["n"]  # a count: sizes stay as drawn
+    record = low["vars"]["rows"]["repeat"]["vars"]
+    assert record["a"]["int"] == [8, 17]
+    assert record["b"]["int"] == ["a", "min(1000, (a) + 9)"]  # the row relation stays
+    assert record["c"]["int"] == [-4, 5]  # around zero where the range holds it
+    assert low["vars"]["k"] == body["vars"]["k"]  # already within ten values
+    assert low["vars"]["xs"]["ints"]["range"] == [1, 10] and low["vars"]["xs"]["ints"]["order"]
+    assert low["vars"]["perm"] == body["vars"]["perm"]  # a permutation stays one
+    assert low["vars"]["w"]["text"]["alphabet"] == "ab"
+    assert body["vars"]["w"]["text"]["alphabet"] == "abcdef"  # the accepted body is untouched
+    sample = {"template": "{n}\n", "vars": {"n": {"int": [1, 5]}}}
+    assert [s for s, _ in variants(body, sample)] == ["sample", "low"]
+    assert [s for s, _ in variants(body, body)] == ["low"]
+    assert variants(sample, None) == []  # nothing to narrow, no sample size apart
+
+
+PAIRS_13_C = r"""#include <stdio.h>
+int main(void)
+{
+    int a, b;
+    while (scanf("%d %d", &a, &b) == 2 && (a | b)) {
+        if (a + b == 13) puts("thirteen");
+        else if (a == b) puts("tie");
+        else puts(a > b ? "first" : "second");
+    }
+    return 0;
+}
+"""
+
+
+def test_checking_classes_reach_the_samples_edge_cases_and_fail_an_answer_wrong_there(
+    toolchain, sandbox
+) -> None:
+    """Pairs grown to values up to 100 almost never sum to 13; the sample has such a pair.
+    The class's checking variant at the low end of the ranges draws them in every input,
+    so the draws reach every block the sample reaches, and an answer that forgot the rule
+    for 13 (right on every pair that does not sum to it) fails every grading."""
+    from asmopt.evaluate import check_candidate
+    from asmopt.fresh import FreshInputs
+    from asmopt.measure.coverage import measure_coverage
+
+    stdin = b"5\n17 3\n8 5\n44 44\n9 30\n21 2\n0 0\n"
+    p = fit_inputs(Program("pairs", PAIRS_13_C, (TestCase("t", stdin, b""),)), toolchain, sandbox)
+    assert p.inputs is not None
+    assert p.meta["inputs_report"]["classes"]["t"]["checking"]["low"] == "kept"
+    pairs = [
+        [int(v) for v in line.split()]
+        for k in range(4)
+        for line in p.inputs.draw("t.low", derive_seed(3, k)).decode().splitlines()
+    ]
+    assert sum(1 for pair in pairs if len(pair) == 2 and sum(pair) == 13) >= 4
+    reached = measure_coverage(p, toolchain, sandbox)
+    assert reached is not None and reached.missed == 0, reached
+    forgot = Program("forgot", PAIRS_13_C.replace("a + b == 13", "a + b == -13"), p.tests)
+    asm = toolchain.baseline_assembly(forgot)
+    for seed in range(3):
+        result = check_candidate(p, asm, toolchain, sandbox, fresh=FreshInputs(seed=seed))
+        assert result.verdict == "wrong_output", (seed, result.message)

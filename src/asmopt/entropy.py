@@ -135,6 +135,10 @@ class EntropyReport:
     # Basic blocks the fixed tests and the draws reach (measure/coverage.py: `fixed`,
     # `drawn`, `missed`, `draws`), for a learnt generator; None where not measured.
     coverage: dict[str, int] | None = None
+    # The output measures of the classes no fixed test stands for (checking classes,
+    # data/checking_classes.py): every grading draws them too, so a constant answer must
+    # pass them as well; their entropy and fields are not the table rule's business.
+    checking: list[ClassEntropy] = field(default_factory=list)
 
     @property
     def tabulable(self) -> bool:
@@ -188,9 +192,9 @@ class EntropyReport:
     def default_pass_bound(self, per_class: int = DEFAULT_PER_CLASS) -> float:
         """An upper bound on the probability that a constant answer per class (the
         likeliest output of each; a candidate can tell the classes apart by size) passes
-        one grading that draws `per_class` inputs of every timed class."""
+        one grading that draws `per_class` inputs of every class, timed or checking."""
         bound = 1.0
-        for c in self.classes:
+        for c in [*self.classes, *self.checking]:
             bound *= c.top_share_bound() ** per_class
         return bound
 
@@ -205,6 +209,7 @@ class EntropyReport:
             "per_class": self.required_per_class(),
             "classes": [asdict(c) for c in self.classes],
             "coverage": self.coverage,
+            "checking": [asdict(c) for c in self.checking],
         }
 
     @classmethod
@@ -216,6 +221,7 @@ class EntropyReport:
             draws=int(data.get("draws", DRAWS)),
             origin=str(data.get("origin", "declared")),
             coverage=data.get("coverage") if isinstance(data.get("coverage"), dict) else None,
+            checking=[ClassEntropy(**c) for c in data.get("checking", [])],
         )
 
 
@@ -306,6 +312,31 @@ def _outputs(
     return out
 
 
+def _measure_outputs(
+    program: Program,
+    size_class: str,
+    baseline: Any,
+    sandbox: Sandbox,
+    limits: Limits,
+    *,
+    draws: int,
+    seed: int,
+) -> tuple[ClassEntropy, list[int], list[tuple[bytes, int] | None]]:
+    """The output measures of one class over `draws` draws (distinct outputs, the most
+    common one's count), with the draws' seeds and outputs."""
+    gen = program.inputs
+    assert gen is not None
+    report = ClassEntropy(size_class, gen.entropy_bits(size_class))
+    seeds = [derive_seed(seed, program.id, "entropy", size_class, k) for k in range(draws)]
+    inputs = [gen.draw(size_class, s) for s in seeds]
+    outputs = _outputs(program, baseline, sandbox, inputs, limits)
+    accepted = [o for o in outputs if o is not None]
+    report.draws, report.refused = len(accepted), len(outputs) - len(accepted)
+    report.distinct = len(set(accepted))
+    report.top_count = max(Counter(accepted).values(), default=0)
+    return report, seeds, outputs
+
+
 def measure_class(
     program: Program,
     size_class: str,
@@ -322,14 +353,9 @@ def measure_class(
     gen = program.inputs
     if gen is None:
         raise InputError(f"program {program.id!r} has fixed inputs only")
-    report = ClassEntropy(size_class, gen.entropy_bits(size_class))
-    seeds = [derive_seed(seed, program.id, "entropy", size_class, k) for k in range(draws)]
-    inputs = [gen.draw(size_class, s) for s in seeds]
-    outputs = _outputs(program, baseline, sandbox, inputs, limits)
-    accepted = [o for o in outputs if o is not None]
-    report.draws, report.refused = len(accepted), len(outputs) - len(accepted)
-    report.distinct = len(set(accepted))
-    report.top_count = max(Counter(accepted).values(), default=0)
+    report, seeds, outputs = _measure_outputs(
+        program, size_class, baseline, sandbox, limits, draws=draws, seed=seed
+    )
     base = [(s, o) for s, o in zip(seeds, outputs, strict=True) if o is not None][:field_draws]
     variants = [(name, False) for name in gen.fields(size_class)]
     variants += [(name, True) for name in gen.wide_fields(size_class)]
@@ -383,11 +409,18 @@ def measure_entropy(
         return report
     report.origin = program.inputs.origin
     baseline = baseline_binary(program, toolchain)
-    for size_class in timed_classes(program):
+    timed = timed_classes(program)
+    for size_class in timed:
         report.classes.append(
             measure_class(
                 program, size_class, baseline, sandbox, limits,
                 draws=draws, field_draws=field_draws, seed=seed,
             )
         )
+    for size_class in program.inputs.class_names:
+        if size_class not in timed:
+            measured, _, _ = _measure_outputs(
+                program, size_class, baseline, sandbox, limits, draws=draws, seed=seed
+            )
+            report.checking.append(measured)
     return report

@@ -89,6 +89,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from asmopt.compare import compare_output
+from asmopt.data.checking_classes import checking_name
+from asmopt.data.checking_classes import variants as checking_variants
 from asmopt.errors import InputError
 from asmopt.programs.generators import (
     GENERATOR_VERSION,
@@ -1669,6 +1671,7 @@ def accept_generator(
         if chosen is not None:
             kept[learnt.name] = dict(learnt.bodies)[chosen]
             mapping.update({t: learnt.name for t in learnt.tests})
+            kept.update(_checking_classes(judge, learnt, chosen, tests[learnt.tests[0]], report))
     if not kept:
         return done(None, "no class passed acceptance")
     gen = InputGenerator.from_dict(
@@ -1700,20 +1703,29 @@ def _accept_class(
 
 
 def _try_level(judge: _Judge, learnt: LearntClass, level: str, test: TestCase) -> dict[str, Any]:
-    """Draw `per_class` inputs of the class at `level` and judge them (a few first, the
+    """Draw `per_class` inputs of the class at `level` and judge them: the attempt's record."""
+    return _try_body(judge, learnt.name, dict(learnt.bodies)[level], level, test)
+
+
+def _try_body(
+    judge: _Judge, name: str, body: dict[str, Any], label: str, test: TestCase
+) -> dict[str, Any]:
+    """Draw `per_class` inputs of class `name` with `body` and judge them (a few first, the
     rest only if those pass): the attempt's record, with a `failure` where one failed."""
     config = judge.config
-    try:
-        gen = learnt.generator(level)  # refused at load where a grown class is too large
+    try:  # refused at load where a grown class is too large
+        gen = InputGenerator.from_dict(
+            {"version": GENERATOR_VERSION, "classes": {name: body}, "origin": "learnt"}
+        )
         draws = [
-            gen.draw(learnt.name, derive_seed(config.seed, judge.program.id, learnt.name, level, k))
+            gen.draw(name, derive_seed(config.seed, judge.program.id, name, label, k))
             for k in range(config.per_class)
         ]
     except GeneratorError as exc:
-        return {"level": level, "accepted": 0, "tried": 0, "failure": f"cannot draw: {exc}"}
+        return {"level": label, "accepted": 0, "tried": 0, "failure": f"cannot draw: {exc}"}
     if all(d == test.stdin for d in draws):
         return {
-            "level": level,
+            "level": label,
             "accepted": 0,
             "tried": 0,
             "failure": "every draw equals the fixed input",
@@ -1725,10 +1737,34 @@ def _try_level(judge: _Judge, learnt: LearntClass, level: str, test: TestCase) -
         more, why = judge.judge(test, draws[len(probe) :])
         ok += more
         tried = len(draws)
-    attempt: dict[str, Any] = {"level": level, "accepted": ok, "tried": tried}
+    attempt: dict[str, Any] = {"level": label, "accepted": ok, "tried": tried}
     if why is not None:
         attempt["failure"] = why[:300]
     return attempt
+
+
+def _checking_classes(
+    judge: _Judge, learnt: LearntClass, chosen: str, test: TestCase, report: dict[str, Any]
+) -> dict[str, dict[str, Any]]:
+    """The checking variants of a class accepted at `chosen` whose draws all pass
+    (data/checking_classes.py), by name; each tried is recorded in the class's report."""
+    bodies = dict(learnt.bodies)
+    sample = None  # the most daring body at the sample's sizes (`full`, or one plainer)
+    if chosen in _GROWN:
+        sample = next((b for level, b in learnt.bodies if level not in _GROWN), None)
+    kept: dict[str, dict[str, Any]] = {}
+    tried: dict[str, str] = {}
+    for suffix, body in checking_variants(bodies[chosen], sample):
+        name = checking_name(learnt.name, suffix)
+        attempt = _try_body(judge, name, body, suffix, test)
+        report["accepted"] += attempt["accepted"]
+        report["tried"] += attempt["tried"]
+        tried[suffix] = attempt.get("failure", "kept")
+        if "failure" not in attempt:
+            kept[name] = body
+    if tried:
+        report["classes"][learnt.name]["checking"] = tried
+    return kept
 
 
 def fit_inputs(
@@ -1776,7 +1812,10 @@ def summarize(report: dict[str, Any]) -> str:
     for name, c in report["classes"].items():
         tried = "+".join(f"{a['accepted']}/{a['tried']}" for a in c["attempts"]) or "0/0"
         folded = " folded" if name in (report.get("folded") or {}) else ""
-        parts.append(f"{name} {tried} {c['level'] or 'dropped'}{folded}")
+        checking = "".join(
+            f" +{suffix}" for suffix, why in (c.get("checking") or {}).items() if why == "kept"
+        )
+        parts.append(f"{name} {tried} {c['level'] or 'dropped'}{checking}{folded}")
     head = "generator" if report.get("generator") else "fixed inputs"
     return f"{head}: " + ", ".join(parts)
 
