@@ -359,3 +359,17 @@ def test_eval_over_http_end_to_end(server: object, tmp_path: Path) -> None:
     assert "best_of_n" in out["summary"]
     again = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
     assert again.returncode == 0 and json.loads(again.stdout)["summary"]["resumed"] == 2
+
+
+def test_serve_names_each_uvicorn_hook_it_extends_and_this_uvicorn_has_them(monkeypatch) -> None:
+    """The guarded h11 protocol overrides hooks that are not uvicorn's public interface; a
+    release without one is refused by name instead of silently losing a deadline."""
+    from uvicorn.protocols.http.h11_impl import H11Protocol
+
+    from asmopt.policies import serve_asgi
+
+    assert serve_asgi.uvicorn_problems() == []
+    monkeypatch.delattr(H11Protocol, "send_400_response")
+    assert serve_asgi.uvicorn_problems() == ["send_400_response"]
+    with pytest.raises(RuntimeError, match="send_400_response"):
+        serve_asgi.build_server(None, "m", None, None)  # type: ignore[arg-type]

@@ -472,6 +472,21 @@ class _GuardedH11Protocol(H11Protocol):
         self.transport.close()
 
 
+# What `_GuardedH11Protocol` takes from uvicorn's h11 protocol, which is not uvicorn's
+# public interface: the hooks it overrides or calls. A uvicorn release that renames one
+# would otherwise break a guarantee without a word; `build_server` refuses it by name.
+_H11_HOOKS = (
+    "connection_made", "data_received", "eof_received", "on_response_complete",
+    "connection_lost", "pause_writing", "resume_writing", "send_400_response", "shutdown",
+)
+
+
+def uvicorn_problems() -> list[str]:
+    """The hooks of uvicorn's h11 protocol that `_GuardedH11Protocol` needs and this
+    uvicorn lacks (empty: none)."""
+    return [name for name in _H11_HOOKS if not callable(getattr(H11Protocol, name, None))]
+
+
 def _protocol_for(limits: ServeLimits) -> type[_GuardedH11Protocol]:
     class _ServeProtocol(_GuardedH11Protocol):
         timeout_s = limits.read_timeout_s
@@ -495,6 +510,12 @@ def build_server(
 ) -> uvicorn.Server:
     """A uvicorn server of the application, to run on an already listening socket (its
     `run(sockets=...)`). Logging is left as the caller configured it."""
+    missing = uvicorn_problems()
+    if missing:
+        raise RuntimeError(
+            f"uvicorn {uvicorn.__version__} lacks what asmopt serve extends in its h11 "
+            f"protocol ({', '.join(missing)}); install the range pyproject.toml names"
+        )
     service = _Service(backend, model_name, limits, admission)
     config = uvicorn.Config(
         build_app(service),
