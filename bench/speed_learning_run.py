@@ -208,7 +208,7 @@ def run_ppo(
     cfg = load_config(PPOConfig, CONFIG_DIR / "ppo.yaml")
     cfg.output_dir = str(out)
     cfg.model = str(model)
-    cfg.seed = seed
+    cfg.train_seed = seed
     cfg.suite = str(suite_dir)
     cfg.reward_options = {**cfg.reward_options, "suite": str(suite_dir), "measure": ARMS[arm]}
     if temperature is not None:

@@ -334,6 +334,22 @@ def test_wrong_reward_answers_are_errors(tmp_path: Path, llama_dir: Path) -> Non
 # --------------------------------------------------------------------------- config
 
 
+def test_the_old_seed_key_is_refused_with_the_name_that_says_which_seed(tmp_path: Path) -> None:
+    from asmopt.train.config import changed_fields
+
+    path = tmp_path / "old.yaml"
+    path.write_text("seed: 3\n")
+    with pytest.raises(ValueError, match=r"'seed' is now train_seed .*fresh_inputs"):
+        load_config(PPOConfig, path)
+    with pytest.raises(ValueError, match=r"--set seed: .*train_seed"):
+        load_config(PPOConfig, None, {"seed": 3})
+    path.write_text("train_seed: 3\n")
+    assert load_config(PPOConfig, path).train_seed == 3
+    # a run saved under the old name resumes under the new one, and a changed seed is named
+    assert changed_fields({"seed": 3}, {"train_seed": 3}) == []
+    assert changed_fields({"seed": 3}, {"train_seed": 4}) == ["train_seed"]
+
+
 def test_unknown_yaml_key_names_the_key(tmp_path: Path) -> None:
     path = tmp_path / "bad.yaml"
     path.write_text("clip_coef: 0.2\nclip_cof: 0.3\n")

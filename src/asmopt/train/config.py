@@ -51,7 +51,10 @@ class ModelFields:
     gradient_checkpointing: bool = False
     # torch intra-op threads; 0 keeps torch's default. Fix it for bitwise reproducibility.
     num_threads: int = 0
-    seed: int = 0
+    # The trainer's seed: python, numpy and torch, the row order and `tiny:*` weights. It is
+    # not the secret seed that draws graded inputs, which is new for every grading
+    # (`reward_options.fresh_inputs`, docs/training.md).
+    train_seed: int = 0
 
     # LoRA through peft; lora_r = 0 trains all weights.
     lora_r: int = 0
@@ -354,11 +357,26 @@ def config_from_dict(cls: type[C], data: dict[str, Any], *, source: str = "confi
         raise InputError(f"{source}: {exc}") from None
 
 
+# Keys that were renamed, with their new spelling: refused by name, never read as the old
+# meaning (a `seed` could be taken for the secret input seed).
+RENAMED_KEYS = {
+    "seed": "train_seed (the trainer's seed; the secret input seed is "
+    "reward_options.fresh_inputs.seed, new per grading when left out)",
+}
+
+
+def _renamed(key: Any) -> None:
+    if key in RENAMED_KEYS:
+        raise InputError(f"the key {key!r} is now {RENAMED_KEYS[key]}")
+
+
 def _build(cls: type[C], data: Any) -> C:
     """`cls` from `data`, checked key by key and then as a whole; errors name the key but
     not the source, which the caller knows."""
     if not isinstance(data, dict):
         raise InputError(f"expected a mapping of settings, got {type(data).__name__}")
+    for key in data:
+        _renamed(key)
     types_ = field_types(cls)
     unknown = [k for k in data if k not in types_]
     if unknown:
@@ -418,6 +436,10 @@ def _check_overrides(cls: type, overrides: dict[str, Any]) -> None:
     """Each override's key and type on its own, reported as the command line's."""
     types_ = field_types(cls)
     for key, value in overrides.items():
+        try:
+            _renamed(key)
+        except InputError as exc:
+            raise InputError(f"--set {key}: {exc}") from None
         if key not in types_:
             raise InputError(f"--set {key}: {_unknown_key(cls, key, types_)}")
         try:
@@ -435,6 +457,8 @@ def config_to_yaml(cfg: Any) -> str:
 
     return yaml.safe_dump(config_to_dict(cfg), sort_keys=False, default_flow_style=None)
 
+
+_NEW_NAMES = {old: new.split(" ", 1)[0] for old, new in RENAMED_KEYS.items()}
 
 # Fields that may change when a run is resumed: they do not change what a step computes.
 RESUMABLE_CHANGES = frozenset(
@@ -461,5 +485,6 @@ RESUMABLE_CHANGES = frozenset(
 
 def changed_fields(saved: dict[str, Any], current: dict[str, Any]) -> list[str]:
     """Fields whose change would make a resumed run differ from an uninterrupted one."""
+    saved = {_NEW_NAMES.get(k, k): v for k, v in saved.items()}  # a run saved before a rename
     keys = (set(saved) | set(current)) - RESUMABLE_CHANGES
     return sorted(k for k in keys if saved.get(k) != current.get(k))

@@ -115,7 +115,7 @@ def build_models(cfg: PPOConfig, device: torch.device, echo: Echo) -> Models:
             out,
             overrides=cfg.model_overrides,
             tokenizer_dir=cfg.tokenizer,
-            seed=cfg.seed,
+            seed=cfg.train_seed,
         )
 
     model_path = path_of(cfg.model)
@@ -438,7 +438,7 @@ def train_ppo(
     models = build_models(cfg, device, echo)
     data = load_data(cfg, models.tokenizer, echo)
     reward_fn = build_reward(cfg, reward_fn)
-    sampler = RowSampler(len(data.train_rows), cfg.seed)
+    sampler = RowSampler(len(data.train_rows), cfg.train_seed)
     total_steps = cfg.total_steps or math.ceil(
         cfg.total_epochs * len(data.train_rows) / cfg.prompts_per_step
     )

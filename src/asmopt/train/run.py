@@ -163,7 +163,7 @@ def begin_run(cfg: Any, kind: str) -> RunStart:
     start = start_run(
         device=cfg.device,
         num_threads=cfg.num_threads,
-        seed=cfg.seed,
+        seed=cfg.train_seed,
         out=Path(cfg.output_dir),
         resume=cfg.resume,
         changed=lambda ckpt: changed_fields(ckpt["config"], current),

@@ -117,7 +117,11 @@ def evaluate_loss(
 def load_model(cfg: SFTConfig, out: Path, device: torch.device, echo: Echo) -> tuple[Any, Any]:
     """(tokenizer, model prepared for training: gradient checkpointing, LoRA)."""
     model_path = resolve_model(
-        cfg.model, out, overrides=cfg.model_overrides, tokenizer_dir=cfg.tokenizer, seed=cfg.seed
+        cfg.model,
+        out,
+        overrides=cfg.model_overrides,
+        tokenizer_dir=cfg.tokenizer,
+        seed=cfg.train_seed,
     )
     tokenizer = load_tokenizer(model_path)
     model = prepare_trainable(load_causal_lm(model_path, cfg.dtype, device), cfg)
@@ -207,7 +211,7 @@ def train_sft(cfg: SFTConfig, *, progress: bool = True, echo: Echo = echo_log) -
 
     tokenizer, model = load_model(cfg, out, device, echo)
     train, val = load_examples(cfg, tokenizer, echo)
-    sampler = RowSampler(len(train), cfg.seed)
+    sampler = RowSampler(len(train), cfg.train_seed)
     total_steps = cfg.total_steps or math.ceil(cfg.total_epochs * len(train) / cfg.batch_size)
     echo(
         f"{len(train)} training rows, {len(val)} validation rows; {total_steps} steps of "
