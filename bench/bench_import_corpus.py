@@ -119,6 +119,7 @@ def program_row(program: Program, toolchain: Any, sandbox: Any, seeds: int, per:
         "why": None if fit else why,
         "folded": sorted(report.get("folded") or {}),
         "contract": contract(program),
+        "fixed_size": fixed_size(program),
         "coverage": coverage,
     }
     if mark is not None:
@@ -148,6 +149,26 @@ def program_row(program: Program, toolchain: Any, sandbox: Any, seeds: int, per:
             program, attack, toolchain, sandbox, seeds * 4, 2
         )
     return row
+
+
+def fixed_size(program: Program) -> bool:
+    """Whether every timed class reads a fixed number of values (no count or length that
+    is drawn): such an input carries only what its few values' ranges allow, and a
+    program whose tests accept no wider ranges cannot be drawn past 64 bits at all."""
+    if program.inputs is None:
+        return False
+    timed = {k for _, k in program.inputs.tests}
+
+    def grows(node: object) -> bool:
+        if isinstance(node, dict):
+            return any(
+                (key in ("count", "length") and isinstance(value, str)) or grows(value)
+                for key, value in node.items()
+            )
+        return isinstance(node, list) and any(grows(v) for v in node)
+
+    classes = program.inputs.to_dict()["classes"]
+    return not any(grows(body) for name, body in classes.items() if name in timed)
 
 
 def contract(program: Program) -> str:
@@ -233,6 +254,9 @@ def main() -> int:
     fit = sum(r["fit"] for r in rows)
     false_fail = sum(bool(r.get("identity_failures")) for r in rows)
     memorised = sum(len(r.get("memorised_passed", [])) for r in rows)
+    small = [r["program"] for r in rows if not r["fit"] and r.get("fixed_size")
+             and "bits of declared entropy" in (r["why"] or "")]
+    can_carry = len(rows) - len(small)
     text = "\n".join([
         "# Imported programs graded on drawn inputs",
         "",
@@ -242,6 +266,14 @@ def main() -> int:
         f"{args.per_class} drawn inputs per class each); a memorised answer of every fixed "
         f"test with the first test's answer as a default passed {memorised} of "
         f"{fit * args.seeds * 4} gradings of the fit programs (each at its own K).",
+        "",
+        f"{len(small)} of the unfit programs have learnt classes that read a fixed number "
+        "of values (no count, list or string that grows) whose ranges, at the widest their "
+        f"tests accept, carry under 64 bits ({', '.join(small) or '-'}). Where the problem "
+        "itself reads a few numbers, no draw can keep an answer table out; where it reads a "
+        "string or list whose length no number states, a generator that grew it could. "
+        f"Of the {can_carry} other programs, **{fit} are fit "
+        f"({fit / max(1, can_carry):.0%})**.",
         "",
         f"Measured in {seconds / 60:.1f} min on {environment()}. Raw rows: "
         "`import_corpus_raw.json`. Coverage: distinct basic blocks the draws reach / those "
