@@ -649,7 +649,7 @@ class Measurer:
         resolution = None if mode == MeasureMode.TIME else 0.0
         check.speedup = ProgramSpeedup.from_tests(mode, list(per_test), resolution)
 
-    def _count(self, test: Any, binary: Any) -> TestSpeedup:
+    def _count(self, test: TestCase, binary: Path) -> TestSpeedup:
         from asmopt.measure.valgrind import count_instructions, instruction_speedup
 
         key = f"{test.name}:{hashlib.sha256(test.stdin).hexdigest()}"

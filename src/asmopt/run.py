@@ -65,6 +65,7 @@ from asmopt.toolchain import Toolchain, ToolchainError, default_toolchain
 from asmopt.typed_config import check_fields
 
 if TYPE_CHECKING:
+    from asmopt.measure.timing.cores import CoreLayout
     from asmopt.measure.valgrind import Valgrind
     from asmopt.store import ResultStore
 
@@ -801,7 +802,9 @@ class _Job:
     mode: MeasureMode
 
 
-def _fingerprint(job: _Job, layout: Any, valgrind_version: str | None) -> dict[str, Any]:
+def _fingerprint(
+    job: _Job, layout: CoreLayout | None, valgrind_version: str | None
+) -> dict[str, Any]:
     """The environment a run was measured in, stored with it (and compared on resume)."""
     from asmopt.provenance import environment_fingerprint
 

@@ -9,13 +9,17 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from asmopt.errors import InputError
 from asmopt.policies import available_policies, get_policy
 from asmopt.policies.base import Policy
 from asmopt.policies.llm import ANSWER_TOKENS, LLMPolicy, PolicyError, SamplingParams
 from asmopt.policies.prompts import load_template
+
+if TYPE_CHECKING:
+    from asmopt.sandbox.runner import Sandbox
+    from asmopt.toolchain import Toolchain
 
 LLM_POLICIES = ("openai", "hf")
 
@@ -138,7 +142,9 @@ class PolicySpec:
         )
 
 
-def make_policy(spec: PolicySpec | str, toolchain: Any, sandbox: Any) -> Policy:
+def make_policy(
+    spec: PolicySpec | str, toolchain: Toolchain | None, sandbox: Sandbox | None
+) -> Policy:
     """The policy `spec` names (a bare name is a spec with defaults), wrapped for refinement
     when `spec.rounds` > 1. An `openai` policy checks its endpoint answers first."""
     if isinstance(spec, str):

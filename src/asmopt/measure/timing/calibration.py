@@ -19,7 +19,7 @@ import time
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from asmopt.cache import cache_root
 from asmopt.measure.timing.executor import SandboxExecutor
@@ -32,6 +32,10 @@ from asmopt.measure.timing.spread import (
 )
 from asmopt.programs.model import Program, TestCase
 from asmopt.toolchain import default_toolchain
+
+if TYPE_CHECKING:
+    from asmopt.measure.timing.cores import CoreLock
+    from asmopt.sandbox.runner import Sandbox
 
 log = logging.getLogger(__name__)
 
@@ -160,7 +164,7 @@ def calibrate(
         shutil.rmtree(work, ignore_errors=True)
 
 
-def stored_spread(lock: Any) -> SandboxSpread | None:
+def stored_spread(lock: CoreLock) -> SandboxSpread | None:
     """The spread stored for `lock`'s timing cores on this boot, or None (nothing measured)."""
     return _read_stored(spread_path(), _machine_key(tuple(lock.layout.timing)))
 
@@ -168,7 +172,7 @@ def stored_spread(lock: Any) -> SandboxSpread | None:
 _MEMO: dict[tuple[Any, ...], SandboxSpread] = {}
 
 
-def machine_spread(sandbox: Any, lock: Any, *, refresh: bool = False) -> SandboxSpread:
+def machine_spread(sandbox: Sandbox, lock: CoreLock, *, refresh: bool = False) -> SandboxSpread:
     """This machine's spread for `lock`'s timing cores: from memory, else the cache file
     (same boot, CPU, kernel and cores, under a day old), else measured now and stored.
 
