@@ -1756,7 +1756,11 @@ def _checking_classes(
     tried: dict[str, str] = {}
     for suffix, body in checking_variants(bodies[chosen], sample):
         name = checking_name(learnt.name, suffix)
-        attempt = _try_body(judge, name, body, suffix, test)
+        try:
+            attempt = _try_body(judge, name, body, suffix, test)
+        except RuntimeError as exc:  # our sandbox failed: this variant only is lost
+            tried[suffix] = f"not judged: {exc}"[:300]
+            continue
         report["accepted"] += attempt["accepted"]
         report["tried"] += attempt["tried"]
         tried[suffix] = attempt.get("failure", "kept")
