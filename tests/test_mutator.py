@@ -881,3 +881,33 @@ def test_checking_classes_reach_the_samples_edge_cases_and_fail_an_answer_wrong_
     for seed in range(3):
         result = check_candidate(p, asm, toolchain, sandbox, fresh=FreshInputs(seed=seed))
         assert result.verdict == "wrong_output", (seed, result.message)
+
+
+LENGTH_WORD_C = r"""#include <stdio.h>
+#include <string.h>
+int main(void)
+{
+    int n; static char s[1 << 16]; unsigned long h = 5381;
+    if (scanf("%d %65535s", &n, s) != 2 || (int)strlen(s) != n) return 1;
+    for (int i = 0; i < n; i++) h = h * 33 + (unsigned char)s[i];
+    printf("%lu\n", h);
+    return 0;
+}
+"""
+
+
+@pytest.mark.slow
+def test_a_program_of_many_samples_keeps_at_most_eight_checking_classes(toolchain, sandbox) -> None:
+    from asmopt.data.checking_classes import MAX_CHECKING_CLASSES
+
+    words = ["abcdefgh", "zyxwvutsrqponm", "helloworldfoo", "qwertyuiopasdfgh", "mnbvcxzlkjhg",
+             "poiuytrewq"]
+    tests = tuple(TestCase(f"w{k}", f"{len(w)}\n{w}\n".encode(), b"") for k, w in enumerate(words))
+    p = fit_inputs(Program("words", LENGTH_WORD_C, tests), toolchain, sandbox)
+    assert p.inputs is not None
+    timed = {k for _, k in p.inputs.tests}
+    checking = [c for c in p.inputs.class_names if c not in timed]
+    assert len(checking) == MAX_CHECKING_CLASSES, checking
+    verdicts = [why for c in p.meta["inputs_report"]["classes"].values()
+                for why in (c.get("checking") or {}).values()]
+    assert any(why.startswith("not tried") for why in verdicts), verdicts

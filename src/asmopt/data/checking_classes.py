@@ -20,7 +20,8 @@ class accepted at a level that grows, up to two variants:
   then come often.
 
 Each variant is judged like any level (both builds agree, the sanitizers stay quiet:
-data/mutator.py) and kept only if all its draws pass. It is named `<class>.sample` or
+data/mutator.py) and kept only if all its draws pass, draws no class kept before draws,
+and fewer than MAX_CHECKING_CLASSES were kept before it. It is named `<class>.sample` or
 `<class>.low` and no fixed test stands for it, so every grading checks K of its draws
 and nothing times it. Its entropy does not matter for the rule that no answer can be
 precomputed (asmopt.entropy): it is graded beside the timed classes, never instead of
@@ -38,6 +39,11 @@ LOW_WIDTH = 10
 # Characters a narrowed string is drawn from: the first of its alphabet.
 LOW_ALPHABET = 2
 SUFFIXES = ("sample", "low")
+# Checking classes per program at most (the first classes' first): every grading draws K
+# inputs of each, and the adequacy mutants run on them too. Eight keep a grading's drawn
+# runs within a few times a one-class program's while covering the samples of most
+# imported programs (their tests are few).
+MAX_CHECKING_CLASSES = 8
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 

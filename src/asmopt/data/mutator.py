@@ -89,7 +89,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from asmopt.compare import compare_output
-from asmopt.data.checking_classes import checking_name
+from asmopt.data.checking_classes import MAX_CHECKING_CLASSES, checking_name
 from asmopt.data.checking_classes import variants as checking_variants
 from asmopt.errors import InputError
 from asmopt.programs.generators import (
@@ -1671,7 +1671,10 @@ def accept_generator(
         if chosen is not None:
             kept[learnt.name] = dict(learnt.bodies)[chosen]
             mapping.update({t: learnt.name for t in learnt.tests})
-            kept.update(_checking_classes(judge, learnt, chosen, tests[learnt.tests[0]], report))
+            checking = _checking_classes(
+                judge, learnt, chosen, tests[learnt.tests[0]], report, list(kept.values())
+            )
+            kept.update(checking)
     if not kept:
         return done(None, "no class passed acceptance")
     gen = InputGenerator.from_dict(
@@ -1744,10 +1747,21 @@ def _try_body(
 
 
 def _checking_classes(
-    judge: _Judge, learnt: LearntClass, chosen: str, test: TestCase, report: dict[str, Any]
+    judge: _Judge,
+    learnt: LearntClass,
+    chosen: str,
+    test: TestCase,
+    report: dict[str, Any],
+    have: list[dict[str, Any]],
 ) -> dict[str, dict[str, Any]]:
     """The checking variants of a class accepted at `chosen` whose draws all pass
-    (data/checking_classes.py), by name; each tried is recorded in the class's report."""
+    (data/checking_classes.py), by name, none a body in `have` (the classes kept so far),
+    and no more than MAX_CHECKING_CLASSES in all; each tried is recorded in the class's
+    report."""
+    room = MAX_CHECKING_CLASSES - sum(
+        1 for c in report["classes"].values() for why in (c.get("checking") or {}).values()
+        if why == "kept"
+    )
     bodies = dict(learnt.bodies)
     sample = None  # the most daring body at the sample's sizes (`full`, or one plainer)
     if chosen in _GROWN:
@@ -1756,6 +1770,12 @@ def _checking_classes(
     tried: dict[str, str] = {}
     for suffix, body in checking_variants(bodies[chosen], sample):
         name = checking_name(learnt.name, suffix)
+        if body in have:
+            tried[suffix] = "the same draws as a class kept before"
+            continue
+        if room <= 0:
+            tried[suffix] = f"not tried: {MAX_CHECKING_CLASSES} checking classes kept before"
+            continue
         try:
             attempt = _try_body(judge, name, body, suffix, test)
         except RuntimeError as exc:  # our sandbox failed: this variant only is lost
@@ -1766,6 +1786,8 @@ def _checking_classes(
         tried[suffix] = attempt.get("failure", "kept")
         if "failure" not in attempt:
             kept[name] = body
+            have.append(body)
+            room -= 1
     if tried:
         report["classes"][learnt.name]["checking"] = tried
     return kept
