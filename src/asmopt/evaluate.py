@@ -3,7 +3,7 @@
 `check_candidate` assembles, links and runs a candidate against a program's tests (the
 verdicts come from judge.py); `Measurer` times a correct answer against the baseline
 (measure/timing.py), counts its instructions (measure/valgrind.py) or leaves it; a
-`SampleOutcome` is one judged sample, as the eval loop (run.py), the store and the reward
+`SampleOutcome` is one judged sample, as the eval loop (run/judging.py), the store and the reward
 service see it. `infra_error` is kept apart from every candidate verdict: when our side
 fails (no sandbox, compiler missing, the grader raised) the candidate is not blamed.
 """
