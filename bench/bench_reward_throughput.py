@@ -47,6 +47,7 @@ from bench_timing_common import (
     reference,
     setup,
     spin_assembly,
+    spin_pair,
     write_result,
 )
 
@@ -118,19 +119,19 @@ def build_batch(toolchain: Any, sandbox: Any, programs: list[Any]) -> list[dict[
                 "baseline": asm,
                 "expected": 1.0,
             },
-            {
+            {  # both sides carry the loop (one layout); the answer runs it longer
                 **common,
                 "kind": "slower",
-                "completion": _fence(spin_assembly(asm, int(slow_s / per_iter))),
-                "baseline": asm,
+                "completion": _fence(spin_pair(asm, int(slow_s / per_iter))[1]),
+                "baseline": spin_pair(asm, 0)[0],
                 "expected": slower_ratio,
                 "shortest_test_change": 1.0 / (1.0 + SLOWER),
             },
             {
                 **common,
                 "kind": "faster",
-                "completion": _fence(asm),
-                "baseline": spin_assembly(asm, int(fast_s / per_iter)),
+                "completion": _fence(spin_pair(asm, 0)[0]),
+                "baseline": spin_pair(asm, int(fast_s / per_iter))[1],
                 "expected": faster_ratio,
                 "shortest_test_change": 1.0 + fast,
             },

@@ -1,14 +1,16 @@
 """Sensitivity: a candidate made 10% faster on purpose must be reported significantly faster
 (and, with --extra and --slowdown, one made 2% or 5% faster or slower, with the right sign).
 
-The candidate is the -O3 binary; the baseline is the same assembly with a calibrated spin
-loop at the start of `main` that adds 10% of that test's own CPU time (one loop per test,
-because tests differ in length). So the true speedup of the candidate is 1.10 on every
-test and for every program. The loop is pure register work (1 cycle per iteration); its
-cost per iteration is measured under the same load as the trials, each test's loop is
-sized from the test's CPU time and then corrected once from a short measurement, and the
-achieved ratio is reported next to the trials (median over trials, per test) so the "10%"
-is checked, not assumed.
+The candidate is the -O3 assembly with a spin loop of one iteration at the start of
+`main`; the baseline is the same assembly with the same loop run longer, by 10% of that
+test's own CPU time (one trip count per test, because tests differ in length). The two
+binaries differ in one immediate only, so their code layout is the same (a loop inserted
+into one binary alone moves every later instruction, an effect of its own). So the true
+speedup of the candidate is 1.10 on every test and for every program. The loop is pure
+register work (1 cycle per iteration); its cost per iteration is measured under the same
+load as the trials, each test's loop is sized from the test's CPU time and then corrected
+once from a short measurement, and the achieved ratio is reported next to the trials
+(median over trials, per test) so the "10%" is checked, not assumed.
 
 Goal: the candidate is reported significantly faster (program interval above 1.0) in at
 least 95% of trials.
@@ -40,6 +42,7 @@ from bench_timing_common import (
     quantiles,
     setup,
     spin_assembly,
+    spin_pair,
     time_test,
     write_result,
 )
@@ -77,14 +80,14 @@ def _calibrate(toolchain, sandbox, progs, per_iter):  # type: ignore[no-untyped-
     probe = TimingConfig(target_half_width=0.01, min_pairs=6, budget_s=10)
     for p in progs:
         asm = toolchain.baseline_assembly(p)
-        fast = baseline_binary(toolchain, p, asm)
+        fast = baseline_binary(toolchain, p, spin_pair(asm, 0)[0])
         plan[p.id] = []
         for t in p.tests:
             iters = max(1, round(EXTRA * _median_cpu(sandbox, fast, t) / per_iter))
-            slow = baseline_binary(toolchain, p, spin_assembly(asm, iters))
+            slow = baseline_binary(toolchain, p, spin_pair(asm, iters)[1])
             got = time_test(sandbox, slow, fast, t, probe).speedup.ratio
             iters = max(1, round(iters * EXTRA / (got - 1.0) if got > 1.01 else iters * 2))
-            slow = baseline_binary(toolchain, p, spin_assembly(asm, iters))
+            slow = baseline_binary(toolchain, p, spin_pair(asm, iters)[1])
             plan[p.id].append((t, slow, fast, iters))
         print(f"calibrated {p.id}", flush=True)
     return plan
