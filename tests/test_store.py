@@ -20,7 +20,7 @@ from asmopt.measure.speedup import MeasureMode, MeasureStatus, ProgramSpeedup, T
 from asmopt.policies import get_policy
 from asmopt.programs.model import Program, TestCase
 from asmopt.report.export import export_records, write_jsonl, write_parquet
-from asmopt.run import evaluate_programs, summarize
+from asmopt.run import RunHooks, evaluate_programs, summarize
 from asmopt.sandbox import Sandbox
 from asmopt.store import ResultStore, StoreError
 from asmopt.toolchain import Toolchain
@@ -31,7 +31,7 @@ ECHO_C = '#include <stdio.h>\nint main(void){int n; scanf("%d",&n); printf("%d\\
 RUNNER = textwrap.dedent(
     """
     import sys, time
-    from asmopt.run import evaluate_programs
+    from asmopt.run import RunHooks, evaluate_programs
     from asmopt.policies.base import Candidate, PolicyRequest
     from asmopt.programs.model import Program, TestCase
     from asmopt.sandbox import Sandbox
@@ -55,7 +55,7 @@ RUNNER = textwrap.dedent(
     store = ResultStore(run_dir)
     store.begin_run({{"suite": "s", "policy": "slow", "measure": "none"}}, {{}})
     evaluate_programs(programs, SlowPolicy(), Toolchain(sandbox=sandbox), sandbox,
-                      jobs=1, progress=False, store=store)
+                      jobs=1, progress=False, hooks=RunHooks(store=store))
     store.close()
     """
 ).format(src=ECHO_C)
@@ -186,7 +186,7 @@ def test_eval_stores_and_resumes(toolchain: Toolchain, sandbox: Sandbox, tmp_pat
             samples=2,
             progress=False,
             measure=options,
-            store=store,
+            hooks=RunHooks(store=store),
         )
         again = evaluate_programs(
             programs,
@@ -196,7 +196,7 @@ def test_eval_stores_and_resumes(toolchain: Toolchain, sandbox: Sandbox, tmp_pat
             samples=2,
             progress=False,
             measure=options,
-            store=store,
+            hooks=RunHooks(store=store),
         )
     assert len(first) == len(again) == 6
     assert not any(o.resumed for o in first) and all(o.resumed for o in again)

@@ -21,7 +21,7 @@ from asmopt.run.job import (
     run_eval,
     suite_identity,
 )
-from asmopt.run.judging import evaluate_programs, sample_inputs
+from asmopt.run.judging import RunHooks, evaluate_programs, sample_inputs
 from asmopt.run.summary import UNFIT_META_KEY, record_unfit, summarize
 from asmopt.run.verify import VerifyOutcome, verify_programs
 
@@ -31,6 +31,7 @@ __all__ = [
     "EvalRun",
     "Interrupt",
     "NothingSelected",
+    "RunHooks",
     "VerifyOutcome",
     "default_run_dir",
     "evaluate_programs",

@@ -33,7 +33,7 @@ from asmopt.measure.timing import (
 from asmopt.policies.base import Policy
 from asmopt.policies.factory import PolicySpec, make_policy
 from asmopt.programs.model import Program, Suite
-from asmopt.run.judging import evaluate_programs
+from asmopt.run.judging import RunHooks, evaluate_programs
 from asmopt.run.summary import summarize
 from asmopt.sandbox import live as live_processes
 from asmopt.sandbox.runner import Limits, Sandbox, default_sandbox
@@ -328,12 +328,14 @@ def _run_locked(job: _Job, valgrind_version: str | None, interrupt: Interrupt) -
                 measure=MeasureOptions(
                     mode=job.mode, timing=config.timing, time_copies=config.time_copies, lock=lock
                 ),
-                store=store,
-                splits=job.suite.splits,
-                stop=interrupt.stop,
-                abort=interrupt.cancel,
-                notes=notes,
                 fresh_inputs=config.fresh_inputs,
+                hooks=RunHooks(
+                    store=store,
+                    splits=job.suite.splits,
+                    stop=interrupt.stop,
+                    abort=interrupt.cancel,
+                    notes=notes,
+                ),
             )
     finally:
         store.close()

@@ -253,6 +253,22 @@ def sample_inputs(
     return inputs
 
 
+@dataclass
+class RunHooks:
+    """What the caller of `evaluate_programs` keeps and steers: the store samples are
+    committed to and resumed from (and the splits they are stored under), a callback per
+    finished sample, the events that stop the run (`stop`: start no new sample; `abort`:
+    also drop what the running ones finish), and a list that collects notes (stored samples
+    judged again, and why)."""
+
+    store: ResultStore | None = None
+    splits: dict[str, str] | None = None
+    on_result: Callable[[SampleOutcome], None] | None = None
+    stop: threading.Event | None = None
+    abort: threading.Event | None = None
+    notes: list[str] | None = None
+
+
 def evaluate_programs(
     programs: Sequence[Program],
     policy: Policy,
@@ -263,14 +279,9 @@ def evaluate_programs(
     jobs: int = 2,
     limits: Limits | None = None,
     progress: bool = True,
-    on_result: Callable[[SampleOutcome], None] | None = None,
     measure: MeasureOptions | None = None,
-    store: ResultStore | None = None,
-    splits: dict[str, str] | None = None,
-    stop: threading.Event | None = None,
-    abort: threading.Event | None = None,
-    notes: list[str] | None = None,
     fresh_inputs: FreshInputs | None = None,
+    hooks: RunHooks | None = None,
 ) -> list[SampleOutcome]:
     """Judge `samples` candidates per program; results come back in program order.
 
@@ -278,7 +289,7 @@ def evaluate_programs(
     unless given, each sample's draws labelled by its program and number, and recorded in
     its verdict so that it can be drawn again.
 
-    `measure` defaults to no measurement (correctness only). With a `store`, samples it
+    `measure` defaults to no measurement (correctness only). With a store (`hooks`), samples it
     already holds (finished, not infra errors) are not judged again when they were judged
     under the same inputs (`sample_inputs`: program and tests, toolchain, measurement
     settings): they are loaded and returned with `resumed=True`. Stored samples whose inputs
@@ -288,6 +299,8 @@ def evaluate_programs(
     drops what the running ones finish (their processes were killed under them). A store
     that cannot be written (disk full, read-only) stops the run the same way and its
     StoreError is raised once the running samples are done."""
+    hooks = hooks or RunHooks()
+    store, notes = hooks.store, hooks.notes
     options = measure or MeasureOptions(mode=MeasureMode.NONE)
     if options.mode == MeasureMode.TIME and options.lock is None:
         options.lock = default_core_lock()
@@ -302,15 +315,15 @@ def evaluate_programs(
     inputs = {p.id: sample_inputs(p, toolchain, options, policy, fresh) for p in programs}
     done = _resumable(store, programs, inputs, samples, notes)
     todo = {p.id: [i for i in range(samples) if (p.id, i) not in done] for p in programs}
-    sink = _Sink(store, inputs, on_result, abort)
+    sink = _Sink(store, inputs, hooks.on_result, hooks.abort)
     sink.results.update(
         {k: o for o in (store.load_outcomes() if store else []) if (k := o.key) in done}
     )
-    stop = stop or threading.Event()
+    stop = hooks.stop or threading.Event()
 
     def job(p: Program) -> _ProgramJob:
         return _ProgramJob(p, policy, toolchain, sandbox, limits, options, sink, store,
-                           (splits or {}).get(p.id), valgrind, stop, fresh)  # fmt: skip
+                           (hooks.splits or {}).get(p.id), valgrind, stop, fresh)  # fmt: skip
 
     total = sum(len(v) for v in todo.values())
     with sink.progress_bar(f"eval {policy.name}", total, progress):
