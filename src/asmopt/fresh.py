@@ -13,7 +13,6 @@ a verdict again (`asmopt check --seed`); a policy is never told it, nor any draw
 
 from __future__ import annotations
 
-import difflib
 import logging
 import secrets
 from collections.abc import Mapping, Sequence
@@ -27,6 +26,7 @@ from asmopt.measure.timing.executor import DrawInput
 from asmopt.programs.generators import DrawError, derive_seed
 from asmopt.programs.model import Comparison, Program, TestCase
 from asmopt.sandbox.runner import MAX_INPUTS, Limits, RunResult, Sandbox
+from asmopt.typed_config import unknown_key
 
 log = logging.getLogger(__name__)
 
@@ -80,9 +80,7 @@ class FreshInputs:
         names = ("seed", "per_class", "timed")
         for key in settings:
             if key not in names:
-                close = difflib.get_close_matches(str(key), names, n=1)
-                hint = f"; did you mean '{where}.{close[0]}'?" if close else ""
-                raise InputError(f"unknown fresh-input setting '{where}.{key}'{hint}")
+                raise unknown_key(key, names, "fresh-input setting", where)
         try:
             return cls(**{"seed": seed, **settings})
         except InputError as exc:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import collections.abc
 import dataclasses
+import difflib
 import functools
 import sys
 import types
@@ -66,6 +67,19 @@ def check_device(name: str, key: str = "device") -> str:
     ):
         return name
     raise InputError(f"{key} {show(name)} is not one of auto, cpu, cuda, cuda:N, mps")
+
+
+def unknown_key(
+    key: Any, names: collections.abc.Iterable[str], what: str, where: str = "", see: str = ""
+) -> InputError:
+    """The error for a setting that names nothing: the key as written (under `where.`),
+    the nearest known name spelt the same way, and where the fields are listed. One
+    message shape for every config a user writes."""
+    prefix = f"{where}." if where else ""
+    close = difflib.get_close_matches(str(key), list(names), n=1)
+    hint = f"; did you mean {prefix + close[0]!r}?" if close else ""
+    tail = f" ({see})" if see else ""
+    return InputError(f"unknown {what} {prefix + str(key)!r}{hint}{tail}")
 
 
 def coerce(key: str, value: Any, tp: Any, nested: Nested | None = None) -> Any:

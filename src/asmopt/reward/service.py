@@ -37,7 +37,6 @@ from __future__ import annotations
 import ast
 import concurrent.futures as cf
 import contextlib
-import difflib
 import logging
 import math
 import multiprocessing as mp
@@ -210,9 +209,7 @@ class ScoreConfig:
                     "nested mapping, `fresh_inputs:`, of seed, per_class and timed)"
                 )
             if key not in names:
-                close = difflib.get_close_matches(str(key), names, n=1)
-                hint = f"; did you mean {close[0]!r}?" if close else ""
-                raise InputError(f"unknown ScoreConfig setting {key!r}{hint}")
+                raise typed_config.unknown_key(key, names, "ScoreConfig setting")
         return cls(**options)
 
     def to_dict(self) -> dict[str, Any]:
@@ -239,9 +236,7 @@ def reward_timing(settings: Mapping[str, Any]) -> TimingConfig:
                 "SandboxSpread can be given in Python only (TimingConfig(spread=...))"
             )
         if key not in names:
-            close = difflib.get_close_matches(str(key), names, n=1)
-            hint = f"; did you mean 'timing.{close[0]}'?" if close else ""
-            raise InputError(f"unknown timing setting 'timing.{key}'{hint}")
+            raise typed_config.unknown_key(key, names, "timing setting", "timing")
         values[key] = typed_config.coerce(f"timing.{key}", value, hints[key])
     try:
         return replace(REWARD_TIMING, **values)

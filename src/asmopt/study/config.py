@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import copy
 import dataclasses
-import difflib
 import typing
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -190,9 +189,8 @@ def from_dict(cls: type, data: Any, where: str = "") -> Any:
     for key, value in data.items():
         full = f"{where}.{key}" if where else str(key)
         if key not in names:
-            close = difflib.get_close_matches(str(key), names, n=1)
-            hint = f"; did you mean {close[0]!r}?" if close else ""
-            raise InputError(f"unknown key {full!r}{hint} (docs/study.md lists the fields)")
+            see = "docs/study.md lists the fields"
+            raise typed_config.unknown_key(key, names, "key", where, see)
         values[key] = typed_config.coerce(full, value, hints[key], from_dict)
     return cls(**values)
 

@@ -15,7 +15,6 @@ temperature 0.5, 2,000 prompt and 2,000 response tokens.
 from __future__ import annotations
 
 import dataclasses
-import difflib
 import typing
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -388,9 +387,8 @@ def _build(cls: type[C], data: Any) -> C:
 
 
 def _unknown_key(cls: type, key: Any, types_: dict[str, Any]) -> str:
-    close = difflib.get_close_matches(str(key), list(types_), n=1)
-    hint = f"; did you mean {close[0]!r}?" if close else ""
-    return f"unknown key {key!r} for {cls.__name__}{hint} (see docs/training.md for the fields)"
+    see = f"docs/training.md lists the fields of {cls.__name__}"
+    return str(typed_config.unknown_key(key, types_, "key", see=see))
 
 
 def parse_override(text: str) -> tuple[str, Any]:
