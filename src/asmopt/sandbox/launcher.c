@@ -850,8 +850,10 @@ int main(int argc, char **argv) {
     }
     prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
     report("started\n");
+    /* Any inherited number is fine, EXEC_FD included (a caller with hundreds of descriptors
+       open hands one over as 200): each is moved above HIGH_FD_BASE before a child exists. */
     for (int k = 0; k < o.n_progs; k++) {
-        if (o.prog_fd[k] == EXEC_FD || (o.prog_fd[k] = move_high(o.prog_fd[k])) < 0) {
+        if ((o.prog_fd[k] = move_high(o.prog_fd[k])) < 0) {
             report("error bad program descriptor\n");
             return 122;
         }
