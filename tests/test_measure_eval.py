@@ -12,7 +12,7 @@ from asmopt.measure.speedup import MeasureMode, MeasureStatus
 from asmopt.measure.timing import TimingConfig
 from asmopt.policies.base import Candidate, PolicyRequest
 from asmopt.programs.model import Program, TestCase
-from asmopt.run import evaluate_programs, summarize
+from asmopt.run import RunHooks, evaluate_programs, summarize
 from asmopt.sandbox import Sandbox
 from asmopt.store import ResultStore
 from asmopt.toolchain import Toolchain
@@ -89,7 +89,7 @@ def timed(
             jobs=2,
             progress=False,
             measure=options,
-            store=store,
+            hooks=RunHooks(store=store),
         )
     return outcomes
 
