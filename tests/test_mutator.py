@@ -286,6 +286,7 @@ def test_undefined_behaviour_on_drawn_values_narrows_the_class(toolchain, sandbo
 
 
 # ---------------------------------------------------------------------------- importers
+@pytest.mark.slow
 def test_plain_dir_import_learns_generators_and_reports_counts(
     tmp_path: Path, toolchain, sandbox
 ) -> None:
@@ -340,6 +341,7 @@ def test_import_summary_prints_accepted_and_tried(tmp_path: Path, capsys) -> Non
 
 
 # ---------------------------------------------------------------------------- exports
+@pytest.mark.slow
 @pytest.mark.parametrize("fmt", ["jsonl", "verl-parquet"])
 def test_exported_row_carries_the_generator(tmp_path: Path, toolchain, sandbox, fmt) -> None:
     if fmt == "verl-parquet":
@@ -413,6 +415,7 @@ def test_a_fixed_test_with_undefined_behaviour_is_dropped_by_name_before_learnin
     assert p.inputs is not None and dict(p.inputs.tests) == {"fine": "fine"}
 
 
+@pytest.mark.slow
 def test_an_import_drops_a_program_whose_every_fixed_test_is_ill_defined(
     tmp_path: Path, toolchain, sandbox
 ) -> None:
@@ -549,6 +552,7 @@ def test_counts_grow_past_the_sample_and_still_count_what_follows(
     assert p.inputs.entropy_bits("t") >= MIN_ENTROPY_BITS
 
 
+@pytest.mark.slow
 def test_a_grading_draws_what_the_entropy_mark_requires(tmp_path: Path, toolchain, sandbox) -> None:
     """The mark's `per_class` is what a check draws, not the default 2 (and a mark for
     another version of the program raises nothing)."""
