@@ -137,7 +137,7 @@ def test_tokenizer_and_token_arrays(tmp_path: Path) -> None:
 def test_study_config_is_strict() -> None:
     cfg = load_study_config("toy", ["train.max_steps=9", "model.window=3", "eval.task_level=-O1"])
     assert cfg.train.max_steps == 9 and cfg.model.window == 3
-    with pytest.raises(ValueError, match="did you mean 'train.max_steps'"):
+    with pytest.raises(ValueError, match=r"did you mean 'train\.max_steps'"):
         load_study_config("toy", ["train.max_step=9"])
     with pytest.raises(ValueError, match="expected an integer"):
         load_study_config("toy", ["train.max_steps=many"])

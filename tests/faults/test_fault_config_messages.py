@@ -82,8 +82,9 @@ def test_range_error_of_a_set_value_names_the_command_line(tmp_path: Path) -> No
     config = tmp_path / "bad.yaml"
     config.write_text("total_steps: -5\nmodel: tiny:llama\n")
     line = _one_line(
-        run_asmopt("train", "sft", "--config", str(config), "--set", "train_seed=3", "--print-config")
-    )
+        run_asmopt("train", "sft", "--config", str(config), "--set", "train_seed=3",
+                   "--print-config")
+    )  # fmt: skip
     assert line.startswith(f"asmopt: error: {config}: total_steps must be >= 0"), line
 
 
