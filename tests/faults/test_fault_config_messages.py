@@ -116,7 +116,7 @@ def test_study_range_error_names_the_command_line_or_the_file(tmp_path: Path) ->
 @pytest.mark.parametrize("group", ["train", "study"])
 def test_non_utf8_yaml_config_names_the_file(tmp_path: Path, group: str) -> None:
     config = tmp_path / "bad.yaml"
-    config.write_bytes(b"seed: 1\n# caf\xe9\n")
+    config.write_bytes(b"train_seed: 1\n# caf\xe9\n")
     args = ["train", "ppo"] if group == "train" else ["train", "lm", "--loops", "1"]
     line = _one_line(run_asmopt(*args, "--config", str(config), "--print-config"))
     assert f"{config}: not UTF-8 text" in line and "0xe9" in line and "line 2" in line, line
@@ -133,7 +133,7 @@ def test_invalid_yaml_is_one_line(tmp_path: Path, group: str) -> None:
 
 def test_huge_integer_in_a_config_file_names_the_key(tmp_path: Path) -> None:
     config = tmp_path / "big.yaml"
-    config.write_text(f"seed: 1\ntotal_steps: {BIG}\n")
+    config.write_text(f"train_seed: 1\ntotal_steps: {BIG}\n")
     line = _one_line(run_asmopt("train", "ppo", "--config", str(config), "--print-config"))
     assert f"{config}: line 2, total_steps: an integer of 5000 digits" in line, line
     assert "sys.set_int_max_str_digits" not in line

@@ -35,7 +35,7 @@ PPO_YAML = """\
 model: tiny:llama
 device: cpu
 num_threads: 1
-seed: 0
+train_seed: 0
 train_data: text-task:train
 val_data: null
 reward: text-task
