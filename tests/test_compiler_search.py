@@ -26,12 +26,15 @@ def test_selection_split_is_every_other_test_from_the_last() -> None:
     assert chosen == sorted(names[::-1][::2]) and names[-1] in chosen
 
 
-# The default run answers the first program; `make test-slow` the rest of the suite
-# (several minutes: every program is built, verified and timed for each variant).
+# `make test-slow` answers the first program, then the rest of the suite (several minutes:
+# every program is built, verified and timed for each variant).
 FEW = 1
 
 
-@pytest.mark.parametrize("part", ["first", pytest.param("rest", marks=pytest.mark.slow)])
+@pytest.mark.parametrize(
+    "part",
+    [pytest.param("first", marks=pytest.mark.slow), pytest.param("rest", marks=pytest.mark.slow)],
+)
 def test_compiler_search_answers_every_builtin_program_with_verified_code(
     toolchain: Toolchain, sandbox: Sandbox, part: str
 ) -> None:

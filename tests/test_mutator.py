@@ -306,6 +306,7 @@ def test_plain_dir_import_learns_generators_and_reports_counts(
     assert all(p.fixed_inputs for p in plain) and "inputs" not in plain_report.stats
 
 
+@pytest.mark.slow
 def test_import_summary_prints_accepted_and_tried(tmp_path: Path, capsys) -> None:
     pool = make_pool(tmp_path / "pool", ("sum", "quiet"))
     out_dir = tmp_path / "suite"
@@ -443,6 +444,7 @@ int main(void)
 WIDE_LIST = "20\n" + " ".join(str(100000 + 37 * k * k) for k in range(20)) + "\n"
 
 
+@pytest.mark.slow
 def test_an_import_measures_drawn_outputs_and_a_yes_no_program_is_unfit(
     tmp_path: Path, toolchain, sandbox
 ) -> None:
@@ -633,6 +635,7 @@ int main(void)
 """
 
 
+@pytest.mark.slow
 def test_a_one_record_samples_class_is_folded_into_a_sibling_that_carries_entropy(
     tmp_path: Path, toolchain, sandbox
 ) -> None:

@@ -38,7 +38,8 @@ else:
     modeling_plt = lazy("asmopt.models.plt.modeling_plt")
     native = lazy("asmopt.models.plt.native")
 
-pytestmark = pytest.mark.ml
+# Builds the C++ extension once (30-60 s): `make test-slow` runs the module.
+pytestmark = [pytest.mark.ml, pytest.mark.slow]
 
 
 def _missing_build_tools() -> str:
