@@ -59,8 +59,10 @@ def test_compiler_search_answers_every_builtin_program_with_verified_code(
     assert "unavailable" in statuses or "clang" not in str(CHEAP)
 
 
-# One program shows that the profile-guided build works; the slow run adds a second.
-@pytest.mark.parametrize("index", [0, pytest.param(1, marks=pytest.mark.slow)])
+# Two programs show that the profile-guided build works (`make test-slow`: 15 s each).
+@pytest.mark.parametrize(
+    "index", [pytest.param(0, marks=pytest.mark.slow), pytest.param(1, marks=pytest.mark.slow)]
+)
 def test_profile_guided_variant_builds_and_verifies(
     toolchain: Toolchain, sandbox: Sandbox, index: int
 ) -> None:

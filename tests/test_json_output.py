@@ -39,6 +39,7 @@ def json_of(argv: list[str], timeout: float = 600, **env: str) -> tuple[Any, str
                              f"{proc.stdout[:2000]}") from None  # fmt: skip
 
 
+@pytest.mark.slow
 def test_json_commands_print_json_only(tmp_path: Path) -> None:
     from asmopt.programs import load_builtin_suite
 
