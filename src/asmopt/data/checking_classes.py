@@ -38,7 +38,6 @@ from typing import Any
 LOW_WIDTH = 10
 # Characters a narrowed string is drawn from: the first of its alphabet.
 LOW_ALPHABET = 2
-SUFFIXES = ("sample", "low")
 # Checking classes per program at most (the first classes' first): every grading draws K
 # inputs of each, and the adequacy mutants run on them too. Eight keep a grading's drawn
 # runs within a few times a one-class program's while covering the samples of most

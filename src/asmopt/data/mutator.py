@@ -1671,10 +1671,10 @@ def accept_generator(
         if chosen is not None:
             kept[learnt.name] = dict(learnt.bodies)[chosen]
             mapping.update({t: learnt.name for t in learnt.tests})
-            checking = _checking_classes(
-                judge, learnt, chosen, tests[learnt.tests[0]], report, list(kept.values())
+            room = MAX_CHECKING_CLASSES - (len(kept) - len(set(mapping.values())))
+            kept.update(
+                _checking_classes(judge, learnt, chosen, tests[learnt.tests[0]], report, kept, room)
             )
-            kept.update(checking)
     if not kept:
         return done(None, "no class passed acceptance")
     gen = InputGenerator.from_dict(
@@ -1752,16 +1752,13 @@ def _checking_classes(
     chosen: str,
     test: TestCase,
     report: dict[str, Any],
-    have: list[dict[str, Any]],
+    have: dict[str, dict[str, Any]],
+    room: int,
 ) -> dict[str, dict[str, Any]]:
     """The checking variants of a class accepted at `chosen` whose draws all pass
-    (data/checking_classes.py), by name, none a body in `have` (the classes kept so far),
-    and no more than MAX_CHECKING_CLASSES in all; each tried is recorded in the class's
+    (data/checking_classes.py), by name: none draws what a class in `have` (those kept so
+    far) draws, and no more than `room` of them; each tried is recorded in the class's
     report."""
-    room = MAX_CHECKING_CLASSES - sum(
-        1 for c in report["classes"].values() for why in (c.get("checking") or {}).values()
-        if why == "kept"
-    )
     bodies = dict(learnt.bodies)
     sample = None  # the most daring body at the sample's sizes (`full`, or one plainer)
     if chosen in _GROWN:
@@ -1770,7 +1767,7 @@ def _checking_classes(
     tried: dict[str, str] = {}
     for suffix, body in checking_variants(bodies[chosen], sample):
         name = checking_name(learnt.name, suffix)
-        if body in have:
+        if body in have.values() or body in kept.values():
             tried[suffix] = "the same draws as a class kept before"
             continue
         if room <= 0:
@@ -1786,7 +1783,6 @@ def _checking_classes(
         tried[suffix] = attempt.get("failure", "kept")
         if "failure" not in attempt:
             kept[name] = body
-            have.append(body)
             room -= 1
     if tried:
         report["classes"][learnt.name]["checking"] = tried

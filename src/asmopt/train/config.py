@@ -358,15 +358,20 @@ def config_from_dict(cls: type[C], data: dict[str, Any], *, source: str = "confi
 
 # Keys that were renamed, with their new spelling: refused by name, never read as the old
 # meaning (a `seed` could be taken for the secret input seed).
+# old key -> (new key, what it is).
 RENAMED_KEYS = {
-    "seed": "train_seed (the trainer's seed; the secret input seed is "
-    "reward_options.fresh_inputs.seed, new per grading when left out)",
+    "seed": (
+        "train_seed",
+        "the trainer's seed; the secret input seed is reward_options.fresh_inputs.seed, "
+        "new per grading when left out",
+    ),
 }
 
 
 def _renamed(key: Any) -> None:
     if key in RENAMED_KEYS:
-        raise InputError(f"the key {key!r} is now {RENAMED_KEYS[key]}")
+        new, what = RENAMED_KEYS[key]
+        raise InputError(f"the key {key!r} is now {new} ({what})")
 
 
 def _build(cls: type[C], data: Any) -> C:
@@ -456,8 +461,6 @@ def config_to_yaml(cfg: Any) -> str:
     return yaml.safe_dump(config_to_dict(cfg), sort_keys=False, default_flow_style=None)
 
 
-_NEW_NAMES = {old: new.split(" ", 1)[0] for old, new in RENAMED_KEYS.items()}
-
 # Fields that may change when a run is resumed: they do not change what a step computes.
 RESUMABLE_CHANGES = frozenset(
     {
@@ -483,6 +486,7 @@ RESUMABLE_CHANGES = frozenset(
 
 def changed_fields(saved: dict[str, Any], current: dict[str, Any]) -> list[str]:
     """Fields whose change would make a resumed run differ from an uninterrupted one."""
-    saved = {_NEW_NAMES.get(k, k): v for k, v in saved.items()}  # a run saved before a rename
+    # a run saved before a rename
+    saved = {RENAMED_KEYS[k][0] if k in RENAMED_KEYS else k: v for k, v in saved.items()}
     keys = (set(saved) | set(current)) - RESUMABLE_CHANGES
     return sorted(k for k in keys if saved.get(k) != current.get(k))
