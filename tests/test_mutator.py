@@ -213,6 +213,46 @@ def test_a_line_that_starts_with_its_own_length_grows_as_one_record() -> None:
             assert k == len(values) > seen
 
 
+
+def test_a_second_count_on_a_table_head_counts_the_run_after_the_table() -> None:
+    """`ns nq`, then ns rows `l r` of the head's own shape, then nq queries: the head is
+    read as the table's count (ns) and nq counts the queries after the table, so at no
+    level is nq drawn from the rows' second column (which would read 10^7 queries)."""
+    rows = "".join(f"{i} {10_000_000 - i}\n" for i in range(1, 8))
+    stdin = f"7 3\n{rows}5\n17\n9999990\n".encode()
+    p = Program("intervals", PAIRS_C, (TestCase("t", stdin, b""),))
+    for level in ("grown", "past", "full", "bulk", "values"):
+        gen = learn_generator(p, level)
+        assert gen is not None, level
+        for _, text in draws(replace_inputs(p, gen), 12):
+            head, *rest = text.strip().split("\n")
+            ns, nq = map(int, head.split())
+            assert (ns, nq) == (7, 3) or ns + nq == len(rest), (level, head, len(rest))
+            assert all(len(line.split()) == 1 for line in rest[ns:]), (level, text)
+            assert len(rest) - ns == nq, (level, head, len(rest))
+
+
+def test_rows_of_fields_keep_each_columns_range_and_grow_at_ranges_seen() -> None:
+    """`t`, then t rows `s w1 w2 w3` (a height in 1..8, widths in 1..2, as the statement
+    bounds them): the rows are records of fields, so no width is drawn from the heights'
+    range at a level that keeps ranges as seen, and `grown4_seen` grows t past the
+    sample's while it does so."""
+    rows = ["3 1 2 1", "2 2 2 1", "1 1 1 2", "5 2 1 1", "4 1 1 1", "6 2 2 2", "2 1 2 2"]
+    stdin = ("7\n" + "\n".join(rows) + "\n").encode()
+    p = Program("bricks", PAIRS_C, (TestCase("t", stdin, b""),))
+    grown_past = set()
+    for level in ("grown4_seen", "past", "full", "values"):
+        gen = learn_generator(p, level)
+        assert gen is not None, level
+        for _, text in draws(replace_inputs(p, gen), 12):
+            head, *lines = text.strip().split("\n")
+            assert int(head) == len(lines)
+            grown_past.add((level, int(head) > 7))
+            for line in lines:
+                s, *widths = map(int, line.split())
+                assert 1 <= s <= 6 and all(1 <= w <= 2 for w in widths), (level, line)
+    assert ("grown4_seen", True) in grown_past
+
 def test_indices_from_zero_stay_inside_the_list_they_index() -> None:
     """`n`, a list of n values, `q`, then q queries `l r` that index the list from 0: every
     drawn query stays in [0, n - 1] with l <= r, at every drawn n."""

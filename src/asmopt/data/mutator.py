@@ -49,13 +49,14 @@ and agree depends on undefined behaviour, so it is dropped by name (the report's
 `dropped_tests`), and a program left with no test is dropped from the import
 (`ill_defined_tests`).
 
-Seven levels, each more conservative than the last, are learnt per test: `keywords` (all
+Eight levels, each more conservative than the last, are learnt per test: `keywords` (all
 of the above, with source keywords drawn), `grown` (sizes past the sample: a governing
 count drawn up to GROW_FACTOR times the test's, integer ranges widened to the next power
 of ten, the limit a statement would plausibly give), `grown4` (the same, sizes grown at
-most four times), `past` (sizes just past the sample's, up to one and a half times them,
-ranges as seen: for programs whose own limits, an `assert(t < 11)` or a `char w[31]`,
-refuse more), `full`
+most four times), `grown4_seen` (sizes grown at most four times, ranges as seen: for
+values the program bounds, a width in 1..2, where the sizes may still grow), `past`
+(sizes just past the sample's, up to one and a half times them, ranges as seen: for
+programs whose own limits, an `assert(t < 11)` or a `char w[31]`, refuse more), `full`
 (counts and ranges as seen),
 `bulk` (scalars kept literal; only table and list values vary) and `values` (table and
 list values drawn only from the values observed there). A sample's five numbers carry
@@ -104,7 +105,9 @@ if TYPE_CHECKING:
     from asmopt.sandbox.runner import Limits, RunResult, Sandbox
     from asmopt.toolchain import Toolchain
 
-LEVELS: tuple[str, ...] = ("keywords", "grown", "grown4", "past", "full", "bulk", "values")
+LEVELS: tuple[str, ...] = (
+    "keywords", "grown", "grown4", "grown4_seen", "past", "full", "bulk", "values"
+)
 # The `grown` level's sizes: a count that governs a following list or run of lines is drawn
 # in [max(v, target // 2), target], target = v * GROW_FACTOR within [GROW_MIN, GROW_MAX]
 # (v: the count in the test). A sample's five numbers are too few to carry the 64 bits of
@@ -121,6 +124,7 @@ GROWTH: dict[str, tuple[float, int, int]] = {
     "keywords": (GROW_FACTOR, GROW_MIN, GROW_MAX),
     "grown": (GROW_FACTOR, GROW_MIN, GROW_MAX),
     "grown4": (4, 16, 256),
+    "grown4_seen": (4, 16, 256),
     "past": (1.5, 0, 64),
 }
 # String literals of the source that may be keywords an input names (`OCT`, `add`, `P=NP`):
@@ -371,11 +375,17 @@ def _mark_fixed(lines: list[Line], blocks: list[Block]) -> None:
     def count_like(v: int, k: int, j: int, vals: list[Atom]) -> bool:
         """Whether value v (atom j of line k) counts what follows it: the values after it
         on its line, or (within the next few lines) a line's values, a string's length, a
-        run of lines (give or take one), the next lines' values together, the lines left."""
+        run of lines (give or take one), the next lines' values together, the lines left.
+        (For the head of a table that it counts, k is the table's last line: `ns nq`, ns
+        lines `l r`, then nq lines.)"""
         if v == len(vals) - j - 1 and v > 0:
             return True
         if any(len(a.text) == v for a in vals[j + 1 :] if a.kind in ("str", "word")):
             return True
+        return count_after(v, k)
+
+    def count_after(v: int, k: int) -> bool:
+        """Whether v counts what follows line k (the part of `count_like` after it)."""
         for m in range(k + 1, min(n, k + 1 + COUNT_WINDOW)):
             if v == nvals[m] or v in strlens[m]:
                 return True
@@ -396,6 +406,14 @@ def _mark_fixed(lines: list[Line], blocks: list[Block]) -> None:
         head = block.kind == "table" and line is block.lines[0]
         if head and k > 0 and str(len(block.lines)) in [a.text for a in lines[k - 1].values()]:
             head = False
+        # The values of a table's head that count the table itself (`n`, then n lines of
+        # the head's shape): its other values may count what follows the table.
+        own_sizes = (len(block.lines) - 1, n - k - 1, n - k - 2)
+        own = {
+            j
+            for j, a in enumerate(vals)
+            if head and a.kind == "int" and int(a.text) in own_sizes
+        }
         for j, a in enumerate(vals):
             if a.kind == "int":
                 v = int(a.text)
@@ -407,9 +425,12 @@ def _mark_fixed(lines: list[Line], blocks: list[Block]) -> None:
                     a.fixed = _list_sep(lines[k + 1]) is not None
                 elif j == 0 and v >= 2 and v == len(vals) - 1 and _own_length_column(block):
                     a.fixed = True  # a record that starts with its own length: k a1 .. ak
-                elif head and v in (len(block.lines) - 1, n - k - 1, n - k - 2):
+                elif j in own:
                     # a count whose items have its own shape (n, then n lines of one number)
                     a.fixed = True
+                elif own:
+                    # beside the head's own count, a count of what follows the table
+                    a.fixed = count_after(v, k + len(block.lines) - 1)
             elif a.kind == "word" and block.kind != "table":
                 has_number = any(b.kind in ("int", "dec") for b in vals)
                 if has_number or words[a.text] > 1 or a.text in _ANSWER_WORDS:
@@ -435,13 +456,37 @@ def _mark_sentinel(lines: list[Line]) -> None:
             a.fixed = True
 
 
+# The widest rows of numbers read as records of fields (`s w1 w2 w3`) rather than as one
+# list, where their columns show different ranges (`_record_rows`).
+MAX_RECORD_WIDTH = 8
+
+
+def _record_rows(block: Block) -> bool:
+    """Whether a table of list lines is a table of records: every row holds the same
+    number of values (at most MAX_RECORD_WIDTH), and some column never reaches half the
+    largest value of the table (a height in 1..8 beside widths in 1..2). Pooled as one
+    list, a width would be drawn as 8; the rows of a grid of one quantity stay pooled."""
+    if block.kind != "table" or not block.is_list:
+        return False
+    rows = [[a for a in line.values()] for line in block.lines]
+    width = len(rows[0])
+    if width > MAX_RECORD_WIDTH or any(len(r) != width for r in rows):
+        return False
+    if any(a.kind != "int" for r in rows for a in r):
+        return False
+    columns = [[int(r[j].text) for r in rows] for j in range(width)]
+    top = max(max(c) for c in columns)
+    return top > 0 and any(2 * max(c) <= top for c in columns) and min(map(min, columns)) >= 0
+
+
 def _assign_columns(blocks: list[Block]) -> None:
     for b_idx, block in enumerate(blocks):
+        records = _record_rows(block)
         for line in block.lines:
             for j, a in enumerate(line.atoms):
                 if not a.value:
                     continue
-                if block.is_list:
+                if block.is_list and not records:
                     a.col = ("tl" if block.kind == "table" else "l", b_idx)
                 elif block.kind == "table":
                     a.col = ("t", b_idx, j)
@@ -529,9 +574,9 @@ def _choices(texts: list[str]) -> list[str]:
 
 
 _STRING_LITERAL = re.compile(r'"((?:[^"\\\n]|\\.)*)"')
-_DARING = ("keywords", "grown", "grown4", "past", "full")
+_DARING = ("keywords", "grown", "grown4", "grown4_seen", "past", "full")
 _GROWN = tuple(GROWTH)
-_LESS_GROWN = ("grown4", "past")
+_LESS_GROWN = ("grown4", "grown4_seen", "past")
 # Levels whose integer ranges widen to the next power of ten; `past` keeps the ranges seen
 # (a program that refuses four times the sample's sizes has limits close to its sample).
 _WIDENED = ("keywords", "grown", "grown4")
