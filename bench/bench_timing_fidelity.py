@@ -158,6 +158,13 @@ def main() -> int:
                 f"{ref_t_109} at >= 1.09x",
             ),
             ("significantly slower", ours_slow, "-", sum(t.high < 1.0 for t in ours_tests), "-"),
+            (
+                "flagged unreliable",
+                f"{sum(not s.reliable for s in ours_prog)}/{n}",
+                "-",
+                f"{unreliable}/{len(ours_tests)}",
+                "-",
+            ),
         ],
     )
     text = "\n".join(

@@ -185,6 +185,11 @@ def main() -> int:
             (f"reported significantly {what}", f"{hits}/{n}", f"{test_sig}/{test_total}"),
             ("reported with the wrong sign", f"{wrong}/{n}", ""),
             (
+                "flagged unreliable",
+                f"{sum(not r.reliable for r in program_results)}/{n}",
+                f"{sum(not t.reliable for r in program_results for t in r.tests)}/{test_total}",
+            ),
+            (
                 "median measured ratio",
                 f"{statistics.median(r.ratio for r in program_results):.4f}",
                 f"{statistics.median(medians):.4f}",
