@@ -351,52 +351,61 @@ def _own_length_column(block: Block) -> bool:
     )
 
 
-def _mark_fixed(lines: list[Line], blocks: list[Block]) -> None:
-    """Keep count-like integers, sentinels and keywords as written (see the module
-    docstring): varying them would break the structure the program parses."""
-    n = len(lines)
-    nvals = [len(line.values()) for line in lines]
-    strlens = [{len(a.text) for a in line.values() if a.kind in ("str", "word")} for line in lines]
-    block_of: dict[int, Block] = {}
-    run_at: dict[int, int] = {}  # line index -> length of the run of lines starting there
-    k = 0
-    for b in blocks:
-        run_at[k] = len(b.lines)
-        for line in b.lines:
-            block_of[id(line)] = b
-        k += len(b.lines)
-    prefix = [0]
-    for x in nvals:
-        prefix.append(prefix[-1] + x)
-    last_prefix = {p: k for k, p in enumerate(prefix)}
-    total = prefix[-1]
-    words = Counter(a.text for line in lines for a in line.values() if a.kind == "word")
+class _Counts:
+    """What the lines of one input show about counts: each line's number of values and
+    strings' lengths, the runs of lines of one shape, and the values counted so far."""
 
-    def count_like(v: int, k: int, j: int, vals: list[Atom]) -> bool:
+    def __init__(self, lines: list[Line], blocks: list[Block]) -> None:
+        self.n = len(lines)
+        self.nvals = [len(line.values()) for line in lines]
+        self.strlens = [
+            {len(a.text) for a in line.values() if a.kind in ("str", "word")} for line in lines
+        ]
+        self.block_of: dict[int, Block] = {}
+        self.run_at: dict[int, int] = {}  # line index -> length of the run starting there
+        k = 0
+        for b in blocks:
+            self.run_at[k] = len(b.lines)
+            for line in b.lines:
+                self.block_of[id(line)] = b
+            k += len(b.lines)
+        self.prefix = [0]
+        for x in self.nvals:
+            self.prefix.append(self.prefix[-1] + x)
+        self.last_prefix = {p: k for k, p in enumerate(self.prefix)}
+
+    def like(self, v: int, k: int, j: int, vals: list[Atom]) -> bool:
         """Whether value v (atom j of line k) counts what follows it: the values after it
         on its line, or (within the next few lines) a line's values, a string's length, a
-        run of lines (give or take one), the next lines' values together, the lines left.
-        (For the head of a table that it counts, k is the table's last line: `ns nq`, ns
-        lines `l r`, then nq lines.)"""
+        run of lines (give or take one), the next lines' values together, the lines left."""
         if v == len(vals) - j - 1 and v > 0:
             return True
         if any(len(a.text) == v for a in vals[j + 1 :] if a.kind in ("str", "word")):
             return True
-        return count_after(v, k)
+        return self.after(v, k)
 
-    def count_after(v: int, k: int) -> bool:
-        """Whether v counts what follows line k (the part of `count_like` after it)."""
+    def after(self, v: int, k: int) -> bool:
+        """Whether v counts what follows line k (for the head of a table that it counts, k
+        is the table's last line: `ns nq`, ns lines `l r`, then nq lines)."""
+        n, prefix = self.n, self.prefix
         for m in range(k + 1, min(n, k + 1 + COUNT_WINDOW)):
-            if v == nvals[m] or v in strlens[m]:
+            if v == self.nvals[m] or v in self.strlens[m]:
                 return True
-            run = run_at.get(m)
+            run = self.run_at.get(m)
             if run is not None and v in (run, run - 1, run + 1):
                 return True
-        if last_prefix.get(prefix[k + 1] + v, -1) > k + 1:
+        if self.last_prefix.get(prefix[k + 1] + v, -1) > k + 1:
             return True
         remaining = n - k - 1
-        return v in (remaining, remaining - 1, total - prefix[k + 1])
+        return v in (remaining, remaining - 1, prefix[-1] - prefix[k + 1])
 
+
+def _mark_fixed(lines: list[Line], blocks: list[Block]) -> None:
+    """Keep count-like integers, sentinels and keywords as written (see the module
+    docstring): varying them would break the structure the program parses."""
+    counts = _Counts(lines, blocks)
+    n, nvals, block_of = counts.n, counts.nvals, counts.block_of
+    words = Counter(a.text for line in lines for a in line.values() if a.kind == "word")
     for k, line in enumerate(lines):
         block = block_of[id(line)]
         vals = line.values()
@@ -418,7 +427,7 @@ def _mark_fixed(lines: list[Line], blocks: list[Block]) -> None:
             if a.kind == "int":
                 v = int(a.text)
                 if block.kind == "line" and not block.is_list:
-                    a.fixed = count_like(v, k, j, vals)
+                    a.fixed = counts.like(v, k, j, vals)
                 elif len(vals) == 1 and k + 1 < n and nvals[k + 1] == v:
                     # alone on its line in a run of such lines (`3` test cases, then `4`),
                     # but counting the list on the next line
@@ -430,7 +439,7 @@ def _mark_fixed(lines: list[Line], blocks: list[Block]) -> None:
                     a.fixed = True
                 elif own:
                     # beside the head's own count, a count of what follows the table
-                    a.fixed = count_after(v, k + len(block.lines) - 1)
+                    a.fixed = counts.after(v, k + len(block.lines) - 1)
             elif a.kind == "word" and block.kind != "table":
                 has_number = any(b.kind in ("int", "dec") for b in vals)
                 if has_number or words[a.text] > 1 or a.text in _ANSWER_WORDS:
