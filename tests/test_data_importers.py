@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from asmopt.data.codenet import import_codenet
-from asmopt.data.common import DataError
+from asmopt.data.common import DataError, ImportRun
 from asmopt.data.llvm_test_suite import (
     STDERR_HEADER,
     collect_llvm_programs,
@@ -285,7 +285,7 @@ def test_llvm_verification_drops_programs_that_cannot_pass(
     (mini / "quiet.reference_output").write_text("43exit 0\n")
     programs, report = collect_llvm_programs([root])
     kept = verify_and_filter(
-        programs, report, jobs=2, progress=False, toolchain=toolchain, sandbox=sandbox
+        programs, report, run=ImportRun(toolchain=toolchain, sandbox=sandbox)
     )
     assert sorted(p.id for p in kept) == ["Mini-extra", "Mini-latin", "Mini-main"]
     drop = next(d for d in report.dropped if d.item == "Mini-quiet")
@@ -387,7 +387,7 @@ def test_llvm_hash_and_stderr_fixtures_verify(tmp_path: Path, toolchain, sandbox
     write(bench / "Kern/k2/k2.reference_output", "0" * 32 + "\n")
     programs, report = collect_llvm_programs([bench])
     kept = verify_and_filter(
-        programs, report, jobs=2, progress=False, toolchain=toolchain, sandbox=sandbox
+        programs, report, run=ImportRun(toolchain=toolchain, sandbox=sandbox)
     )
     assert sorted(p.id for p in kept) == ["Mixed-mixed", "k1-k1"], report.dropped
     (drop,) = report.dropped
@@ -449,7 +449,7 @@ def test_real_llvm_directories_parse(toolchain, sandbox) -> None:
     assert by_id["Stanford-Queens"].tests[0].compare.rel_tol == pytest.approx(0.001)
     sample = [by_id[i] for i in ("Shootout-hello", "Shootout-fib2", "Stanford-Queens")]
     kept = verify_and_filter(
-        sample, report, jobs=2, progress=False, toolchain=toolchain, sandbox=sandbox
+        sample, report, run=ImportRun(toolchain=toolchain, sandbox=sandbox)
     )
     assert len(kept) == 3, report.dropped
 
@@ -465,7 +465,7 @@ def test_real_llvm_directories_import_and_verify_whole(toolchain, sandbox) -> No
     programs, report = collect_llvm_programs(dirs)
     found = len(programs) + len(report.dropped)
     kept = verify_and_filter(
-        programs, report, jobs=2, progress=False, toolchain=toolchain, sandbox=sandbox
+        programs, report, run=ImportRun(toolchain=toolchain, sandbox=sandbox)
     )
     print(f"{len(kept)} of {found} C programs imported and verified; drops: {report.dropped}")
     assert all(d.detail for d in report.dropped)

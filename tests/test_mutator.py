@@ -11,6 +11,7 @@ import pytest
 
 import asmopt.cli
 from asmopt.adequacy import UnfitProgramError
+from asmopt.data.common import ImportRun
 from asmopt.data.export import export_suite
 from asmopt.data.mutator import fit_inputs, learn_classes, learn_generator
 from asmopt.data.plain_dir import import_plain_dir
@@ -331,7 +332,9 @@ def test_plain_dir_import_learns_generators_and_reports_counts(
     tmp_path: Path, toolchain, sandbox
 ) -> None:
     pool = make_pool(tmp_path / "pool")
-    suite, report = import_plain_dir(pool, mutator=True, toolchain=toolchain, sandbox=sandbox)
+    suite, report = import_plain_dir(
+        pool, run=ImportRun(mutator=True, toolchain=toolchain, sandbox=sandbox)
+    )
     stats = report.stats["inputs"]
     assert stats["generator"] == 4 and stats["fixed_inputs"] == 1
     assert stats["tried"] >= stats["accepted"] >= 5 * 16
@@ -388,7 +391,9 @@ def test_exported_row_carries_the_generator(tmp_path: Path, toolchain, sandbox, 
     if fmt == "verl-parquet":
         pytest.importorskip("pyarrow")
     pool = make_pool(tmp_path / "pool", ("sum", "quiet"))
-    suite, _ = import_plain_dir(pool, mutator=True, toolchain=toolchain, sandbox=sandbox)
+    suite, _ = import_plain_dir(
+        pool, run=ImportRun(mutator=True, toolchain=toolchain, sandbox=sandbox)
+    )
     suffix = ".jsonl" if fmt == "jsonl" else ".parquet"
     # "quiet" has fixed inputs only: refused for rewards, exported only when allowed.
     with pytest.raises(UnfitProgramError, match="fixed_inputs"):
@@ -426,7 +431,9 @@ def test_exported_row_carries_the_generator(tmp_path: Path, toolchain, sandbox, 
     del bare["extra_info"]["inputs_spec"], bare["extra_info"]["program_id"]
     assert row_to_program(bare, 0, "rows", "row", "train")[0].fixed_inputs
     # and the SuperCoder importer keeps a carried generator without learning again
-    again, report = import_supercoder([path], mutator=True, toolchain=toolchain, sandbox=sandbox)
+    again, report = import_supercoder(
+        [path], run=ImportRun(mutator=True, toolchain=toolchain, sandbox=sandbox)
+    )
     kept = [p for p in again if p.meta.get("program_id") == "sum"]
     assert kept and kept[0].inputs is not None and report.stats["inputs"]["carried"] == 1
 
@@ -464,7 +471,9 @@ def test_an_import_drops_a_program_whose_every_fixed_test_is_ill_defined(
     (pool / "oob" / "tests").mkdir(parents=True)
     (pool / "oob" / "oob.c").write_text(UB_C)
     (pool / "oob" / "tests" / "a.in").write_text("1 2\n7 8\n")
-    suite, report = import_plain_dir(pool, mutator=True, toolchain=toolchain, sandbox=sandbox)
+    suite, report = import_plain_dir(
+        pool, run=ImportRun(mutator=True, toolchain=toolchain, sandbox=sandbox)
+    )
     assert sorted(suite.programs) == ["sum"] and report.kept == ["sum"]
     (drop,) = [d for d in report.dropped if d.item == "oob"]
     assert drop.reason == "ill_defined_tests" and "a:" in drop.detail
@@ -503,7 +512,9 @@ def test_an_import_measures_drawn_outputs_and_a_yes_no_program_is_unfit(
         (pool / name / "tests").mkdir(parents=True)
         (pool / name / f"{name}.c").write_text(source)
         (pool / name / "tests" / "a.in").write_text(WIDE_LIST)
-    suite, report = import_plain_dir(pool, mutator=True, toolchain=toolchain, sandbox=sandbox)
+    suite, report = import_plain_dir(
+        pool, run=ImportRun(mutator=True, toolchain=toolchain, sandbox=sandbox)
+    )
     assert report.stats["entropy"] == {"measured": 2, "tabulable": 1}
     parity, wide = suite.programs["parity"], suite.programs["wide_sum"]
     fit, why = is_reward_fit(parity)
@@ -608,7 +619,9 @@ def test_a_grading_draws_what_the_entropy_mark_requires(tmp_path: Path, toolchai
     (pool / "wide_sum" / "wide_sum.c").write_text(SUM_C)
     (pool / "wide_sum" / "tests" / "a.in").write_text(WIDE_LIST)
     (pool / "wide_sum" / "tests" / "a.out").write_text(f"{sum(map(int, WIDE_LIST.split()[1:]))}\n")
-    suite, _ = import_plain_dir(pool, mutator=True, toolchain=toolchain, sandbox=sandbox)
+    suite, _ = import_plain_dir(
+        pool, run=ImportRun(mutator=True, toolchain=toolchain, sandbox=sandbox)
+    )
     wide = only_timed_classes(suite.programs["wide_sum"], toolchain, sandbox)
     asm = toolchain.baseline_assembly(wide)
     for program, expected in ((wide, 4), (replace(wide, source=wide.source + "\n"), 2)):
@@ -692,7 +705,9 @@ def test_a_one_record_samples_class_is_folded_into_a_sibling_that_carries_entrop
     (pool / "tally.c").write_text(TALLY_C)
     (pool / "tests" / "1.in").write_text("1\nX++\n")
     (pool / "tests" / "2.in").write_text(f"{len(ops)}\n" + "\n".join(ops) + "\n")
-    suite, _ = import_plain_dir(pool, mutator=True, toolchain=toolchain, sandbox=sandbox)
+    suite, _ = import_plain_dir(
+        pool, run=ImportRun(mutator=True, toolchain=toolchain, sandbox=sandbox)
+    )
     tally = suite.programs["tally"]
     assert tally.inputs is not None
     assert timed_classes(tally) == ("2",)

@@ -24,7 +24,14 @@ from typing import Any
 from asmopt.cli.common import UsageError, emit_json
 from asmopt.cli.interrupt import stopped_by_signals
 from asmopt.cli.options import add_bounded, add_jobs_option
-from asmopt.data.common import REPORT_FILE, DataError, check_output, mark_adequacy, write_suite
+from asmopt.data.common import (
+    REPORT_FILE,
+    DataError,
+    ImportRun,
+    check_output,
+    mark_adequacy,
+    write_suite,
+)
 from asmopt.data.report import DataReport
 from asmopt.programs.model import SPLITS, Suite
 from asmopt.programs.suite_io import builtin_suite_path, load_suite
@@ -88,7 +95,7 @@ def _finish(suite: Suite, report: DataReport, args: argparse.Namespace) -> int:
     if getattr(args, "no_adequacy", False):
         report.note("test adequacy not checked (--no-adequacy): run `asmopt suite verify`")
     else:
-        suite = mark_adequacy(suite, report, jobs=getattr(args, "jobs", 2), progress=not args.json)
+        suite = mark_adequacy(suite, report, _run(args))
     out = write_suite(suite, args.output, report, force=args.force)
     if args.json:
         emit_json({"output": str(out), "programs": len(suite), "report": report.to_dict()})
@@ -105,8 +112,14 @@ def _fractions(args: argparse.Namespace) -> dict[str, Any]:
     return {"val_frac": args.val_frac, "test_frac": args.test_frac, "seed": args.seed}
 
 
-def _mutator(args: argparse.Namespace) -> dict[str, Any]:
-    return {"mutator": not args.no_mutator, "jobs": getattr(args, "jobs", 2)}
+def _run(args: argparse.Namespace) -> ImportRun:
+    """How the import runs: fresh inputs learnt unless --no-mutator, progress unless
+    --json."""
+    return ImportRun(
+        mutator=not getattr(args, "no_mutator", True),
+        jobs=getattr(args, "jobs", 2),
+        progress=not args.json,
+    )
 
 
 # ---------------------------------------------------------------------------- import
@@ -121,8 +134,7 @@ def cmd_import_codenet(args: argparse.Namespace) -> int:
         io_dir=args.io_dir,
         problems=args.problems,
         name=args.name or "codenet",
-        progress=not args.json,
-        **_mutator(args),
+        run=_run(args),
         **_fractions(args),
     )
     return _finish(suite, report, args)
@@ -137,8 +149,7 @@ def cmd_import_supercoder(args: argparse.Namespace) -> int:
         args.paths,
         prefix=args.prefix,
         name=args.name or "supercoder",
-        progress=not args.json,
-        **_mutator(args),
+        run=_run(args),
     )
     return _finish(suite, report, args)
 
@@ -152,11 +163,9 @@ def cmd_import_llvm(args: argparse.Namespace) -> int:
         args.paths,
         size=args.size,
         verify=not args.no_verify,
-        jobs=args.jobs,
         cpu_seconds=args.cpu_seconds,
-        progress=not args.json,
         name=args.name or suite_name_for(args.paths),
-        mutator=not args.no_mutator,
+        run=_run(args),
     )
     return _finish(suite, report, args)
 
@@ -167,7 +176,7 @@ def cmd_import_dir(args: argparse.Namespace) -> int:
     check_output(Path(args.output), args.force)  # before any work
 
     suite, report = import_plain_dir(
-        args.path, name=args.name, progress=not args.json, **_mutator(args), **_fractions(args)
+        args.path, name=args.name, run=_run(args), **_fractions(args)
     )
     return _finish(suite, report, args)
 

@@ -3,7 +3,8 @@
 * Importers turn outside data into a `Suite` plus a `DataReport` of what was skipped:
   `import_codenet` (CodeNet checkouts), `import_supercoder` (the SuperCoder parquet or
   JSONL rows), `import_llvm_test_suite` (SingleSource directories), `import_plain_dir`
-  (our own layout for bringing your own programs).
+  (our own layout for bringing your own programs). How any of them runs (fresh inputs
+  learnt or not, jobs, progress, the toolchain and sandbox) is one `ImportRun`.
 * `build_suite` runs the reference selection pipeline on any pool.
 * `export_suite` writes verl parquet in the exact SuperCoder row schema, JSONL, or a
   Hugging Face dataset.
@@ -16,7 +17,7 @@ from __future__ import annotations
 
 from .builder import BuildConfig, build_suite
 from .codenet import import_codenet
-from .common import DataError, mark_adequacy, split_for, write_suite
+from .common import DataError, ImportRun, mark_adequacy, split_for, write_suite
 from .export import FORMATS, export_suite, flatten_program, verl_schema
 from .llvm_test_suite import import_llvm_test_suite
 from .plain_dir import import_plain_dir
@@ -30,6 +31,7 @@ __all__ = [
     "DataError",
     "DataReport",
     "Drop",
+    "ImportRun",
     "build_suite",
     "export_suite",
     "flatten_program",

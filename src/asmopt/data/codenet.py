@@ -28,12 +28,12 @@ from __future__ import annotations
 import csv
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from asmopt.programs.model import Program, ProgramError, Suite, TestCase
 
 from .common import (
     DataError,
+    ImportRun,
     ItemError,
     assign_splits,
     check_loadable,
@@ -44,10 +44,6 @@ from .common import (
 from .paths import Tree
 from .report import DataReport
 from .testfiles import pair_test_files
-
-if TYPE_CHECKING:
-    from asmopt.sandbox.runner import Sandbox
-    from asmopt.toolchain import Toolchain
 
 REQUIRED_COLUMNS = ("submission_id", "problem_id", "language", "status")
 DEFAULT_PER_PROBLEM = 10
@@ -87,14 +83,11 @@ def import_codenet(
     test_frac: float = 0.0,
     seed: str = "asmopt",
     name: str = "codenet",
-    progress: bool = False,
-    mutator: bool = False,
-    jobs: int = 2,
-    toolchain: Toolchain | None = None,
-    sandbox: Sandbox | None = None,
+    run: ImportRun | None = None,
 ) -> tuple[Suite, DataReport]:
     """Read a CodeNet tree; bad problems and submissions are reported, never fatal.
-    `mutator` learns fresh inputs from the tests (`common.learn_inputs`)."""
+    `run.mutator` learns fresh inputs from the tests (`common.learn_inputs`)."""
+    run = run or ImportRun()
     root = Path(root)
     meta_dir = root / "metadata"
     if not meta_dir.is_dir():
@@ -111,7 +104,7 @@ def import_codenet(
 
     from tqdm import tqdm
 
-    for csv_path in tqdm(csvs, desc="codenet", unit="problem", disable=not progress):
+    for csv_path in tqdm(csvs, desc="codenet", unit="problem", disable=not run.progress):
         _import_problem(checkout, csv_path, programs, report)
     report.kept = sorted(programs)
     report.stats["problems"] = len({p.meta["problem"] for p in programs.values()})
@@ -122,10 +115,8 @@ def import_codenet(
         splits=splits,
         description=f"CodeNet {language} submissions with status {status}",
     )
-    if mutator and programs:
-        suite = learn_inputs(
-            suite, report, jobs=jobs, progress=progress, toolchain=toolchain, sandbox=sandbox
-        )
+    if run.mutator and programs:
+        suite = learn_inputs(suite, report, run)
     return suite, report
 
 

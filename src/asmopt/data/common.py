@@ -11,7 +11,7 @@ import os
 import shutil
 import tempfile
 from collections.abc import Iterable
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -33,6 +33,20 @@ if TYPE_CHECKING:
     from .mutator import AcceptConfig
 
 REPORT_FILE = "data_report.json"
+
+
+@dataclass(frozen=True)
+class ImportRun:
+    """How an import runs, whatever it reads: whether it learns fresh inputs from the
+    tests (`learn_inputs`, data/mutator.py), with how many programs at once, whether it
+    shows progress, and the toolchain and sandbox it builds and runs with (the defaults
+    where None)."""
+
+    mutator: bool = False
+    jobs: int = 2
+    progress: bool = False
+    toolchain: Toolchain | None = None
+    sandbox: Sandbox | None = None
 
 
 class DataError(ProgramError):
@@ -209,11 +223,7 @@ def _move_into_place(staging: Path, root: Path, replacing: bool) -> None:
 def mark_adequacy(
     suite: Suite,
     report: DataReport,
-    *,
-    jobs: int = 2,
-    progress: bool = True,
-    toolchain: Toolchain | None = None,
-    sandbox: Sandbox | None = None,
+    run: ImportRun | None = None,
 ) -> Suite:
     """The suite with every program's test-adequacy report stored as its mark.
 
@@ -226,9 +236,11 @@ def mark_adequacy(
     from asmopt.sandbox.runner import SandboxUnavailable
     from asmopt.toolchain import default_toolchain
 
-    tc = toolchain or default_toolchain()
+    run = run or ImportRun(progress=True)
+    jobs, progress = run.jobs, run.progress
+    tc = run.toolchain or default_toolchain()
     try:
-        box = sandbox or tc.sandbox
+        box = run.sandbox or tc.sandbox
         box.check()
     except SandboxUnavailable as exc:
         raise DataError(f"{exc} (or skip the test-adequacy check with --no-adequacy)") from None
@@ -264,11 +276,7 @@ def mark_adequacy(
 def learn_inputs(
     suite: Suite,
     report: DataReport,
-    *,
-    jobs: int = 2,
-    progress: bool = True,
-    toolchain: Toolchain | None = None,
-    sandbox: Sandbox | None = None,
+    run: ImportRun | None = None,
     config: AcceptConfig | None = None,
 ) -> Suite:
     """The suite with a learnt input generator for every program that can have one.
@@ -288,9 +296,11 @@ def learn_inputs(
 
     from .mutator import learn_programs, summarize
 
-    tc = toolchain or default_toolchain()
+    run = run or ImportRun(progress=True)
+    jobs, progress = run.jobs, run.progress
+    tc = run.toolchain or default_toolchain()
     try:
-        box = sandbox or tc.sandbox
+        box = run.sandbox or tc.sandbox
         box.check()
     except SandboxUnavailable as exc:
         raise DataError(f"{exc} (or skip learning fresh inputs with --no-mutator)") from None

@@ -59,7 +59,6 @@ import shlex
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from asmopt.judge import Verdict
 from asmopt.programs.model import (
@@ -72,13 +71,9 @@ from asmopt.programs.model import (
 )
 
 from .cmake import CMakeError, CMakeResult, evaluate_cmake_text
-from .common import DataError, ItemError, check_loadable, learn_inputs, safe_id
+from .common import DataError, ImportRun, ItemError, check_loadable, learn_inputs, safe_id
 from .paths import Tree
 from .report import DataReport
-
-if TYPE_CHECKING:
-    from asmopt.sandbox.runner import Sandbox
-    from asmopt.toolchain import Toolchain
 
 _EXIT_LINE = re.compile(rb"exit (-?\d+)\n?\Z")
 _INCLUDE = re.compile(r'^\s*#\s*include\s*([<"])([^">]+)[">]', re.MULTILINE)
@@ -553,27 +548,25 @@ def verify_and_filter(
     programs: Iterable[Program],
     report: DataReport,
     *,
-    jobs: int = 2,
     cpu_seconds: int = VERIFY_CPU_SECONDS,
-    progress: bool = True,
-    toolchain: Toolchain | None = None,
-    sandbox: Sandbox | None = None,
+    run: ImportRun | None = None,
 ) -> list[Program]:
     """Keep the programs whose -O0 and -O3 builds pass their tests in the sandbox."""
     from asmopt.run import verify_programs
     from asmopt.sandbox.runner import Limits, default_sandbox
     from asmopt.toolchain import default_toolchain
 
-    box = sandbox or default_sandbox()
+    run = run or ImportRun()
+    box = run.sandbox or default_sandbox()
     box.check()
     limits = Limits(cpu_seconds=cpu_seconds, wall_seconds=2.0 * cpu_seconds + 5)
     programs = list(programs)
     outcomes = verify_programs(
         programs,
-        toolchain or default_toolchain(),
+        run.toolchain or default_toolchain(),
         box,
-        jobs=jobs,
-        progress=progress,
+        jobs=run.jobs,
+        progress=run.progress,
         limits=limits,
     )
     kept = []
@@ -605,31 +598,20 @@ def import_llvm_test_suite(
     *,
     size: str = "small",
     verify: bool = True,
-    jobs: int = 2,
     cpu_seconds: int = VERIFY_CPU_SECONDS,
-    progress: bool = True,
     name: str | None = None,
-    toolchain: Toolchain | None = None,
-    sandbox: Sandbox | None = None,
-    mutator: bool = False,
+    run: ImportRun | None = None,
 ) -> tuple[Suite, DataReport]:
     """Import SingleSource directories (or trees holding them); see the module docstring.
 
-    `mutator` tries to learn fresh inputs (`common.learn_inputs`) for the programs that
+    `run.mutator` tries to learn fresh inputs (`common.learn_inputs`) for the programs that
     read stdin (`STDIN_FILENAME`); the others, whose sizes are compiled in, keep their
     fixed input (`fixed_inputs`)."""
+    run = run or ImportRun()
     programs, report = collect_llvm_programs(paths, size)
     report.stats["found"] = len(programs) + len(report.dropped)
     if verify and programs:
-        programs = verify_and_filter(
-            programs,
-            report,
-            jobs=jobs,
-            cpu_seconds=cpu_seconds,
-            progress=progress,
-            toolchain=toolchain,
-            sandbox=sandbox,
-        )
+        programs = verify_and_filter(programs, report, cpu_seconds=cpu_seconds, run=run)
         report.stats["verified_cpu_limit_s"] = cpu_seconds
     elif not verify:
         report.note("not verified (--no-verify): run `asmopt suite verify` on the result")
@@ -641,8 +623,6 @@ def import_llvm_test_suite(
         splits={p.id: "test" for p in programs},
         description=f"llvm-test-suite SingleSource programs ({size} problem size)",
     )
-    if mutator and programs:
-        suite = learn_inputs(
-            suite, report, jobs=jobs, progress=progress, toolchain=toolchain, sandbox=sandbox
-        )
+    if run.mutator and programs:
+        suite = learn_inputs(suite, report, run)
     return suite, report

@@ -26,12 +26,12 @@ inputs where its builds accept the drawn inputs (`common.learn_inputs`, data/mut
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from asmopt.programs.model import Program, ProgramError, Suite, TestCase
 
 from .common import (
     DataError,
+    ImportRun,
     ItemError,
     assign_splits,
     check_loadable,
@@ -42,10 +42,6 @@ from .common import (
 from .paths import Tree
 from .report import DataReport
 from .testfiles import pair_test_files
-
-if TYPE_CHECKING:
-    from asmopt.sandbox.runner import Sandbox
-    from asmopt.toolchain import Toolchain
 
 
 def _problem_dirs(root: Path) -> list[Path]:
@@ -61,14 +57,11 @@ def import_plain_dir(
     test_frac: float = 1.0,
     seed: str = "asmopt",
     name: str | None = None,
-    mutator: bool = False,
-    jobs: int = 2,
-    progress: bool = False,
-    toolchain: Toolchain | None = None,
-    sandbox: Sandbox | None = None,
+    run: ImportRun | None = None,
 ) -> tuple[Suite, DataReport]:
     """Read the plain layout (see module docstring); by default every program is `test`.
-    `mutator` learns fresh inputs from the tests (`common.learn_inputs`)."""
+    `run.mutator` learns fresh inputs from the tests (`common.learn_inputs`)."""
+    run = run or ImportRun()
     root = Path(root)
     if not root.is_dir():
         raise DataError(f"{root}: directory not found")
@@ -91,10 +84,8 @@ def import_plain_dir(
         splits=assign_splits(programs.values(), val_frac, test_frac, seed),
         description=f"programs imported from the plain layout ({root.name})",
     )
-    if mutator and programs:
-        suite = learn_inputs(
-            suite, report, jobs=jobs, progress=progress, toolchain=toolchain, sandbox=sandbox
-        )
+    if run.mutator and programs:
+        suite = learn_inputs(suite, report, run)
     return suite, report
 
 

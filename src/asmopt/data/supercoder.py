@@ -29,19 +29,15 @@ import json
 import os
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from asmopt.programs.model import Program, Suite
 from asmopt.programs.rows import REQUIRED_FIELDS, ItemError, row_to_program
 from asmopt.safe_io import loads_json
 
-from .common import DataError, check_loadable, learn_inputs
+from .common import DataError, ImportRun, check_loadable, learn_inputs
 from .paths import Tree, check_regular
 from .report import DataReport
-
-if TYPE_CHECKING:
-    from asmopt.sandbox.runner import Sandbox
-    from asmopt.toolchain import Toolchain
 
 
 def _files(paths: Sequence[str | Path], report: DataReport) -> list[Path]:
@@ -158,21 +154,18 @@ def import_supercoder(
     prefix: str = "supercoder",
     default_split: str = "train",
     name: str = "supercoder",
-    progress: bool = False,
-    mutator: bool = False,
-    jobs: int = 2,
-    toolchain: Toolchain | None = None,
-    sandbox: Sandbox | None = None,
+    run: ImportRun | None = None,
 ) -> tuple[Suite, DataReport]:
     """Read SuperCoder-schema rows from parquet / JSONL files or directories of them.
-    `mutator` learns fresh inputs from the tests (`common.learn_inputs`)."""
+    `run.mutator` learns fresh inputs from the tests (`common.learn_inputs`)."""
+    run = run or ImportRun()
     report = DataReport("import supercoder")
     programs: dict[str, Program] = {}
     splits: dict[str, str] = {}
     no_baseline = 0
     from tqdm import tqdm
 
-    bar = tqdm(desc="supercoder", unit="row", disable=not progress)
+    bar = tqdm(desc="supercoder", unit="row", disable=not run.progress)
     for path in _files(paths, report):
         reader = _parquet_rows if path.suffix == ".parquet" else _jsonl_rows
         try:
@@ -209,8 +202,6 @@ def import_supercoder(
         splits=splits,
         description="rows imported from the SuperCoder verl schema",
     )
-    if mutator and programs:
-        suite = learn_inputs(
-            suite, report, jobs=jobs, progress=progress, toolchain=toolchain, sandbox=sandbox
-        )
+    if run.mutator and programs:
+        suite = learn_inputs(suite, report, run)
     return suite, report
