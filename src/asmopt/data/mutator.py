@@ -1495,6 +1495,8 @@ class _Judge:
     ) -> tuple[int, str | None]:
         """(how many of the `passed` draws the sanitizer build also passes, the first
         failure): the sanitizer build, on the inputs both builds agreed on."""
+        from asmopt.sandbox.runner import ToolRun
+
         chosen = [inputs[k] for k in passed]
         san = self.sandbox.run_binaries(
             [self.builds.san],
@@ -1504,8 +1506,7 @@ class _Judge:
             feed=list(range(len(chosen))),
             limits=self.san_limits,
             marker="asmoptmutatorend",
-            mount_proc=True,
-            extra_env=SANITIZE_ENV,
+            tool=ToolRun(env=SANITIZE_ENV, mount_proc=True),
         )
         if san.infra_error:
             raise RuntimeError(f"sandbox: {san.infra_error}")

@@ -43,7 +43,7 @@ from pathlib import Path
 from asmopt.errors import EnvironmentProblem
 from asmopt.measure.speedup import MeasureMode, MeasureStatus, TestSpeedup
 from asmopt.programs.model import TestCase
-from asmopt.sandbox.runner import PROGRAM_ARGV0, Limits, RunResult, Sandbox
+from asmopt.sandbox.runner import PROGRAM_ARGV0, Limits, RunResult, Sandbox, ToolRun
 
 _LIB_DIRS = (
     "/usr/libexec/valgrind",
@@ -172,14 +172,16 @@ def _run_under_cachegrind(
                 PROGRAM_ARGV0,
                 *test.argv,
             ],
-            argv0="valgrind",
             stdin=test.stdin,
             limits=vg_limits,
             env_pad=0,
-            extra_ro_binds=[(prog, PROGRAM_ARGV0), (vg.lib_dir, str(vg.lib_dir))],
-            extra_env=[("VALGRIND_LIB", str(vg.lib_dir)), ("VALGRIND_LAUNCHER", "valgrind")],
-            log_fd=log_fd,
-            mount_proc=True,
+            tool=ToolRun(
+                argv0="valgrind",
+                env=(("VALGRIND_LIB", str(vg.lib_dir)), ("VALGRIND_LAUNCHER", "valgrind")),
+                ro_binds=((str(prog), PROGRAM_ARGV0), (str(vg.lib_dir), str(vg.lib_dir))),
+                log_fd=log_fd,
+                mount_proc=True,
+            ),
         )
     finally:
         shutil.rmtree(stage, ignore_errors=True)

@@ -68,6 +68,25 @@ MAX_INPUTS = 256  # inputs one sandbox takes (launcher.c MAX_INPUTS): a fresh on
 MAX_BINARIES = 9  # its --order names a binary with one digit (launcher.c MAX_PROGS)
 NOBODY_GID = 65534
 UNSAFE_ENV = "ASMOPT_UNSAFE_NO_SANDBOX"
+
+
+@dataclass(frozen=True)
+class ToolRun:
+    """What a trusted tool run inside the sandbox needs beyond a program's plain run
+    (valgrind, a sanitizer build), where the executed binary is the tool: its argv[0],
+    environment entries, read-only binds of the files it opens (the program among them),
+    a descriptor number whose writes the launcher collects per run (`LaunchRecord.log`),
+    and a /proc of the sandbox's own (valgrind and AddressSanitizer read
+    /proc/self/maps). The default is a program's plain run."""
+
+    argv0: str = PROGRAM_ARGV0
+    env: tuple[tuple[str, str], ...] = ()
+    ro_binds: tuple[tuple[str, str], ...] = ()
+    log_fd: int | None = None
+    mount_proc: bool = False
+
+
+PLAIN_RUN = ToolRun()
 _REPORT_FD = "{report_fd}"  # replaced by the real descriptor number when the pipe exists
 # A sandbox whose output has all been read exits by itself within this (bubblewrap exits
 # once its pid namespace is empty); otherwise it is ended (`Sandbox._end`).
@@ -916,11 +935,7 @@ class Sandbox:
         marker: str | None = None,
         env_pad: int | None = None,
         cpus: Sequence[int] | None = None,
-        argv0: str = PROGRAM_ARGV0,
-        extra_env: Sequence[tuple[str, str]] = (),
-        extra_ro_binds: Sequence[tuple[str | os.PathLike[str], str]] = (),
-        log_fd: int | None = None,
-        mount_proc: bool = False,
+        tool: ToolRun = PLAIN_RUN,
         priority: Priority = "normal",
         run_wall_s: float | Sequence[float] | None = None,
         max_total_output: int = 256 << 20,
@@ -932,7 +947,8 @@ class Sandbox:
         run starts from nothing (its own pid and mount namespace, a fresh /tmp, a fresh
         stdin, fresh output pipes; see launcher.c). Every binary is executed from the same
         descriptor number with the same argv (`argv0` first), environment and working
-        directory, so a program cannot tell which run it is in. `order` lists binary
+        directory, so a program cannot tell which run it is in (a trusted tool that runs the
+        program, valgrind, says what it needs in `tool`). `order` lists binary
         indexes, e.g. [0, 1, 0, 1]. `stdin` is one input for every run, or a list of inputs
         (at most MAX_INPUTS) with `feed` giving the input index of each run. Inputs reach the
         launcher as descriptors: no input file is visible in the sandbox.
@@ -943,10 +959,6 @@ class Sandbox:
         memory-layout bias); `cpus` pins the sandbox to those cores and `priority` raises
         its scheduling priority (placement.py; programs always run below the launcher).
 
-        `extra_ro_binds` and `extra_env` exist for instrumented runs (valgrind), where the
-        executed binary is a tool and the program is a file it opens; `log_fd` is a
-        descriptor number whose writes the launcher collects per run (`LaunchRecord.log`);
-        `mount_proc` gives the sandbox its own /proc (valgrind reads /proc/self/maps).
         All runs together may write at most `max_total_output` bytes of stdout."""
         limits = limits or self.limits
         inputs, feed, walls = _check_run_request(
@@ -960,11 +972,9 @@ class Sandbox:
         run_dir = _staged(self._make_run_dir)
         try:
             input_fds, launch = _staged(lambda: self._stage_run(run_dir, binaries, inputs, fds))
-            what = _RunPlan(fds[: len(binaries)], input_fds, order, feed, marker, log_fd)
-            tail = self._launch_tail(limits, walls, what, [argv0, *argv])
-            cmd, env, cwd = self._program_command(
-                launch, tail, run_dir, env_pad, extra_env, extra_ro_binds, mount_proc
-            )
+            what = _RunPlan(fds[: len(binaries)], input_fds, order, feed, marker, tool.log_fd)
+            tail = self._launch_tail(limits, walls, what, [tool.argv0, *argv])
+            cmd, env, cwd = self._program_command(launch, tail, run_dir, env_pad, tool)
             result = self._execute(
                 cmd,
                 outer,
@@ -1009,16 +1019,14 @@ class Sandbox:
         tail: list[str],
         run_dir: Path,
         env_pad: int,
-        extra_env: Sequence[tuple[str, str]],
-        extra_ro_binds: Sequence[tuple[str | os.PathLike[str], str]],
-        mount_proc: bool,
+        tool: ToolRun,
     ) -> tuple[list[str], dict[str, str] | None, str | None]:
         """(command, environment, working directory) that start the launcher: inside the
         program profile of bubblewrap, or, unsafe, directly in the run directory."""
         if self.unsafe:
-            env = {**os.environ, ENV_PAD_NAME: "x" * env_pad, **dict(extra_env)}
+            env = {**os.environ, ENV_PAD_NAME: "x" * env_pad, **dict(tool.env)}
             return [str(launch), *tail], env, str(run_dir)
-        cmd = self._program_bwrap(launch, env_pad, extra_env, extra_ro_binds, mount_proc)
+        cmd = self._program_bwrap(launch, env_pad, tool)
         cmd += ["/sandbox/launch", *tail]
         return cmd, None, None
 
@@ -1055,21 +1063,19 @@ class Sandbox:
         self,
         launch: Path,
         env_pad: int,
-        extra_env: Sequence[tuple[str, str]],
-        extra_ro_binds: Sequence[tuple[str | os.PathLike[str], str]],
-        mount_proc: bool,
+        tool: ToolRun,
     ) -> list[str]:
         """The bubblewrap command of the untrusted-program profile, up to the launcher:
-        only the runtime libraries (and `extra_ro_binds`) and the launcher are visible,
+        only the runtime libraries (and a tool's `ro_binds`) and the launcher are visible,
         everything read-only, a cleared environment with fixed values and the padding."""
         assert self._libs is not None
         cmd = self._bwrap_base(1 << 20)
-        if mount_proc:
+        if tool.mount_proc:
             cmd += ["--proc", "/proc"]
         for inside, real in self._libs:
             cmd += ["--ro-bind", real, inside]
-        for real, inside in extra_ro_binds:
-            cmd += ["--ro-bind", str(real), inside]
+        for real, inside in tool.ro_binds:
+            cmd += ["--ro-bind", real, inside]
         cmd += [
             "--ro-bind",
             str(launch),
@@ -1094,7 +1100,7 @@ class Sandbox:
             ENV_PAD_NAME,
             "x" * env_pad,
         ]
-        for name, value in extra_env:
+        for name, value in tool.env:
             cmd += ["--setenv", name, value]
         return cmd
 
