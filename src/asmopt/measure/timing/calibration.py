@@ -129,10 +129,11 @@ def _store(path: Path, data: dict[str, Any]) -> None:
             tmp.unlink()
 
 
-def calibrate(
+def calibration_rounds_per_core(
     sandbox: Any, lock: Any, toolchain: Any = None, rounds: int | None = None
-) -> dict[int, SandboxSpread]:
-    """Measure the spread on every timing core of `lock`, all at once (about ten seconds)."""
+) -> dict[int, dict[float, list[list[float]]]]:
+    """The raw A/A rounds of a calibration on every timing core of `lock`, all at once:
+    per core, each run length's log-ratios by round (what `spread_from_rounds` reads)."""
     toolchain = toolchain or default_toolchain()
     tests = tuple(TestCase(f"n{n}", f"{n}\n".encode(), b"") for n in CALIBRATION_SIZES)
     program = Program("timing_spread", CALIBRATION_SOURCE, tests)
@@ -145,15 +146,13 @@ def calibrate(
         shutil.copy2(build.output, a)
         shutil.copy2(build.output, b)
 
-        def measure(core: int) -> SandboxSpread:
+        def measure(core: int) -> dict[float, list[list[float]]]:
             executor = SandboxExecutor(
                 sandbox, a, b, list(tests), lock=lock.only(core), check_output=False
             )
-            by_length = calibration_rounds(
+            return calibration_rounds(
                 executor.run_batch, len(tests), rounds=rounds or CALIBRATION_ROUNDS
             )
-            stamp = time.strftime("%Y-%m-%d %H:%M", time.localtime())
-            return spread_from_rounds(by_length, f"measured on core {core} at {stamp}")
 
         # Every core at once (each holds its own timing lock): a machine with many timing
         # cores waits for one calibration, not one per core.
@@ -162,6 +161,18 @@ def calibrate(
             return dict(zip(cores, pool.map(measure, cores), strict=True))
     finally:
         shutil.rmtree(work, ignore_errors=True)
+
+
+def calibrate(
+    sandbox: Any, lock: Any, toolchain: Any = None, rounds: int | None = None
+) -> dict[int, SandboxSpread]:
+    """Measure the spread on every timing core of `lock`, all at once (about ten seconds)."""
+    per_core = calibration_rounds_per_core(sandbox, lock, toolchain, rounds)
+    stamp = time.strftime("%Y-%m-%d %H:%M", time.localtime())
+    return {
+        core: spread_from_rounds(by_length, f"measured on core {core} at {stamp}")
+        for core, by_length in per_core.items()
+    }
 
 
 def stored_spread(lock: CoreLock) -> SandboxSpread | None:
