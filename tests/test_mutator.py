@@ -233,6 +233,19 @@ def test_a_second_count_on_a_table_head_counts_the_run_after_the_table() -> None
             assert len(rest) - ns == nq, (level, head, len(rest))
 
 
+def test_a_grown_string_of_few_letters_is_long_enough_to_carry_the_bits() -> None:
+    """A 5-character string of two letters (`.-.--`), alone on its line: grown, it is
+    never the sample's length, and its shortest draw carries the 64 bits a timed class
+    needs (at most 16 times 5 = 80 characters, from 5 up, carried as few as 5 before)."""
+    p = Program("borze", REVERSE_C, (TestCase("t", b".-.--\n", b""),))
+    gen = learn_generator(p, "grown")
+    assert gen is not None
+    (name,) = gen.class_names
+    assert gen.entropy_bits(name) >= 64
+    lengths = {len(text.strip()) for _, text in draws(replace_inputs(p, gen), 24)}
+    assert min(lengths) >= 64 and len(lengths) > 5
+
+
 def test_rows_of_fields_keep_each_columns_range_and_grow_at_ranges_seen() -> None:
     """`t`, then t rows `s w1 w2 w3` (a height in 1..8, widths in 1..2, as the statement
     bounds them): the rows are records of fields, so no width is drawn from the heights'

@@ -702,8 +702,27 @@ def _rule(
         return None
     length: int | dict[str, list[int]] = len(atom.text)
     if level in _GROWN and atom.col[0] == "s" and atom.free_length:
-        length = {_GROWN_LENGTH: [len(atom.text), _grown_length(len(atom.text), level)]}
+        length = {_GROWN_LENGTH: _grown_text_length(len(atom.text), len(alphabet), level)}
     return {"text": {"length": length, "alphabet": alphabet}}
+
+
+# The bits a grown string's shortest draw should carry by itself (asmopt.entropy's bound for
+# a timed class): a string of 2 letters grown from 5 to at most 80 draws as few as 40 bits.
+GROWN_TEXT_BITS = 64
+
+
+def _grown_text_length(n: int, letters: int, level: str) -> list[int]:
+    """[least, most] length of a string seen with n characters of `letters` letters, at a
+    growing level: past the sample's own n where it can grow (an answer right only for the
+    sample's length must fail), from half the most up, as a grown count is drawn; at the
+    widening levels the most is raised, within the level's largest target, until the
+    shortest draw carries GROWN_TEXT_BITS."""
+    most = _grown_length(n, level)
+    if level in _WIDENED and letters >= 2:
+        needed = math.ceil(2 * GROWN_TEXT_BITS / math.log2(letters))
+        most = max(most, min(needed, GROWTH[level][2]))
+    least = min(max(n + 1, most // 2), most)
+    return [least, most]
 
 
 # A grown string's length range, drawn by a helper var just before it (`_expanded`).
