@@ -51,6 +51,7 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--repeats", type=int, default=6)
     ap.add_argument("--load", type=int, default=2, help="busy processes beside it")
+    ap.add_argument("--beside", default="", help="other work running beside it, for the report")
     args = ap.parse_args()
     if args.repeats < 2 or args.load < 0:
         ap.error("--repeats must be at least 2 and --load at least 0")
@@ -65,21 +66,23 @@ def main() -> int:
             raw.append({str(c): {repr(s): r for s, r in rl.items()} for c, rl in per_core.items()})
             print(f"repeat {k + 1}: {len(per_core)} core(s)", flush=True)
     elapsed = time.monotonic() - start
+    raw_path = write_result("calibration_repeat_raw.json", json.dumps(raw))
     text = report(raw)
     head = [
         "# Repeated calibrations of the between-sandbox spread",
         "",
         f"Command: `.venv/bin/python bench/bench_calibration_repeat.py --repeats {args.repeats} "
-        f"--load {args.load}` ({elapsed:.0f} s).",
+        f"--load {args.load}{' --beside ...' if args.beside else ''}` ({elapsed:.0f} s).",
         f"Machine before: {env_before}.",
         f"Machine after: {environment()}.",
-        f"Load: {args.load} busy process(es) beside the calibrations.",
+        f"Load: {args.load} busy process(es) beside the calibrations"
+        + (f"; also beside them: {args.beside}." if args.beside else "."),
+        "",
         "",
     ]
     path = write_result("calibration_repeat.md", "\n".join(head) + text)
-    (path.parent / "calibration_repeat_raw.json").write_text(json.dumps(raw))
     print(text)
-    print(f"wrote {path}")
+    print(f"wrote {path} and {raw_path.name}")
     return 0
 
 
@@ -89,19 +92,20 @@ def report(raw: list[dict[str, dict[str, list[list[float]]]]]) -> str:
     summary = []
     zero = 0
     for core in sorted(raw[0], key=int):
-        lengths = sorted(raw[0][core], key=float)
+        # Each repeat keys its lengths by the run length it measured: matched by rank.
+        ranked = [sorted(rep[core].items(), key=lambda kv: float(kv[0])) for rep in raw]
         stored_by_repeat = []
-        for rep in raw:
-            by_length = {float(s): rep[core][s] for s in rep[core]}
-            spread = spread_from_rounds(by_length, "bench")
-            stored_by_repeat.append({s: t for s, t in spread.points})
-        for length in lengths:
-            intervals = [interval(rep[core][length]) for rep in raw]
-            stored = [st[float(length)] for st in stored_by_repeat]
+        for rep in ranked:
+            spread = spread_from_rounds({float(s): r for s, r in rep}, "bench")
+            stored_by_repeat.append([t for _, t in spread.points])
+        for i in range(len(ranked[0])):
+            intervals = [interval(rep[i][1]) for rep in ranked]
+            stored = [st[i] for st in stored_by_repeat]
+            length = sorted(float(rep[i][0]) for rep in ranked)[len(ranked) // 2]
             zero += sum(s <= 0 for s in stored)
             width = sorted(hi - lo for lo, hi in intervals)[len(intervals) // 2]
             agree = max(stored) - min(stored) <= width
-            ms = float(length) * 1e3
+            ms = length * 1e3
             rows.append((core, f"{ms:.2f}", stored, intervals, agree))
             summary.append(
                 (
@@ -117,8 +121,9 @@ def report(raw: list[dict[str, dict[str, list[list[float]]]]]) -> str:
     agreed = sum(r[4] for r in rows)
     text = "\n".join(
         [
-            "Per timing core and run length: each repeat's stored spread (the one-sided 95% "
-            "upper bound, floored at its detection floor; % of the log-ratio), their scatter "
+            "Per timing core and run length (the median over the repeats): each repeat's "
+            "stored spread (the one-sided 95% upper bound, floored at its detection floor; % "
+            "of the log-ratio), their scatter "
             "(largest less smallest), each repeat's two-sided 90% Q-profile interval and "
             "their median width, and whether the scatter is within that width.",
             "",
