@@ -80,7 +80,8 @@ _ADVICE = {
         "(--timing-max-pairs / --timing-budget) or reduce the load on the machine"
     ),
     TimingWarning.MANY_OUTLIERS: (
-        "more than a fifth of the paired runs were outliers, more than the estimate trims; "
+        "more than a fifth of the paired runs were outliers on one side, more than the "
+        "estimate trims from it; "
         "something interfered (other processes, frequency changes, swapping): rerun on a "
         "quieter machine"
     ),

@@ -69,7 +69,8 @@ class TimingConfig:
     # The estimate is the 20% trimmed mean of the paired log-ratios (stats.trimmed_interval).
     trim: float = 0.2
     outlier_threshold: float = 3.5
-    # More outliers than the trimmed share would reach the estimate: unreliable.
+    # More outliers on one side than the share trimmed from it would reach the estimate:
+    # unreliable.
     max_outlier_share: float = 0.2
     metric: Literal["cpu", "wall"] = "cpu"
     # SCHED_FIFO on the timing core when permitted (else nice -20, else normal): nothing of

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import math
 import os
+import statistics
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
@@ -316,7 +317,7 @@ def _quality_warnings(
         warnings.append(TimingWarning.TARGET_NOT_MET)
     elif target > config.target_half_width and state.done:
         warnings.append(TimingWarning.SPREAD_LIMITED)
-    if sum(est.flags) > config.max_outlier_share * len(est.logs):
+    if _outliers_beyond_trim(est, config.max_outlier_share):
         warnings.append(TimingWarning.MANY_OUTLIERS)
     if state.kept_stalled:
         warnings.append(TimingWarning.STALLED)
@@ -325,6 +326,18 @@ def _quality_warnings(
     if min(_upper_median(est.base_vals), _upper_median(est.cand_vals)) < TOO_FAST_S:
         warnings.append(TimingWarning.TOO_FAST)
     return warnings
+
+
+def _outliers_beyond_trim(est: _Estimate, share: float) -> bool:
+    """Whether the outliers on one side of the median outnumber what the trimmed estimate
+    drops from that side (`share` of the pairs: the 20% trimmed mean drops a fifth from
+    each end). Outliers of both signs are the usual kind on a loaded machine (either run
+    of a pair can be the one interrupted); the estimate is blind to as many on each side
+    as it trims, so only more than that on one side can reach it."""
+    centre = statistics.median(est.logs) if est.logs else 0.0
+    above = sum(1 for x, f in zip(est.logs, est.flags, strict=True) if f and x > centre)
+    below = sum(1 for x, f in zip(est.logs, est.flags, strict=True) if f and x < centre)
+    return max(above, below) > share * len(est.logs)
 
 
 # What makes an interval unsound, so its result could be wrong in sign or beyond its
