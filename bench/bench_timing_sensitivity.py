@@ -30,6 +30,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from bench_timing_common import (
+    LAYOUT_FLOOR_ITERATIONS,
     PROGRAMS,
     MeasureMode,
     ProgramSpeedup,
@@ -209,10 +210,13 @@ def main() -> int:
             f"Machine before: {env_before}.",
             f"Machine after: {environment()}.",
             "",
-            f"{'Candidate' if args.slowdown else 'Baseline'} = -O3 assembly + a spin loop worth "
-            f"{EXTRA:.0%} of each test's CPU time ({per_iter * 1e9:.3f} ns per iteration, "
-            f"measured); {'baseline' if args.slowdown else 'candidate'} = -O3. True ratio "
-            f"{truth:.4f} everywhere. Our default procedure (+-2% target, 98% intervals, "
+            "Both binaries are the -O3 assembly with the same spin loop at the same place (one "
+            "code layout): the "
+            f"{'candidate' if args.slowdown else 'baseline'}'s runs "
+            f"{EXTRA:.0%} of each test's CPU time more iterations "
+            f"({per_iter * 1e9:.3f} ns per iteration, measured), the "
+            f"{'baseline' if args.slowdown else 'candidate'}'s {LAYOUT_FLOOR_ITERATIONS}. True "
+            f"ratio {truth:.4f} everywhere. Our default procedure (+-2% target, 98% intervals, "
             "resolution from this machine's between-sandbox spread, at least +-1%).",
             "",
             summary,
