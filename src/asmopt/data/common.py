@@ -48,6 +48,20 @@ class ImportRun:
     toolchain: Toolchain | None = None
     sandbox: Sandbox | None = None
 
+    def tools(self, skip_hint: str) -> tuple[Toolchain, Sandbox]:
+        """The toolchain and a checked sandbox this run uses; an unusable sandbox is a
+        DataError that says how to skip the step needing it (`skip_hint`)."""
+        from asmopt.sandbox.runner import SandboxUnavailable
+        from asmopt.toolchain import default_toolchain
+
+        tc = self.toolchain or default_toolchain()
+        try:
+            box = self.sandbox or tc.sandbox
+            box.check()
+        except SandboxUnavailable as exc:
+            raise DataError(f"{exc} ({skip_hint})") from None
+        return tc, box
+
 
 class DataError(ProgramError):
     """Dataset input that cannot be used at all (as opposed to one bad item, which is
@@ -233,19 +247,11 @@ def mark_adequacy(
     explicitly allowed. Counts and every unfit program go into the data report. A program
     the check could not judge (our side failed) stays unmarked and is noted."""
     from asmopt.adequacy import check_programs, marked_program, summarize_reports
-    from asmopt.sandbox.runner import SandboxUnavailable
-    from asmopt.toolchain import default_toolchain
 
     run = run or ImportRun(progress=True)
-    jobs, progress = run.jobs, run.progress
-    tc = run.toolchain or default_toolchain()
-    try:
-        box = run.sandbox or tc.sandbox
-        box.check()
-    except SandboxUnavailable as exc:
-        raise DataError(f"{exc} (or skip the test-adequacy check with --no-adequacy)") from None
+    tc, box = run.tools("or skip the test-adequacy check with --no-adequacy")
     programs = suite.select()
-    reports = check_programs(programs, tc, box, jobs=jobs, progress=progress)
+    reports = check_programs(programs, tc, box, jobs=run.jobs, progress=run.progress)
     identity = tc.identity()
     marked = {p.id: marked_program(p, r, identity) for p, r in zip(programs, reports, strict=True)}
     summary = summarize_reports(reports)
@@ -291,19 +297,11 @@ def learn_inputs(
     (`stats.inputs`)."""
     import time
 
-    from asmopt.sandbox.runner import SandboxUnavailable
-    from asmopt.toolchain import default_toolchain
-
     from .mutator import learn_programs, summarize
 
     run = run or ImportRun(progress=True)
     jobs, progress = run.jobs, run.progress
-    tc = run.toolchain or default_toolchain()
-    try:
-        box = run.sandbox or tc.sandbox
-        box.check()
-    except SandboxUnavailable as exc:
-        raise DataError(f"{exc} (or skip learning fresh inputs with --no-mutator)") from None
+    tc, box = run.tools("or skip learning fresh inputs with --no-mutator")
     programs = suite.select()
     start = time.monotonic()
     learnt = learn_programs(programs, tc, box, jobs=jobs, progress=progress, config=config)

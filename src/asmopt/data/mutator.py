@@ -418,11 +418,11 @@ def _mark_fixed(lines: list[Line], blocks: list[Block]) -> None:
         # The values of a table's head that count the table itself (`n`, then n lines of
         # the head's shape): its other values may count what follows the table.
         own_sizes = (len(block.lines) - 1, n - k - 1, n - k - 2)
-        own = {
-            j
-            for j, a in enumerate(vals)
-            if head and a.kind == "int" and int(a.text) in own_sizes
-        }
+        own = (
+            {j for j, a in enumerate(vals) if a.kind == "int" and int(a.text) in own_sizes}
+            if head
+            else set()
+        )
         for j, a in enumerate(vals):
             if a.kind == "int":
                 v = int(a.text)
@@ -477,7 +477,7 @@ def _record_rows(block: Block) -> bool:
     list, a width would be drawn as 8; the rows of a grid of one quantity stay pooled."""
     if block.kind != "table" or not block.is_list:
         return False
-    rows = [[a for a in line.values()] for line in block.lines]
+    rows = [line.values() for line in block.lines]
     width = len(rows[0])
     if width > MAX_RECORD_WIDTH or any(len(r) != width for r in rows):
         return False
