@@ -68,6 +68,13 @@ MAX_INPUTS = 256  # inputs one sandbox takes (launcher.c MAX_INPUTS): a fresh on
 MAX_BINARIES = 9  # its --order names a binary with one digit (launcher.c MAX_PROGS)
 NOBODY_GID = 65534
 UNSAFE_ENV = "ASMOPT_UNSAFE_NO_SANDBOX"
+_REPORT_FD = "{report_fd}"  # replaced by the real descriptor number when the pipe exists
+# A sandbox whose output has all been read exits by itself within this (bubblewrap exits
+# once its pid namespace is empty); otherwise it is ended (`Sandbox._end`).
+SELF_EXIT_S = 5.0
+# How long the grader keeps ending a sandbox (SIGKILL to every process of it, each thread
+# demoted to SCHED_OTHER) before it says which processes are left.
+END_TIMEOUT_S = 30.0
 
 
 @dataclass(frozen=True)
@@ -87,13 +94,6 @@ class ToolRun:
 
 
 PLAIN_RUN = ToolRun()
-_REPORT_FD = "{report_fd}"  # replaced by the real descriptor number when the pipe exists
-# A sandbox whose output has all been read exits by itself within this (bubblewrap exits
-# once its pid namespace is empty); otherwise it is ended (`Sandbox._end`).
-SELF_EXIT_S = 5.0
-# How long the grader keeps ending a sandbox (SIGKILL to every process of it, each thread
-# demoted to SCHED_OTHER) before it says which processes are left.
-END_TIMEOUT_S = 30.0
 
 FIX_HINT = (
     "install bubblewrap (as root: apt-get install bubblewrap) and make sure unprivileged "
