@@ -73,3 +73,50 @@ def test_instructions_valgrind_cannot_run_are_unmeasurable(
     res = count_instructions(sandbox, build.output, TestCase("t", b"", b""))
     assert res.status == MeasureStatus.UNMEASURABLE
     assert "0x62" in res.message and "--measure time" in res.message
+
+
+# A candidate counted under cachegrind runs with a /proc of the sandbox's own (valgrind
+# needs /proc/self/maps). It looks through every process that /proc shows for one of the
+# host's (the grader's Python, the test runner): it must see none, and only the few
+# processes of its own sandbox (bubblewrap's init inside the pid namespace, the launcher,
+# valgrind running it).
+PROC_SPY_C = r"""
+#include <dirent.h>
+#include <stdio.h>
+#include <string.h>
+int main(void) {
+    DIR *d = opendir("/proc");
+    if (!d) { puts("sealed"); return 0; }
+    struct dirent *e;
+    int seen = 0;
+    while ((e = readdir(d))) {
+        if (e->d_name[0] < '0' || e->d_name[0] > '9') continue;
+        seen++;
+        char path[300], buf[4096];
+        snprintf(path, sizeof path, "/proc/%s/cmdline", e->d_name);
+        FILE *f = fopen(path, "r");
+        if (!f) continue;
+        size_t n = fread(buf, 1, sizeof buf - 1, f);
+        fclose(f);
+        for (size_t i = 0; i < n; i++) if (buf[i] == 0) buf[i] = ' ';
+        buf[n] = 0;
+        if (strstr(buf, "python") || strstr(buf, "pytest")) {
+            printf("leak %s\n", buf);
+            return 0;
+        }
+    }
+    closedir(d);
+    if (seen > 6) { printf("leak %d processes\n", seen); return 0; }
+    puts("sealed");
+    return 0;
+}
+"""
+
+
+def test_a_candidate_under_cachegrind_sees_no_process_of_the_host(
+    toolchain: Toolchain, sandbox: Sandbox
+) -> None:
+    build = toolchain.compile_binary(Program(id="spy", source=PROC_SPY_C, tests=()), ("-O2",))
+    assert build.ok and build.output is not None
+    res = count_instructions(sandbox, build.output, TestCase("t", b"", b"sealed\n"))
+    assert res.status == MeasureStatus.MEASURED, res.message
