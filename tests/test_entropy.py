@@ -226,3 +226,51 @@ def test_a_learnt_class_counts_only_the_fields_its_output_depends_on(
     assert why in " ".join(report.problems())
     [klass] = report.classes
     assert klass.weak_fields()[:2] == ["a", "b"]
+
+
+# A hash of the first `{cut}` characters of a line of up to 200 (`%{cut}s` reads no further).
+PREFIX_HASH = r"""
+#include <stdio.h>
+#include <inttypes.h>
+int main(void) {
+    char s[201];
+    if (scanf("%{cut}s", s) != 1) return 1;
+    uint64_t h = 1469598103934665603u;
+    for (const char *p = s; *p; p++) h = (h ^ (unsigned char)*p) * 1099511628211u;
+    printf("%" PRIu64 "\n", h);
+    return 0;
+}
+"""
+
+
+@pytest.mark.parametrize(
+    ("cut", "tabulable"), [(200, False), (50, True)], ids=["whole_string", "first_50_of_100"]
+)
+def test_a_string_read_only_in_part_counts_only_the_part_read(
+    cut: int, tabulable: bool, toolchain: object, sandbox: object
+) -> None:
+    """A string of 100 to 140 characters of two letters declares 100 bits, but a program
+    that reads `%50s` of it answers from 50 bits: a table of the answers to the first 50
+    characters is as good as one of the whole. The second half is drawn again on
+    its own (`s^hi`): where the output ignores it, its 50 bits are not counted, and a
+    learnt class of 100 declared bits is left with 50."""
+    gen = InputGenerator.from_dict({
+        "version": 1,
+        "classes": {"c": {"template": "{s}\n", "vars": {
+            "n": {"int": [100, 140]},
+            "s": {"text": {"length": "n", "alphabet": "ab"}}}}},
+        "tests": {"t1": "c"},
+        "origin": "learnt",
+    })
+    assert gen.wide_fields("c") == ("s",) and gen.half_bits("c", "s") == 50.0
+    seed = derive_seed(3, "s")
+    whole, half = gen.draw("c", seed).strip(), gen.draw_changed("c", seed, "s", 5, True).strip()
+    assert len(half) == len(whole) and half[: len(whole) // 2] == whole[: len(whole) // 2]
+    assert half != whole
+    source = PREFIX_HASH.replace("{cut}", str(cut))
+    program = Program("prefix", source, (TestCase("t1", b"ab\n", b""),), inputs=gen)
+    report = measure_entropy(program, toolchain, sandbox, draws=64, field_draws=8)  # type: ignore[arg-type]
+    [klass] = report.classes
+    assert report.tabulable is tabulable, report.problems()
+    assert (klass.fields["s^hi"] < 0.5) is tabulable, klass.fields
+    assert klass.effective_bits == (50.0 if tabulable else 100.0)

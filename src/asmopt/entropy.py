@@ -16,7 +16,8 @@ fixed test stands for, so its draws are checked and timed):
 * **measured dependence**: over `DRAWS` draws the baseline's outputs must all be distinct
   (an output collision means the answer space is smaller than the input space: a prefix
   of the work is shared, or a field is ignored), and changing any single drawn field (for
-  a 64-bit field, also only its high half) must change the output in most draws.
+  a 64-bit field, also only its high half; for a string, only its second half) must
+  change the output in most draws.
 
 A class that fails either is *tabulable*, and a program with a tabulable timed class is
 unfit for reward (`adequacy.is_reward_fit` reads the declared bound at once and a stored
@@ -75,10 +76,11 @@ class ClassEntropy:
     refused: int = 0  # draws the baseline did not accept (non-zero exit, crash, timeout)
     top_count: int = 0  # draws that gave the most common output
     # field -> share of draws in which changing it changed the output; `name^hi` is the
-    # high half of a 64-bit field.
+    # high half of a 64-bit field, or the second half of a string.
     fields: dict[str, float] = field(default_factory=dict)
     # The declared bits without the fields that changed the output in under FIELD_MIN_SHARE
-    # of draws (32 bits less for a 64-bit field whose high half did not matter); None in
+    # of draws (the half's bits less for a 64-bit field or a string whose high or second
+    # half did not matter, `InputGenerator.half_bits`); None in
     # measurements made before it was kept.
     effective_bits: float | None = None
 
@@ -349,7 +351,8 @@ def measure_class(
     seed: int = 0,
 ) -> ClassEntropy:
     """Both measures of one class: `draws` draws for distinct outputs, then `field_draws`
-    of them with each field drawn again (and the high half of each 64-bit field)."""
+    of them with each field drawn again (and the high half of each 64-bit field, the
+    second half of each string)."""
     gen = program.inputs
     if gen is None:
         raise InputError(f"program {program.id!r} has fixed inputs only")
@@ -384,8 +387,12 @@ def measure_class(
     }
     weak = report.weak_fields()
     whole = frozenset(w for w in weak if not w.endswith("^hi"))
-    halves = sum(1 for w in weak if w.endswith("^hi") and w[:-3] not in whole)
-    report.effective_bits = max(0.0, gen.entropy_bits(size_class, without=whole) - 32.0 * halves)
+    halves = sum(
+        gen.half_bits(size_class, w[:-3])
+        for w in weak
+        if w.endswith("^hi") and w[:-3] not in whole
+    )
+    report.effective_bits = max(0.0, gen.entropy_bits(size_class, without=whole) - halves)
     return report
 
 

@@ -544,6 +544,10 @@ class _Column:
     def alphabet(self) -> str:
         return "".join(sorted(set("".join(self.texts))))
 
+    @cached_property
+    def longest(self) -> int:
+        return max(map(len, self.texts), default=0)
+
 
 @dataclass
 class _Parsed:
@@ -702,7 +706,10 @@ def _rule(
         return None
     length: int | dict[str, list[int]] = len(atom.text)
     if level in _GROWN and atom.col[0] == "s" and atom.free_length:
-        length = {_GROWN_LENGTH: _grown_text_length(len(atom.text), len(alphabet), level)}
+        # Past the longest of the column's samples, not only this one's: an answer right
+        # only up to the longest sample string must fail on every draw.
+        seen = max(len(atom.text), column.longest)
+        length = {_GROWN_LENGTH: _grown_text_length(seen, len(alphabet), level)}
     return {"text": {"length": length, "alphabet": alphabet}}
 
 
@@ -712,9 +719,9 @@ GROWN_TEXT_BITS = 64
 
 
 def _grown_text_length(n: int, letters: int, level: str) -> list[int]:
-    """[least, most] length of a string seen with n characters of `letters` letters, at a
-    growing level: past the sample's own n where it can grow (an answer right only for the
-    sample's length must fail), from half the most up, as a grown count is drawn; at the
+    """[least, most] length of a string of `letters` letters whose longest sample has n
+    characters, at a growing level: past n where it can grow (an answer right only up to
+    the samples' length must fail), from half the most up, as a grown count is drawn; at the
     widening levels the most is raised, within the level's largest target, until the
     shortest draw carries GROWN_TEXT_BITS."""
     most = _grown_length(n, level)

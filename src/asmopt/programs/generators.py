@@ -1182,7 +1182,8 @@ class _Perturb:
     """Draw one var of a class again, everything else as the seed drew it: does the
     output depend on that var? `high` keeps the low half of an integer's offset in its
     range and draws the high half again (a program that reads 64 bits but uses 32 does
-    not notice)."""
+    not notice), or keeps a string's first half and draws its second half again (a
+    program that reads `%3s` of a 100-character string does not notice)."""
 
     var: str
     seed: int
@@ -1202,6 +1203,9 @@ class _Perturb:
                 new = lo + ((top << half) | low_bits)
                 if new > hi:
                     continue
+            elif self.high and var.kind == "text":
+                kept = (len(old) + 1) // 2
+                new = old[:kept] + _draw_var(var, rng, env, [MAX_DRAW_STEPS])[kept:]
             else:
                 new = _draw_var(var, rng, env, [MAX_DRAW_STEPS])
             if new != old:
@@ -1299,7 +1303,8 @@ class InputGenerator:
         self, size_class: str, seed: int, field: str, other: int, high: bool = False
     ) -> bytes:
         """The input `draw(size_class, seed)` with one field (a var of the class) drawn
-        again from `other`; with `high`, only the high half of an integer field. What
+        again from `other`; with `high`, only the high half of an integer field or the
+        second half of a string (`wide_fields`). What
         depends on the field (a count, a list's length) follows it."""
         template = self._template(size_class)
         if field not in {v.name for v in template.vars}:
@@ -1333,14 +1338,32 @@ class InputGenerator:
         return tuple(out)
 
     def wide_fields(self, size_class: str) -> tuple[str, ...]:
-        """The integer fields whose range spans at least 2^32 values (a 64-bit seed):
-        the ones a program could read whole but use only in part."""
+        """The fields a program could read whole but use only in part, each with a half
+        of its own (`draw_changed(high=True)` draws that half again): the integers whose
+        range spans at least 2^32 values (a 64-bit seed), and the strings of at least two
+        characters of two letters or more (a program may read `%3s` of a long one)."""
+        return tuple(self._half_bits(size_class))
+
+    def half_bits(self, size_class: str, field: str) -> float:
+        """The least bits the half of a wide field that `draw_changed(high=True)` draws
+        again carries: what a class's entropy loses when the output does not depend on
+        that half."""
+        return self._half_bits(size_class)[field]
+
+    def _half_bits(self, size_class: str) -> dict[str, float]:
         template = self._template(size_class)
-        out = []
+        env: dict[str, _Interval] = {}
+        out: dict[str, float] = {}
         for v in template.vars:
-            if v.kind != "int":
-                continue
-            lo_n, hi_n = v.arg("range")
-            if lo_n.expr is None and hi_n.expr is None and hi_n.const - lo_n.const >= 1 << 32:
-                out.append(v.name)
-        return tuple(out)
+            _, env[v.name] = _var_bits(v, env)
+            if v.kind == "int":
+                lo_n, hi_n = v.arg("range")
+                if lo_n.expr is None and hi_n.expr is None and hi_n.const - lo_n.const >= 1 << 32:
+                    bits = (hi_n.const - lo_n.const).bit_length()
+                    out[v.name] = float(bits - bits // 2)  # what `_Perturb` draws again
+            elif v.kind == "text":
+                least = max(0.0, _num_interval(v.arg("length"), env)[0])
+                letters = len(set(v.arg("alphabet")))
+                if least >= 2 and letters >= 2 and math.isfinite(least):
+                    out[v.name] = math.floor(least) // 2 * math.log2(letters)
+        return out
