@@ -218,7 +218,9 @@ def test_a_line_that_starts_with_its_own_length_grows_as_one_record() -> None:
 def test_a_second_count_on_a_table_head_counts_the_run_after_the_table() -> None:
     """`ns nq`, then ns rows `l r` of the head's own shape, then nq queries: the head is
     read as the table's count (ns) and nq counts the queries after the table, so at no
-    level is nq drawn from the rows' second column (which would read 10^7 queries)."""
+    level is nq drawn from the rows' second column (which would read 10^7 queries); where
+    sizes grow, nq grows too (an answer right only for the sample's 3 queries must fail)
+    and the queries drawn are as many as it says."""
     rows = "".join(f"{i} {10_000_000 - i}\n" for i in range(1, 8))
     stdin = f"7 3\n{rows}5\n17\n9999990\n".encode()
     p = Program("intervals", PAIRS_C, (TestCase("t", stdin, b""),))
@@ -231,6 +233,22 @@ def test_a_second_count_on_a_table_head_counts_the_run_after_the_table() -> None
             assert (ns, nq) == (7, 3) or ns + nq == len(rest), (level, head, len(rest))
             assert all(len(line.split()) == 1 for line in rest[ns:]), (level, text)
             assert len(rest) - ns == nq, (level, head, len(rest))
+            assert nq > 3 and ns > 7 if level == "grown" else True, (level, head)
+
+
+def test_a_list_then_queries_grows_both_counts_of_the_head_line() -> None:
+    """`n q`, a list of n values, then q lines `q i` (1 <= i <= n): both counts grow past
+    the sample's, the list holds n values, the queries are q lines, and each index stays
+    within the drawn n."""
+    stdin = b"4 3\n1 2 3 4\nq 1\nq 2\nq 4\n"
+    p = Program("queries", PAIRS_C, (TestCase("t", stdin, b""),))
+    gen = learn_generator(p, "grown")
+    assert gen is not None
+    for _, text in draws(replace_inputs(p, gen), 16):
+        head, values, *queries = text.strip().split("\n")
+        n, q = map(int, head.split())
+        assert n > 4 and q > 3 and len(values.split()) == n and len(queries) == q, text
+        assert all(1 <= int(line.split()[1]) <= n for line in queries), text
 
 
 def test_a_grown_string_of_few_letters_is_long_enough_to_carry_the_bits() -> None:

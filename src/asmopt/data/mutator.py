@@ -865,7 +865,12 @@ def _render(
         if isinstance(piece, str):
             template.append(_literal(piece))
         else:
-            name = writer.count_name if piece[0] == "count" else writer.name()
+            if piece[0] == "count":
+                name = writer.count_name
+            elif piece[0] == "count_after":
+                name = writer.count_name + _AFTER
+            else:
+                name = writer.name()
             variables.update(_expanded(name, piece[1]))
             template.append("{" + name + "}")
             if names is not None:
@@ -995,17 +1000,21 @@ def _run_after(shapes: list[tuple[str, list[Piece]]], k: int, v: int) -> bool:
 
 def _grow_counts(
     parsed: _Parsed, shapes: list[tuple[str, list[Piece]]], level: str = "grown"
-) -> None:
+) -> dict[int, int]:
     """At the growing levels: a count on a line that governs what follows (the next
     line's list or string of exactly that many values or characters, the run of exactly
     that many lines after it, or the rest of its own line: `k a1 .. ak`) becomes a drawn
     count, and what it governs follows it: a list's or string's length names the count's
     var (`_resolve_count`), a run of lines is repeated that many times (`_assemble`). The
-    count still equals the items drawn."""
+    count still equals the items drawn. A second count on that line (`n q`: n rows, then
+    q queries) grows too where it counts the run of lines right after what the first
+    governs; the returned map says which line starts such a run -> the count's line."""
+    later_runs: dict[int, int] = {}
     for k in range(len(parsed.lines)):
         if _grow_own_count(parsed, shapes, k, level) or k + 1 == len(parsed.lines):
             continue
-        for atom, v in _line_counts(parsed.lines[k]):
+        counts = _line_counts(parsed.lines[k])
+        for c, (atom, v) in enumerate(counts):
             body = _governed(shapes[k + 1][1], v)
             if body is not None and k + 2 < len(shapes) and shapes[k + 2][0] == shapes[k + 1][0]:
                 body = None  # the first row of a table (n, then an n x n grid): not one list
@@ -1021,8 +1030,16 @@ def _grow_counts(
                     body["range"] = [1, _COUNT_REF]
                 shapes[k + 1] = (json.dumps(shapes[k + 1][1], sort_keys=True), shapes[k + 1][1])
             pieces[at] = ("count", _grown_count(v, level))
+            end = k + (1 if body is not None else v)  # the last line the count governs
+            for second, w in counts[c + 1 :]:
+                there = _piece_index(parsed.lines[k], pieces, second)
+                if there is not None and _run_after(shapes, end, w):
+                    pieces[there] = ("count_after", _grown_count(w, level))
+                    later_runs[end + 1] = k
+                    break
             shapes[k] = (json.dumps(pieces, sort_keys=True), pieces)
             break  # one drawn count a line: its var is the line's count name
+    return later_runs
 
 
 def _grow_own_count(
@@ -1052,6 +1069,8 @@ def _grow_own_count(
 # `_OWN_COUNT_REF` where the count starts the list's own line.
 _COUNT_REF = "@count"
 _OWN_COUNT_REF = "@own_count"
+# The suffix of the var of a line's second count (`n q`: what follows the first's run).
+_AFTER = "_after"
 
 
 def _assemble(
@@ -1060,10 +1079,12 @@ def _assemble(
     grow: bool,
     writer: _Writer | None = None,
     prefix: str = "",
+    later_runs: dict[int, int] | None = None,
 ) -> dict[str, Any] | None:
     """Template and vars of a class from its lines' pieces: runs of two or more lines of
     one shape with vars fold into a `repeat` (at the `grown` level, one that a lone count
-    before it governs draws its length with that count). `writer` and `prefix` keep the
+    before it governs draws its length with that count, as does one that a line's second
+    count governs: `later_runs`, from `_grow_counts`). `writer` and `prefix` keep the
     names of a record's vars apart from the class's."""
     writer = writer or _Writer()
     template: list[str] = []
@@ -1081,6 +1102,8 @@ def _assemble(
                 count: int | str = j - i
                 if grow and i > 0 and _counts_run(parsed.lines[i - 1], shapes[i - 1][1], j - i):
                     count = f"{prefix}n{i - 1}"  # the count var line i - 1 was rendered with
+                elif grow and later_runs and i in later_runs:
+                    count = f"{prefix}n{later_runs[i]}{_AFTER}"
                 inner_names: dict[int, str] = {}
                 inner, inner_vars = _render(pieces, writer, inner_names)
                 if grow:
@@ -1245,16 +1268,23 @@ def _records(parsed: _Parsed) -> int | None:
 
 
 def _grown_records(
-    parsed: _Parsed, shapes: list[tuple[str, list[Piece]]], size: int, level: str = "grown"
+    parsed: _Parsed,
+    shapes: list[tuple[str, list[Piece]]],
+    size: int,
+    level: str = "grown",
+    later_runs: dict[int, int] | None = None,
 ) -> dict[str, Any] | None:
     """At the `grown` level, an input of T records (`_records`): the first record's body
     (grown itself) repeated a drawn number of times, that number written where T was.
     Where the record grows inside, the count of records grows less (in [T + 1, 2 T], at
     least 8): both at once would draw inputs of megabytes."""
     writer = _Writer()
+    inner_runs = {  # the first record's, by its own line numbers
+        start - 1: line - 1 for start, line in (later_runs or {}).items() if start <= size
+    }
     record = _assemble(
         _Parsed(parsed.test, parsed.lines[1 : 1 + size], []), shapes[1 : 1 + size], True,
-        writer, prefix="r",
+        writer, prefix="r", later_runs=inner_runs,
     )
     if record is None:
         return None
@@ -1287,13 +1317,12 @@ def _class_body(
     """The class of one test at one level, or None when nothing would vary."""
     shapes, varies = _line_shapes(parsed, columns, keyword_cols, level, vocab)
     grow = level in _GROWN
-    if grow:
-        _grow_counts(parsed, shapes, level)
+    later_runs = _grow_counts(parsed, shapes, level) if grow else {}
     if not varies and not grow:
         return None
     size = _records(parsed) if grow else None
-    body = _grown_records(parsed, shapes, size, level) if size else None
-    body = body or _assemble(parsed, shapes, grow)
+    body = _grown_records(parsed, shapes, size, level, later_runs) if size else None
+    body = body or _assemble(parsed, shapes, grow, later_runs=later_runs)
     if body is None or (not varies and not body["vars"]):
         return None
     return body
