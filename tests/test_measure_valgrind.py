@@ -120,3 +120,20 @@ def test_a_candidate_under_cachegrind_sees_no_process_of_the_host(
     assert build.ok and build.output is not None
     res = count_instructions(sandbox, build.output, TestCase("t", b"", b"sealed\n"))
     assert res.status == MeasureStatus.MEASURED, res.message
+
+
+def test_a_run_marker_is_refused_where_the_sandbox_mounts_its_own_proc(
+    sandbox: Sandbox, loop_binary: Path
+) -> None:
+    """The /proc a tool run mounts shows bubblewrap's and the launcher's command lines,
+    and with them a run marker: a candidate that read it could write it and forge where
+    another run's output begins. Such a run is refused before anything starts, unless the
+    binaries are the suite's own (`trusted`)."""
+    from asmopt.sandbox.runner import ToolRun
+
+    with pytest.raises(ValueError, match="own /proc"):
+        sandbox.run_binaries([loop_binary], [0], marker="secret1", tool=ToolRun(mount_proc=True))
+    trusted = sandbox.run_binaries(
+        [loop_binary], [0], marker="secret1", tool=ToolRun(mount_proc=True, trusted=True)
+    )
+    assert trusted.infra_error is None and len(trusted.segments or ()) == 1

@@ -1561,7 +1561,7 @@ class _Judge:
             feed=list(range(len(chosen))),
             limits=self.san_limits,
             marker="asmoptmutatorend",
-            tool=ToolRun(env=SANITIZE_ENV, mount_proc=True),
+            tool=ToolRun(env=SANITIZE_ENV, mount_proc=True, trusted=True),  # the program's own
         )
         if san.infra_error:
             raise RuntimeError(f"sandbox: {san.infra_error}")

@@ -84,13 +84,19 @@ class ToolRun:
     environment entries, read-only binds of the files it opens (the program among them),
     a descriptor number whose writes the launcher collects per run (`LaunchRecord.log`),
     and a /proc of the sandbox's own (valgrind and AddressSanitizer read
-    /proc/self/maps). The default is a program's plain run."""
+    /proc/self/maps). The default is a program's plain run.
+
+    That /proc shows every process of the sandbox, bubblewrap's and the launcher's command
+    lines among them, which hold a run marker: a candidate that read it could forge where
+    one run's output ends. So a marker is refused with `mount_proc` unless the binaries are
+    `trusted` (built from a suite's own source, as the importer's sanitizer builds are)."""
 
     argv0: str = PROGRAM_ARGV0
     env: tuple[tuple[str, str], ...] = ()
     ro_binds: tuple[tuple[str, str], ...] = ()
     log_fd: int | None = None
     mount_proc: bool = False
+    trusted: bool = False
 
 
 PLAIN_RUN = ToolRun()
@@ -964,6 +970,11 @@ class Sandbox:
         inputs, feed, walls = _check_run_request(
             len(binaries), order, stdin, feed, marker, limits, run_wall_s
         )
+        if marker is not None and tool.mount_proc and not tool.trusted:
+            raise ValueError(
+                "a run marker cannot be secret in a sandbox with its own /proc (the launcher's "
+                "command line shows it): run a candidate under such a tool without a marker"
+            )
         if env_pad is None:
             env_pad = random.randrange(ENV_PAD_MAX)
         self.check()
