@@ -657,11 +657,18 @@ class _Infra(Exception):
     """Our side failed during the check; the report becomes `error`."""
 
 
+@dataclass(frozen=True)
+class _Bench:
+    """Where a program's probes and mutants are built and run."""
+
+    program: Program
+    toolchain: Toolchain
+    sandbox: Sandbox
+
+
 def _run(
-    program: Program,
+    bench: _Bench,
     assembly: str,
-    toolchain: Toolchain,
-    sandbox: Sandbox,
     limits: Limits | None,
     what: str,
     stop_on_failure: bool = True,
@@ -669,10 +676,10 @@ def _run(
     label: object = 0,
 ) -> CheckResult:
     result = check_candidate(
-        program,
+        bench.program,
         assembly,
-        toolchain,
-        sandbox,
+        bench.toolchain,
+        bench.sandbox,
         limits,
         stop_on_failure=stop_on_failure,
         fresh=fresh if fresh is not None else FreshInputs.off(),
@@ -733,15 +740,6 @@ def check_adequacy(
     return report
 
 
-@dataclass(frozen=True)
-class _Bench:
-    """Where a program's probes and mutants are built and run."""
-
-    program: Program
-    toolchain: Toolchain
-    sandbox: Sandbox
-
-
 @dataclass
 class _MutantTally:
     """The mutants built so far and what became of each (killed, survived, equivalent)."""
@@ -789,9 +787,7 @@ def _check(
         return
     # The baseline must pass before mutants of it mean anything.
     baseline_asm = toolchain.baseline_assembly(program)
-    baseline = _run(
-        program, baseline_asm, toolchain, sandbox, limits, "-O3 baseline", stop_on_failure=False
-    )
+    baseline = _run(bench, baseline_asm, limits, "-O3 baseline", stop_on_failure=False)
     if not baseline.correct:
         report.reasons.append(
             f"the -O3 baseline fails its own tests ({baseline.verdict}: {baseline.message})"
@@ -816,7 +812,7 @@ def _probe_trivial_answers(
     probes = trivial_probes(program)
     graded_alone = len(program.tests) == 1 and program.inputs is None
     for name, asm in probes.items():
-        result = _run(program, asm, bench.toolchain, bench.sandbox, limits, name, fresh=fresh)
+        result = _run(bench, asm, limits, name, fresh=fresh)
         report.probes[name] = str(result.verdict)
     for name in TRIVIAL_PROBES:
         if name not in probes:
@@ -846,10 +842,8 @@ def _run_mutants(
             break
         mutation = site.mutation
         result = _run(
-            bench.program,
+            bench,
             apply_mutation(baseline_asm, site),
-            bench.toolchain,
-            bench.sandbox,
             mlimits,
             f"mutant {mutation.describe()}",
             fresh=fresh,
@@ -983,7 +977,8 @@ def check_programs(
 ) -> list[AdequacyReport]:
     """`check_adequacy` over many programs in parallel; reports in program order. One
     seed (a fresh secret one when None) serves the whole check: each program's and each
-    mutant's draws are labelled apart."""
+    mutant's draws are labelled apart. Wide because it takes `check_adequacy`'s keyword
+    options one for one, beside the parallel run's own (jobs, progress)."""
     programs = list(programs)
     seed = new_seed() if seed is None else seed
 
