@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from asmopt.evaluate import check_candidate
-from asmopt.fresh import FreshInputs, check_drawn, draw_inputs
+from asmopt.fresh import FreshInputs, Grading, check_drawn, draw_inputs
 from asmopt.judge import Verdict
 from asmopt.programs.generators import DrawError, GeneratorError, InputGenerator
 from asmopt.programs.model import Program, TestCase
@@ -85,7 +85,7 @@ def test_a_draw_that_fails_while_grading_is_a_draw_error_before_any_run() -> Non
     program = _program(ZERO_INSIDE)
     fresh = _failing_grading(program)
     with pytest.raises(DrawError) as err:
-        check_drawn(program, "cand", "base", _NoRuns(), fresh, 0)  # type: ignore[arg-type]
+        check_drawn(program, "cand", "base", _NoRuns(), Grading(fresh, "0"))  # type: ignore[arg-type]
     exc = err.value
     assert (exc.program, exc.size_class) == ("double", "c")
     assert f"seed {exc.seed}" in str(exc) and "division by zero" in str(exc)

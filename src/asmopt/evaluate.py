@@ -307,7 +307,11 @@ def check_candidate(
     class, judged by the baseline's output on the same input (fresh.py). `fresh` is the
     grading's draw (a new secret seed when None); `label` names the sample within it.
     `stop_on_failure` as in `check_binary`; `budget` bounds the candidate's own runs and
-    is told each phase (RunBudget)."""
+    is told each phase (RunBudget).
+
+    Wide because the graders, the adequacy check, the reward service, the compiler search and
+    the import benchmarks each call it with their own mix of these settings; an options object
+    would change every one of those calls."""
     sandbox = sandbox or toolchain.sandbox
     fresh = fresh if fresh is not None else FreshInputs()
     budget = budget or RunBudget()
@@ -326,9 +330,10 @@ def check_candidate(
         program, build.output, sandbox, limits, stop_on_failure=stop_on_failure, budget=budget
     )
     result.build_seconds = build.seconds
-    result.inputs = Grading(fresh, str(label), program.fixed_inputs)
+    grading = Grading(fresh, str(label), program.fixed_inputs)
+    result.inputs = grading
     if result.verdict == Verdict.PASS and program.inputs is not None and fresh.per_class > 0:
-        _check_drawn_inputs(result, program, toolchain, sandbox, limits, fresh, label, budget)
+        _check_drawn_inputs(result, program, toolchain, sandbox, limits, grading, budget)
     budget.phase("ours")
     return result
 
@@ -339,8 +344,7 @@ def _check_drawn_inputs(
     toolchain: Toolchain,
     sandbox: Sandbox,
     limits: Limits | None,
-    fresh: FreshInputs,
-    label: object,
+    grading: Grading,
     budget: RunBudget,
 ) -> None:
     """Extend a passing check with the drawn inputs' verdicts (and its overall verdict)."""
@@ -355,7 +359,7 @@ def _check_drawn_inputs(
     try:
         baseline = baseline_binary(program, toolchain)
         drawn = _drawn_verdicts(
-            program, result.binary or "", baseline, sandbox, fresh, label, limits, heavy, budget
+            program, result.binary or "", baseline, sandbox, grading, limits, heavy, budget
         )
     except (DrawError, SandboxUnavailable) as exc:  # before any run: never the candidate's
         log.error("drawn inputs of %s: %s", program.id, exc)
@@ -389,8 +393,7 @@ def _drawn_verdicts(
     candidate: str | Path,
     baseline: Path,
     sandbox: Sandbox,
-    fresh: FreshInputs,
-    label: object,
+    grading: Grading,
     limits: Limits,
     heavy: frozenset[str],
     budget: RunBudget,
@@ -398,13 +401,13 @@ def _drawn_verdicts(
     """The drawn inputs' verdicts, each with whether an infra error in it may be the
     candidate's (to be blamed): the drawn runs share one sandbox, so each candidate run
     gets an equal share of what is left of the budget (RunBudget.cut)."""
-    runs = max(1, draw_count(program, fresh.per_class, heavy))
+    runs = max(1, draw_count(program, grading.fresh.per_class, heavy))
     cand_limits, bound = budget.cut(limits, runs)
     if cand_limits is None:
         return [(budget.exhausted("drawn", bound), False)]
     budget.phase("runs")
     verdicts = check_drawn(
-        program, candidate, baseline, sandbox, fresh, label, limits, heavy, cand_limits
+        program, candidate, baseline, sandbox, grading, limits, heavy, cand_limits
     )
     out = []
     for v in verdicts:
@@ -722,7 +725,10 @@ def check(
     """Build one candidate and judge it on the program's tests and on fresh draws (a new
     secret seed unless `fresh` replays one); with `measure` "time" or "instructions", a
     correct candidate is then measured against the -O3 baseline as an evaluation does, the
-    result in `.speedup`. What `asmopt check` runs; the public entry point."""
+    result in `.speedup`. What `asmopt check` runs; the public entry point.
+
+    Wide because it is the public entry point (`asmopt.check`): each keyword is a documented
+    option, checked by name (`check_arguments`)."""
     check_arguments(check, dict(locals()))
     from asmopt.toolchain import default_toolchain
 
@@ -738,9 +744,12 @@ def check(
         program, assembly, toolchain, sandbox, limits, fresh=fresh, label=label
     )
     if result.correct and mode != MeasureMode.NONE:
-        timing = timing or TimingConfig()
+        from asmopt.measure.timing import default_core_lock
+
+        lock = default_core_lock() if mode == MeasureMode.TIME else None
+        options = MeasureOptions(mode=mode, timing=timing or TimingConfig(), lock=lock)
         _measure_against_baseline(
-            program, assembly, result, toolchain, sandbox, limits, mode, timing, valgrind
+            program, assembly, result, toolchain, sandbox, limits, options, valgrind
         )
     return result
 
@@ -752,21 +761,20 @@ def _measure_against_baseline(
     toolchain: Toolchain,
     sandbox: Sandbox,
     limits: Limits | None,
-    mode: MeasureMode,
-    timing: TimingConfig,
+    options: MeasureOptions,
     valgrind: Valgrind | None,
 ) -> None:
-    """Time (or count) one correct candidate against the baseline; builds and checks stay
-    off the timing cores, as in an evaluation. A copy of the baseline is 1.0 by rule."""
+    """Time (or count) one correct candidate against the baseline as `options` say (the
+    core lock set for timing); builds and checks stay off the timing cores, as in an
+    evaluation. A copy of the baseline is 1.0 by rule."""
     from asmopt.measure.canonical import canonical_statements
-    from asmopt.measure.timing import default_core_lock, general_affinity
+    from asmopt.measure.timing import general_affinity
 
-    lock = default_core_lock() if mode == MeasureMode.TIME else None
-    options = MeasureOptions(mode=mode, timing=timing, lock=lock)
     baseline = toolchain.baseline_assembly(program)
     text = assembly.decode("utf-8", "surrogateescape") if isinstance(assembly, bytes) else assembly
     is_copy = canonical_statements(text) == canonical_statements(baseline)
     measurer = Measurer(program, baseline, toolchain, sandbox, options, limits, valgrind)
+    lock = options.lock
     placement = general_affinity(lock.layout) if lock is not None else contextlib.nullcontext()
     with placement:
         measurer.measure(result, is_copy)

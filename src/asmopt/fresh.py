@@ -308,18 +308,18 @@ def check_drawn(
     candidate: str | Path,
     baseline: str | Path,
     sandbox: Sandbox,
-    fresh: FreshInputs,
-    label: object,
+    grading: Grading,
     limits: Limits | None = None,
     heavy: frozenset[str] = frozenset(),
     candidate_limits: Limits | None = None,
 ) -> list[TestVerdict]:
     """Run the candidate and the baseline on K drawn inputs per class (one per class in
-    `heavy`), in one sandbox, pair by pair (the candidate first in every other pair, so a
-    run learns nothing from its place), and judge each candidate run against the
-    baseline's output on the same input. Inputs the baseline does not accept are dropped
-    (logged). `candidate_limits` (default `limits`) are the candidate's runs' own: a
-    deadline may have cut their wall limit (evaluate.RunBudget).
+    `heavy`), drawn with `grading`'s FreshInputs and label, in one sandbox, pair by pair
+    (the candidate first in every other pair, so a run learns nothing from its place), and
+    judge each candidate run against the baseline's output on the same input. Inputs the
+    baseline does not accept are dropped (logged). `candidate_limits` (default `limits`)
+    are the candidate's runs' own: a deadline may have cut their wall limit
+    (evaluate.RunBudget).
 
     The launcher ends the sandbox after a run killed at its limit, so a candidate that
     times out on one input costs that one run, and its verdict is that run's; where the
@@ -327,7 +327,7 @@ def check_drawn(
     candidate's fault."""
     limits = limits or sandbox.limits
     cand_limits = candidate_limits or limits
-    drawn = draw_inputs(program, fresh, label, heavy=heavy)
+    drawn = draw_inputs(program, grading.fresh, grading.label, heavy=heavy)
     verdicts: list[TestVerdict] = []
     for start in range(0, len(drawn), MAX_INPUTS):
         chunk = drawn[start : start + MAX_INPUTS]
