@@ -464,18 +464,7 @@ def train_ppo(
     try:
         while step < total_steps:
             step += 1
-            metrics = ppo_step(
-                step,
-                cfg,
-                models,
-                data.train_rows,
-                data.train_texts,
-                sampler,
-                reward_fn,
-                opts.actor_opt,
-                opts.critic_opt,
-                device,
-            )
+            metrics = ppo_step(step, cfg, models, data, sampler, reward_fn, opts, device)
             step_schedulers(opts.actor_sched, opts.critic_sched)
             log.write(step, "train", metrics)
             summary.setdefault("first_train", metrics)
@@ -528,16 +517,17 @@ def ppo_step(
     step: int,
     cfg: PPOConfig,
     models: Models,
-    rows: list[Row],
-    texts: list[str],
+    data: Data,
     sampler: RowSampler,
     reward_fn: RewardFn,
-    actor_opt: torch.optim.Optimizer,
-    critic_opt: torch.optim.Optimizer,
+    opts: Optimisers,
     device: torch.device,
 ) -> dict[str, Any]:
-    """One PPO step: the six phases of the module docstring, in order, one function each."""
+    """One PPO step on `data`'s training rows: the six phases of the module docstring, in
+    order, one function each."""
     t0 = time.monotonic()
+    rows, texts = data.train_rows, data.train_texts
+    actor_opt, critic_opt = opts.actor_opt, opts.critic_opt
 
     # ---- 1. rollout
     picked = [i for i in sampler.next(cfg.prompts_per_step) for _ in range(cfg.samples_per_prompt)]
