@@ -86,7 +86,10 @@ def import_codenet(
     run: ImportRun | None = None,
 ) -> tuple[Suite, DataReport]:
     """Read a CodeNet tree; bad problems and submissions are reported, never fatal.
-    `run.mutator` learns fresh inputs from the tests (`common.learn_inputs`)."""
+    `run.mutator` learns fresh inputs from the tests (`common.learn_inputs`).
+
+    Wide because its keywords are the `data import codenet` options one for one, each with the
+    command's default, so the command and the tests set only those they change."""
     run = run or ImportRun()
     root = Path(root)
     meta_dir = root / "metadata"

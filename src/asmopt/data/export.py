@@ -235,10 +235,9 @@ def build_rows(
     max_prompt_tokens: int | None = None,
     tokenizer: str | None = None,
 ) -> tuple[dict[str, list[dict[str, Any]]], dict[str, list[str]], DataReport]:
-    """Rows per split, program ids per split (row order), and the report.
-
-    Raises UnfitProgramError naming every selected program marked unfit, unless
-    `allow_unfit`."""
+    """Rows per split, program ids per split (row order), and the report. Raises
+    UnfitProgramError naming every selected program marked unfit, unless `allow_unfit`.
+    Wide because it takes `export_suite`'s options one for one, plus the report it fills."""
     from asmopt.adequacy import require_fit, unfit_programs
 
     report = report or DataReport("export")
@@ -353,7 +352,10 @@ def export_suite(
     `out` ending in .parquet / .jsonl is one file holding every selected split; any other
     path is a directory with one file per non-empty split (SPLIT.parquet / SPLIT.jsonl),
     the shape verl's `data.train_files` / `data.val_files` expect. The `hf` format always
-    writes a `datasets.DatasetDict` directory (load it with `datasets.load_from_disk`)."""
+    writes a `datasets.DatasetDict` directory (load it with `datasets.load_from_disk`).
+
+    Wide because its keywords are the `data export` command's options one for one, each with a
+    default, so callers set only those they change."""
     fmt = canonical_format(fmt)
     out = Path(out)
     if fmt != "hf" and out.suffix in (".parquet", ".jsonl"):  # never over a device or FIFO

@@ -225,6 +225,8 @@ class AsmOptEnv(gym.Env[dict[str, Any], str]):
         render_mode: str | None = None,
         allow_unfit: bool = False,
     ) -> None:
+        """Wide because `gymnasium.make` passes the environment's options as keywords, one
+        parameter each (`reward` and `measure` are shorthands for a `score_config`)."""
         if max_rounds < 1:
             raise InputError(f"max_rounds must be at least 1, got {max_rounds}")
         if render_mode not in (None, "ansi"):

@@ -298,7 +298,11 @@ def evaluate_programs(
     running ones finish and are stored, the rest are left for a rerun; setting `abort` also
     drops what the running ones finish (their processes were killed under them). A store
     that cannot be written (disk full, read-only) stops the run the same way and its
-    StoreError is raised once the running samples are done."""
+    StoreError is raised once the running samples are done.
+
+    Wide because an evaluation's settings (samples, jobs, limits, progress, measurement, fresh
+    inputs) are independent keywords with defaults; what the caller keeps and steers is already
+    one object (RunHooks)."""
     hooks = hooks or RunHooks()
     store, notes = hooks.store, hooks.notes
     options = measure or MeasureOptions(mode=MeasureMode.NONE)

@@ -965,7 +965,12 @@ class Sandbox:
         memory-layout bias); `cpus` pins the sandbox to those cores and `priority` raises
         its scheduling priority (placement.py; programs always run below the launcher).
 
-        All runs together may write at most `max_total_output` bytes of stdout."""
+        All runs together may write at most `max_total_output` bytes of stdout.
+
+        Wide because every keyword is an independent setting of one sandbox (inputs, limits,
+        marker, placement, tool, deadlines, output cap), and the timing executor, valgrind,
+        the fresh-input checks, the input learner, the entropy estimate and the tests each
+        pass a different few by name."""
         limits = limits or self.limits
         inputs, feed, walls = _check_run_request(
             len(binaries), order, stdin, feed, marker, limits, run_wall_s

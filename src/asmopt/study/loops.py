@@ -229,7 +229,10 @@ def run_study(
     R. Seeds are the outer loop, so an interrupted study has whole seeds done. study.json
     keeps the first seed's models under `models` (the diagnostics tables and plots show
     them, and single-seed files look as they always did) and the other seeds' under
-    `other_seeds` (R -> seed -> model); `seed_list` names them all in order."""
+    `other_seeds` (R -> seed -> model); `seed_list` names them all in order.
+
+    Wide because its keywords are the `study loops` command's options, each with a default,
+    beside the config (`cfg`) and loop counts the command loads."""
     from asmopt.toolchain import default_toolchain
 
     loops = check_loops(loops)

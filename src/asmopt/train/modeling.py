@@ -299,7 +299,10 @@ def generate(
 ) -> list[Generated]:
     """Batched sampling (temperature > 0) or greedy decoding, left-padded as the local
     back-end does. Every logits processor but temperature and top-p is switched off, so that
-    the sampling distribution is the softmax the trainer differentiates."""
+    the sampling distribution is the softmax the trainer differentiates.
+
+    Wide because the PPO rollout, its validation and the learning benches take the sampling
+    settings from different fields (or their own), so no one config object carries them."""
     from transformers import GenerationConfig
 
     eos = stop_ids(model, tokenizer)

@@ -241,7 +241,11 @@ def value_loss(
     """0.5 * max((V - R)^2, (V_clipped - R)^2), V_clipped = V_old + clip(V - V_old, +-eps).
 
     Value clipping keeps the critic from chasing one noisy batch of returns. Returns the loss
-    and `clipfrac` (share of tokens where the clipped error was the larger)."""
+    and `clipfrac` (share of tokens where the clipped error was the larger).
+
+    Wide because it is a pure tensor function like `policy_loss`: the tensors, the clip settings
+    and the gradient-accumulation totals, free of the trainer's config so that it is tested on
+    its own."""
     unclipped = (new_values - returns) ** 2
     if clip:
         clipped_values = old_values + torch.clamp(new_values - old_values, -clip_range, clip_range)

@@ -63,6 +63,10 @@ class SharedSandboxExecutor:
         draw: DrawInput | None = None,
         fresh_tests: Sequence[bool] | None = None,
     ) -> None:
+        """Wide because the sandbox, the binaries, the tests, their limits, the core lock and
+        the run's options (output check, priority, per-candidate deadlines, fresh draws) are all
+        independent, and `time_candidates`, the calibration and the tests each set a different
+        few."""
         if not candidates:
             raise InputError("at least one candidate")
         if (draw is None) != (fresh_tests is None):
@@ -414,6 +418,8 @@ class SandboxExecutor(SharedSandboxExecutor):
         priority: Literal["normal", "high", "realtime"] = "realtime",
         candidate_wall_s: float | None = None,
     ) -> None:
+        """Wide because it keeps SharedSandboxExecutor's parameters, in the same order, for one
+        candidate."""
         super().__init__(
             sandbox,
             baseline,

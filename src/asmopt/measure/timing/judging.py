@@ -62,7 +62,9 @@ def time_tests(
     fresh_tests: Sequence[bool] | None = None,
 ) -> tuple[list[TestSpeedup], RunFailure | None, str | None]:
     """Measure the speedup of `candidate` over `baseline` on every test (see measure_tests):
-    `time_candidates` with one candidate (`draw` as there)."""
+    `time_candidates` with one candidate (`draw` as there).
+
+    Wide because it is `time_candidates` for one candidate and keeps its parameters."""
     (result,) = time_candidates(
         sandbox,
         baseline,
@@ -112,7 +114,11 @@ def time_candidates(
     Blame: a failure that is not plainly the candidate's (the baseline failed beside it,
     the sandbox broke) is charged to the candidate unless the baseline alone, in a fresh
     sandbox, fails the same test too; only then is it `infra_error`. Each candidate is
-    judged on its own: one candidate's failure does not stop the others."""
+    judged on its own: one candidate's failure does not stop the others.
+
+    Wide because the executor's inputs (sandbox, binaries, tests, limits, core lock) and the
+    judging's (targets, references, fresh draws) are independent, and each caller sets a
+    different few of the keyword-only ones."""
     lock = lock or default_core_lock()
     config = _with_machine_spread(config or TimingConfig(), sandbox, lock)
     limits = limits or sandbox.limits

@@ -722,7 +722,10 @@ class PLTModel(PLTPreTrainedModel):
         position_ids: `[B, Q]`; defaults to `past + arange(Q)` (pass them for left padding,
             as `generate()` does, so that real tokens start at position 0).
         past_key_values: a `PLTCache` (created when `use_cache` and None).
-        """
+
+        Wide because it keeps the keyword signature of transformers' decoder models
+        (`LlamaModel.forward`), which the causal LM and transformers' own code call by name,
+        plus `output_loop_states`."""
         if (input_ids is None) == (inputs_embeds is None):
             raise ValueError("Give exactly one of input_ids and inputs_embeds.")
         if inputs_embeds is None:
@@ -834,7 +837,10 @@ class PLTModel(PLTPreTrainedModel):
         """The R loops over the chunk one after another (prefill, training, and any step that
         asks for diagnostics), each through every decoder layer, collecting the outputs
         asked for. Apart from `forward` so that it reads like Llama's decoder loop, with
-        the argument handling and the parallel decode step kept out of the way."""
+        the argument handling and the parallel decode step kept out of the way.
+
+        Wide because it takes what `forward` has worked out (embeddings, masks, cache, key mask,
+        past length) and forward's three output flags, under forward's names."""
         gated = self.config.plt_uses_gated_attention
         # Only the shifted (PLT) mode carries h(r) of the last token into the next step.
         shifted = gated and self.config.plt_loop_mode == "plt"
@@ -1115,7 +1121,11 @@ class PLTForCausalLM(PLTPreTrainedModel, GenerationMixin):
     ) -> PLTCausalLMOutputWithPast | tuple[Any, ...]:
         """Next-token logits of the last loop; the loss (with `labels`) is the usual shifted
         cross-entropy on them. `output_loop_states` / `output_attentions` add per-loop
-        diagnostics (see `PLTModelOutputWithPast`)."""
+        diagnostics (see `PLTModelOutputWithPast`).
+
+        Wide because it keeps the keyword signature of transformers' causal LMs
+        (`LlamaForCausalLM.forward`), which `generate()` and the trainers call by name, plus
+        `output_loop_states`."""
         outputs = self.model(
             input_ids=input_ids,
             attention_mask=attention_mask,
