@@ -246,34 +246,12 @@ def reward_loop_probe(data: Any, out: Path) -> Any:
     return RewardLoopProbe
 
 
-def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--work", required=True, type=Path, help="scratch directory")
-    ap.add_argument("--max-prompt-tokens", type=int, default=0, help="0: the recipe's")
-    args = ap.parse_args()
-    work: Path = args.work
-    work.mkdir(parents=True, exist_ok=True)
-    os.environ.setdefault("HF_HUB_OFFLINE", "1")
-    import asmopt
-
-    # Where the reward's package comes from: the environment's install, not the tree.
-    report: dict[str, Any] = {"python": sys.version.split()[0], "asmopt": asmopt.__file__}
-    t0 = time.monotonic()
-
-    # The tokenizer is trained on the prompts of a first, unfiltered export.
-    full = asmopt_cli("data", "export", "--format", "verl-parquet", "-o", str(work / "full"))
-    import pandas as pd
-
-    texts = []
-    for split_file in sorted((work / "full").glob("*.parquet")):
-        for prompt in pd.read_parquet(split_file)["prompt"]:
-            texts.extend(m["content"] for m in prompt)
-    model = build_model_dir(work / "model", texts)
-    report["exported_rows"] = full["report"]["stats"]["rows"]
-
-    # 1. Compose and validate exactly as main_ppo does. The overrides are what a user passes
-    # on main_ppo's command line: where the data, the model and the reward file are, and two
-    # reward workers (verl's default is eight, more than the few CPUs of a CI machine need).
+def compose_phase(work: Path, model: Path, report: dict[str, Any]) -> tuple[Any, Any, Any]:
+    """1. Compose and validate exactly as main_ppo does; returns the composed config, the
+    same as a plain container (to check later that nothing changed it), and the captured
+    `run_ppo`. The overrides are what a user passes on main_ppo's command line: where the
+    data, the model and the reward file are, and two reward workers (verl's default is
+    eight, more than the few CPUs of a CI machine need)."""
     overrides = [
         f"data.train_files={work}/data/train.parquet",
         f"data.val_files={work}/data/validation.parquet",
@@ -300,11 +278,34 @@ def main() -> int:
         # The legacy top-level key stays at verl's empty default: the recipe does not use it.
         "legacy_custom_reward_function": OmegaConf.to_container(config.custom_reward_function),
     }
+    return config, composed, run_ppo
 
-    # 2. The prompt-length-aware export, then verl's dataset with the recipe's filter.
-    # The export counts with the model's chat template as verl's filter does, so both get the
-    # same limit (no margin for the template).
-    limit = args.max_prompt_tokens or int(config.data.max_prompt_length)
+
+def verl_counts(tokenizer: Any, directory: Path) -> list[int]:
+    """verl's own count of every prompt of an export, as its overlong filter makes it."""
+    import pandas as pd
+    from verl.utils.tokenizer import normalize_token_ids
+
+    counts = []
+    for split_file in sorted(directory.glob("*.parquet")):
+        for prompt in pd.read_parquet(split_file)["prompt"]:
+            ids = tokenizer.apply_chat_template(
+                [dict(m) for m in prompt], add_generation_prompt=True, tokenize=True
+            )
+            counts.append(len(normalize_token_ids(ids)))
+    return counts
+
+
+def dataset_phase(
+    work: Path, model: Path, config: Any, max_prompt_tokens: int, report: dict[str, Any]
+) -> tuple[Any, dict[str, list[dict[str, Any]]]]:
+    """2. The prompt-length-aware export, then verl's dataset with the recipe's filter;
+    returns the tokenizer and the dataset's items per split. The export counts with the
+    model's chat template as verl's filter does, so both get the same limit (no margin for
+    the template)."""
+    from omegaconf import OmegaConf
+
+    limit = max_prompt_tokens or int(config.data.max_prompt_length)
     data = asmopt_cli(
         "data", "export", "--format", "verl-parquet", "-o", str(work / "data"),
         "--max-prompt-tokens", str(limit), "--tokenizer", str(model),
@@ -318,25 +319,14 @@ def main() -> int:
     }
     from verl.trainer.ppo.utils import create_rl_dataset
     from verl.utils import hf_tokenizer
-    from verl.utils.tokenizer import normalize_token_ids
 
     tokenizer = hf_tokenizer(str(model))
 
-    # verl's own count of every prompt, as its overlong filter makes it: over the unfiltered
-    # export (how many exceed the limit) and over the filtered one (the longest kept).
-    def verl_counts(directory: Path) -> list[int]:
-        counts = []
-        for split_file in sorted(directory.glob("*.parquet")):
-            for prompt in pd.read_parquet(split_file)["prompt"]:
-                ids = tokenizer.apply_chat_template(
-                    [dict(m) for m in prompt], add_generation_prompt=True, tokenize=True
-                )
-                counts.append(len(normalize_token_ids(ids)))
-        return counts
-
+    # verl's count over the unfiltered export (how many exceed the limit) and over the
+    # filtered one (the longest kept).
     report["verl_prompt_tokens"] = {
-        "all": verl_counts(work / "full"),
-        "exported": verl_counts(work / "data"),
+        "all": verl_counts(tokenizer, work / "full"),
+        "exported": verl_counts(tokenizer, work / "data"),
     }
     data_cfg = OmegaConf.merge(config.data, {"max_prompt_length": limit})
     loaded = {}
@@ -346,17 +336,25 @@ def main() -> int:
         loaded[split] = len(ds)
         items[split] = [ds[i] for i in range(len(ds))]
     report["rlhf_dataset_rows"] = loaded
+    return tokenizer, items
 
-    # 3. verl's reward loop, started as training starts it, on real answers.
-    from verl.trainer.ppo.metric_utils import process_validation_metrics
-    from verl.trainer.ppo.reward import get_custom_reward_fn, resolve_reward_manager_cls
-    from verl.workers.reward_manager import BatchRewardManager, NaiveRewardManager
 
-    val = items["validation"]
-    kinds = ["copy", "broken", "prose", "no_ret"]
-    rows = [val[i % len(val)] for i in range(len(kinds) * 2)]
-    row_kinds = [kinds[i % len(kinds)] for i in range(len(rows))]
-    data_batch = batch(tokenizer, rows, row_kinds)
+def reward_loop_phase(
+    work: Path,
+    config: Any,
+    composed: Any,
+    run_ppo: Any,
+    data_batch: Any,
+    rows: list[dict[str, Any]],
+    row_kinds: list[str],
+    report: dict[str, Any],
+) -> dict[str, list[Any]]:
+    """3. verl's reward loop, started as training starts it, on real answers (`data_batch`:
+    an answer of kind `row_kinds[i]` to `rows[i]`); returns every score and diagnostic it
+    gave, by name."""
+    from omegaconf import OmegaConf
+    from verl.trainer.ppo.reward import resolve_reward_manager_cls
+
     report["config_untouched"] = OmegaConf.to_container(config) == composed
     loop_out = work / "reward_loop.json"
     run_ppo(config, task_runner_class=reward_loop_probe(data_batch, loop_out))
@@ -389,8 +387,23 @@ def main() -> int:
         report["reward_loop_batch_manager"] = "accepted"
     except ValueError as exc:
         report["reward_loop_batch_manager"] = f"refused: {exc}"
+    return infos
 
-    # 4. The legacy managers, their reward function loaded by verl from the composed config.
+
+def legacy_managers_phase(
+    config: Any,
+    tokenizer: Any,
+    data_batch: Any,
+    rows: list[dict[str, Any]],
+    row_kinds: list[str],
+    report: dict[str, Any],
+) -> None:
+    """4. The legacy managers, their reward function loaded by verl from the composed config,
+    on the same answers."""
+    import pandas as pd
+    from verl.trainer.ppo.reward import get_custom_reward_fn
+    from verl.workers.reward_manager import BatchRewardManager, NaiveRewardManager
+
     compute_score = get_custom_reward_fn(config)
     report["custom_reward_fn_loaded"] = compute_score is not None
     naive = NaiveRewardManager(tokenizer=tokenizer, num_examine=0, compute_score=compute_score)
@@ -416,7 +429,11 @@ def main() -> int:
     report["batch_scores"] = [float(x) for x in batch_out["reward_tensor"].sum(dim=-1)]
     report["batch_extra_keys"] = sorted(batch_out["reward_extra_info"])
 
-    # 5. verl's validation metrics over everything the reward returned.
+
+def metrics_phase(data_batch: Any, infos: dict[str, list[Any]], report: dict[str, Any]) -> None:
+    """5. verl's validation metrics over everything the reward returned."""
+    from verl.trainer.ppo.metric_utils import process_validation_metrics
+
     metrics = process_validation_metrics(
         list(data_batch.non_tensor_batch["data_source"]),
         list(data_batch.non_tensor_batch["uid"]),
@@ -427,6 +444,43 @@ def main() -> int:
         var: {name: value for name, value in per.items() if name.startswith("mean@")}
         for var, per in metrics[source].items()
     }
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--work", required=True, type=Path, help="scratch directory")
+    ap.add_argument("--max-prompt-tokens", type=int, default=0, help="0: the recipe's")
+    args = ap.parse_args()
+    work: Path = args.work
+    work.mkdir(parents=True, exist_ok=True)
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    import asmopt
+
+    # Where the reward's package comes from: the environment's install, not the tree.
+    report: dict[str, Any] = {"python": sys.version.split()[0], "asmopt": asmopt.__file__}
+    t0 = time.monotonic()
+
+    # The tokenizer is trained on the prompts of a first, unfiltered export.
+    full = asmopt_cli("data", "export", "--format", "verl-parquet", "-o", str(work / "full"))
+    import pandas as pd
+
+    texts = []
+    for split_file in sorted((work / "full").glob("*.parquet")):
+        for prompt in pd.read_parquet(split_file)["prompt"]:
+            texts.extend(m["content"] for m in prompt)
+    model = build_model_dir(work / "model", texts)
+    report["exported_rows"] = full["report"]["stats"]["rows"]
+
+    config, composed, run_ppo = compose_phase(work, model, report)
+    tokenizer, items = dataset_phase(work, model, config, args.max_prompt_tokens, report)
+    val = items["validation"]
+    kinds = ["copy", "broken", "prose", "no_ret"]
+    rows = [val[i % len(val)] for i in range(len(kinds) * 2)]
+    row_kinds = [kinds[i % len(kinds)] for i in range(len(rows))]
+    data_batch = batch(tokenizer, rows, row_kinds)
+    infos = reward_loop_phase(work, config, composed, run_ppo, data_batch, rows, row_kinds, report)
+    legacy_managers_phase(config, tokenizer, data_batch, rows, row_kinds, report)
+    metrics_phase(data_batch, infos, report)
     report["seconds"] = round(time.monotonic() - t0, 1)
     import ray
 
