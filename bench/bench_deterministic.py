@@ -19,6 +19,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
@@ -40,25 +41,12 @@ from asmopt.evaluate import check_binary
 from asmopt.measure.valgrind import Valgrind, count_instructions, instruction_speedup
 
 
-def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--quick", action="store_true", help="3 programs, 2 repeats, no bias table")
-    ap.add_argument("--repeats", type=int, default=3)
-    args = ap.parse_args()
-    ids = PROGRAMS[:3] if args.quick else PROGRAMS
-    repeats = 2 if args.quick else args.repeats
-    toolchain, sandbox = setup()
-    vg = Valgrind.locate()
-    work = Path(tempfile.mkdtemp(prefix="asmopt-det-"))
-    start = time.monotonic()
-    jobs = []
-    for p in programs(ids):
-        a = baseline_binary(toolchain, p)
-        b = work / f"{p.id}-copy"
-        shutil.copyfile(a, b)
-        b.chmod(0o755)
-        heavy = set(p.meta.get("heavy_tests", []))
-        jobs += [(p.id, t, a, b) for t in p.tests if t.name not in heavy]
+def _aa_rows(
+    jobs: list[tuple[str, Any, Path, Path]], sandbox: Any, vg: Valgrind, repeats: int
+) -> tuple[list[tuple[object, ...]], int, int]:
+    """Count every (program, test, binary, copy) job `repeats` times, two jobs at a time:
+    the table rows, how many tests had every A/A ratio exactly 1, and how many had every
+    repeat identical."""
 
     def count(job):  # type: ignore[no-untyped-def]
         pid, test, a, b = job
@@ -88,51 +76,82 @@ def main() -> int:
                 )
             )
             print(f"{pid:18s} {name}: {counts[0]} ratios {ratios}", flush=True)
-    shutil.rmtree(work, ignore_errors=True)
+    return rows, exact, same
+
+
+def _bias_rows(
+    toolchain: Any, sandbox: Any, vg: Valgrind, ids: tuple[str, ...]
+) -> list[tuple[object, ...]]:
+    """-Os and -O1 answers: real, correct, and different from -O3 in ways that instruction
+    counts and time judge differently (-Os prefers short sequences, e.g. a `div` over a
+    multiply by the reciprocal; -O1 does not vectorise or unroll). One row per answer: its
+    speedup by instruction count and timed."""
     bias_rows = []
-    if not args.quick:
-        # -Os and -O1 answers: real, correct, and different from -O3 in ways that instruction
-        # counts and time judge differently (-Os prefers short sequences, e.g. a `div` over
-        # a multiply by the reciprocal; -O1 does not vectorise or unroll).
-        for p in programs(ids[:5]):
-            base = baseline_binary(toolchain, p)
-            heavy = set(p.meta.get("heavy_tests", []))
-            light = [t for t in p.tests if t.name not in heavy]
-            for flags in (("-Os",), ("-O1",)):
-                built = toolchain.compile_assembly(p, flags)
-                if not built.ok or built.output is None:
-                    continue
-                cand = baseline_binary(toolchain, p, built.output.read_text())
-                if not check_binary(p, cand, sandbox).correct:
-                    continue
-                inst = [
-                    instruction_speedup(
-                        t.name,
-                        count_instructions(sandbox, base, t, valgrind=vg),
-                        count_instructions(sandbox, cand, t, valgrind=vg),
-                    )
-                    for t in light
-                ]
-                timed, failure, _ = time_tests(sandbox, base, cand, light, TimingConfig())
-                if failure is not None:
-                    continue
-                pi = ProgramSpeedup.from_tests(MeasureMode.INSTRUCTIONS, inst)
-                pt = ProgramSpeedup.from_tests(MeasureMode.TIME, timed)
-                agree = (pi.ratio > 1) == (pt.ratio > 1) or pt.low <= 1 <= pt.high
-                bias_rows.append(
-                    (
-                        p.id,
-                        " ".join(flags),
-                        f"{pi.ratio:.3f}",
-                        f"{pt.ratio:.3f} [{pt.low:.3f}, {pt.high:.3f}]",
-                        "" if agree else "**disagree**",
-                    )
+    for p in programs(ids):
+        base = baseline_binary(toolchain, p)
+        heavy = set(p.meta.get("heavy_tests", []))
+        light = [t for t in p.tests if t.name not in heavy]
+        for flags in (("-Os",), ("-O1",)):
+            built = toolchain.compile_assembly(p, flags)
+            if not built.ok or built.output is None:
+                continue
+            cand = baseline_binary(toolchain, p, built.output.read_text())
+            if not check_binary(p, cand, sandbox).correct:
+                continue
+            inst = [
+                instruction_speedup(
+                    t.name,
+                    count_instructions(sandbox, base, t, valgrind=vg),
+                    count_instructions(sandbox, cand, t, valgrind=vg),
                 )
-                print(
-                    f"bias {p.id} {' '.join(flags)}: instructions {pi.ratio:.3f}, "
-                    f"time {pt.ratio:.3f}",
-                    flush=True,
+                for t in light
+            ]
+            timed, failure, _ = time_tests(sandbox, base, cand, light, TimingConfig())
+            if failure is not None:
+                continue
+            pi = ProgramSpeedup.from_tests(MeasureMode.INSTRUCTIONS, inst)
+            pt = ProgramSpeedup.from_tests(MeasureMode.TIME, timed)
+            agree = (pi.ratio > 1) == (pt.ratio > 1) or pt.low <= 1 <= pt.high
+            bias_rows.append(
+                (
+                    p.id,
+                    " ".join(flags),
+                    f"{pi.ratio:.3f}",
+                    f"{pt.ratio:.3f} [{pt.low:.3f}, {pt.high:.3f}]",
+                    "" if agree else "**disagree**",
                 )
+            )
+            print(
+                f"bias {p.id} {' '.join(flags)}: instructions {pi.ratio:.3f}, "
+                f"time {pt.ratio:.3f}",
+                flush=True,
+            )
+    return bias_rows
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--quick", action="store_true", help="3 programs, 2 repeats, no bias table")
+    ap.add_argument("--repeats", type=int, default=3)
+    args = ap.parse_args()
+    ids = PROGRAMS[:3] if args.quick else PROGRAMS
+    repeats = 2 if args.quick else args.repeats
+    toolchain, sandbox = setup()
+    vg = Valgrind.locate()
+    work = Path(tempfile.mkdtemp(prefix="asmopt-det-"))
+    start = time.monotonic()
+    jobs = []
+    for p in programs(ids):
+        a = baseline_binary(toolchain, p)
+        b = work / f"{p.id}-copy"
+        shutil.copyfile(a, b)
+        b.chmod(0o755)
+        heavy = set(p.meta.get("heavy_tests", []))
+        jobs += [(p.id, t, a, b) for t in p.tests if t.name not in heavy]
+
+    rows, exact, same = _aa_rows(jobs, sandbox, vg, repeats)
+    shutil.rmtree(work, ignore_errors=True)
+    bias_rows = [] if args.quick else _bias_rows(toolchain, sandbox, vg, ids[:5])
     elapsed = time.monotonic() - start
     n = len(rows)
     goal = exact == n and same == n

@@ -178,22 +178,16 @@ def _ratio(raw: list[dict[str, Any]], case: str, key: str) -> list[float]:
     ]
 
 
-def render(raw: list[dict[str, Any]], args: argparse.Namespace, env: str, elapsed: float) -> str:
-    fp_wall, fp_core = _ratio(raw, "fixed-pairs", "wall_s"), _ratio(raw, "fixed-pairs", "busy_s")
-    fp_total = {
-        mode: sum(r["busy_s"] for r in raw if r["case"] == "fixed-pairs" and r["mode"] == mode)
-        for mode in ("fresh", "fixed")
-    }
-    fp_pooled = fp_total["fresh"] / fp_total["fixed"] if fp_total["fixed"] else float("nan")
-    one_wall, one_core = _ratio(raw, "one", "wall_s"), _ratio(raw, "one", "busy_s")
-    four_wall, four_core = _ratio(raw, "four", "wall_s"), _ratio(raw, "four", "busy_s")
-    total = {
-        mode: sum(r["busy_s"] for r in raw if r["case"] == "one" and r["mode"] == mode)
-        for mode in ("fresh", "fixed")
-    }
-    pooled = total["fresh"] / total["fixed"] if total["fixed"] else float("nan")
-    goal = "met" if pooled <= 1.2 else "NOT met"
-    fp_goal = "met" if fp_pooled <= 1.2 else "NOT met"
+def _med(xs: list[float]) -> str:
+    return f"{statistics.median(xs):.2f}" if xs else "-"
+
+
+def _span(xs: list[float]) -> str:
+    return f"{min(xs):.2f}-{max(xs):.2f}" if xs else "-"
+
+
+def _grading_rows(raw: list[dict[str, Any]]) -> list[tuple[object, ...]]:
+    """One table row per grading in `raw`."""
     rows = []
     for r in raw:
         sp = r["speedups"][0]
@@ -212,13 +206,25 @@ def render(raw: list[dict[str, Any]], args: argparse.Namespace, env: str, elapse
                 "-" if sp is None else f"{sp[0]:.3f} [{sp[1]:.3f}, {sp[2]:.3f}]",
             )
         )
+    return rows
 
-    def med(xs: list[float]) -> str:
-        return f"{statistics.median(xs):.2f}" if xs else "-"
 
-    def span(xs: list[float]) -> str:
-        return f"{min(xs):.2f}-{max(xs):.2f}" if xs else "-"
-
+def render(raw: list[dict[str, Any]], args: argparse.Namespace, env: str, elapsed: float) -> str:
+    fp_wall, fp_core = _ratio(raw, "fixed-pairs", "wall_s"), _ratio(raw, "fixed-pairs", "busy_s")
+    fp_total = {
+        mode: sum(r["busy_s"] for r in raw if r["case"] == "fixed-pairs" and r["mode"] == mode)
+        for mode in ("fresh", "fixed")
+    }
+    fp_pooled = fp_total["fresh"] / fp_total["fixed"] if fp_total["fixed"] else float("nan")
+    one_wall, one_core = _ratio(raw, "one", "wall_s"), _ratio(raw, "one", "busy_s")
+    four_wall, four_core = _ratio(raw, "four", "wall_s"), _ratio(raw, "four", "busy_s")
+    total = {
+        mode: sum(r["busy_s"] for r in raw if r["case"] == "one" and r["mode"] == mode)
+        for mode in ("fresh", "fixed")
+    }
+    pooled = total["fresh"] / total["fixed"] if total["fixed"] else float("nan")
+    goal = "met" if pooled <= 1.2 else "NOT met"
+    fp_goal = "met" if fp_pooled <= 1.2 else "NOT met"
     return "\n".join(
         [
             "# Grading cost: fresh inputs against fixed inputs only",
@@ -235,12 +241,12 @@ def render(raw: list[dict[str, Any]], args: argparse.Namespace, env: str, elapse
             "",
             "| case | fresh / fixed, wall (median, range) | fresh / fixed, busy (median, range) |",
             "|---|---|---|",
-            f"| one candidate per program | {med(one_wall)} ({span(one_wall)}) | "
-            f"{med(one_core)} ({span(one_core)}) |",
-            f"| one candidate, {FIXED_PAIRS} pairs per test | {med(fp_wall)} ({span(fp_wall)}) | "
-            f"{med(fp_core)} ({span(fp_core)}) |",
-            f"| four candidates of {SHARED_PROGRAM} | {med(four_wall)} ({span(four_wall)}) | "
-            f"{med(four_core)} ({span(four_core)}) |",
+            f"| one candidate per program | {_med(one_wall)} ({_span(one_wall)}) | "
+            f"{_med(one_core)} ({_span(one_core)}) |",
+            f"| one candidate, {FIXED_PAIRS} pairs per test | {_med(fp_wall)} ({_span(fp_wall)}) | "
+            f"{_med(fp_core)} ({_span(fp_core)}) |",
+            f"| four candidates of {SHARED_PROGRAM} | {_med(four_wall)} ({_span(four_wall)}) | "
+            f"{_med(four_core)} ({_span(four_core)}) |",
             "",
             f"Busy time over all single-candidate gradings (adaptive): fresh "
             f"{total['fresh']:.1f} s, fixed {total['fixed']:.1f} s, ratio **{pooled:.2f}** "
@@ -262,7 +268,7 @@ def render(raw: list[dict[str, Any]], args: argparse.Namespace, env: str, elapse
                     "pairs",
                     "speedup (first answer)",
                 ],
-                rows,
+                _grading_rows(raw),
             ),
             "",
         ]

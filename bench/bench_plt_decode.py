@@ -701,7 +701,8 @@ def write_raw(path: Path | None, grid: dict[tuple[str, int], Runs]) -> None:
     path.write_text(json.dumps(raw))
 
 
-def main(argv: list[str] | None = None) -> int:
+def _parser() -> argparse.ArgumentParser:
+    """The command line (see the module docstring)."""
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
@@ -752,6 +753,11 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--raw", type=Path, default=None, help="write raw samples (JSON) here")
     parser.add_argument("--out", type=Path, default=None, help="also write the Markdown here")
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = _parser()
     args = parser.parse_args(argv)
     args.argv = sys.argv[1:] if argv is None else argv
 
