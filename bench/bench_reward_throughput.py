@@ -270,8 +270,8 @@ def main() -> int:
 def render(raw: dict[str, Any], env_before: str, env_after: str) -> str:
     """The throughput report (Markdown) from the raw figures.
 
-    Long on purpose: it writes the document's sections top to bottom, in the order a
-    reader meets them, so the whole layout reads in one place."""
+    Long because it writes the document's sections top to bottom, in the order a reader
+    meets them, so the whole layout reads in one place."""
     ref = raw["reference"]
     ref_per = ref["cpu_s"] / ref["answers"]
     rows = []

@@ -120,7 +120,11 @@ def reference_section(
     load: bool,
     command: str,
 ) -> str:
-    """Ours against the reference method on one candidate: the report's first part."""
+    """Ours against the reference method on one candidate: the report's first part.
+
+    Long because each repeat's measurements feed the lists of cost ratios and the table
+    rows that the section's text reads in place; split, the parts would hand all of them
+    to each other."""
     env_before = environment()
     rows = []
     matched_ratios, default_ratios = [], []
@@ -313,7 +317,11 @@ def shared_section(
     native: Path,
     repeats: int,
 ) -> str:
-    """The batched-baseline saving: K candidates timed separately, then together."""
+    """The batched-baseline saving: K candidates timed separately, then together.
+
+    Long because each repeat's measurements (at equal work and adaptive) feed the lists of
+    wall, busy and run ratios and the table rows that the section's text reads in place;
+    split, the parts would hand all of them to each other."""
     start = time.monotonic()
     env_before = environment()
     copy_asm = toolchain.baseline_assembly(program) + '\t.ident\t"a byte-different copy"\n'

@@ -38,6 +38,11 @@ from bench_timing_common import (
 
 
 def main() -> int:
+    """Time every program's A/A pairs, ours and the reference's, then write the report.
+
+    Long because the trial loop's tallies (program and test ratios of both methods, the
+    per-trial and per-test rows) are what the report's summary, goals and tables read, in
+    the order a reader meets them; split, the parts would hand all of them to each other."""
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--quick", action="store_true", help="1 trial on 5 programs")
     ap.add_argument("--trials", type=int, default=2)

@@ -95,6 +95,11 @@ def _calibrate(toolchain, sandbox, progs, per_iter):  # type: ignore[no-untyped-
 
 
 def main() -> int:
+    """Calibrate the spin loop, time every program's pairs, then write the report.
+
+    Long because the trial loop's tallies (program results, per-test ratios, significant
+    counts, the per-trial rows) are what the report's summary, goal and tables read, in
+    the order a reader meets them; split, the parts would hand all of them to each other."""
     global EXTRA
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--quick", action="store_true", help="1 trial on 5 programs")
