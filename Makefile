@@ -30,7 +30,7 @@ test-slow: setup
 
 lint: setup
 	$(VENV)/bin/ruff check src tests bench scripts
-	$(PY) scripts/function_lengths.py src
+	$(PY) scripts/function_lengths.py src bench scripts
 	cd src && $(abspath $(VENV))/bin/lint-imports --config ../pyproject.toml
 
 clean:

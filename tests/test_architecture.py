@@ -30,9 +30,10 @@ def test_the_import_contract_holds() -> None:
     assert " kept, 0 broken" in proc.stdout
 
 
-def test_no_function_in_src_is_over_80_lines_without_a_reason() -> None:
+def test_no_function_in_src_is_too_long_or_too_wide_without_a_reason() -> None:
     """`scripts/function_lengths.py` (also run by `make lint`): a function over 80 lines is
-    split, or its docstring says why ("Long because ...")."""
+    split, or its docstring says why ("Long because ..."); one with more than 8 parameters
+    is narrowed, or its docstring says why ("Wide because ...")."""
     proc = subprocess.run(
         [sys.executable, str(REPO / "scripts" / "function_lengths.py"), str(REPO / "src")],
         capture_output=True,
@@ -55,6 +56,29 @@ def test_the_function_length_check_catches_a_long_function(tmp_path: Path) -> No
     assert proc.returncode == 1
     assert "long_one is 91 lines" in proc.stdout and "long_ok" not in proc.stdout
 
+
+
+def test_the_function_width_check_catches_a_wide_function(tmp_path: Path) -> None:
+    """Nine parameters (self, *args and **kwargs not counted) need a reason; eight do not."""
+    nine = "a, b, c, /, d, e, f, *args, g, h, i, **kwargs"
+    (tmp_path / "m.py").write_text(
+        f"def wide_one({nine}):\n    pass\n\n\n"
+        "class K:\n    def method(self, a, b, c, d, e, f, g, h, *args, **kwargs):\n        pass\n"
+    )
+    (tmp_path / "ok.py").write_text(
+        f'def wide_ok({nine}):\n    """Sums. Wide because a table."""\n'
+        f'\n\ndef wide_mentioned({nine}):\n    """Not Wide because of this."""\n'
+    )
+    proc = subprocess.run(
+        [sys.executable, str(REPO / "scripts" / "function_lengths.py"), str(tmp_path)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert proc.returncode == 1
+    assert "wide_one takes 9 parameters" in proc.stdout
+    assert "wide_mentioned takes 9 parameters" in proc.stdout
+    assert "wide_ok" not in proc.stdout and "method" not in proc.stdout
 
 def test_a_wrong_way_import_breaks_the_contract(tmp_path: Path) -> None:
     """A low layer (the program model) importing the CLI must be caught, even when the
