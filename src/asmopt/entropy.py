@@ -38,6 +38,7 @@ from asmopt.evaluate import baseline_binary
 from asmopt.fresh import DEFAULT_PER_CLASS
 from asmopt.programs.generators import derive_seed
 from asmopt.programs.model import Program
+from asmopt.sample_limits import ATTACKS, SampleLimits, bend
 from asmopt.sandbox.runner import MAX_INPUTS, Limits, Sandbox
 from asmopt.toolchain import Toolchain
 
@@ -63,6 +64,18 @@ MAX_DEFAULT_PASS = 1e-6
 # repeat (a sum over a long list has a few hundred values, a yes/no answer two): the
 # checks' drawn runs then cost up to 4x the default's.
 MAX_PER_CLASS = 8
+# The most an answer right only inside the samples' limits (asmopt.sample_limits) may pass
+# one grading with: what DRAWS draws can show at the default drawn inputs per class. A
+# class whose changed draws never matched bounds it at 1.4e-4 with two draws; the attacks
+# that pass at real rates (14 or 29 of 32 changed draws on imported programs) stay far
+# above it at any K; showing MAX_DEFAULT_PASS at K = 2 would take about 3,000 draws a class.
+MAX_ATTACK_PASS = 1e-3
+# What each answer right only inside the samples' limits assumes (asmopt.sample_limits).
+ATTACK_WHAT = {
+    "range": "values clamped to the samples' range",
+    "prefix": "words cut to the samples' longest",
+    "size": "input cut to the largest sample's tokens",
+}
 
 
 @dataclass
@@ -83,6 +96,9 @@ class ClassEntropy:
     # half did not matter, `InputGenerator.half_bits`); None in
     # measurements made before it was kept.
     effective_bits: float | None = None
+    # attack -> [draws the bend changed, of those the draws whose output it still got
+    # right] (asmopt.sample_limits; a learnt generator's classes only, empty otherwise).
+    attacks: dict[str, list[int]] = field(default_factory=dict)
 
     def weak_fields(self) -> list[str]:
         return sorted(name for name, share in self.fields.items() if share < FIELD_MIN_SHARE)
@@ -96,6 +112,15 @@ class ClassEntropy:
         output (Clopper-Pearson on `top_count` of `draws`): what a constant answer, or a
         memorised default for inputs it has not seen, passes one draw with at most."""
         return binomial_upper_bound(self.top_count, self.draws) if self.draws else 1.0
+
+    def attack_match_bound(self, kind: str) -> float:
+        """A one-sided 95% upper bound on the probability that an answer right only inside
+        the samples' `kind` limits gets one draw of this class right (a draw it leaves
+        alone by right); 1 where the attack was not measured."""
+        if kind not in self.attacks or not self.draws:
+            return 1.0
+        changed, matched = self.attacks[kind]
+        return binomial_upper_bound(self.draws - changed + matched, self.draws)
 
     def problems(self, collisions_count: bool = True) -> list[str]:
         """Why this class is tabulable (empty: it is not). `collisions_count`: whether an
@@ -168,11 +193,21 @@ class EntropyReport:
                 f"tests' {cov['fixed']} (they test less than the samples do)"
             )
         if self.classes and self.required_per_class() is None:
-            out.append(
-                "a constant answer per class passes one grading with probability up to "
-                f"{self.default_pass_bound(MAX_PER_CLASS):.1e} even at {MAX_PER_CLASS} drawn "
-                f"inputs per class (> {MAX_DEFAULT_PASS:g})"
-            )
+            if self.default_pass_bound(MAX_PER_CLASS) > MAX_DEFAULT_PASS:
+                out.append(
+                    "a constant answer per class passes one grading with probability up to "
+                    f"{self.default_pass_bound(MAX_PER_CLASS):.1e} even at {MAX_PER_CLASS} "
+                    f"drawn inputs per class (> {MAX_DEFAULT_PASS:g})"
+                )
+            for kind in ATTACKS:
+                bound = self.attack_pass_bound(kind, MAX_PER_CLASS)
+                if bound > MAX_ATTACK_PASS:
+                    out.append(
+                        f"an answer right only inside the samples' limits ({kind}: "
+                        f"{ATTACK_WHAT[kind]}) passes one grading with probability up to "
+                        f"{bound:.1e} even at {MAX_PER_CLASS} drawn inputs per class "
+                        f"(> {MAX_ATTACK_PASS:g})"
+                    )
         return out
 
     def class_problems(self) -> dict[str, str]:
@@ -184,12 +219,30 @@ class EntropyReport:
 
     def required_per_class(self) -> int | None:
         """The fewest drawn inputs per class (at least the default) at which a constant
-        answer passes one grading with probability at most MAX_DEFAULT_PASS, or None when
-        even MAX_PER_CLASS is not enough."""
+        answer passes one grading with probability at most MAX_DEFAULT_PASS, and an answer
+        right only inside the samples' limits at most MAX_ATTACK_PASS, or None when even
+        MAX_PER_CLASS is not enough."""
         for k in range(DEFAULT_PER_CLASS, MAX_PER_CLASS + 1):
-            if self.default_pass_bound(k) <= MAX_DEFAULT_PASS:
+            if self.default_pass_bound(k) <= MAX_DEFAULT_PASS and all(
+                self.attack_pass_bound(kind, k) <= MAX_ATTACK_PASS for kind in ATTACKS
+            ):
                 return k
         return None
+
+    def attack_pass_bound(self, kind: str, per_class: int = DEFAULT_PER_CLASS) -> float:
+        """An upper bound on the probability that an answer right only inside the
+        samples' `kind` limits (asmopt.sample_limits) passes one grading that draws
+        `per_class` inputs of every class; 0 where no class measured it (a declared
+        generator's program, a measurement made before it was kept) or where it changed no
+        draw: the samples already reach the limits the draws keep to, and the answer is the
+        program on every input."""
+        measured = [c for c in [*self.classes, *self.checking] if kind in c.attacks]
+        if not any(c.attacks[kind][0] for c in measured):
+            return 0.0
+        bound = 1.0
+        for c in measured:
+            bound *= c.attack_match_bound(kind) ** per_class
+        return bound
 
     def default_pass_bound(self, per_class: int = DEFAULT_PER_CLASS) -> float:
         """An upper bound on the probability that a constant answer per class (the
@@ -325,7 +378,8 @@ def _measure_outputs(
     seed: int,
 ) -> tuple[ClassEntropy, list[int], list[tuple[bytes, int] | None]]:
     """The output measures of one class over `draws` draws (distinct outputs, the most
-    common one's count), with the draws' seeds and outputs."""
+    common one's count, and for a learnt generator the answers right only inside its
+    samples' limits), with the draws' seeds and outputs."""
     gen = program.inputs
     assert gen is not None
     report = ClassEntropy(size_class, gen.entropy_bits(size_class))
@@ -336,7 +390,38 @@ def _measure_outputs(
     report.draws, report.refused = len(accepted), len(outputs) - len(accepted)
     report.distinct = len(set(accepted))
     report.top_count = max(Counter(accepted).values(), default=0)
+    if gen.origin == "learnt":
+        # A learnt generator's fixed tests are samples of a contract it guessed: whether its
+        # draws reach past them is measured (a suite's own generator is written with its
+        # tests, and its classes are sized as they are on purpose).
+        sample = SampleLimits.of([t.stdin for t in program.tests])
+        report.attacks = _attack_counts(program, baseline, sandbox, limits, inputs, outputs, sample)
     return report, seeds, outputs
+
+
+def _attack_counts(
+    program: Program,
+    baseline: Any,
+    sandbox: Sandbox,
+    limits: Limits,
+    inputs: Sequence[bytes],
+    outputs: Sequence[tuple[bytes, int] | None],
+    sample: SampleLimits,
+) -> dict[str, list[int]]:
+    """Per attack (asmopt.sample_limits): [the accepted draws its bend changes, those of
+    them on whose bent copy the baseline still gives its output on the original]. Such an
+    answer's output is the program's on the bent input, so only the baseline runs."""
+    found: dict[str, list[int]] = {}
+    for kind in ATTACKS:
+        todo = []
+        for k, (data, out) in enumerate(zip(inputs, outputs, strict=True)):
+            bent = bend(data, kind, sample)
+            if out is not None and bent != data:
+                todo.append((k, bent))
+        got = _outputs(program, baseline, sandbox, [b for _, b in todo], limits) if todo else []
+        matched = sum(1 for (k, _), out in zip(todo, got, strict=True) if out == outputs[k])
+        found[kind] = [len(todo), matched]
+    return found
 
 
 def measure_class(

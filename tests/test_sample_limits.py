@@ -1,0 +1,92 @@
+"""Answers right only inside the samples' limits (asmopt.sample_limits): the bends, and the
+measurement that makes a learnt generator whose draws do not reach past its samples unfit
+(asmopt.entropy)."""
+
+from __future__ import annotations
+
+import pytest
+
+from asmopt.entropy import MAX_ATTACK_PASS, measure_entropy
+from asmopt.programs.generators import InputGenerator
+from asmopt.programs.model import Program, TestCase
+from asmopt.sample_limits import SampleLimits, bend
+
+
+@pytest.mark.fast
+def test_the_limits_and_bends_of_the_samples() -> None:
+    limits = SampleLimits.of([b"3\n1 -2 7\n", b"ab 12345678901234567890\nabcd\n"])
+    # the 20-digit number is no integer a bend touches, and not a word either
+    assert limits == SampleLimits(lo=-2, hi=7, word=4, tokens=4)
+    assert bend(b"9 -5 4\n", "range", limits) == b"7 -2 4\n"
+    assert bend(b"abcdefg 99 x1.5\n", "prefix", limits) == b"abcd 99 x1.5\n"
+    assert bend(b"1 2 3 4 5 6\n", "size", limits) == b"1 2 3 4 "
+    assert bend(b"1 2\n", "size", limits) == b"1 2\n"
+    with pytest.raises(ValueError, match="unknown attack"):
+        bend(b"", "shuffle", limits)
+
+
+# n, then n values: a weighted sum of all of them, or (reading no further) the largest of
+# the first three.
+SUM_C = r"""
+#include <stdio.h>
+int main(void) {
+    long n, x, s = 0, top = -1;
+    if (scanf("%ld", &n) != 1) return 1;
+    long read = FIRST_THREE && n > 3 ? 3 : n;
+    for (long i = 0; i < read; i++) {
+        if (scanf("%ld", &x) != 1) return 2;
+        s += x * (i + 1);
+        if (x > top) top = x;
+    }
+    printf("%ld\n", WHAT);
+    return 0;
+}
+"""
+
+
+def _program(what: str, origin: str = "learnt") -> Program:
+    """One fixed test `5` and five values in 1..9; draws of 40-80 values in 1..1000."""
+    gen = InputGenerator.from_dict({
+        "version": 1,
+        "classes": {"c": {"template": "{n}\n{v}\n", "vars": {
+            "n": {"int": [40, 80]},
+            "v": {"ints": {"count": "n", "range": [1, 1000]}}}}},
+        "tests": {"t1": "c"},
+        "origin": origin,
+    })
+    source = SUM_C.replace("WHAT", what).replace("FIRST_THREE", str(int(what == "top")))
+    return Program("limits", source,
+                   (TestCase("t1", b"5\n1 9 2 8 3\n", b""),), inputs=gen)
+
+
+@pytest.mark.parametrize(
+    ("what", "origin", "unfit"),
+    [("s", "learnt", False), ("top", "learnt", True), ("top", "declared", None)],
+    ids=["sum_of_all", "first_three_only", "declared_generator"],
+)
+def test_an_answer_right_only_inside_the_samples_limits_must_fail_the_gradings(
+    what: str, origin: str, unfit: bool | None, toolchain: object, sandbox: object
+) -> None:
+    """A weighted sum of 40-80 values in 1..1000: cutting the input to the sample's six
+    tokens or clamping the values to 1..9 changes every answer, so neither passes a
+    grading. The largest of the first three values: clamping changes it, but an answer
+    that reads only the sample's six tokens is right on every draw, and the program is
+    unfit, by name. A suite's own (declared) generator is not measured this way."""
+    program = _program(what, origin)
+    report = measure_entropy(program, toolchain, sandbox, draws=128, field_draws=4)  # type: ignore[arg-type]
+    [klass] = report.classes
+    if unfit is None:
+        assert klass.attacks == {} and report.attack_pass_bound("size", 8) == 0.0
+        return
+    assert klass.attacks["range"][0] == klass.draws == 128  # every draw has a value past 9
+    assert klass.attacks["range"][1] == 0
+    assert klass.attacks["prefix"] == [0, 0]  # no words: the answer is the program
+    assert report.attack_pass_bound("prefix", 2) == 0.0
+    size_changed, size_matched = klass.attacks["size"]
+    assert size_changed == 128 and (size_matched == 128) is unfit
+    problems = " ".join(report.problems())
+    assert ("right only inside the samples' limits (size" in problems) is unfit, problems
+    assert ("(range" in problems) is False
+    assert (report.attack_pass_bound("size", 8) > MAX_ATTACK_PASS) is unfit
+    if not unfit:  # no changed draw matched: the default two draws a class show enough
+        assert report.attack_pass_bound("size", 2) <= MAX_ATTACK_PASS
