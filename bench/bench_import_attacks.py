@@ -29,10 +29,9 @@ from __future__ import annotations
 
 import argparse
 import json
-import re
 import sys
 import time
-from dataclasses import replace
+from dataclasses import asdict, replace
 from pathlib import Path
 from typing import Any
 
@@ -45,11 +44,7 @@ from asmopt.fresh import FreshInputs, graded_per_class
 from asmopt.programs.generators import derive_seed
 from asmopt.programs.model import Program
 from asmopt.programs.suite_io import load_suite
-
-ATTACKS = ("range", "prefix", "size")
-_INT = re.compile(r"^-?\d+$")
-_NUMBER = re.compile(r"^-?\d+(?:\.\d+)?$")
-_TOKEN = re.compile(rb"\S+")
+from asmopt.sample_limits import ATTACKS, SampleLimits, bend
 
 # The wrapper, put before the program's source: a constructor that runs before its main,
 # reads all of stdin, bends it, and leaves the result as the program's stdin (a temporary
@@ -123,57 +118,20 @@ __attribute__((constructor)) static void asmopt_bend_stdin(void) {
 """
 
 
-def sample_limits(samples: list[bytes]) -> dict[str, int]:
-    """The fixed tests' limits, over all of them (so the attack is right on every one): the
-    range of their integers, their longest word, their most tokens."""
-    ints: list[int] = []
-    words: list[int] = []
-    tokens = 0
-    for sample in samples:
-        found = [t.decode("utf-8", "replace") for t in _TOKEN.findall(sample)]
-        ints += [int(t) for t in found if _INT.match(t) and len(t) < 19]
-        words += [len(t) for t in found if not _NUMBER.match(t)]
-        tokens = max(tokens, len(found))
-    return {
-        "lo": min(ints, default=0),
-        "hi": max(ints, default=0),
-        "word": max(words, default=1),
-        "tokens": tokens,
-    }
-
-
-def bend(data: bytes, kind: str, limits: dict[str, int]) -> bytes:
-    """What the wrapper does to an input, in Python: which draws an attack changes."""
-    out, tokens = [], 0
-    for piece in re.split(rb"(\s+)", data):
-        if not piece or piece.isspace():
-            out.append(piece)
-            continue
-        tokens += 1
-        text = piece.decode("utf-8", "replace")
-        if kind == "size" and tokens > limits["tokens"]:
-            break
-        if kind == "range" and _INT.match(text) and len(text) < 19:
-            out.append(str(min(max(int(text), limits["lo"]), limits["hi"])).encode())
-        elif kind == "prefix" and not _NUMBER.match(text) and len(piece) > limits["word"]:
-            out.append(piece[: limits["word"]])
-        else:
-            out.append(piece)
-    return b"".join(out)
-
-
-def attack_program(program: Program, kind: str, limits: dict[str, int]) -> Program:
+def attack_program(program: Program, kind: str, limits: SampleLimits) -> Program:
+    """The program behind the wrapper that bends its stdin as `asmopt.sample_limits.bend`
+    does (the measurement the importer makes runs the program on bent inputs instead)."""
     head = (
-        WRAPPER.replace("LO", f"({limits['lo']}LL)", 1)
-        .replace("HI", f"({limits['hi']}LL)", 1)
-        .replace("WORD", str(limits["word"]), 1)
-        .replace("TOKENS", str(limits["tokens"]), 1)
+        WRAPPER.replace("LO", f"({limits.lo}LL)", 1)
+        .replace("HI", f"({limits.hi}LL)", 1)
+        .replace("WORD", str(limits.word), 1)
+        .replace("TOKENS", str(limits.tokens), 1)
         .replace("KIND", str(ATTACKS.index(kind)), 1)
     )
     return replace(program, source=head + program.source)
 
 
-def changed_share(program: Program, kind: str, limits: dict[str, int], draws: int = 64) -> float:
+def changed_share(program: Program, kind: str, limits: SampleLimits, draws: int = 64) -> float:
     """The share of `draws` drawn inputs (a seed of this bench's own) the attack changes."""
     gen = program.inputs
     assert gen is not None
@@ -187,8 +145,8 @@ def changed_share(program: Program, kind: str, limits: dict[str, int], draws: in
 
 
 def program_row(program: Program, toolchain: Any, sandbox: Any, seeds: int) -> dict:
-    limits = sample_limits([t.stdin for t in program.tests])
-    row: dict[str, Any] = {"program": program.id, "limits": limits,
+    limits = SampleLimits.of([t.stdin for t in program.tests])
+    row: dict[str, Any] = {"program": program.id, "limits": asdict(limits),
                            "per_class": graded_per_class(program, 2), "attacks": {}}
     for kind in ATTACKS:
         entry: dict[str, Any] = {"changed_share": changed_share(program, kind, limits)}

@@ -5,6 +5,7 @@ measurement that makes a learnt generator whose draws do not reach past its samp
 from __future__ import annotations
 
 import pytest
+from bench_module import import_bench
 
 from asmopt.entropy import MAX_ATTACK_PASS, measure_entropy
 from asmopt.programs.generators import InputGenerator
@@ -90,3 +91,32 @@ def test_an_answer_right_only_inside_the_samples_limits_must_fail_the_gradings(
     assert (report.attack_pass_bound("size", 8) > MAX_ATTACK_PASS) is unfit
     if not unfit:  # no changed draw matched: the default two draws a class show enough
         assert report.attack_pass_bound("size", 2) <= MAX_ATTACK_PASS
+
+
+ECHO_C = r"""
+#include <stdio.h>
+int main(void) {
+    int c;
+    while ((c = getchar()) != EOF) putchar(c);
+    return 0;
+}
+"""
+
+
+@pytest.mark.parametrize("kind", ["range", "prefix", "size"])
+def test_the_benchmarks_wrapped_answers_bend_as_the_measurement_does(
+    kind: str, toolchain: object, sandbox: object
+) -> None:
+    """The attack benchmark grades real answers: the program behind a C wrapper that bends
+    its stdin. Behind the wrapper, a program that echoes its input prints exactly what
+    `bend` makes of it, so the benchmark's answers are the ones the import measured."""
+    attack_program = import_bench("bench_import_attacks").attack_program
+    limits = SampleLimits(lo=-3, hi=40, word=3, tokens=5)
+    inputs = [b"1 2 3\n", b"-9 100 abcdef 7\nxy 2.5 12345678901234567890 q\n", b"  a\tb  \n"]
+    echo = attack_program(Program("echo", ECHO_C, (TestCase("t", b"", b""),)), kind, limits)
+    build = toolchain.compile_binary(echo)  # type: ignore[attr-defined]
+    assert build.ok, build.message
+    result = sandbox.run_binaries(  # type: ignore[attr-defined]
+        [build.output], [0] * len(inputs), stdin=inputs, feed=[0, 1, 2], marker="endofrun"
+    )
+    assert list(result.segments) == [bend(x, kind, limits) for x in inputs]
