@@ -26,18 +26,20 @@ def test_the_limits_and_bends_of_the_samples() -> None:
         bend(b"", "shuffle", limits)
 
 
-# n, then n values: a weighted sum of all of them, or (reading no further) the largest of
-# the first three.
+# n, then n values: a weighted sum of all of them, the first place where a value passes
+# 900 (-1 if none; reading no further), or (reading no further) the largest of the first
+# three.
 SUM_C = r"""
 #include <stdio.h>
 int main(void) {
-    long n, x, s = 0, top = -1;
+    long n, x, s = 0, top = -1, over = -1;
     if (scanf("%ld", &n) != 1) return 1;
     long read = FIRST_THREE && n > 3 ? 3 : n;
     for (long i = 0; i < read; i++) {
         if (scanf("%ld", &x) != 1) return 2;
         s += x * (i + 1);
         if (x > top) top = x;
+        if (x > 900 && over < 0) { over = i; if (STOP_AT_OVER) break; }
     }
     printf("%ld\n", WHAT);
     return 0;
@@ -55,41 +57,53 @@ def _program(what: str, origin: str = "learnt") -> Program:
         "tests": {"t1": "c"},
         "origin": origin,
     })
-    source = SUM_C.replace("WHAT", what).replace("FIRST_THREE", str(int(what == "top")))
-    return Program("limits", source,
-                   (TestCase("t1", b"5\n1 9 2 8 3\n", b""),), inputs=gen)
+    source = (
+        SUM_C.replace("WHAT", what)
+        .replace("FIRST_THREE", str(int(what == "top")))
+        .replace("STOP_AT_OVER", str(int(what == "over")))
+    )
+    return Program("limits", source, (TestCase("t1", b"5\n1 9 2 8 3\n", b""),), inputs=gen)
 
 
 @pytest.mark.parametrize(
-    ("what", "origin", "unfit"),
-    [("s", "learnt", False), ("top", "learnt", True), ("top", "declared", None)],
-    ids=["sum_of_all", "first_three_only", "declared_generator"],
+    ("what", "origin", "size_matches", "unfit"),
+    [
+        ("s", "learnt", "none", False),
+        ("over", "learnt", "some", True),
+        ("top", "learnt", "all", False),
+        ("over", "declared", None, False),
+    ],
+    ids=["sum_of_all", "first_over_900", "first_three_only", "declared_generator"],
 )
 def test_an_answer_right_only_inside_the_samples_limits_must_fail_the_gradings(
-    what: str, origin: str, unfit: bool | None, toolchain: object, sandbox: object
+    what: str, origin: str, size_matches: str | None, unfit: bool,
+    toolchain: object, sandbox: object,
 ) -> None:
-    """A weighted sum of 40-80 values in 1..1000: cutting the input to the sample's six
-    tokens or clamping the values to 1..9 changes every answer, so neither passes a
-    grading. The largest of the first three values: clamping changes it, but an answer
-    that reads only the sample's six tokens is right on every draw, and the program is
-    unfit, by name. A suite's own (declared) generator is not measured this way."""
+    """Cutting the input to the sample's six tokens, or clamping the values to 1..9:
+    - a weighted sum of 40-80 values in 1..1000 changes on every such draw, so neither
+      answer passes a grading;
+    - the first place a value passes 900 is inside the sample's five values in about 41%
+      of draws: the cut answer is right there and wrong elsewhere, and at 8 draws a class
+      it still passes a grading too often (a gap in the draws): unfit, by name;
+    - the largest of the first three values never changes under the cut (the program reads
+      no further): the cut answer is the program on every draw, and bounds nothing.
+    A suite's own (declared) generator is not measured this way."""
     program = _program(what, origin)
     report = measure_entropy(program, toolchain, sandbox, draws=128, field_draws=4)  # type: ignore[arg-type]
     [klass] = report.classes
-    if unfit is None:
+    if size_matches is None:
         assert klass.attacks == {} and report.attack_pass_bound("size", 8) == 0.0
         return
     assert klass.attacks["range"][0] == klass.draws == 128  # every draw has a value past 9
-    assert klass.attacks["range"][1] == 0
     assert klass.attacks["prefix"] == [0, 0]  # no words: the answer is the program
     assert report.attack_pass_bound("prefix", 2) == 0.0
-    size_changed, size_matched = klass.attacks["size"]
-    assert size_changed == 128 and (size_matched == 128) is unfit
+    changed, matched = klass.attacks["size"]
+    assert changed == 128
+    assert {"none": matched == 0, "some": 20 < matched < 108, "all": matched == 128}[size_matches]
     problems = " ".join(report.problems())
     assert ("right only inside the samples' limits (size" in problems) is unfit, problems
-    assert ("(range" in problems) is False
     assert (report.attack_pass_bound("size", 8) > MAX_ATTACK_PASS) is unfit
-    if not unfit:  # no changed draw matched: the default two draws a class show enough
+    if not unfit:  # no changed draw matched, or none changed its output
         assert report.attack_pass_bound("size", 2) <= MAX_ATTACK_PASS
 
 

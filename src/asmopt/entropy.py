@@ -233,11 +233,14 @@ class EntropyReport:
         """An upper bound on the probability that an answer right only inside the
         samples' `kind` limits (asmopt.sample_limits) passes one grading that draws
         `per_class` inputs of every class; 0 where no class measured it (a declared
-        generator's program, a measurement made before it was kept) or where it changed no
-        draw: the samples already reach the limits the draws keep to, and the answer is the
-        program on every input."""
+        generator's program, a measurement made before it was kept), where it changed no
+        draw (the samples already reach the limits the draws keep to), or where it changed
+        no output of the draws it changed (the program's answers ignore what it bends: a
+        threshold the clamp stays past, letters no answer reads). There the answer is the
+        program on every draw, and wrong on no input the draws show; one that the bend
+        makes wrong on some draws and right on most is a gap in the draws."""
         measured = [c for c in [*self.classes, *self.checking] if kind in c.attacks]
-        if not any(c.attacks[kind][0] for c in measured):
+        if all(c.attacks[kind][1] == c.attacks[kind][0] for c in measured):
             return 0.0
         bound = 1.0
         for c in measured:
