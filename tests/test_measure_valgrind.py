@@ -129,7 +129,7 @@ def test_a_run_marker_is_refused_where_the_sandbox_mounts_its_own_proc(
     and with them a run marker: a candidate that read it could write it and forge where
     another run's output begins. Such a run is refused before anything starts, unless the
     binaries are the suite's own (`trusted`)."""
-    from asmopt.sandbox.runner import ToolRun
+    from asmopt.sandbox.records import ToolRun
 
     with pytest.raises(ValueError, match="own /proc"):
         sandbox.run_binaries([loop_binary], [0], marker="secret1", tool=ToolRun(mount_proc=True))

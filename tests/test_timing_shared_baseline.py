@@ -40,7 +40,7 @@ from asmopt.policies.base import Candidate, PolicyRequest
 from asmopt.programs.model import Program, TestCase
 from asmopt.run import evaluate_programs
 from asmopt.sandbox import Sandbox
-from asmopt.sandbox.runner import Limits, RunResult
+from asmopt.sandbox.records import Limits, RunResult
 from asmopt.toolchain import Toolchain
 
 

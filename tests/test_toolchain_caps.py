@@ -18,7 +18,7 @@ import pytest
 
 from asmopt.cache import BoundedCache, env_bytes, format_bytes, parse_bytes
 from asmopt.sandbox import Sandbox
-from asmopt.sandbox.runner import TOOLCHAIN_LIMITS
+from asmopt.sandbox.records import TOOLCHAIN_LIMITS
 from asmopt.toolchain import (
     BUILD_CACHE_MAX_BYTES_ENV,
     DEFAULT_MAX_BINARY_BYTES,

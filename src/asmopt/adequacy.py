@@ -68,7 +68,8 @@ from asmopt.judge import Verdict
 from asmopt.parallel import parallel_map
 from asmopt.programs.generators import derive_seed
 from asmopt.programs.model import Program
-from asmopt.sandbox.runner import Limits, Sandbox
+from asmopt.sandbox.records import Limits
+from asmopt.sandbox.runner import Sandbox
 from asmopt.toolchain import Toolchain, ToolchainError
 
 log = logging.getLogger(__name__)

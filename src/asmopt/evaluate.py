@@ -38,7 +38,8 @@ from asmopt.measure.timing import CoreLock, ReferenceRun, TimingConfig, time_can
 from asmopt.metrics import Answer
 from asmopt.programs.generators import DrawError
 from asmopt.programs.model import Program, TestCase
-from asmopt.sandbox.runner import Limits, RunResult, Sandbox, SandboxUnavailable
+from asmopt.sandbox.records import Limits, RunResult, SandboxUnavailable
+from asmopt.sandbox.runner import Sandbox
 from asmopt.toolchain import BuildResult, Toolchain, ToolchainError
 from asmopt.typed_config import check_arguments
 

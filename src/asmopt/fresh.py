@@ -25,7 +25,8 @@ from asmopt.judge import TestVerdict, Verdict, classify_run
 from asmopt.measure.timing.executor import DrawInput
 from asmopt.programs.generators import DrawError, derive_seed
 from asmopt.programs.model import Comparison, Program, TestCase
-from asmopt.sandbox.runner import MAX_INPUTS, Limits, RunResult, Sandbox
+from asmopt.sandbox.records import Limits, RunResult
+from asmopt.sandbox.runner import MAX_INPUTS, Sandbox
 from asmopt.typed_config import unknown_key
 
 log = logging.getLogger(__name__)

@@ -18,7 +18,7 @@ from typing import Any
 
 from asmopt.compare import compare_output, difference_kind
 from asmopt.programs.model import TestCase
-from asmopt.sandbox.runner import Limits, RunResult
+from asmopt.sandbox.records import Limits, RunResult
 
 
 class Verdict(StrEnum):

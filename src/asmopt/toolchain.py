@@ -35,14 +35,8 @@ from typing import Literal
 from asmopt.cache import BoundedCache, cache_root, env_bytes, format_bytes, require_writable
 from asmopt.errors import AsmoptError, InputError
 from asmopt.programs.model import Program, encode_source
-from asmopt.sandbox.runner import (
-    TOOLCHAIN_LIMITS,
-    Limits,
-    RunResult,
-    Sandbox,
-    SandboxUnavailable,
-    default_sandbox,
-)
+from asmopt.sandbox.records import TOOLCHAIN_LIMITS, Limits, RunResult, SandboxUnavailable
+from asmopt.sandbox.runner import Sandbox, default_sandbox
 
 BuildStage = Literal["compile", "assemble", "link", "infra", "ok"]
 MAX_ASM_BYTES = 16 << 20

@@ -21,7 +21,8 @@ from asmopt.cli.common import emit_json
 
 
 def _sandbox() -> tuple[bool, str]:
-    from asmopt.sandbox.runner import SandboxUnavailable, default_sandbox
+    from asmopt.sandbox.records import SandboxUnavailable
+    from asmopt.sandbox.runner import default_sandbox
 
     try:
         default_sandbox().check()

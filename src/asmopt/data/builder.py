@@ -40,7 +40,8 @@ from asmopt.evaluate import check_binary
 from asmopt.judge import Verdict, classify_run
 from asmopt.parallel import parallel_map
 from asmopt.programs.model import Program, Suite, TestCase
-from asmopt.sandbox.runner import Limits, Sandbox
+from asmopt.sandbox.records import Limits
+from asmopt.sandbox.runner import Sandbox
 from asmopt.toolchain import Toolchain
 
 from .common import DataError, ItemError, assign_splits, problem_of

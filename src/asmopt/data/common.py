@@ -51,7 +51,7 @@ class ImportRun:
     def tools(self, skip_hint: str) -> tuple[Toolchain, Sandbox]:
         """The toolchain and a checked sandbox this run uses; an unusable sandbox is a
         DataError that says how to skip the step needing it (`skip_hint`)."""
-        from asmopt.sandbox.runner import SandboxUnavailable
+        from asmopt.sandbox.records import SandboxUnavailable
         from asmopt.toolchain import default_toolchain
 
         tc = self.toolchain or default_toolchain()

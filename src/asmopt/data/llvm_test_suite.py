@@ -553,7 +553,8 @@ def verify_and_filter(
 ) -> list[Program]:
     """Keep the programs whose -O0 and -O3 builds pass their tests in the sandbox."""
     from asmopt.run import verify_programs
-    from asmopt.sandbox.runner import Limits, default_sandbox
+    from asmopt.sandbox.records import Limits
+    from asmopt.sandbox.runner import default_sandbox
     from asmopt.toolchain import default_toolchain
 
     run = run or ImportRun()

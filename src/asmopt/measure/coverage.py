@@ -24,7 +24,8 @@ from typing import TYPE_CHECKING, Any
 from asmopt.programs.model import Program
 
 if TYPE_CHECKING:
-    from asmopt.sandbox.runner import Limits, Sandbox
+    from asmopt.sandbox.records import Limits
+    from asmopt.sandbox.runner import Sandbox
     from asmopt.toolchain import Toolchain
 
 COVERAGE_FLAGS = ("-O0", "-fsanitize-coverage=trace-pc")

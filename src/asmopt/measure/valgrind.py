@@ -43,7 +43,8 @@ from pathlib import Path
 from asmopt.errors import EnvironmentProblem
 from asmopt.measure.speedup import MeasureMode, MeasureStatus, TestSpeedup
 from asmopt.programs.model import TestCase
-from asmopt.sandbox.runner import PROGRAM_ARGV0, Limits, RunResult, Sandbox, ToolRun
+from asmopt.sandbox.records import PROGRAM_ARGV0, Limits, RunResult, ToolRun
+from asmopt.sandbox.runner import Sandbox
 
 _LIB_DIRS = (
     "/usr/libexec/valgrind",

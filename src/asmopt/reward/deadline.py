@@ -49,7 +49,7 @@ from asmopt.errors import InputError
 from asmopt.evaluate import RunBudget
 from asmopt.fresh import draw_count
 from asmopt.programs.model import Program
-from asmopt.sandbox.runner import TOOLCHAIN_LIMITS, Limits
+from asmopt.sandbox.records import TOOLCHAIN_LIMITS, Limits
 
 if TYPE_CHECKING:
     from asmopt.measure.timing import TimingConfig

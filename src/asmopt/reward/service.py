@@ -71,7 +71,7 @@ from asmopt.reward.deadline import (
     sample_deadline,
 )
 from asmopt.reward.functions import RewardInput, get_reward
-from asmopt.sandbox.runner import Limits
+from asmopt.sandbox.records import Limits
 from asmopt.typed_config import check_arguments, check_fields, show
 
 log = logging.getLogger(__name__)

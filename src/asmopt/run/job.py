@@ -36,7 +36,8 @@ from asmopt.programs.model import Program, Suite
 from asmopt.run.judging import RunHooks, evaluate_programs
 from asmopt.run.summary import summarize
 from asmopt.sandbox import live as live_processes
-from asmopt.sandbox.runner import Limits, Sandbox, default_sandbox
+from asmopt.sandbox.records import Limits
+from asmopt.sandbox.runner import Sandbox, default_sandbox
 from asmopt.store import RunLock
 from asmopt.toolchain import Toolchain, default_toolchain
 from asmopt.typed_config import check_fields

@@ -48,7 +48,8 @@ from asmopt.policies.base import Candidate, Policy, PolicyRequest
 from asmopt.policies.llm import PolicyError
 from asmopt.programs.model import Program
 from asmopt.run.summary import record_unfit
-from asmopt.sandbox.runner import Limits, Sandbox
+from asmopt.sandbox.records import Limits
+from asmopt.sandbox.runner import Sandbox
 from asmopt.store import StoreError
 from asmopt.toolchain import Toolchain, ToolchainError
 

@@ -17,7 +17,8 @@ from asmopt.fresh import FreshInputs, draw_inputs, expected_tests
 from asmopt.judge import Verdict
 from asmopt.parallel import parallel_map
 from asmopt.programs.model import Program
-from asmopt.sandbox.runner import Limits, Sandbox
+from asmopt.sandbox.records import Limits
+from asmopt.sandbox.runner import Sandbox
 from asmopt.toolchain import Toolchain
 
 

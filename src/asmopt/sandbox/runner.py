@@ -16,12 +16,16 @@ Two profiles:
 A wall-clock deadline kills the whole sandbox (pid namespace included), so no process it
 started survives. Failures of our own side are reported as `infra_error`, never as a
 verdict on the candidate.
+
+The records a run is asked with and returns are in records.py; what the sandbox takes from
+the host and the staging of a run in host.py; the launcher's plan of the runs in plan.py;
+reading the sandbox's output in streams.py; finding and killing its processes in
+reaping.py. This module starts the sandbox, watches its deadline and ends it.
 """
 
 from __future__ import annotations
 
 import contextlib
-import errno
 import logging
 import os
 import random
@@ -31,34 +35,44 @@ import signal
 import subprocess
 import tempfile
 import time
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field, replace
+from collections.abc import Sequence
+from dataclasses import replace
 from pathlib import Path
-from typing import TypeVar
 
-from asmopt.errors import EnvironmentProblem
 from asmopt.sandbox import live as live_processes
-from asmopt.sandbox.launcher import (
-    LauncherBuildError,
-    LaunchRecord,
-    LaunchReport,
-    launcher_path,
-    parse_report,
-    probe_path,
-    tool_failure,
+from asmopt.sandbox.host import NO_SPACE, runtime_libraries, staged, system_tree_binds
+from asmopt.sandbox.launcher import LauncherBuildError, launcher_path, parse_report, probe_path
+from asmopt.sandbox.placement import Priority, leave_realtime_all, thread_placement
+from asmopt.sandbox.plan import (
+    RunPlan,
+    program_args,
+    toolchain_stdin,
+    whole_sandbox_limits,
+    with_run_context,
 )
-from asmopt.sandbox.placement import (
-    Priority,
-    leave_realtime,
-    leave_realtime_all,
-    thread_placement,
+from asmopt.sandbox.reaping import (
+    Process,
+    exits_by_itself,
+    is_running,
+    process_table,
+    process_tree,
+    processes_naming,
+    sigkill,
 )
+from asmopt.sandbox.records import (
+    PLAIN_RUN,
+    TOOLCHAIN_LIMITS,
+    Limits,
+    RunResult,
+    RunStagingFailed,
+    SandboxUnavailable,
+    ToolRun,
+)
+from asmopt.sandbox.streams import Streams, explain_failure, result_of
 
 log = logging.getLogger(__name__)
 
 NOBODY_UID = 65534
-# Every untrusted program sees this argv[0], whatever it is and however it is run.
-PROGRAM_ARGV0 = "/sandbox/prog"
 # A padding variable of random length (below ENV_PAD_MAX bytes) is in every program's
 # environment, so its stack starts at a different offset in each sandbox (Mytkowicz et al.
 # 2009: environment size alone can shift run time by several percent).
@@ -76,212 +90,12 @@ SELF_EXIT_S = 5.0
 # demoted to SCHED_OTHER) before it says which processes are left.
 END_TIMEOUT_S = 30.0
 
-
-@dataclass(frozen=True)
-class ToolRun:
-    """What a trusted tool run inside the sandbox needs beyond a program's plain run
-    (valgrind, a sanitizer build), where the executed binary is the tool: its argv[0],
-    environment entries, read-only binds of the files it opens (the program among them),
-    a descriptor number whose writes the launcher collects per run (`LaunchRecord.log`),
-    and a /proc of the sandbox's own (valgrind and AddressSanitizer read
-    /proc/self/maps). The default is a program's plain run.
-
-    That /proc shows every process of the sandbox, bubblewrap's and the launcher's command
-    lines among them, which hold a run marker: a candidate that read it could forge where
-    one run's output ends. So a marker is refused with `mount_proc` unless the binaries are
-    `trusted` (built from a suite's own source, as the importer's sanitizer builds are)."""
-
-    argv0: str = PROGRAM_ARGV0
-    env: tuple[tuple[str, str], ...] = ()
-    ro_binds: tuple[tuple[str, str], ...] = ()
-    log_fd: int | None = None
-    mount_proc: bool = False
-    trusted: bool = False
-
-
-PLAIN_RUN = ToolRun()
-
 FIX_HINT = (
     "install bubblewrap (as root: apt-get install bubblewrap) and make sure unprivileged "
     "user namespaces are enabled (sysctl kernel.unprivileged_userns_clone=1 and "
     "user.max_user_namespaces > 0). Trusted baselines only: set "
     f"{UNSAFE_ENV}=1 to run WITHOUT isolation (never for model-written code)."
 )
-
-
-class SandboxUnavailable(EnvironmentProblem):
-    """bubblewrap is missing or cannot create namespaces here; the message says how to fix it."""
-
-
-class RunStagingFailed(SandboxUnavailable):
-    """Our side could not prepare a sandboxed run (its directory, the copies of the binaries,
-    the inputs, the launcher) before any program started: a full TMPDIR, a quota, a
-    permission. Never the program's: nothing it did can reach the host's disk before its
-    run, and during its run it writes only to its own in-memory /tmp and to pipes."""
-
-
-@dataclass(frozen=True)
-class Limits:
-    """Resource limits for one sandboxed run. Sizes in bytes, times in seconds."""
-
-    cpu_seconds: int = 10
-    wall_seconds: float = 20.0
-    address_space: int = 2 << 30
-    file_size: int = 16 << 20
-    tmp_size: int = 64 << 20
-    max_processes: int = 64
-    max_open_files: int = 64
-    stdout_cap: int = 4 << 20
-    stderr_cap: int = 64 << 10
-
-    def __post_init__(self) -> None:
-        for name in (
-            "cpu_seconds",
-            "address_space",
-            "file_size",
-            "tmp_size",
-            "max_processes",
-            "max_open_files",
-            "stdout_cap",
-            "stderr_cap",
-        ):
-            if int(getattr(self, name)) <= 0:
-                raise ValueError(f"limit {name} must be positive, got {getattr(self, name)!r}")
-        if self.wall_seconds <= 0:
-            raise ValueError(f"limit wall_seconds must be positive, got {self.wall_seconds!r}")
-
-
-TOOLCHAIN_LIMITS = Limits(
-    cpu_seconds=60,
-    wall_seconds=120.0,
-    address_space=4 << 30,
-    file_size=256 << 20,
-    tmp_size=512 << 20,
-    max_processes=256,
-    max_open_files=256,
-    stdout_cap=1 << 20,
-    stderr_cap=1 << 20,
-)
-
-
-@dataclass
-class RunResult:
-    """What happened to one sandboxed run (or to each of `runs` back-to-back runs)."""
-
-    exit_code: int | None = None
-    signal: int | None = None
-    timed_out: bool = False
-    stdout: bytes = b""
-    stderr: bytes = b""
-    stdout_truncated: bool = False
-    stderr_truncated: bool = False
-    user_time_s: float = 0.0
-    sys_time_s: float = 0.0
-    wall_time_s: float = 0.0
-    peak_rss_kb: int = 0
-    outer_wall_s: float = 0.0
-    infra_error: str | None = None
-    launcher_lost: bool = False
-    records: tuple[LaunchRecord, ...] = field(default_factory=tuple)
-    # With a run marker: each run's own stdout, in run order (None without a marker).
-    segments: tuple[bytes, ...] | None = None
-    # The program could not be executed at all (its errno's name and message), e.g. an ELF
-    # whose interpreter path is too long: the binary's fault, never the sandbox's.
-    exec_error: str | None = None
-    env_pad: int = 0
-    cpus: tuple[int, ...] = ()
-    priority: str = "normal"
-
-    @property
-    def signal_name(self) -> str | None:
-        if self.signal is None:
-            return None
-        try:
-            return signal.Signals(self.signal).name
-        except ValueError:
-            return f"signal {self.signal}"
-
-    @property
-    def cpu_time_s(self) -> float:
-        return self.user_time_s + self.sys_time_s
-
-    @classmethod
-    def from_record(cls, rec: LaunchRecord, stdout: bytes = b"", stderr: bytes = b"") -> RunResult:
-        """One run of a multi-run sandbox, as if it had run alone."""
-        return cls(
-            exit_code=rec.exit_code,
-            signal=rec.signal,
-            timed_out=rec.killed == "wall",
-            stdout=stdout,
-            stderr=stderr,
-            stdout_truncated=rec.killed == "stdout",
-            stderr_truncated=rec.killed == "stderr",
-            user_time_s=rec.user_time_s,
-            sys_time_s=rec.sys_time_s,
-            wall_time_s=rec.wall_time_s,
-            peak_rss_kb=rec.peak_rss_kb,
-            exec_error=_errno_text(rec.exec_errno) if rec.exec_errno else None,
-            records=(rec,),
-        )
-
-    def each_run(self) -> list[RunResult]:
-        """Every run of a multi-run sandbox as if it had run alone, each with its own
-        output (the segments a marker split; empty where there are none)."""
-        segments = list(self.segments or ())
-        return [
-            RunResult.from_record(rec, segments[i] if i < len(segments) else b"")
-            for i, rec in enumerate(self.records)
-        ]
-
-
-def _errno_text(err: int) -> str:
-    name = errno.errorcode.get(err, f"errno {err}")
-    return f"{name} ({os.strerror(err)})"
-
-
-def _probe_step(cmd: list[str], timeout_s: float) -> str:
-    """Run one step of the probe; its failure is a SandboxUnavailable in one line
-    (`launcher.tool_failure`: a full $TMPDIR is named as such)."""
-    try:
-        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout_s)
-    except (OSError, subprocess.TimeoutExpired) as exc:
-        raise SandboxUnavailable(
-            f"the sandbox's library probe could not run {cmd[0]}: {exc}"
-        ) from None
-    if proc.returncode == 0:
-        return proc.stdout
-    what = f"the sandbox's library probe ({cmd[0]})"
-    raise SandboxUnavailable(tool_failure(what, proc.stderr, proc.returncode))
-
-
-def _runtime_libraries() -> list[tuple[str, str]]:
-    """(path inside the sandbox, real file) for the loader and the C/math libraries.
-
-    Found by asking the loader about a trusted probe built here, never the candidate."""
-    probe_dir = Path(tempfile.mkdtemp(prefix="asmopt-probe-"))
-    try:
-        src = probe_dir / "p.c"
-        # `volatile` keeps gcc from folding sqrt at compile time, and --no-as-needed keeps
-        # libm in the probe's dependencies: otherwise no libm is found and every program
-        # that links it fails to load in the sandbox.
-        src.write_text(
-            "#include <math.h>\nint main(void){volatile double x = 4.0; return (int)sqrt(x)-2;}\n"
-        )
-        build = ["gcc", str(src), "-o", str(probe_dir / "p"), "-Wl,--no-as-needed", "-lm"]
-        _probe_step(build, 60)
-        out = _probe_step(["ldd", str(probe_dir / "p")], 30)
-    finally:
-        shutil.rmtree(probe_dir, ignore_errors=True)
-    libs: list[tuple[str, str]] = []
-    for line in out.splitlines():
-        parts = line.split()
-        path = next((p for p in parts if p.startswith("/")), None)
-        if path is None:
-            continue
-        libs.append((path, str(Path(path).resolve())))
-    if not any("libc.so" in p for p, _ in libs):
-        raise SandboxUnavailable(f"could not find libc for the sandbox from ldd output: {out!r}")
-    return libs
 
 
 def _check_run_request(
@@ -320,403 +134,6 @@ def _check_run_request(
             f"run_wall_s must be positive, one value or one per binary, got {run_wall_s}"
         )
     return inputs, feed, walls
-
-
-def _program_args(
-    exec_fds: Sequence[int],
-    input_fds: Sequence[int],
-    order: Sequence[int],
-    feed: Sequence[int],
-    marker: str | None,
-    log_fd: int | None,
-) -> list[str]:
-    """The launcher's options for what it runs: each binary and input by descriptor, the
-    binary (`order`, one digit per run) and input (`feed`, comma-separated indexes) of each run."""
-    args: list[str] = []
-    for fd in exec_fds:
-        args += ["--exec-fd", str(fd)]
-    for fd in input_fds:
-        args += ["--stdin-fd", str(fd)]
-    args += ["--order", "".join(str(k) for k in order)]
-    args += ["--feed", ",".join(str(k) for k in feed)]
-    if marker is not None:
-        args += ["--marker", marker]
-    if log_fd is not None:
-        args += ["--log-fd", str(log_fd)]
-    return args
-
-
-@dataclass(frozen=True)
-class _RunPlan:
-    """What the runs of one program sandbox execute: each binary and input by descriptor,
-    the binary (`order`) and input (`feed`) of each run, the run marker and log descriptor."""
-
-    exec_fds: Sequence[int]
-    input_fds: Sequence[int]
-    order: Sequence[int]
-    feed: Sequence[int]
-    marker: str | None
-    log_fd: int | None
-
-
-def _whole_sandbox_limits(
-    limits: Limits, runs: int, per_run_wall: float, max_total_output: int
-) -> Limits:
-    """The whole sandbox's limits: every run's deadline plus start-up, and every run's
-    output; a backstop only, since the launcher enforces each run's own."""
-    return replace(
-        limits,
-        wall_seconds=runs * (per_run_wall + 0.5) + 30.0,
-        stdout_cap=min(max_total_output, runs * (limits.stdout_cap + 64)),
-        stderr_cap=min(16 << 20, runs * limits.stderr_cap),
-    )
-
-
-def _with_run_context(
-    result: RunResult, env_pad: int, cpus: Sequence[int] | None, marker: str | None
-) -> RunResult:
-    """`result` with the padding and cores it ran with, and each run's own output where
-    a marker split it."""
-    result.env_pad = env_pad
-    result.cpus = tuple(sorted(cpus)) if cpus else ()
-    if marker is not None:
-        result.segments = _segments(result.stdout, marker)
-    return result
-
-
-def _segments(stdout: bytes, marker: str) -> tuple[bytes, ...]:
-    """Each run's own output, from stdout where the launcher wrote `marker` after every run
-    (empty when no marker was written)."""
-    parts = stdout.split(marker.encode() + b"\n")
-    return tuple(parts[:-1]) if len(parts) > 1 else ()
-
-
-def _toolchain_stdin(work: Path, stdin_file: str | None) -> str:
-    """The toolchain run's stdin as the sandbox sees it: a file of the work directory, or
-    /dev/null."""
-    if stdin_file is None:
-        return "/dev/null"
-    if "/" in stdin_file or not (work / stdin_file).is_file():
-        raise ValueError(f"stdin_file must name a file in the work directory: {stdin_file}")
-    return f"/build/{stdin_file}"
-
-
-def _system_tree_binds() -> list[str]:
-    """bubblewrap options that show the system's program and library trees read-only
-    (a symbolic link as the same link), and the loader's configuration."""
-    cmd: list[str] = []
-    for top in ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32"):
-        p = Path(top)
-        if p.is_symlink():
-            cmd += ["--symlink", os.readlink(p), top]
-        elif p.is_dir():
-            cmd += ["--ro-bind", top, top]
-    for etc in (
-        "/etc/ld.so.cache",
-        "/etc/ld.so.conf",
-        "/etc/ld.so.conf.d",
-        "/etc/alternatives",
-    ):
-        cmd += ["--ro-bind-try", etc, etc]
-    return cmd
-
-
-NO_SPACE = "no space left on the device for a sandboxed run's temporary files"
-
-_T = TypeVar("_T")
-
-
-def _staged(step: Callable[[], _T]) -> _T:
-    """Run one staging step of a sandboxed run; an OSError there is ours (RunStagingFailed),
-    named with the directory and, for a full disk, the fix."""
-    try:
-        return step()
-    except OSError as exc:
-        if exc.errno in (errno.ENOSPC, errno.EDQUOT):  # name the directory, not a file in it
-            raise RunStagingFailed(
-                f"{NO_SPACE}: {tempfile.gettempdir()}; free disk space or set TMPDIR to "
-                "another file system, and rerun"
-            ) from exc
-        where = exc.filename2 or exc.filename or tempfile.gettempdir()
-        raise RunStagingFailed(
-            f"could not prepare a sandboxed run in {where}: {exc.strerror or exc}"
-        ) from exc
-
-
-@dataclass(frozen=True)
-class _Process:
-    """A process of this machine, told apart from a later one with the same pid by its start
-    time (in clock ticks since boot)."""
-
-    pid: int
-    start: int
-    name: str
-
-
-def _process_table() -> dict[int, tuple[int, int, str]]:
-    """pid -> (parent pid, start time, name) of every process in /proc (empty without it)."""
-    table: dict[int, tuple[int, int, str]] = {}
-    try:
-        entries = os.listdir("/proc")
-    except OSError:
-        return table
-    for name in entries:
-        if not name.isdigit():
-            continue
-        try:
-            with open(f"/proc/{name}/stat", "rb") as f:
-                data = f.read()
-        except OSError:
-            continue
-        head, _, tail = data.rpartition(b")")
-        fields = tail.split()
-        if len(fields) < 20:
-            continue
-        comm = head.partition(b"(")[2].decode("utf-8", "replace")
-        table[int(name)] = (int(fields[1]), int(fields[19]), comm)
-    return table
-
-
-def _processes_naming(marker: str, table: dict[int, tuple[int, int, str]]) -> set[_Process]:
-    """The processes whose command line contains `marker` (a sandbox's own directory: every
-    bubblewrap process of that sandbox names it, even once its parent is gone)."""
-    found: set[_Process] = set()
-    needle = marker.encode()
-    for pid, (_, start, comm) in table.items():
-        try:
-            with open(f"/proc/{pid}/cmdline", "rb") as f:
-                cmdline = f.read()
-        except OSError:
-            continue
-        if needle in cmdline:
-            found.add(_Process(pid, start, comm))
-    return found
-
-
-def _process_tree(roots: set[_Process], table: dict[int, tuple[int, int, str]]) -> set[_Process]:
-    """`roots` that are still the same processes, and every descendant of them."""
-    children: dict[int, list[int]] = {}
-    for pid, (ppid, _, _) in table.items():
-        children.setdefault(ppid, []).append(pid)
-    todo = [r.pid for r in roots if r.pid in table and table[r.pid][1] == r.start]
-    found: set[_Process] = set()
-    while todo:
-        pid = todo.pop()
-        _, start, comm = table[pid]
-        if _Process(pid, start, comm) in found:
-            continue
-        found.add(_Process(pid, start, comm))
-        todo += children.get(pid, [])
-    return found
-
-
-def _children(pid: int) -> set[_Process]:
-    """The child processes of `pid` now (empty if unknown: a kernel without the
-    /proc/PID/task/TID/children file, or `pid` gone)."""
-    try:
-        with open(f"/proc/{pid}/task/{pid}/children", "rb") as f:
-            pids = [int(x) for x in f.read().split()]
-    except (OSError, ValueError):
-        return set()
-    found: set[_Process] = set()
-    for child in pids:
-        try:
-            with open(f"/proc/{child}/stat", "rb") as f:
-                head, _, tail = f.read().rpartition(b")")
-            name = head.partition(b"(")[2].decode("utf-8", "replace")
-            found.add(_Process(child, int(tail.split()[19]), name))
-        except (OSError, IndexError, ValueError):
-            continue
-    return found
-
-
-def _is_running(proc: _Process) -> bool:
-    """True while any thread of `proc` has not exited. Every thread is looked at: a thread
-    group leader that called SYS_exit is a zombie while its other threads run on."""
-    base = f"/proc/{proc.pid}"
-    try:
-        with open(f"{base}/stat", "rb") as f:
-            fields = f.read().rpartition(b")")[2].split()
-        if len(fields) < 20 or int(fields[19]) != proc.start:
-            return False  # gone; the pid is someone else's now
-        tids = os.listdir(f"{base}/task")
-    except OSError:
-        return False
-    for tid in tids:
-        try:
-            with open(f"{base}/task/{tid}/stat", "rb") as f:
-                state = f.read().rpartition(b")")[2].split()[0]
-        except (OSError, IndexError):
-            continue
-        if state not in (b"Z", b"X", b"x"):
-            return True
-    return False
-
-
-def _exits_by_itself(proc: subprocess.Popen[bytes], inner: set[_Process], timeout: float) -> bool:
-    """Wait up to `timeout` seconds for bubblewrap (`proc`) and its child (`inner`) to exit
-    by themselves; True if they did."""
-    until = time.monotonic() + timeout
-    try:
-        proc.wait(timeout=timeout)
-    except subprocess.TimeoutExpired:
-        return False
-    pause = 0.0005
-    while any(_is_running(p) for p in inner):
-        if time.monotonic() > until:
-            return False
-        time.sleep(pause)
-        pause = min(0.05, pause * 2)
-    return True
-
-
-def _sigkill(proc: _Process) -> None:
-    """SIGKILL `proc` if it is still the same process (a pidfd pins the one we checked)."""
-    try:
-        fd = os.pidfd_open(proc.pid)
-    except (OSError, AttributeError):
-        with contextlib.suppress(OSError):
-            os.kill(proc.pid, signal.SIGKILL)
-        return
-    try:
-        if _is_running(proc):
-            signal.pidfd_send_signal(fd, signal.SIGKILL)
-    except OSError:
-        pass
-    finally:
-        os.close(fd)
-
-
-# Bytes of the launcher's report kept (a backstop: it writes a few lines per run).
-REPORT_CAP = 4 << 20
-
-
-class _Streams:
-    """What a sandbox has written on stdout, stderr and its report pipe, each within its
-    cap, and how the reading ended."""
-
-    def __init__(self, limits: Limits) -> None:
-        self.buffers = {"out": bytearray(), "err": bytearray(), "rep": bytearray()}
-        self.caps = {"out": limits.stdout_cap, "err": limits.stderr_cap, "rep": REPORT_CAP}
-        self.over = {"out": False, "err": False, "rep": False}
-        self.timed_out = False
-        self.read_all = False
-        self.inner: set[_Process] = set()  # bubblewrap's child: its pid namespace's init
-
-    @property
-    def output_over(self) -> bool:
-        """Whether stdout or stderr went over its cap."""
-        return self.over["out"] or self.over["err"]
-
-    @property
-    def cut_short(self) -> bool:
-        """Whether the sandbox was stopped: its deadline passed or an output cap was hit."""
-        return self.timed_out or self.output_over
-
-    def read(
-        self,
-        sel: selectors.BaseSelector,
-        proc: subprocess.Popen[bytes],
-        deadline: float,
-        bwrapped: bool,
-    ) -> None:
-        """Read until every stream has ended (`read_all`), the deadline passes
-        (`timed_out`) or stdout or stderr goes over its cap."""
-        while sel.get_map():
-            remaining = deadline - time.monotonic()
-            if remaining <= 0:
-                self.timed_out = True
-                return
-            for key, _ in sel.select(timeout=min(remaining, 0.5)):
-                name = key.data
-                chunk = os.read(key.fd, 65536)
-                if not chunk:
-                    sel.unregister(key.fileobj)
-                    continue
-                if name == "rep" and not self.buffers["rep"] and bwrapped:
-                    # The launcher has started (at the inherited real-time priority):
-                    # bubblewrap's outer process only waits from now on, and its child,
-                    # the init of the sandbox's pid namespace, exists.
-                    leave_realtime(proc.pid)
-                    self.inner = _children(proc.pid)
-                self._keep(name, chunk)
-            if self.output_over:
-                return
-        self.read_all = True
-
-    def _keep(self, name: str, chunk: bytes) -> None:
-        """Add `chunk` to stream `name`, up to its cap (marking it over when cut)."""
-        buf = self.buffers[name]
-        room = self.caps[name] - len(buf)
-        if len(chunk) > room:
-            buf += chunk[: max(room, 0)]
-            self.over[name] = True
-        else:
-            buf += chunk
-
-    def drain_report(self, report_r: int) -> None:
-        """Read what is left of the report once the sandbox is ended (bounded)."""
-        with contextlib.suppress(OSError):
-            os.set_blocking(report_r, False)
-            while len(self.buffers["rep"]) < self.caps["rep"]:
-                chunk = os.read(report_r, 65536)
-                if not chunk:
-                    break
-                self.buffers["rep"] += chunk
-
-
-def _result_of(
-    streams: _Streams, report: LaunchReport, priority: str, outer_wall_s: float
-) -> RunResult:
-    """The sandbox's result: its outputs, and the exit status and times of its last run."""
-    result = RunResult(
-        priority=priority,
-        stdout=bytes(streams.buffers["out"]),
-        stderr=bytes(streams.buffers["err"]),
-        stdout_truncated=streams.over["out"],
-        stderr_truncated=streams.over["err"],
-        timed_out=streams.timed_out,
-        outer_wall_s=outer_wall_s,
-        records=report.runs,
-    )
-    if not report.runs:
-        return result
-    last = RunResult.from_record(report.runs[-1])
-    return replace(
-        result,
-        exit_code=last.exit_code,
-        signal=last.signal,
-        timed_out=result.timed_out or last.timed_out,
-        stdout_truncated=result.stdout_truncated or last.stdout_truncated,
-        stderr_truncated=result.stderr_truncated or last.stderr_truncated,
-        exec_error=last.exec_error,
-        user_time_s=last.user_time_s,
-        sys_time_s=last.sys_time_s,
-        wall_time_s=last.wall_time_s,
-        peak_rss_kb=last.peak_rss_kb,
-    )
-
-
-def _explain_failure(
-    result: RunResult,
-    report: LaunchReport,
-    streams: _Streams,
-    stuck: str | None,
-    returncode: int | None,
-) -> None:
-    """Say in `result` what went wrong on our side (`infra_error`), or that the launcher
-    vanished mid-run (`launcher_lost`: only something inside the sandbox could do that)."""
-    if stuck is not None:
-        result.infra_error = stuck
-    elif report.error is not None:
-        result.infra_error = f"sandbox launcher: {report.error}"
-    elif not report.started:
-        if streams.cut_short:
-            return
-        msg = result.stderr.decode("utf-8", "replace").strip()[:500]
-        result.infra_error = f"the sandbox did not start (exit {returncode}): {msg}"
-    elif not report.done and not streams.cut_short:
-        result.launcher_lost = True
 
 
 class Sandbox:
@@ -759,7 +176,7 @@ class Sandbox:
                 "bubblewrap ('bwrap') is not installed, so untrusted binaries cannot be run "
                 "safely. Fix: " + FIX_HINT
             )
-        self._libs = _runtime_libraries()
+        self._libs = runtime_libraries()
         try:
             self._probe = probe_path()
         except LauncherBuildError as exc:
@@ -983,12 +400,12 @@ class Sandbox:
         if env_pad is None:
             env_pad = random.randrange(ENV_PAD_MAX)
         self.check()
-        outer = _whole_sandbox_limits(limits, len(order), max(walls), max_total_output)
+        outer = whole_sandbox_limits(limits, len(order), max(walls), max_total_output)
         fds: list[int] = []
-        run_dir = _staged(self._make_run_dir)
+        run_dir = staged(self._make_run_dir)
         try:
-            input_fds, launch = _staged(lambda: self._stage_run(run_dir, binaries, inputs, fds))
-            what = _RunPlan(fds[: len(binaries)], input_fds, order, feed, marker, tool.log_fd)
+            input_fds, launch = staged(lambda: self._stage_run(run_dir, binaries, inputs, fds))
+            what = RunPlan(fds[: len(binaries)], input_fds, order, feed, marker, tool.log_fd)
             tail = self._launch_tail(limits, walls, what, [tool.argv0, *argv])
             cmd, env, cwd = self._program_command(launch, tail, run_dir, env_pad, tool)
             result = self._execute(
@@ -1001,7 +418,7 @@ class Sandbox:
                 priority=priority,
                 marker=str(run_dir),
             )
-            return _with_run_context(result, env_pad, cpus, marker)
+            return with_run_context(result, env_pad, cpus, marker)
         finally:
             for fd in fds:
                 with contextlib.suppress(OSError):
@@ -1009,7 +426,7 @@ class Sandbox:
             shutil.rmtree(run_dir, ignore_errors=True)
 
     def _launch_tail(
-        self, limits: Limits, walls: Sequence[float], what: _RunPlan, program_argv: list[str]
+        self, limits: Limits, walls: Sequence[float], what: RunPlan, program_argv: list[str]
     ) -> list[str]:
         """The launcher's arguments: per-run limits, what each run executes on which input,
         then the program's argv."""
@@ -1024,7 +441,7 @@ class Sandbox:
             fresh_tmp=not self.unsafe,
             walls=walls,
         )
-        prog_args = _program_args(
+        prog_args = program_args(
             what.exec_fds, what.input_fds, what.order, what.feed, what.marker, what.log_fd
         )
         return [*launcher_args, *prog_args, "--", *program_argv]
@@ -1135,7 +552,7 @@ class Sandbox:
         sandbox's system-call filter."""
         self.check()
         work = Path(work_dir).resolve()
-        stdin_inside = _toolchain_stdin(work, stdin_file)
+        stdin_inside = toolchain_stdin(work, stdin_file)
         outer = replace(limits, wall_seconds=limits.wall_seconds + 30.0)
         if self.unsafe:
             stdin_path = str(work / stdin_file) if stdin_file else "/dev/null"
@@ -1172,7 +589,7 @@ class Sandbox:
         programs and libraries read-only (with this package and the suites masked), the
         work directory writable at /build, a cleared environment with fixed values."""
         cmd = self._bwrap_base(tmp_size) + ["--proc", "/proc"]
-        cmd += _system_tree_binds()
+        cmd += system_tree_binds()
         for hidden in self._hide:
             if any(str(hidden).startswith(t + "/") for t in ("/usr", "/lib", "/lib64", "/bin")):
                 cmd += ["--tmpfs", str(hidden)]
@@ -1248,7 +665,7 @@ class Sandbox:
             os.close(report_w)
             return RunResult(infra_error=f"could not start the sandbox: {exc}")
         os.close(report_w)
-        streams = _Streams(limits)
+        streams = Streams(limits)
 
         def cancel() -> None:  # a cancelled evaluation ends it (sandbox/live.py)
             if proc.returncode is None:
@@ -1259,15 +676,15 @@ class Sandbox:
                 proc, report_r, streams, start + limits.wall_seconds, cmd[0] == self.bwrap, marker
             )
         report = parse_report(streams.buffers["rep"].decode("utf-8", "replace"))
-        result = _result_of(streams, report, achieved, time.monotonic() - start)
-        _explain_failure(result, report, streams, stuck, proc.returncode)
+        result = result_of(streams, report, achieved, time.monotonic() - start)
+        explain_failure(result, report, streams, stuck, proc.returncode)
         return result
 
     def _collect_until_gone(
         self,
         proc: subprocess.Popen[bytes],
         report_r: int,
-        streams: _Streams,
+        streams: Streams,
         deadline: float,
         bwrapped: bool,
         marker: str | None,
@@ -1289,7 +706,7 @@ class Sandbox:
                 # Every output has ended, so the launcher has exited, after reaping each
                 # run's init (which is reapable only once its pid namespace is empty).
                 # bubblewrap exits by itself then, and its namespace's init soon after.
-                ended = _exits_by_itself(proc, streams.inner, SELF_EXIT_S)
+                ended = exits_by_itself(proc, streams.inner, SELF_EXIT_S)
             stuck = None if ended else self._end(proc, marker, streams.inner)
             streams.drain_report(report_r)
             sel.close()
@@ -1299,7 +716,7 @@ class Sandbox:
         return stuck
 
     def _end(
-        self, proc: subprocess.Popen[bytes], marker: str | None, known: set[_Process]
+        self, proc: subprocess.Popen[bytes], marker: str | None, known: set[Process]
     ) -> str | None:
         """End every process of the sandbox with no cooperation from any of them, and wait
         until they are gone. Returns None then, else one line naming those left.
@@ -1315,26 +732,26 @@ class Sandbox:
         placement.py) and it gets SIGKILL, from this process on another core; then again,
         until none is left or END_TIMEOUT_S has passed."""
         start = time.monotonic()
-        table = _process_table()
+        table = process_table()
         roots = set(known)
         if proc.returncode is None and proc.pid in table:  # not reaped: still our child
-            roots.add(_Process(proc.pid, table[proc.pid][1], table[proc.pid][2]))
-        tracked = _process_tree(roots, table)
+            roots.add(Process(proc.pid, table[proc.pid][1], table[proc.pid][2]))
+        tracked = process_tree(roots, table)
         if marker is not None:
-            tracked |= _processes_naming(marker, table)
-        left: list[_Process] = []
+            tracked |= processes_naming(marker, table)
+        left: list[Process] = []
         pause = 0.002
         while True:
-            tracked |= _process_tree(tracked, table)
-            left = sorted((p for p in tracked if _is_running(p)), key=lambda p: p.pid)
+            tracked |= process_tree(tracked, table)
+            left = sorted((p for p in tracked if is_running(p)), key=lambda p: p.pid)
             if not left or time.monotonic() - start > END_TIMEOUT_S:
                 break
             for p in left:
                 leave_realtime_all(p.pid)
-                _sigkill(p)
+                sigkill(p)
             time.sleep(pause)
             pause = min(0.1, pause * 2)
-            table = _process_table()
+            table = process_table()
         if left and proc.returncode is None:
             self._kill(proc)  # our own child at least, so that the caller does not hang
         stuck = self._reap(proc)

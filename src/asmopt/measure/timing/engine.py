@@ -34,7 +34,7 @@ from asmopt.measure.timing.config import TimingConfig
 from asmopt.measure.timing.requests import CandidateRoundRequest, CandidateTest, RoundRequest
 from asmopt.measure.timing.spread import DEFAULT_SPREAD, SandboxSpread
 from asmopt.sandbox.launcher import LaunchRecord
-from asmopt.sandbox.runner import RunResult
+from asmopt.sandbox.records import RunResult
 
 TOO_FAST_S = 0.002  # below this, process start-up dominates a run
 MAX_ROUND_OUTPUT = 256 << 20  # bytes of stdout one round may produce (all runs together)

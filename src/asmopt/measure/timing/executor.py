@@ -23,7 +23,8 @@ from asmopt.measure.timing.engine import (
 from asmopt.measure.timing.requests import CandidateRoundRequest, CandidateTest, RoundRequest
 from asmopt.programs.model import Comparison, TestCase
 from asmopt.sandbox.launcher import LaunchRecord
-from asmopt.sandbox.runner import MAX_BINARIES, MAX_INPUTS, Limits, RunResult, Sandbox
+from asmopt.sandbox.records import Limits, RunResult
+from asmopt.sandbox.runner import MAX_BINARIES, MAX_INPUTS, Sandbox
 
 # ---------------------------------------------------------------------------- sandbox executor
 # draw(candidate, test index, serial) -> stdin: a fresh input for one timed pair.

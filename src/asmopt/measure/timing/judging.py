@@ -22,7 +22,8 @@ from asmopt.measure.timing.engine import (
 )
 from asmopt.measure.timing.executor import DrawInput, SharedSandboxExecutor
 from asmopt.programs.model import TestCase
-from asmopt.sandbox.runner import Limits, Sandbox
+from asmopt.sandbox.records import Limits
+from asmopt.sandbox.runner import Sandbox
 
 
 @dataclass(frozen=True)
