@@ -31,7 +31,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from bench_timing_common import RESULTS, environment, md_table, setup, write_result
 
-from asmopt.adequacy import check_adequacy, is_reward_fit, marked_program
+from asmopt.adequacy import is_reward_fit
+from asmopt.adequacy.check import check_adequacy
+from asmopt.adequacy.fitness import marked_program
 from asmopt.entropy import MARK_KEY, declared_problems, measure_entropy, read_mark
 from asmopt.evaluate import check_candidate
 from asmopt.fresh import FreshInputs, graded_per_class

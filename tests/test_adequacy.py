@@ -11,29 +11,25 @@ from pathlib import Path
 import pytest
 
 import asmopt.cli
-from asmopt.adequacy import (
-    MARK_KEY,
+from asmopt.adequacy import UnfitProgramError, is_reward_fit
+from asmopt.adequacy.check import (
     NO_TESTS_REASON,
     ONE_INPUT_REASON,
-    AdequacyReport,
-    Mutation,
-    UnfitProgramError,
-    apply_mutation,
     check_adequacy,
-    constant_output_assembly,
     equivalent_on_draws,
-    function_bodies,
-    is_reward_fit,
-    kill_depth,
-    kill_rate_at,
-    kill_rate_lines,
     light_classes,
-    marked_program,
+)
+from asmopt.adequacy.fitness import MARK_KEY, marked_program
+from asmopt.adequacy.mutants import (
+    apply_mutation,
+    function_bodies,
     mutate_mnemonic,
     mutation_sites,
     ordered_sites,
-    summarize_reports,
 )
+from asmopt.adequacy.probes import constant_output_assembly
+from asmopt.adequacy.report import AdequacyReport, Mutation
+from asmopt.adequacy.summary import kill_depth, kill_rate_at, kill_rate_lines, summarize_reports
 from asmopt.evaluate import baseline_binary, check_candidate
 from asmopt.fresh import FreshInputs
 from asmopt.programs.generators import InputGenerator

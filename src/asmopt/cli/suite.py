@@ -213,7 +213,8 @@ def _adequacy_reports(
 ) -> list[Any]:
     """The adequacy check of every verified program, each report stored as the program's
     mark when `--write-marks` asked for it."""
-    from asmopt.adequacy import MARK_KEY, check_programs
+    from asmopt.adequacy.check import check_programs
+    from asmopt.adequacy.fitness import MARK_KEY
 
     verified = [p for p, r in zip(programs, results, strict=True) if r.ok]
     reports = check_programs(
@@ -252,7 +253,7 @@ def _verify_json(
         "entropy": [r.entropy.to_dict() for r in results if r.entropy is not None],
     }
     if not args.no_adequacy:
-        from asmopt.adequacy import summarize_reports
+        from asmopt.adequacy.summary import summarize_reports
 
         out["adequacy"] = {
             **summarize_reports(reports),
@@ -354,7 +355,7 @@ def _entropy_summary(reports: list[Any]) -> str:
 
 
 def _print_adequacy(reports: list[Any], root: Path | None) -> None:
-    from asmopt.adequacy import kill_rate_lines
+    from asmopt.adequacy.summary import kill_rate_lines
 
     fit = sum(r.checked and r.fit for r in reports)
     print(

@@ -246,7 +246,9 @@ def mark_adequacy(
     marked, so rewards, training rows and exports refuse them until they are fixed or
     explicitly allowed. Counts and every unfit program go into the data report. A program
     the check could not judge (our side failed) stays unmarked and is noted."""
-    from asmopt.adequacy import check_programs, marked_program, summarize_reports
+    from asmopt.adequacy.check import check_programs
+    from asmopt.adequacy.fitness import marked_program
+    from asmopt.adequacy.summary import summarize_reports
 
     run = run or ImportRun(progress=True)
     tc, box = run.tools("or skip the test-adequacy check with --no-adequacy")
