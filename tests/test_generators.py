@@ -230,3 +230,65 @@ def test_sorted_and_distinct_lists_draw_what_they_say_and_declare_their_min_entr
         _one_list({"count": 11, "range": [1, 10], "distinct": True})
     with pytest.raises(GeneratorError, match="order"):
         _one_list({"count": 3, "range": [1, 10], "order": "sideways"})
+
+
+def _one_text(body: dict) -> InputGenerator:
+    return InputGenerator.from_dict(
+        {"version": 1, "classes": {"c": {"template": "{s}\n", "vars": {"s": {"text": body}}}},
+         "tests": {"t": "c"}}
+    )
+
+
+def test_planted_shapes_are_drawn_in_their_share_and_count_only_their_own_bits() -> None:
+    """A structure the samples ask about (anagram halves, a palindrome, a list a few swaps
+    from sorted) is drawn in its share of the draws and never otherwise by more than
+    chance; the entropy bound counts the planted branch's bits (the likelier one)."""
+    import math
+    from collections import Counter
+
+    from asmopt.data.shapes import has_anagram_halves, inversions, is_palindrome
+
+    halves = _one_text({"length": 41, "alphabet": "abcd", "plant": {"shape": "halves"}})
+    palin = _one_text({"length": 40, "alphabet": "abcd",
+                       "plant": {"shape": "palindrome", "share": 1}})
+    near = _one_list({"count": 200, "range": [1, 200], "distinct": True,
+                      "plant": {"shape": "near", "share": 0.5}})
+    texts = [halves.draw("c", seed).decode().strip() for seed in range(400)]
+    assert all(len(t) == 41 for t in texts)
+    planted = sum(has_anagram_halves(t) for t in texts)
+    assert 150 <= planted <= 250  # share 0.5 of 400; a uniform draw is never one by chance
+    assert all(is_palindrome(palin.draw("c", s).decode().strip()) for s in range(50))
+    lists = [[int(x) for x in near.draw("c", s).split()] for s in range(400)]
+    assert all(sorted(xs) == list(range(1, 201)) for xs in lists)  # still permutations
+    swapped = [xs for xs in lists if inversions(xs) <= 13]  # 7 to 13 adjacent swaps
+    assert 150 <= len(swapped) <= 250
+    # most move no one more than two places (a queue's bribes), some do (its chaos)
+    calm = [xs for xs in swapped if all(abs(x - (i + 1)) <= 2 for i, x in enumerate(xs))]
+    assert len(calm) >= 0.8 * len(swapped)
+    assert Counter(inversions(xs) for xs in swapped).keys() <= set(range(7, 14))
+    assert halves.entropy_bits("c") == pytest.approx(20 * 2)  # the first half's 20 letters
+    assert palin.entropy_bits("c") == pytest.approx(20 * 2)
+    # sorted, the permutation is one list; which 7 of 199 places were swapped is the rest
+    assert near.entropy_bits("c") == pytest.approx(math.log2(math.comb(199, 7)))
+
+
+@pytest.mark.parametrize(
+    ("body", "needle"),
+    [
+        ({"text": {"length": 3, "alphabet": "ab", "plant": {"shape": "wavy"}}},
+         "expected one of halves, palindrome"),
+        ({"text": {"length": 3, "alphabet": "ab", "plant": {"shape": "halves", "share": 2}}},
+         "share: expected a number in [0, 1]"),
+        ({"ints": {"count": 3, "range": [1, 9], "plant": {"shape": "halves"}}},
+         "expected one of near"),
+        ({"ints": {"count": 3, "range": [1, 9], "order": "asc", "plant": {"shape": "near"}}},
+         "a sorted list has no shape to plant"),
+        ({"ints": {"count": 3, "range": [1, 9], "plant": "near"}}, "expected an object"),
+    ],
+)
+def test_a_malformed_plant_is_refused_by_name(body: dict, needle: str) -> None:
+    with pytest.raises(GeneratorError) as err:
+        InputGenerator.from_dict(
+            {"version": 1, "classes": {"c": {"template": "{x}", "vars": {"x": body}}}}
+        )
+    assert needle in str(err.value)

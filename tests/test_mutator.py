@@ -1005,3 +1005,82 @@ def test_a_program_of_many_samples_keeps_at_most_eight_checking_classes(toolchai
     verdicts = [why for c in p.meta["inputs_report"]["classes"].values()
                 for why in (c.get("checking") or {}).values()]
     assert any(why.startswith("not tried") for why in verdicts), verdicts
+
+
+# ---------------------------------------------------------------------------- planted shapes
+LAPINDROME_C = r"""#include <stdio.h>
+#include <string.h>
+int main(void)
+{
+    int t; static char s[1100];
+    if (scanf("%d", &t) != 1) return 1;
+    while (t--) {
+        if (scanf("%1000s", s) != 1) return 2;
+        int n = (int)strlen(s), a[26] = {0}, ok = 1;
+        for (int i = 0; i < n / 2; i++) { a[s[i] - 'a']++; a[s[n - 1 - i] - 'a']--; }
+        for (int c = 0; c < 26; c++) ok &= a[c] == 0;
+        puts(ok ? "YES" : "NO");
+    }
+    return 0;
+}
+"""
+QUEUE_C = r"""#include <stdio.h>
+int main(void)
+{
+    int t, n, q[2000];
+    if (scanf("%d", &t) != 1) return 1;
+    while (t--) {
+        if (scanf("%d", &n) != 1 || n < 1 || n > 2000) return 2;
+        for (int i = 0; i < n; i++) if (scanf("%d", &q[i]) != 1) return 3;
+        long bribes = 0; int chaotic = 0;
+        for (int i = n - 1; i >= 0; i--) {
+            if (q[i] - (i + 1) > 2) { chaotic = 1; break; }
+            for (int j = q[i] - 2 > 0 ? q[i] - 2 : 0; j < i; j++) bribes += q[j] > q[i];
+        }
+        if (chaotic) puts("Too chaotic"); else printf("%ld\n", bribes);
+    }
+    return 0;
+}
+"""
+
+
+def test_yes_no_records_whose_samples_show_the_structure_draw_both_answers_and_are_fit(
+    tmp_path: Path, toolchain, sandbox
+) -> None:
+    """Two record-per-answer problems whose samples show the structure they ask about (a
+    lapindrome's anagram halves; a queue a few swaps from sorted). Uniform draws land on
+    one answer nearly always (a random word of 50 letters is no lapindrome, a random
+    permutation of 50 is always chaotic), so a constant answer per record would pass. The
+    learnt generator plants the structure in half the draws (data/shapes.py), the rows of
+    words of several lengths grow as one run of records, and a queue's records grow in
+    number as well as in size: both answers are drawn, each grading's answer carries
+    over 64 bits, and the import marks both fit."""
+    from asmopt.adequacy import is_reward_fit
+    from asmopt.data.shapes import has_anagram_halves
+
+    pool = tmp_path / "pool"
+    samples = {
+        "lapin": (LAPINDROME_C, "6\ngaga\nabcde\nrotor\nxyzxy\nabbaab\nabcab\n"),
+        "queue": (QUEUE_C, "3\n5\n2 1 5 3 4\n5\n2 5 1 3 4\n8\n1 2 5 3 4 7 8 6\n"),
+    }
+    for name, (source, stdin) in samples.items():
+        (pool / name / "tests").mkdir(parents=True)
+        (pool / name / f"{name}.c").write_text(source)
+        (pool / name / "tests" / "1.in").write_text(stdin)
+    suite, _ = import_plain_dir(
+        pool, run=ImportRun(mutator=True, toolchain=toolchain, sandbox=sandbox)
+    )
+    sides: dict[str, list[bool]] = {"lapin": [], "queue": []}
+    for name, p in suite.programs.items():
+        assert is_reward_fit(p)[0], (name, is_reward_fit(p))
+        assert p.inputs is not None and p.inputs.entropy_bits("1") >= 64
+        for _, text in draws(p, 8):
+            lines = text.splitlines()
+            if name == "lapin":
+                sides[name] += [has_anagram_halves(w) for w in lines[1:]]
+            else:
+                queues = [[int(x) for x in line.split()] for line in lines[2::2]]
+                sides[name] += [all(x - (i + 1) <= 2 for i, x in enumerate(q)) for q in queues]
+    for name, side in sides.items():
+        assert len(side) >= 8 * 32, name  # records grew in number past the sample's 3 or 6
+        assert 0.25 <= sum(side) / len(side) <= 0.75, (name, sum(side), len(side))

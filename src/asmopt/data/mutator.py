@@ -32,6 +32,11 @@ How a test input becomes a class:
 * **Lists keep their order.** A list of five or more values given sorted (either way) is
   drawn sorted the same way; a list that is a shuffle of 1..n is drawn as a permutation of
   1..(its drawn length) (`ints` rules with `order` / `distinct`).
+* **Both answers of a structure the samples show.** A string column with a sample that
+  is a palindrome or whose halves are anagrams, and a list a few swaps from sorted, draw
+  that structure in half the draws (`plant`, data/shapes.py), so a yes/no question about
+  it is answered both ways. Rows of one word of several lengths take one rule (lengths
+  from the shortest sample up), so the rows are one run a count can grow.
 * Keywords stay literal: a word that repeats in the input, that shares its line with a
   number (a command and its arguments: `add 3`), or an answer word (`YES`). In a table, a
   column of repeating words is a keyword column. A word that is a string literal of the
@@ -92,6 +97,7 @@ from typing import TYPE_CHECKING, Any
 from asmopt.compare import compare_output
 from asmopt.data.checking_classes import MAX_CHECKING_CLASSES, checking_name
 from asmopt.data.checking_classes import variants as checking_variants
+from asmopt.data.shapes import is_near_sorted, text_shape
 from asmopt.errors import InputError
 from asmopt.programs.generators import (
     GENERATOR_VERSION,
@@ -127,6 +133,12 @@ GROWTH: dict[str, tuple[float, int, int]] = {
     "grown4_seen": (4, 16, 256),
     "past": (1.5, 0, 64),
 }
+# The most values (list items, characters) a grown input of records draws in all, where
+# each record grows inside: 64 records of up to 128 values each.
+RECORD_ITEMS = 8192
+# The share of draws a structure the samples show is planted in (data/shapes.py): half,
+# so that each answer of the question it decides is drawn about equally often.
+PLANTED_SHARE = 0.5
 # String literals of the source that may be keywords an input names (`OCT`, `add`, `P=NP`):
 # one token, no whitespace or format directive, at most this long.
 MAX_KEYWORD_LEN = 32
@@ -507,6 +519,7 @@ def _assign_columns(blocks: list[Block]) -> None:
 class _Column:
     kind: str
     texts: list[str] = field(default_factory=list)
+    free: int = 0  # strings among them whose length no number of their input states
 
     def add(self, atom: Atom) -> None:
         if self.kind != atom.kind:
@@ -516,6 +529,7 @@ class _Column:
             else:
                 self.kind = "mixed"
         self.texts.append(atom.text)
+        self.free += atom.free_length
 
     # Summaries, computed once the column is complete: a rule is asked for every atom.
     @cached_property
@@ -547,6 +561,16 @@ class _Column:
     @cached_property
     def longest(self) -> int:
         return max(map(len, self.texts), default=0)
+
+    @cached_property
+    def varied_lengths(self) -> bool:
+        """Strings of several lengths, most of them stated by no number (a table of
+        words: each row's length is its own)."""
+        return len({len(t) for t in self.texts}) >= 2 and 2 * self.free >= len(self.texts)
+
+    @cached_property
+    def text_shape(self) -> str | None:
+        return text_shape(self.texts, self.alphabet)
 
 
 @dataclass
@@ -705,12 +729,20 @@ def _rule(
     if len(alphabet) < 2:
         return None
     length: int | dict[str, list[int]] = len(atom.text)
-    if level in _GROWN and atom.col[0] == "s" and atom.free_length:
+    if level in _GROWN and atom.col[0] == "t" and column.varied_lengths:
+        # One rule for every row, so that the rows are a run a count can grow: from the
+        # shortest sample string up, past the longest.
+        most = _grown_text_length(column.longest, len(alphabet), level)[1]
+        length = {_GROWN_LENGTH: [min(map(len, column.texts)), most]}
+    elif level in _GROWN and atom.col[0] == "s" and atom.free_length:
         # Past the longest of the column's samples, not only this one's: an answer right
         # only up to the longest sample string must fail on every draw.
         seen = max(len(atom.text), column.longest)
         length = {_GROWN_LENGTH: _grown_text_length(seen, len(alphabet), level)}
-    return {"text": {"length": length, "alphabet": alphabet}}
+    text: dict[str, Any] = {"length": length, "alphabet": alphabet}
+    if column.text_shape is not None:  # both answers of what the samples ask (data/shapes.py)
+        text["plant"] = {"shape": column.text_shape, "share": PLANTED_SHARE}
+    return {"text": text}
 
 
 # The bits a grown string's shortest draw should carry by itself (asmopt.entropy's bound for
@@ -777,10 +809,11 @@ class _Writer:
 
 
 def _line_pieces(
-    line: Line, rules: list[dict[str, Any] | None]
+    line: Line, rules: list[dict[str, Any] | None], near_seen: bool = False
 ) -> list[str | tuple[str, dict[str, Any]]]:
     """A line as literal text and value rules, with runs of three or more values of one
-    rule and one separator folded into one `ints` / `repeat` rule."""
+    rule and one separator folded into one `ints` / `repeat` rule. `near_seen`: a list of
+    the same input is a few swaps from sorted (`_list_contract`)."""
     out: list[str | tuple[str, dict[str, Any]]] = []
     atoms = line.atoms
     i = 0
@@ -806,7 +839,8 @@ def _line_pieces(
             if "int" in rule:
                 lo, hi = rule["int"]
                 numbers = [int(atoms[k].text) for k in range(i, j + 1, 2)]
-                ints = {"count": count, "range": [lo, hi], "sep": sep, **_list_contract(numbers)}
+                contract = _list_contract(numbers, near_seen)
+                ints = {"count": count, "range": [lo, hi], "sep": sep, **contract}
                 if ints.get("distinct"):  # a permutation of 1..count
                     ints["range"] = [1, count]
                 out.append(("run", {"ints": ints}))
@@ -837,20 +871,24 @@ Piece = str | tuple[str, dict[str, Any]]
 MIN_ORDERED = 5
 
 
-def _list_contract(numbers: list[int]) -> dict[str, Any]:
+def _list_contract(numbers: list[int], near_seen: bool = False) -> dict[str, Any]:
     """What a list's values show about its contract, as `ints` options: a permutation of
-    1..n (`distinct`, drawn as one), a sorted list (`order`, kept sorted). Nothing for
-    lists too short for it to be more than chance."""
+    1..n (`distinct`, drawn as one), a sorted list (`order`, kept sorted), a list a few
+    adjacent swaps from sorted (`near`, planted in half the draws: data/shapes.py); a
+    permutation is planted `near` also where another list of its input is (the samples of
+    a queue problem mix lists that are and are not). Nothing for lists too short for it
+    to be more than chance."""
     n = len(numbers)
+    near = {"plant": {"shape": "near", "share": PLANTED_SHARE}}
     if n >= 4 and sorted(numbers) == list(range(1, n + 1)) and numbers != sorted(numbers):
-        return {"distinct": True}
+        return {"distinct": True, **(near if near_seen or is_near_sorted(numbers) else {})}
     if n < MIN_ORDERED or len(set(numbers)) < 2:
         return {}
     if numbers == sorted(numbers):
         return {"order": "asc"}
     if numbers == sorted(numbers, reverse=True):
         return {"order": "desc"}
-    return {}
+    return near if is_near_sorted(numbers) else {}
 
 
 def _render(
@@ -912,6 +950,7 @@ def _line_shapes(
     for line in parsed.lines:
         for a in line.values():
             seen_on.setdefault(a.text, set()).add(line.signature())
+    near_seen = any(is_near_sorted(_ints_of(line)) for line in parsed.lines)
     for line in parsed.lines:
         here = line.signature()
         line_vocab = frozenset(w for w in vocab if here in seen_on.get(w, {here}))
@@ -922,11 +961,17 @@ def _line_shapes(
             for a in line.atoms
         ]
         varies = varies or any(r is not None for r in rules)
-        pieces = _line_pieces(line, rules)
+        pieces = _line_pieces(line, rules, near_seen)
         if line.newline:
             pieces.append(line.newline)
         shapes.append((json.dumps(pieces, sort_keys=True), pieces))
     return shapes, varies
+
+
+def _ints_of(line: Line) -> list[int]:
+    """The integers of a line that holds nothing else."""
+    values = line.values()
+    return [int(a.text) for a in values] if all(a.kind == "int" for a in values) else []
 
 
 def _line_counts(line: Line) -> list[tuple[Atom, int]]:
@@ -1267,6 +1312,21 @@ def _records(parsed: _Parsed) -> int | None:
     return size
 
 
+def _record_items(rules: dict[str, Any]) -> int | None:
+    """The most values (list items, characters) a record's grown counts and lengths can
+    draw together, or None where nothing in it grows."""
+    most: dict[str, int] = {}
+    grown = 0
+    for name, rule in rules.items():
+        if "int" in rule and all(isinstance(x, int) for x in rule["int"]):
+            most[name] = rule["int"][1]
+        size = rule.get("ints", rule.get("repeat", {})).get("count")
+        size = rule.get("text", {}).get("length", size)
+        if isinstance(size, str):
+            grown += most.get(size, RECORD_ITEMS)
+    return grown or None
+
+
 def _grown_records(
     parsed: _Parsed,
     shapes: list[tuple[str, list[Piece]]],
@@ -1276,8 +1336,10 @@ def _grown_records(
 ) -> dict[str, Any] | None:
     """At the `grown` level, an input of T records (`_records`): the first record's body
     (grown itself) repeated a drawn number of times, that number written where T was.
-    Where the record grows inside, the count of records grows less (in [T + 1, 2 T], at
-    least 8): both at once would draw inputs of megabytes."""
+    Where the record grows inside, the count of records grows as far as RECORD_ITEMS
+    values in all allow (at least to T + 1): each record adds an answer (many small
+    answers carry the bits a few large ones cannot), while both grown in full would draw
+    inputs of megabytes."""
     writer = _Writer()
     inner_runs = {  # the first record's, by its own line numbers
         start - 1: line - 1 for start, line in (later_runs or {}).items() if start <= size
@@ -1289,14 +1351,13 @@ def _grown_records(
     if record is None:
         return None
     t = _lone_count(parsed.lines[0]) or 0
-    inner_growth = any(
-        isinstance(rule.get("ints", rule.get("repeat", {})).get("count"), str)
-        or isinstance(rule.get("text", {}).get("length"), str)
-        for rule in record["vars"].values()
-    )
+    inner = _record_items(record["vars"])
     # Never the sample's own number of records: an answer right only for it must fail.
-    inner = {"int": [t + 1, max(t + 1, min(max(2 * t, 8), _grown_length(t, level)))]}
-    count = inner if inner_growth else _grown_count(t, level)
+    if inner is None:
+        count = _grown_count(t, level)
+    else:
+        most = max(t + 1, min(_grown_length(t, level), RECORD_ITEMS // max(1, inner)))
+        count = {"int": [min(max(t + 1, most // 2), most), most]}
     head = "".join(p for p in shapes[0][1] if isinstance(p, str))
     text = _literal(parsed.lines[0].values()[0].text)
     at = head.find(text)

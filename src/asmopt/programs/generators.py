@@ -32,9 +32,18 @@ its `vars` are drawn in the order written, each by one rule:
 | `{"ints": {"count": N, "range": [lo, hi], "sep": " ", "per_line": k}}` | N integers |
 | | (`"order": "asc"` or `"desc"`: sorted; `"distinct": true`: no value twice, |
 | | so N <= hi - lo + 1; both: a sorted set, `[1, N]` distinct: a permutation) |
+| `"plant": {"shape": S, "share": p}` on `text` or `ints` | a share p of the draws |
+| | take shape S (below): both sides of a decision a random draw almost never takes |
 | `{"repeat": {"count": N, "template": "...", "vars": {...}, "sep": ""}}` | N records, |
 | | each drawn like a class |
 | `{"value": X}` | the number or expression X (over earlier vars) |
+
+A planted shape is a structure the program's own tests show and a uniform draw almost
+never hits, so that a program whose answer turns on it (is each half an anagram of the
+other? did anyone move more than two places?) sees both answers: `text` takes `halves`
+(the second half a shuffle of the first) or `palindrome`; `ints` takes `near` (the list
+sorted ascending, then a few adjacent pairs swapped: `ceil((N - 1) / 32)` to
+`ceil((N - 1) / 16)` of them, at distinct places, in a random order).
 
 Every bound, count, length and rate may be a number or an expression over earlier vars
 (`"n * (n - 1) // 2"`, `"min(n, 5)"`; + - * // % and min/max/abs only). Drawing is
@@ -93,6 +102,8 @@ _NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,63}$")
 _CLASS_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.\-]{0,63}$")
 _PLACEHOLDER = re.compile(r"\{\{|\}\}|\{([A-Za-z_][A-Za-z0-9_]*)\}|[{}]")
 _RULES = ("int", "float", "choice", "text", "mutate", "ints", "repeat", "value")
+TEXT_SHAPES = ("halves", "palindrome")
+INTS_SHAPES = ("near",)
 _MASK = 0xFFFFFFFFFFFFFFFF
 
 
@@ -514,9 +525,10 @@ def _parse_bulk(
     """The arguments of a `text`, `mutate`, `ints` or `repeat` rule (`where` names it)."""
     args: dict[str, Any] = {}
     if kind == "text":
-        _keys(body, {"length", "alphabet"}, where)
+        _keys(body, {"length", "alphabet", "plant"}, where)
         args["length"] = _Num.parse(body.get("length", 0), f"{where}.length", known)
         args["alphabet"] = _alphabet(body.get("alphabet"), f"{where}.alphabet")
+        args["plant"] = _plant(body.get("plant"), TEXT_SHAPES, f"{where}.plant")
     elif kind == "mutate":
         _keys(body, {"of", "rate", "alphabet"}, where)
         of = body.get("of")
@@ -526,7 +538,7 @@ def _parse_bulk(
         args["rate"] = _Num.parse(body.get("rate", 0.1), f"{where}.rate", known)
         args["alphabet"] = _alphabet(body.get("alphabet"), f"{where}.alphabet")
     elif kind == "ints":
-        _keys(body, {"count", "range", "sep", "per_line", "order", "distinct"}, where)
+        _keys(body, {"count", "range", "sep", "per_line", "order", "distinct", "plant"}, where)
         args["count"] = _Num.parse(body.get("count", 0), f"{where}.count", known)
         args["range"] = _pair(body.get("range"), f"{where}.range", known)
         args["sep"] = _string(body.get("sep", " "), f"{where}.sep")
@@ -542,12 +554,30 @@ def _parse_bulk(
         if not isinstance(distinct, bool):
             raise GeneratorError(f"{where}.distinct: expected true or false")
         args["distinct"] = distinct
+        args["plant"] = _plant(body.get("plant"), INTS_SHAPES, f"{where}.plant")
+        if args["plant"] is not None and order is not None:
+            raise GeneratorError(f"{where}.plant: a sorted list has no shape to plant")
     else:  # repeat
         _keys(body, {"count", "template", "vars", "sep"}, where)
         args["count"] = _Num.parse(body.get("count", 0), f"{where}.count", known)
         args["record"] = _Template.parse(body, where, known)
         args["sep"] = _string(body.get("sep", ""), f"{where}.sep")
     return args
+
+
+def _plant(value: Any, shapes: tuple[str, ...], where: str) -> tuple[str, float] | None:
+    """A `plant` option: (shape, share of the draws that take it), or None where absent."""
+    if value is None:
+        return None
+    if not isinstance(value, dict):
+        raise GeneratorError(f"{where}: expected an object with 'shape' and 'share'")
+    _keys(value, {"shape", "share"}, where)
+    shape, share = value.get("shape"), value.get("share", 0.5)
+    if shape not in shapes:
+        raise GeneratorError(f"{where}.shape: expected one of {', '.join(shapes)}, got {shape!r}")
+    if not _is_number(share) or not 0 <= share <= 1:
+        raise GeneratorError(f"{where}.share: expected a number in [0, 1]")
+    return shape, float(share)
 
 
 def _string(value: Any, where: str) -> str:
@@ -643,6 +673,12 @@ def _draw_var(var: _Var, rng: Rng, env: dict[str, Any], budget: list[int]) -> An
         alphabet = var.arg("alphabet")
         _fits(n)
         _step(budget, n)
+        shape = _planted(var, rng)
+        if shape == "halves":
+            return _halves(rng, alphabet, n)
+        if shape == "palindrome":
+            first = "".join(alphabet[rng.below(len(alphabet))] for _ in range((n + 1) // 2))
+            return first + first[: n // 2][::-1]
         return "".join(alphabet[rng.below(len(alphabet))] for _ in range(n))
     if var.kind == "mutate":
         text = str(env[var.arg("of")])
@@ -663,12 +699,21 @@ def _draw_ints(var: _Var, rng: Rng, env: dict[str, Any], budget: list[int]) -> s
     _fits(n)
     _step(budget, n)
     sep, per_line = var.arg("sep"), var.arg("per_line")
+    near = _planted(var, rng) == "near"
     if distinct:
         numbers = _distinct_ints(rng, lo, hi, n)
     else:
         numbers = [rng.between(lo, hi) for _ in range(n)]
     if order is not None:
         numbers.sort(reverse=order == "desc")
+    if near:
+        numbers.sort()
+        swaps = near_swaps(n)
+        if swaps:
+            k = rng.between(*swaps)
+            _step(budget, k)
+            for at in _distinct_ints(rng, 0, n - 2, k):
+                numbers[at], numbers[at + 1] = numbers[at + 1], numbers[at]
     values = [str(v) for v in numbers]
     if per_line:
         text = "\n".join(
@@ -678,6 +723,38 @@ def _draw_ints(var: _Var, rng: Rng, env: dict[str, Any], budget: list[int]) -> s
         text = sep.join(values)
     _fits(len(text))
     return text
+
+
+def _planted(var: _Var, rng: Rng) -> str | None:
+    """The shape this draw of `var` takes, if any (a var with a `plant` always spends
+    one draw on the coin, so that a draw's other values do not depend on its outcome's
+    position in the stream)."""
+    plant = var.arg("plant")
+    if plant is None:
+        return None
+    shape, share = plant
+    return shape if rng.unit() < share else None
+
+
+def near_swaps(n: int) -> tuple[int, int] | None:
+    """The least and most adjacent swaps a `near` list of n values takes (None: n < 2):
+    few enough that most values stay within a place or two of their sorted position, at
+    least one so the list is never simply sorted."""
+    if n < 2:
+        return None
+    return max(1, math.ceil((n - 1) / 32)), max(1, math.ceil((n - 1) / 16))
+
+
+def _halves(rng: Rng, alphabet: str, n: int) -> str:
+    """n characters whose second half (past a middle character where n is odd) holds
+    the first half's characters in a random order."""
+    first = [alphabet[rng.below(len(alphabet))] for _ in range(n // 2)]
+    middle = alphabet[rng.below(len(alphabet))] if n % 2 else ""
+    second = list(first)
+    for i in range(len(second) - 1, 0, -1):
+        j = rng.below(i + 1)
+        second[i], second[j] = second[j], second[i]
+    return "".join(first) + middle + "".join(second)
 
 
 def _distinct_ints(rng: Rng, lo: int, hi: int, n: int) -> list[int]:
@@ -947,7 +1024,7 @@ def _var_cost(
     n = _count_bound(var.arg("count"), env)
     sep = len(var.arg("sep").encode())
     if kind == "ints":
-        return n * (_int_chars(_magnitude(var.arg("range"), env)) + max(sep, 1)), 1 + n
+        return n * (_int_chars(_magnitude(var.arg("range"), env)) + max(sep, 1)), 1 + 2 * n
     if n == 0:  # a repeat whose record is never drawn
         return 0.0, 1.0
     out, steps = _cost(var.arg("record"), dict(env), dict(sizes), f"{where}.repeat")
@@ -1105,6 +1182,32 @@ def _ints_bits(n: int, values: int, distinct: bool, order: str | None) -> float:
     return max(0.0, bits - (math.lgamma(n + 1) - same) / math.log(2))
 
 
+def _branches(var: _Var) -> tuple[str | None, ...]:
+    """The shapes a var's draws can take: None (plain), and its planted shape where
+    it has one with a share above 0 (all of them at a share of 1)."""
+    plant = var.arg("plant")
+    if plant is None or plant[1] == 0:
+        return (None,)
+    return (plant[0],) if plant[1] == 1 else (None, plant[0])
+
+
+def _near_bits(n: int, values: int, distinct: bool) -> float:
+    """The min-entropy of a `near` list: its sorted values (a sorted list's bits), and for
+    distinct values also which adjacent pairs were swapped: a product of distinct adjacent
+    swaps, in any order, is a permutation whose set of swaps it can be told from, so a
+    list is at most as likely as the likeliest set, 1 / C(n - 1, k) at the fewest swaps k.
+    (Equal values may swap into the same list: there the swaps count nothing.)"""
+    bits = _ints_bits(n, values, distinct, "asc")
+    swaps = near_swaps(n)
+    if distinct and swaps:
+        bits += _log2_binomial(n - 1, swaps[0])
+    return bits
+
+
+def _log2_binomial(n: int, k: int) -> float:
+    return (math.lgamma(n + 1) - math.lgamma(k + 1) - math.lgamma(n - k + 1)) / math.log(2)
+
+
 def _log2_falling(values: int, n: int) -> float:
     """log2(values * (values - 1) * ... * (values - n + 1)), without the cancellation a
     difference of two log-gammas of huge arguments suffers."""
@@ -1146,13 +1249,21 @@ def _var_bits(var: _Var, env: dict[str, _Interval]) -> tuple[float, _Interval]:
         return -math.log2(p_max), span
     if var.kind == "text":
         n = max(0.0, _num_interval(var.arg("length"), env)[0])
-        return n * _log2_count(len(set(var.arg("alphabet")))), _UNBOUNDED
+        per_char = _log2_count(len(set(var.arg("alphabet"))))
+        # A mixture's likeliest input is at most as likely as its likeliest branch's: the
+        # planted branch fixes half the characters (a palindrome's or the halves' second).
+        drawn = {None: n, "halves": n // 2, "palindrome": math.ceil(n / 2)}
+        return min(drawn[s] for s in _branches(var)) * per_char, _UNBOUNDED
     if var.kind == "ints":
         n = max(0.0, _num_interval(var.arg("count"), env)[0])
         lo_n, hi_n = var.arg("range")
         width = _least_width(lo_n, hi_n, env)
         values = math.floor(width) + 1 if math.isfinite(width) else 0
-        return _ints_bits(int(n), values, var.arg("distinct"), var.arg("order")), _UNBOUNDED
+        distinct = var.arg("distinct")
+        bits = _ints_bits(int(n), values, distinct, var.arg("order"))
+        if "near" in _branches(var):
+            bits = min(bits, _near_bits(int(n), values, distinct))
+        return bits, _UNBOUNDED
     if var.kind == "repeat":
         n = max(0.0, _num_interval(var.arg("count"), env)[0])
         record: _Template = var.arg("record")

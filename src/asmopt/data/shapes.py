@@ -1,0 +1,114 @@
+"""Structures a program's own test inputs show, which a uniform draw almost never hits.
+
+A yes/no problem asks about a structure: are a string's halves anagrams of each other
+(a lapindrome)? Did anyone in a queue move more than two places? Its samples show both
+answers on purpose, but a uniform draw of the same shape lands on one side nearly always
+(a random string of 1,000 letters is no lapindrome, a random permutation of 100 is always
+"too chaotic"), so a constant answer passes the drawn inputs and the drawn inputs reach
+half the program. Where a sample shows such a structure and a uniform draw of its size
+shows it with probability under `MAX_CHANCE`, the learnt rule plants it in half the draws
+(`plant` in programs/generators.py): both answers are drawn, and the entropy bound counts
+the planted branch's bits only (the likelier branch bounds the mixture).
+
+Only structures the generator can draw are looked for: a string that is a palindrome or
+whose second half is a shuffle of its first (`halves`), and a list that is a few adjacent
+swaps from sorted (`near`).
+"""
+
+from __future__ import annotations
+
+import random
+from collections import Counter
+from collections.abc import Sequence
+from functools import cache
+
+# A structure counts as shown by a sample only if a uniform draw of the sample's length
+# shows it by chance with at most this probability: a five-letter palindrome over two
+# letters (chance 1/4) says nothing about the problem.
+MAX_CHANCE = 1 / 8
+# Draws that estimate a string structure's chance (a fixed seed: learning is deterministic).
+CHANCE_DRAWS = 400
+# The shortest string or list a structure is read from.
+MIN_LENGTH = 4
+
+
+def is_palindrome(text: Sequence[object]) -> bool:
+    return list(text) == list(text)[::-1]
+
+
+def has_anagram_halves(text: Sequence[object]) -> bool:
+    """The first half's characters are the second half's in some order (a middle character
+    of an odd length belongs to neither)."""
+    half = len(text) // 2
+    return Counter(text[:half]) == Counter(text[len(text) - half :])
+
+
+_TEXT_TESTS = {"palindrome": is_palindrome, "halves": has_anagram_halves}
+
+
+@cache
+def _chance(shape: str, length: int, letters: int) -> float:
+    """How often a uniform string of `length` over `letters` letters has `shape`: exact
+    for a palindrome, estimated from CHANCE_DRAWS draws for the halves."""
+    if shape == "palindrome":
+        return float(letters) ** -(length // 2)
+    rng = random.Random(length * 1009 + letters)
+    test = _TEXT_TESTS[shape]
+    hits = sum(
+        test([rng.randrange(letters) for _ in range(length)]) for _ in range(CHANCE_DRAWS)
+    )
+    return hits / CHANCE_DRAWS
+
+
+def text_shape(samples: Sequence[str], alphabet: str) -> str | None:
+    """The shape to plant in a string column whose samples are `samples` (drawn over
+    `alphabet`): `halves` where a sample has anagram halves without being a palindrome,
+    else `palindrome` where a sample is one, each only where chance would rarely show it;
+    None where no sample shows either."""
+    letters = len(set(alphabet))
+    if letters < 2:
+        return None
+    shown = set()
+    for text in samples:
+        if len(text) < MIN_LENGTH:
+            continue
+        for shape, test in _TEXT_TESTS.items():
+            if test(text) and _chance(shape, len(text), letters) <= MAX_CHANCE:
+                shown.add((shape, is_palindrome(text)))
+    if ("halves", False) in shown:
+        return "halves"
+    if any(shape == "palindrome" for shape, _ in shown):
+        return "palindrome"
+    return None
+
+
+def inversions(numbers: Sequence[int]) -> int:
+    """Pairs out of ascending order (merge sort: a sample list may hold thousands)."""
+    def count(items: list[int]) -> tuple[list[int], int]:
+        if len(items) < 2:
+            return items, 0
+        mid = len(items) // 2
+        left, a = count(items[:mid])
+        right, b = count(items[mid:])
+        merged, crossed, i, j = [], a + b, 0, 0
+        while i < len(left) and j < len(right):
+            if right[j] < left[i]:
+                merged.append(right[j])
+                crossed += len(left) - i
+                j += 1
+            else:
+                merged.append(left[i])
+                i += 1
+        return merged + left[i:] + right[j:], crossed
+
+    return count(list(numbers))[1]
+
+
+def is_near_sorted(numbers: Sequence[int]) -> bool:
+    """Unsorted, but at most half as many pairs out of order as a random order has on
+    average (n (n - 1) / 4): `1 2 5 3 4 7 8 6`, not `5 1 2 3 7 8 6 4`. From five values
+    on (a random order of four or fewer is this close by chance too often)."""
+    n = len(numbers)
+    if n < MIN_LENGTH + 1 or list(numbers) == sorted(numbers):
+        return False
+    return inversions(numbers) <= n * (n - 1) / 8
