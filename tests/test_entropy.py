@@ -274,3 +274,12 @@ def test_a_string_read_only_in_part_counts_only_the_part_read(
     assert report.tabulable is tabulable, report.problems()
     assert (klass.fields["s^hi"] < 0.5) is tabulable, klass.fields
     assert klass.effective_bits == (50.0 if tabulable else 100.0)
+
+
+def test_bits_short_of_the_bound_never_read_as_the_bound() -> None:
+    """63.99 declared bits are short of 64 and said so: rounded down, never to `64.0`."""
+    from asmopt.entropy import ClassEntropy, bits_text
+
+    assert bits_text(63.999) == "63.9" and bits_text(64.0) == "64.0"
+    (problem,) = ClassEntropy("c", declared_bits=63.999).problems()
+    assert problem.startswith("c: 63.9 bits of declared entropy (< 64)"), problem

@@ -262,6 +262,12 @@ def test_a_grown_string_of_few_letters_is_long_enough_to_carry_the_bits() -> Non
     assert gen.entropy_bits(name) >= 64
     lengths = {len(text.strip()) for _, text in draws(replace_inputs(p, gen), 24)}
     assert min(lengths) >= 64 and len(lengths) > 5
+    # Three letters need an odd most (81 characters): its half is rounded up, to 41
+    # characters (65 bits), not down to 40 (63.4 bits).
+    p = Program("mass", REVERSE_C, (TestCase("t", b"COOH\n", b""),))
+    gen = learn_generator(p, "grown")
+    assert gen is not None
+    assert gen.entropy_bits(gen.class_names[0]) >= 64
 
 
 def test_rows_of_fields_keep_each_columns_range_and_grow_at_ranges_seen() -> None:

@@ -128,7 +128,7 @@ class ClassEntropy:
         out = []
         if self.declared_bits < MIN_ENTROPY_BITS:
             out.append(
-                f"{self.size_class}: {self.declared_bits:.1f} bits of declared entropy "
+                f"{self.size_class}: {bits_text(self.declared_bits)} bits of declared entropy "
                 f"(< {MIN_ENTROPY_BITS:g})"
             )
         if self.collisions and collisions_count:
@@ -142,8 +142,9 @@ class ClassEntropy:
                     f"{self.fields[name]:.0%} of draws"
                 )
         elif self.effective_bits < MIN_ENTROPY_BITS:
+            left = bits_text(self.effective_bits)
             out.append(
-                f"{self.size_class}: {self.effective_bits:.1f} bits once the fields the output "
+                f"{self.size_class}: {left} bits once the fields the output "
                 f"rarely depends on ({', '.join(self.weak_fields())}) are left out "
                 f"(< {MIN_ENTROPY_BITS:g})"
             )
@@ -283,6 +284,11 @@ class EntropyReport:
         )
 
 
+def bits_text(bits: float) -> str:
+    """Bits to one decimal, rounded down: 63.99 bits is short of 64, and reads `63.9`."""
+    return f"{math.floor(bits * 10) / 10:.1f}"
+
+
 def binomial_upper_bound(successes: int, trials: int, alpha: float = 0.05) -> float:
     """The Clopper-Pearson one-sided upper bound q: the largest success probability under
     which seeing at most `successes` in `trials` still has probability at least `alpha`
@@ -319,7 +325,7 @@ def declared_problems(program: Program) -> list[str]:
         bits = program.inputs.entropy_bits(size_class)
         if bits < MIN_ENTROPY_BITS:
             out.append(
-                f"{size_class}: {bits:.1f} bits of declared entropy (< {MIN_ENTROPY_BITS:g})"
+                f"{size_class}: {bits_text(bits)} bits of declared entropy (< {MIN_ENTROPY_BITS:g})"
             )
     return out
 

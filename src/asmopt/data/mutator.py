@@ -760,7 +760,7 @@ def _grown_text_length(n: int, letters: int, level: str) -> list[int]:
     if level in _WIDENED and letters >= 2:
         needed = math.ceil(2 * GROWN_TEXT_BITS / math.log2(letters))
         most = max(most, min(needed, GROWTH[level][2]))
-    least = min(max(n + 1, most // 2), most)
+    least = min(max(n + 1, (most + 1) // 2), most)  # half the most, rounded up
     return [least, most]
 
 
