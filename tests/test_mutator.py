@@ -701,6 +701,22 @@ def test_test_cases_grow_in_number_and_each_one_in_size(toolchain, sandbox) -> N
     assert p.inputs.entropy_bits("t") >= 64
 
 
+def test_a_program_that_takes_few_test_cases_still_grows_each_one(toolchain, sandbox) -> None:
+    """The same test cases for a program whose own limit is ten of them (`assert(t < 11)`
+    in a real one): dozens of cases are refused, so the `grown_few` level keeps their
+    number within [4, 8] while each case's list still grows past the sample's."""
+    source = CASES_C.replace("if (scanf(\"%d\", &t) != 1) return 1;",
+                             "if (scanf(\"%d\", &t) != 1 || t > 10) return 1;")
+    stdin = b"3\n4\n1 2 3 4\n5\n5 4 3 2 1\n6\n7 8 9 1 2 3\n"
+    p = fit_inputs(Program("few", source, (TestCase("t", stdin, b""),)), toolchain, sandbox)
+    assert p.inputs is not None
+    assert p.meta["inputs_report"]["classes"]["t"]["level"] == "grown_few"
+    for _, text in draws(p, 8):
+        lines = text.splitlines()
+        assert 4 <= int(lines[0]) <= 8
+        assert all(int(n) > 6 for n in lines[1::2])
+
+
 # ---------------------------------------------------------------------------- folding
 TALLY_C = r"""#include <stdio.h>
 int main(void)

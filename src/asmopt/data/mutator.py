@@ -54,10 +54,12 @@ and agree depends on undefined behaviour, so it is dropped by name (the report's
 `dropped_tests`), and a program left with no test is dropped from the import
 (`ill_defined_tests`).
 
-Eight levels, each more conservative than the last, are learnt per test: `keywords` (all
+Nine levels, each more conservative than the last, are learnt per test: `keywords` (all
 of the above, with source keywords drawn), `grown` (sizes past the sample: a governing
 count drawn up to GROW_FACTOR times the test's, integer ranges widened to the next power
-of ten, the limit a statement would plausibly give), `grown4` (the same, sizes grown at
+of ten, the limit a statement would plausibly give), `grown_few` (the same, but test
+cases that grow inside grow little in number: for a program that takes at most ten
+of them), `grown4` (the same as `grown`, sizes grown at
 most four times), `grown4_seen` (sizes grown at most four times, ranges as seen: for
 values the program bounds, a width in 1..2, where the sizes may still grow), `past`
 (sizes just past the sample's, up to one and a half times them, ranges as seen: for
@@ -112,7 +114,7 @@ if TYPE_CHECKING:
     from asmopt.toolchain import Toolchain
 
 LEVELS: tuple[str, ...] = (
-    "keywords", "grown", "grown4", "grown4_seen", "past", "full", "bulk", "values"
+    "keywords", "grown", "grown_few", "grown4", "grown4_seen", "past", "full", "bulk", "values"
 )
 # The `grown` level's sizes: a count that governs a following list or run of lines is drawn
 # in [max(v, target // 2), target], target = v * GROW_FACTOR within [GROW_MIN, GROW_MAX]
@@ -129,6 +131,7 @@ GROW_MAX = 4096
 GROWTH: dict[str, tuple[float, int, int]] = {
     "keywords": (GROW_FACTOR, GROW_MIN, GROW_MAX),
     "grown": (GROW_FACTOR, GROW_MIN, GROW_MAX),
+    "grown_few": (GROW_FACTOR, GROW_MIN, GROW_MAX),
     "grown4": (4, 16, 256),
     "grown4_seen": (4, 16, 256),
     "past": (1.5, 0, 64),
@@ -611,12 +614,12 @@ def _choices(texts: list[str]) -> list[str]:
 
 
 _STRING_LITERAL = re.compile(r'"((?:[^"\\\n]|\\.)*)"')
-_DARING = ("keywords", "grown", "grown4", "grown4_seen", "past", "full")
+_DARING = ("keywords", "grown", "grown_few", "grown4", "grown4_seen", "past", "full")
 _GROWN = tuple(GROWTH)
-_LESS_GROWN = ("grown4", "grown4_seen", "past")
+_LESS_GROWN = ("grown_few", "grown4", "grown4_seen", "past")
 # Levels whose integer ranges widen to the next power of ten; `past` keeps the ranges seen
 # (a program that refuses four times the sample's sizes has limits close to its sample).
-_WIDENED = ("keywords", "grown", "grown4")
+_WIDENED = ("keywords", "grown", "grown_few", "grown4")
 
 
 def keyword_vocabulary(program: Program) -> frozenset[str]:
@@ -1339,7 +1342,8 @@ def _grown_records(
     Where the record grows inside, the count of records grows as far as RECORD_ITEMS
     values in all allow (at least to T + 1): each record adds an answer (many small
     answers carry the bits a few large ones cannot), while both grown in full would draw
-    inputs of megabytes."""
+    inputs of megabytes. At the `grown_few` level, for a program whose own limits take
+    few records, their count grows less (in [T + 1, 2 T], at least 8)."""
     writer = _Writer()
     inner_runs = {  # the first record's, by its own line numbers
         start - 1: line - 1 for start, line in (later_runs or {}).items() if start <= size
@@ -1355,6 +1359,8 @@ def _grown_records(
     # Never the sample's own number of records: an answer right only for it must fail.
     if inner is None:
         count = _grown_count(t, level)
+    elif level == "grown_few":  # a program that takes few records (`assert(t < 11)`)
+        count = {"int": [t + 1, max(t + 1, min(max(2 * t, 8), _grown_length(t, level)))]}
     else:
         most = max(t + 1, min(_grown_length(t, level), RECORD_ITEMS // max(1, inner)))
         count = {"int": [min(max(t + 1, most // 2), most), most]}
