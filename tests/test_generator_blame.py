@@ -19,7 +19,7 @@ from asmopt.fresh import FreshInputs, Grading, check_drawn, draw_inputs
 from asmopt.judge import Verdict
 from asmopt.programs.generators import DrawError, GeneratorError, InputGenerator
 from asmopt.programs.model import Program, TestCase
-from asmopt.sandbox.runner import Limits
+from asmopt.sandbox.records import Limits
 from asmopt.toolchain import Toolchain
 
 DOUBLE = r"""#include <stdio.h>

@@ -39,7 +39,8 @@ from asmopt.fresh import DEFAULT_PER_CLASS
 from asmopt.programs.generators import derive_seed
 from asmopt.programs.model import Program
 from asmopt.sample_limits import ATTACKS, SampleLimits, bend
-from asmopt.sandbox.runner import MAX_INPUTS, Limits, Sandbox
+from asmopt.sandbox.records import Limits
+from asmopt.sandbox.runner import MAX_INPUTS, Sandbox
 from asmopt.toolchain import Toolchain
 
 # 2^64 inputs: no table of their answers fits in any binary, and a table of 2^k of them

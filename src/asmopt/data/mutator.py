@@ -110,7 +110,8 @@ from asmopt.programs.generators import (
 from asmopt.programs.model import Comparison, Program, TestCase
 
 if TYPE_CHECKING:
-    from asmopt.sandbox.runner import Limits, RunResult, Sandbox
+    from asmopt.sandbox.records import Limits, RunResult
+    from asmopt.sandbox.runner import Sandbox
     from asmopt.toolchain import Toolchain
 
 LEVELS: tuple[str, ...] = (
@@ -1560,7 +1561,7 @@ class _Judge:
     def __init__(
         self, program: Program, builds: _Builds, sandbox: Sandbox, config: AcceptConfig
     ) -> None:
-        from asmopt.sandbox.runner import Limits
+        from asmopt.sandbox.records import Limits
 
         self.program = program
         self.builds = builds
@@ -1617,7 +1618,7 @@ class _Judge:
     ) -> tuple[int, str | None]:
         """(how many of the `passed` draws the sanitizer build also passes, the first
         failure): the sanitizer build, on the inputs both builds agreed on."""
-        from asmopt.sandbox.runner import ToolRun
+        from asmopt.sandbox.records import ToolRun
 
         chosen = [inputs[k] for k in passed]
         san = self.sandbox.run_binaries(
