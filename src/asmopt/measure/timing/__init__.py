@@ -54,20 +54,14 @@ from asmopt.measure.timing.cores import (
     general_affinity,
 )
 from asmopt.measure.timing.engine import (
-    MAX_ROUND_OUTPUT,
     TOO_FAST_S,
-    BatchExecutor,
-    CandidatesExecutor,
-    PairExecutor,
-    Round,
-    RunFailure,
-    RunTiming,
     TimingOutcome,
     measure_candidates,
     measure_pairs,
     measure_tests,
 )
 from asmopt.measure.timing.executor import (
+    MAX_ROUND_OUTPUT,
     MAX_SHARED_CANDIDATES,
     SandboxExecutor,
     SharedSandboxExecutor,
@@ -83,6 +77,14 @@ from asmopt.measure.timing.judging import (
     time_tests,
 )
 from asmopt.measure.timing.requests import CandidateRoundRequest, CandidateTest, RoundRequest
+from asmopt.measure.timing.rounds import (
+    BatchExecutor,
+    CandidatesExecutor,
+    PairExecutor,
+    Round,
+    RunFailure,
+    RunTiming,
+)
 from asmopt.measure.timing.spread import DEFAULT_SPREAD, SandboxSpread
 
 __all__ = [

@@ -14,13 +14,8 @@ from typing import Literal, NamedTuple
 from asmopt.errors import InputError
 from asmopt.judge import Verdict, classify_run
 from asmopt.measure.timing.cores import CoreLock, default_core_lock
-from asmopt.measure.timing.engine import (
-    MAX_ROUND_OUTPUT,
-    Round,
-    RunFailure,
-    RunTiming,
-)
 from asmopt.measure.timing.requests import CandidateRoundRequest, CandidateTest, RoundRequest
+from asmopt.measure.timing.rounds import Round, RunFailure, RunTiming
 from asmopt.programs.model import Comparison, TestCase
 from asmopt.sandbox.launcher import LaunchRecord
 from asmopt.sandbox.records import Limits, RunResult
@@ -34,6 +29,8 @@ DrawInput = Callable[[int, int, int], bytes]
 # candidates. More candidates of a test are spread over several sandboxes of a batch, each
 # with its own baseline runs.
 MAX_SHARED_CANDIDATES = MAX_BINARIES - 1
+
+MAX_ROUND_OUTPUT = 256 << 20  # bytes of stdout one round may produce (all runs together)
 
 
 class SharedSandboxExecutor:

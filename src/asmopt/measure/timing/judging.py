@@ -15,12 +15,9 @@ from asmopt.measure.speedup import TestSpeedup, TimingWarning
 from asmopt.measure.timing.calibration import machine_spread
 from asmopt.measure.timing.config import TimingConfig
 from asmopt.measure.timing.cores import CoreLock, default_core_lock
-from asmopt.measure.timing.engine import (
-    RunFailure,
-    TimingOutcome,
-    measure_candidates,
-)
+from asmopt.measure.timing.engine import TimingOutcome, measure_candidates
 from asmopt.measure.timing.executor import DrawInput, SharedSandboxExecutor
+from asmopt.measure.timing.rounds import RunFailure
 from asmopt.programs.model import TestCase
 from asmopt.sandbox.records import Limits
 from asmopt.sandbox.runner import Sandbox
