@@ -8,10 +8,10 @@ from asmopt.best_of_n import best_of_n_metrics, pick
 from asmopt.evaluate import CheckResult, SampleOutcome
 from asmopt.judge import TestVerdict, Verdict
 from asmopt.policies.base import Candidate, PolicyRequest
-from asmopt.policies.compiler_search import selection_split
 from asmopt.policies.refine import RefinePolicy
 from asmopt.programs import load_builtin_suite
 from asmopt.programs.model import Program, TestCase
+from asmopt.programs.selection import selection_split
 from asmopt.sandbox import Sandbox
 from asmopt.toolchain import Toolchain
 
