@@ -244,6 +244,9 @@ def main() -> int:
                     help="the corpus's list of sources, quoted in the report")
     ap.add_argument("--seeds", type=int, default=5)
     ap.add_argument("--per-class", type=int, default=16)
+    ap.add_argument("--name", default="import_corpus",
+                    help="the report's file name (NAME.md and NAME_raw.json): a part of the "
+                         "corpus measured again keeps the whole corpus's report")
     args = ap.parse_args()
     start = time.monotonic()
     toolchain, sandbox = setup()
@@ -278,7 +281,7 @@ def main() -> int:
         f"({fit / max(1, can_carry):.0%})**.",
         "",
         f"Measured in {seconds / 60:.1f} min on {environment()}. Raw rows: "
-        "`import_corpus_raw.json`. Coverage: distinct basic blocks the draws reach / those "
+        f"`{args.name}_raw.json`. Coverage: distinct basic blocks the draws reach / those "
         "the fixed tests reach (measure/coverage.py; 16 draws per class), and how many of "
         "the fixed tests' blocks no draw reached; fewer than the fixed tests' makes a "
         "program unfit. Folded: classes of samples too small to carry 64 bits, whose tests "
@@ -298,8 +301,8 @@ def main() -> int:
         args.sources.read_text() if args.sources and args.sources.exists() else "-",
         "",
     ])
-    write_result("import_corpus.md", text)
-    (RESULTS / "import_corpus_raw.json").write_text(json.dumps(rows, indent=1) + "\n")
+    write_result(f"{args.name}.md", text)
+    (RESULTS / f"{args.name}_raw.json").write_text(json.dumps(rows, indent=1) + "\n")
     print(text.split("\n\n")[1])
     return 0
 
