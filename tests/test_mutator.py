@@ -8,6 +8,8 @@ import json
 from pathlib import Path
 
 import pytest
+from structured_programs import LAPINDROMES_C, QUEUE_C
+from structured_programs import SAMPLES as STRUCTURED_SAMPLES
 
 import asmopt.cli
 from asmopt.adequacy import UnfitProgramError
@@ -1030,42 +1032,6 @@ def test_a_program_of_many_samples_keeps_at_most_eight_checking_classes(toolchai
 
 
 # ---------------------------------------------------------------------------- planted shapes
-LAPINDROME_C = r"""#include <stdio.h>
-#include <string.h>
-int main(void)
-{
-    int t; static char s[1100];
-    if (scanf("%d", &t) != 1) return 1;
-    while (t--) {
-        if (scanf("%1000s", s) != 1) return 2;
-        int n = (int)strlen(s), a[26] = {0}, ok = 1;
-        for (int i = 0; i < n / 2; i++) { a[s[i] - 'a']++; a[s[n - 1 - i] - 'a']--; }
-        for (int c = 0; c < 26; c++) ok &= a[c] == 0;
-        puts(ok ? "YES" : "NO");
-    }
-    return 0;
-}
-"""
-QUEUE_C = r"""#include <stdio.h>
-int main(void)
-{
-    int t, n, q[2000];
-    if (scanf("%d", &t) != 1) return 1;
-    while (t--) {
-        if (scanf("%d", &n) != 1 || n < 1 || n > 2000) return 2;
-        for (int i = 0; i < n; i++) if (scanf("%d", &q[i]) != 1) return 3;
-        long bribes = 0; int chaotic = 0;
-        for (int i = n - 1; i >= 0; i--) {
-            if (q[i] - (i + 1) > 2) { chaotic = 1; break; }
-            for (int j = q[i] - 2 > 0 ? q[i] - 2 : 0; j < i; j++) bribes += q[j] > q[i];
-        }
-        if (chaotic) puts("Too chaotic"); else printf("%ld\n", bribes);
-    }
-    return 0;
-}
-"""
-
-
 def test_yes_no_records_whose_samples_show_the_structure_draw_both_answers_and_are_fit(
     tmp_path: Path, toolchain, sandbox
 ) -> None:
@@ -1082,8 +1048,8 @@ def test_yes_no_records_whose_samples_show_the_structure_draw_both_answers_and_a
 
     pool = tmp_path / "pool"
     samples = {
-        "lapin": (LAPINDROME_C, "6\ngaga\nabcde\nrotor\nxyzxy\nabbaab\nabcab\n"),
-        "queue": (QUEUE_C, "3\n5\n2 1 5 3 4\n5\n2 5 1 3 4\n8\n1 2 5 3 4 7 8 6\n"),
+        "lapin": (LAPINDROMES_C, STRUCTURED_SAMPLES["lapindromes"]),
+        "queue": (QUEUE_C, STRUCTURED_SAMPLES["queue"]),
     }
     for name, (source, stdin) in samples.items():
         (pool / name / "tests").mkdir(parents=True)

@@ -1,0 +1,44 @@
+"""Two yes/no problems about a structure, one answer per test case, with samples that show
+it: a lapindrome (are a word's halves anagrams of each other?) and a queue (did anyone
+move more than two places, and if not how many bribes?). A uniform draw answers them one
+way nearly always, so the import tests and the exploit tests both use them to show that
+the learnt generator plants the structure (data/shapes.py)."""
+
+LAPINDROMES_C = r"""#include <stdio.h>
+#include <string.h>
+int main(void)
+{
+    int t; static char s[1100];
+    if (scanf("%d", &t) != 1) return 1;
+    while (t--) {
+        if (scanf("%1000s", s) != 1) return 2;
+        int n = (int)strlen(s), a[26] = {0}, ok = 1;
+        for (int i = 0; i < n / 2; i++) { a[s[i] - 'a']++; a[s[n - 1 - i] - 'a']--; }
+        for (int c = 0; c < 26; c++) ok &= a[c] == 0;
+        puts(ok ? "YES" : "NO");
+    }
+    return 0;
+}
+"""
+QUEUE_C = r"""#include <stdio.h>
+int main(void)
+{
+    int t, n, q[2000];
+    if (scanf("%d", &t) != 1) return 1;
+    while (t--) {
+        if (scanf("%d", &n) != 1 || n < 1 || n > 2000) return 2;
+        for (int i = 0; i < n; i++) if (scanf("%d", &q[i]) != 1) return 3;
+        long bribes = 0; int chaotic = 0;
+        for (int i = n - 1; i >= 0; i--) {
+            if (q[i] - (i + 1) > 2) { chaotic = 1; break; }
+            for (int j = q[i] - 2 > 0 ? q[i] - 2 : 0; j < i; j++) bribes += q[j] > q[i];
+        }
+        if (chaotic) puts("Too chaotic"); else printf("%ld\n", bribes);
+    }
+    return 0;
+}
+"""
+SAMPLES = {
+    "lapindromes": "6\ngaga\nabcde\nrotor\nxyzxy\nabbaab\nabcab\n",
+    "queue": "3\n5\n2 1 5 3 4\n5\n2 5 1 3 4\n8\n1 2 5 3 4 7 8 6\n",
+}
