@@ -885,14 +885,15 @@ def _list_contract(numbers: list[int], near_seen: bool = False) -> dict[str, Any
     n = len(numbers)
     near = {"plant": {"shape": "near", "share": PLANTED_SHARE}}
     if n >= 4 and sorted(numbers) == list(range(1, n + 1)) and numbers != sorted(numbers):
-        return {"distinct": True, **(near if near_seen or is_near_sorted(numbers) else {})}
+        near_here = near_seen or is_near_sorted(tuple(numbers))
+        return {"distinct": True, **(near if near_here else {})}
     if n < MIN_ORDERED or len(set(numbers)) < 2:
         return {}
     if numbers == sorted(numbers):
         return {"order": "asc"}
     if numbers == sorted(numbers, reverse=True):
         return {"order": "desc"}
-    return near if is_near_sorted(numbers) else {}
+    return near if is_near_sorted(tuple(numbers)) else {}
 
 
 def _render(
@@ -930,10 +931,11 @@ def _lone_count(line: Line) -> int | None:
     return None
 
 
-def _grown_count(v: int, level: str = "grown") -> dict[str, Any]:
+def _grown_count(v: int, level: str = "grown", most: int | None = None) -> dict[str, Any]:
     """A grown count's rule: past the sample's own v wherever it can grow (an answer right
-    only for the sample's size must fail), at most `_grown_length(v, level)`."""
-    target = _grown_length(v, level)
+    only for the sample's size must fail), from half the most up, at most `most`
+    (`_grown_length(v, level)` where not given)."""
+    target = _grown_length(v, level) if most is None else most
     return {"int": [min(max(v + 1, target // 2), target), target]}
 
 
@@ -972,10 +974,10 @@ def _line_shapes(
     return shapes, varies
 
 
-def _ints_of(line: Line) -> list[int]:
+def _ints_of(line: Line) -> tuple[int, ...]:
     """The integers of a line that holds nothing else."""
     values = line.values()
-    return [int(a.text) for a in values] if all(a.kind == "int" for a in values) else []
+    return tuple(int(a.text) for a in values) if all(a.kind == "int" for a in values) else ()
 
 
 def _line_counts(line: Line) -> list[tuple[Atom, int]]:
@@ -1364,7 +1366,7 @@ def _grown_records(
         count = {"int": [t + 1, max(t + 1, min(max(2 * t, 8), _grown_length(t, level)))]}
     else:
         most = max(t + 1, min(_grown_length(t, level), RECORD_ITEMS // max(1, inner)))
-        count = {"int": [min(max(t + 1, most // 2), most), most]}
+        count = _grown_count(t, level, most)
     head = "".join(p for p in shapes[0][1] if isinstance(p, str))
     text = _literal(parsed.lines[0].values()[0].text)
     at = head.find(text)

@@ -20,7 +20,7 @@ from __future__ import annotations
 import random
 from collections import Counter
 from collections.abc import Sequence
-from functools import cache
+from functools import cache, lru_cache
 
 # A structure counts as shown by a sample only if a uniform draw of the sample's length
 # shows it by chance with at most this probability: a five-letter palindrome over two
@@ -104,10 +104,12 @@ def inversions(numbers: Sequence[int]) -> int:
     return count(list(numbers))[1]
 
 
-def is_near_sorted(numbers: Sequence[int]) -> bool:
+@lru_cache(maxsize=256)
+def is_near_sorted(numbers: tuple[int, ...]) -> bool:
     """Unsorted, but at most half as many pairs out of order as a random order has on
     average (n (n - 1) / 4): `1 2 5 3 4 7 8 6`, not `5 1 2 3 7 8 6 4`. From five values
-    on (a random order of four or fewer is this close by chance too often)."""
+    on (a random order of four or fewer is this close by chance too often). Cached: every
+    learning level asks it of the same sample lists, some of 100,000 values."""
     n = len(numbers)
     if n < MIN_LENGTH + 1 or list(numbers) == sorted(numbers):
         return False
