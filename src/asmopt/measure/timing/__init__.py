@@ -17,14 +17,14 @@ Procedure (docs/measurement.md has the reasoning and the numbers behind the defa
    not grow when another process shares the core, which is what broke the reference
    harness's numbers under load; wall time is recorded next to it, and a round whose
    baseline lost the core for long (wall far above CPU) is discarded and repeated.
-5. After each batch every test's paired log-ratios give an interval (stats.py: trimmed
-   means per round, rounds combined by a random-effects model whose between-round
-   variance pools the rounds' own with this machine's measured between-sandbox spread,
-   spread.py). A test stops when its relative half-width is within `target_half_width`,
-   when its answer is settled (sequential rule; with `precision="decision"` also when it
-   is equivalent to the baseline), or when its pair, round or time budget is spent (it is
-   then flagged unreliable); never on fewer than two rounds' pairs; waiting for the core
-   is charged to no budget.
+5. After each batch every test's paired log-ratios give an interval (summary.py, with
+   stats.py: trimmed means per round, rounds combined by a random-effects model whose
+   between-round variance pools the rounds' own with this machine's measured
+   between-sandbox spread, spread.py). A test stops when its relative half-width is
+   within `target_half_width`, when its answer is settled (sequential rule; with
+   `precision="decision"` also when it is equivalent to the baseline), or when its pair,
+   round or time budget is spent (it is then flagged unreliable); never on fewer than two
+   rounds' pairs; waiting for the core is charged to no budget.
 6. The whole sandbox is pinned to a timing core held under a machine-wide lock
    (`CoreLock`), at real-time priority when permitted, so no two timings share a core,
    here or in another process, and nothing of normal priority preempts a timed run;
@@ -38,7 +38,8 @@ block's baseline run and keeps its own statistics, stopping rule, budget and fai
 
 The engine (`measure_candidates`; `measure_tests` for one candidate, `measure_pairs` for
 one test) only sees an executor that returns paired samples, so its statistics are tested
-with a mock executor and no real timing.
+with a mock executor and no real timing. It runs the rounds and decides when each test
+stops; summary.py turns a test's state (state.py) into its interval, warnings and record.
 """
 
 from __future__ import annotations
@@ -54,7 +55,6 @@ from asmopt.measure.timing.cores import (
     general_affinity,
 )
 from asmopt.measure.timing.engine import (
-    TOO_FAST_S,
     TimingOutcome,
     measure_candidates,
     measure_pairs,
@@ -86,6 +86,7 @@ from asmopt.measure.timing.rounds import (
     RunTiming,
 )
 from asmopt.measure.timing.spread import DEFAULT_SPREAD, SandboxSpread
+from asmopt.measure.timing.summary import TOO_FAST_S
 
 __all__ = [
     "CANDIDATE_WALL_FACTOR",
