@@ -9,7 +9,6 @@ from asmopt.measure.timing import TimingConfig
 from asmopt.policies.base import PolicyRequest
 from asmopt.policies.compiler_search import VARIANTS, CompilerSearchPolicy
 from asmopt.programs import load_builtin_suite
-from asmopt.programs.selection import selection_split
 from asmopt.sandbox import Sandbox
 from asmopt.toolchain import Toolchain
 
@@ -17,13 +16,6 @@ from asmopt.toolchain import Toolchain
 # timings. The profile-guided path is covered below.
 CHEAP = tuple(v for v in VARIANTS if v[0] in ("gcc -O2", "clang -O3"))
 FAST_TIMING = TimingConfig(min_pairs=3, max_pairs=4, budget_s=0.5, max_rounds=1)
-
-
-def test_selection_split_is_every_other_test_from_the_last() -> None:
-    program = load_builtin_suite().select()[0]
-    names = sorted(t.name for t in program.tests)
-    chosen = [t.name for t in selection_split(program.tests)]
-    assert chosen == sorted(names[::-1][::2]) and names[-1] in chosen
 
 
 # `make test-slow` answers the first program, then the rest of the suite (several minutes:
