@@ -58,6 +58,7 @@ FAST_MODULES = frozenset(
         "test_ppo_core",
         "test_programs",
         "test_reward_functions",
+        "test_selection",
         "test_study_diagnostics",
         "test_study_layering",
         "test_timing_rounds",

@@ -258,7 +258,7 @@ class ProgramSpeedup:
         parts = _parts(tests)
         confidence = min((p.confidence for p in parts), default=INTERVAL_CONFIDENCE)
         combined = with_resolution(combine_geometric(parts, confidence), resolution)
-        # Unreliable only where a test's interval may be unsound (engine._UNRELIABLE); a
+        # Unreliable only where a test's interval may be unsound (summary._UNRELIABLE); a
         # test short of its target widens the program's interval, which decides or not.
         unreliable = [t.test for t in tests if not t.reliable]
         imprecise = [
