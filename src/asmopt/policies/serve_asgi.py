@@ -26,6 +26,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import http
+import inspect
 import json
 import logging
 import re
@@ -353,7 +354,19 @@ class _LingeringTransport:
 class _GuardedH11Protocol(H11Protocol):
     """uvicorn's h11 protocol with the deadlines, the lingering close and the answers it
     lacks (module docstring). `timeout_s` is the server's read timeout: `_protocol_for`
-    makes a subclass per server, since uvicorn builds protocols from a class."""
+    makes a subclass per server, since uvicorn builds protocols from a class.
+
+    Why a subclass of a class that is not uvicorn's public interface: handing uvicorn a
+    protocol class (`Config(http=...)`) is public, but none of its settings does this job.
+    `timeout_keep_alive` is armed only after an answer and cancelled by the first byte of
+    the next head, so a head that trickles in (or a first one) has no deadline; nothing
+    bounds a client that stops reading its answer; uvicorn's `eof_received` closes on a
+    half-close; its 400 is plain text; `limit_concurrency` answers without Retry-After.
+    Doing it with public means only would mean writing the whole HTTP/1.1 protocol again
+    (the request cycle, flow control, 100 Continue, pipelining). What it takes from
+    uvicorn, the hooks in `_H11_HOOKS` and the attributes `loop`, `conn`, `cycle` (with
+    `response_complete`) and `transport`, is pinned in pyproject.toml and asserted by
+    tests/test_serve_uvicorn_surface.py, so an upgrade that moves any of it fails there."""
 
     timeout_s = 30.0
 
@@ -473,18 +486,39 @@ class _GuardedH11Protocol(H11Protocol):
 
 
 # What `_GuardedH11Protocol` takes from uvicorn's h11 protocol, which is not uvicorn's
-# public interface: the hooks it overrides or calls. A uvicorn release that renames one
-# would otherwise break a guarantee without a word; `build_server` refuses it by name.
-_H11_HOOKS = (
-    "connection_made", "data_received", "eof_received", "on_response_complete",
-    "connection_lost", "pause_writing", "resume_writing", "send_400_response", "shutdown",
-)
+# public interface: the hooks it overrides, each with the parameters it is called with. A
+# uvicorn release that renames one or changes its parameters would otherwise break a
+# guarantee without a word; `build_server` refuses it by name (and
+# tests/test_serve_uvicorn_surface.py checks the rest of what the subclass relies on).
+_H11_HOOKS: dict[str, tuple[str, ...]] = {
+    "connection_made": ("self", "transport"),
+    "data_received": ("self", "data"),
+    "eof_received": ("self",),
+    "on_response_complete": ("self",),
+    "connection_lost": ("self", "exc"),
+    "pause_writing": ("self",),
+    "resume_writing": ("self",),
+    "send_400_response": ("self", "msg"),
+    "shutdown": ("self",),
+}
+
+
+def _parameters(hook: Callable[..., object]) -> tuple[str, ...] | None:
+    try:
+        return tuple(inspect.signature(hook).parameters)
+    except (TypeError, ValueError):  # no signature to read: taken as a changed hook
+        return None
 
 
 def uvicorn_problems() -> list[str]:
     """The hooks of uvicorn's h11 protocol that `_GuardedH11Protocol` needs and this
-    uvicorn lacks (empty: none)."""
-    return [name for name in _H11_HOOKS if not callable(getattr(H11Protocol, name, None))]
+    uvicorn lacks or calls with other parameters (empty: none)."""
+    problems = []
+    for name, parameters in _H11_HOOKS.items():
+        hook = getattr(H11Protocol, name, None)
+        if not callable(hook) or _parameters(hook) != parameters:
+            problems.append(name)
+    return problems
 
 
 def _protocol_for(limits: ServeLimits) -> type[_GuardedH11Protocol]:
@@ -513,8 +547,9 @@ def build_server(
     missing = uvicorn_problems()
     if missing:
         raise RuntimeError(
-            f"uvicorn {uvicorn.__version__} lacks what asmopt serve extends in its h11 "
-            f"protocol ({', '.join(missing)}); install the range pyproject.toml names"
+            f"uvicorn {uvicorn.__version__} lacks, or calls with other parameters, what "
+            f"asmopt serve extends in its h11 protocol ({', '.join(missing)}); install the "
+            "range pyproject.toml names"
         )
     service = _Service(backend, model_name, limits, admission)
     config = uvicorn.Config(
