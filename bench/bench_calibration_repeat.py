@@ -1,11 +1,12 @@
 """Repeated calibrations of the between-sandbox spread: do they agree, and is any bound 0?
 
 `asmopt doctor --calibrate` measures this machine's between-sandbox spread (A/A rounds at
-three run lengths, docs/measurement.md) and keeps a one-sided 95% upper bound per length.
+five run lengths of two kinds of work, docs/measurement.md) and keeps a one-sided 95%
+upper bound per length.
 That bound is the prior every timed test pools with, so repeated calibrations must not
 scatter beyond what their own rounds allow, and none may read 0. This bench runs the
 calibration `--repeats` times back to back (with `--load` busy processes beside it, as a
-machine doing other work would have) and reports per run length:
+machine doing other work would have) and reports per timing core, kind of work and run length:
 
 * each repeat's stored figure (the upper bound, floored at its detection floor);
 * each repeat's two-sided 90% Q-profile interval of the spread (5% and 95% bounds);
@@ -63,7 +64,13 @@ def main() -> int:
     with busy_load(args.load):
         for k in range(args.repeats):
             per_core = calibration_rounds_per_core(sandbox, lock, toolchain)
-            raw.append({str(c): {repr(s): r for s, r in rl.items()} for c, rl in per_core.items()})
+            raw.append(
+                {
+                    f"{c} {kind}": {repr(s): r for s, r in rl.items()}
+                    for c, by_kind in per_core.items()
+                    for kind, rl in by_kind.items()
+                }
+            )
             print(f"repeat {k + 1}: {len(per_core)} core(s)", flush=True)
     elapsed = time.monotonic() - start
     raw_path = write_result("calibration_repeat_raw.json", json.dumps(raw))
@@ -91,7 +98,7 @@ def report(raw: list[dict[str, dict[str, list[list[float]]]]]) -> str:
     rows = []
     summary = []
     zero = 0
-    for core in sorted(raw[0], key=int):
+    for core in sorted(raw[0]):  # `core kind`: each core's cache- and memory-bound work
         # Each repeat keys its lengths by the run length it measured: matched by rank.
         ranked = [sorted(rep[core].items(), key=lambda kv: float(kv[0])) for rep in raw]
         stored_by_repeat = []
@@ -129,7 +136,7 @@ def report(raw: list[dict[str, dict[str, list[list[float]]]]]) -> str:
             "",
             md_table(
                 [
-                    "core",
+                    "core, work",
                     "run ms",
                     "stored spread per repeat (%)",
                     "scatter (%)",

@@ -1,7 +1,7 @@
 """This machine's between-sandbox spread: measured by timing two copies of one binary in
 the sandbox executor (A/A, several sandboxes, several run lengths, on every timing core),
 estimated by `spread.spread_from_rounds`, and kept in the cache (`machine_spread`),
-refreshed after a reboot, a day, or by `asmopt doctor --calibrate` (about ten seconds; the
+refreshed after a reboot, a day, or by `asmopt doctor --calibrate` (about 20 seconds; the
 timing cores are measured at once)."""
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ from asmopt.measure.timing.spread import (
     CALIBRATION_ROUNDS,
     DEFAULT_SPREAD,
     SandboxSpread,
-    calibration_rounds,
+    calibration_rounds_by_test,
     spread_from_rounds,
 )
 from asmopt.programs.model import Program, TestCase
@@ -39,27 +39,54 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-SPREAD_VERSION = 1
+SPREAD_VERSION = 2  # 2: the memory-bound program joined the calibration
 MAX_AGE_S = 24 * 3600.0  # a measurement older than a day is taken again
-# Loop counts of the calibration program (about 1, 2.5 and 13 ms of CPU on a 3 GHz core).
-CALIBRATION_SIZES = (2, 25, 200)
+# The calibration program's inputs, by the kind of work they time (see CALIBRATION_SOURCE):
+# `cache`, loop counts of about 1, 2.5 and 17 ms of CPU on a 3 GHz core; `memory`, about 5
+# and 15 ms, most of the shorter one the page faults of its 8 MiB table.
+CALIBRATION_INPUTS = {
+    "cache": ("2\n", "25\n", "200\n"),
+    "memory": ("0 m\n", "64 m\n"),
+}
 
 
-# The calibration program: an A/A pair of it is two copies of one binary. It mixes
-# register work with a 256 KiB working set (the size where placement in memory matters),
-# and its loop count comes on stdin.
+# The calibration program: an A/A pair of it is two copies of one binary. Its loop count
+# comes on stdin. By default it mixes register work with a 256 KiB working set (the size
+# where placement in memory matters); with `m` after the count it fills an 8 MiB table
+# (page faults, where the kernel places each page) and follows a chain of dependent loads
+# through it (cache and TLB misses), the work whose time moves most with placement. A test
+# of either kind may be timed, so the spread kept is the larger of the two at each length.
 CALIBRATION_SOURCE = r"""
 #include <stdio.h>
+#include <stdlib.h>
 static unsigned buf[1 << 16];
+#define TABLE (1u << 21)
+static unsigned chase(long n) {
+    unsigned *table = malloc(TABLE * sizeof *table), h = 2166136261u, at = 0;
+    if (!table) exit(1);
+    for (unsigned i = 0; i < TABLE; i++) table[i] = i * 2654435761u;
+    for (long r = 0; r < n * 65536; r++) {
+        unsigned x = table[at];
+        h = (h ^ x) * 16777619u;
+        at = (at * 1103515245u + x + 12345u) & (TABLE - 1);
+    }
+    free(table);
+    return h;
+}
 int main(void) {
     long n;
-    if (scanf("%ld", &n) != 1 || n < 0) return 1;
+    char mode = 'c';
+    if (scanf("%ld %c", &n, &mode) < 1 || n < 0) return 1;
     unsigned h = 2166136261u;
-    for (long r = 0; r < n; r++)
-        for (unsigned i = 0; i < (1u << 16); i++) {
-            buf[i] = buf[i] * 31u + (i ^ (unsigned)r);
-            h = (h ^ buf[(i * 7u) & 0xffffu]) * 16777619u;
-        }
+    if (mode == 'm') {
+        h = chase(n);
+    } else {
+        for (long r = 0; r < n; r++)
+            for (unsigned i = 0; i < (1u << 16); i++) {
+                buf[i] = buf[i] * 31u + (i ^ (unsigned)r);
+                h = (h ^ buf[(i * 7u) & 0xffffu]) * 16777619u;
+            }
+    }
     printf("%u\n", h);
     return 0;
 }
@@ -131,11 +158,15 @@ def _store(path: Path, data: dict[str, Any]) -> None:
 
 def calibration_rounds_per_core(
     sandbox: Any, lock: Any, toolchain: Any = None, rounds: int | None = None
-) -> dict[int, dict[float, list[list[float]]]]:
+) -> dict[int, dict[str, dict[float, list[list[float]]]]]:
     """The raw A/A rounds of a calibration on every timing core of `lock`, all at once:
-    per core, each run length's log-ratios by round (what `spread_from_rounds` reads)."""
+    per core and kind of work (CALIBRATION_INPUTS), each run length's log-ratios by round
+    (what `spread_from_rounds` reads). Both kinds run in the same sandboxes."""
     toolchain = toolchain or default_toolchain()
-    tests = tuple(TestCase(f"n{n}", f"{n}\n".encode(), b"") for n in CALIBRATION_SIZES)
+    kinds = [(kind, stdin) for kind, inputs in CALIBRATION_INPUTS.items() for stdin in inputs]
+    tests = tuple(
+        TestCase(f"{kind}{k}", stdin.encode(), b"") for k, (kind, stdin) in enumerate(kinds)
+    )
     program = Program("timing_spread", CALIBRATION_SOURCE, tests)
     build = toolchain.compile_binary(program, ("-O2",))
     if not build.ok or build.output is None:
@@ -146,13 +177,17 @@ def calibration_rounds_per_core(
         shutil.copy2(build.output, a)
         shutil.copy2(build.output, b)
 
-        def measure(core: int) -> dict[float, list[list[float]]]:
+        def measure(core: int) -> dict[str, dict[float, list[list[float]]]]:
             executor = SandboxExecutor(
                 sandbox, a, b, list(tests), lock=lock.only(core), check_output=False
             )
-            return calibration_rounds(
+            by_test = calibration_rounds_by_test(
                 executor.run_batch, len(tests), rounds=rounds or CALIBRATION_ROUNDS
             )
+            by_kind: dict[str, dict[float, list[list[float]]]] = {}
+            for (kind, _), (length, logs) in zip(kinds, by_test, strict=True):
+                by_kind.setdefault(kind, {})[length] = logs
+            return by_kind
 
         # Every core at once (each holds its own timing lock): a machine with many timing
         # cores waits for one calibration, not one per core.
@@ -166,12 +201,16 @@ def calibration_rounds_per_core(
 def calibrate(
     sandbox: Any, lock: Any, toolchain: Any = None, rounds: int | None = None
 ) -> dict[int, SandboxSpread]:
-    """Measure the spread on every timing core of `lock`, all at once (about ten seconds)."""
+    """Measure the spread on every timing core of `lock`, all at once (about 20 seconds):
+    per core, the larger of the two kinds' spreads at each run length."""
     per_core = calibration_rounds_per_core(sandbox, lock, toolchain, rounds)
     stamp = time.strftime("%Y-%m-%d %H:%M", time.localtime())
     return {
-        core: spread_from_rounds(by_length, f"measured on core {core} at {stamp}")
-        for core, by_length in per_core.items()
+        core: SandboxSpread.worst_of(
+            [spread_from_rounds(rounds, f"{kind} work") for kind, rounds in by_kind.items()],
+            f"measured on core {core} at {stamp}",
+        )
+        for core, by_kind in per_core.items()
     }
 
 

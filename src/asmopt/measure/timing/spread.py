@@ -162,9 +162,21 @@ def calibration_rounds(
     rounds: int = CALIBRATION_ROUNDS,
     pairs: int = CALIBRATION_PAIRS,
 ) -> dict[float, list[list[float]]]:
+    """Each test's log-ratios by round, keyed by its median baseline run length (see
+    calibration_rounds_by_test)."""
+    return dict(calibration_rounds_by_test(run_batch, lengths, metric, rounds, pairs))
+
+
+def calibration_rounds_by_test(
+    run_batch: Callable[[Sequence[RoundRequest]], dict[int, Any]],
+    lengths: int,
+    metric: str = "cpu",
+    rounds: int = CALIBRATION_ROUNDS,
+    pairs: int = CALIBRATION_PAIRS,
+) -> list[tuple[float, list[list[float]]]]:
     """Run `rounds` A/A batches of `lengths` tests through a BatchExecutor's `run_batch`
-    (one sandbox each, one warm-up pair per test) and return each test's log-ratios by
-    round, keyed by the test's median baseline run length."""
+    (one sandbox each, one warm-up pair per test) and return, test by test, its median
+    baseline run length and its log-ratios by round."""
     logs: list[list[list[float]]] = [[] for _ in range(lengths)]
     base: list[list[float]] = [[] for _ in range(lengths)]
     for _ in range(rounds):
@@ -176,4 +188,4 @@ def calibration_rounds(
                 raise RuntimeError(f"calibration round failed: {why}")
             logs[i].append([math.log(b.value(metric) / c.value(metric)) for b, c in rnd.pairs])
             base[i] += [b.value(metric) for b, _ in rnd.pairs]
-    return {sorted(base[i])[len(base[i]) // 2]: logs[i] for i in range(lengths)}
+    return [(sorted(base[i])[len(base[i]) // 2], logs[i]) for i in range(lengths)]
