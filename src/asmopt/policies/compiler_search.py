@@ -25,6 +25,7 @@ import logging
 import shutil
 import time
 from dataclasses import dataclass, replace
+from pathlib import Path
 from typing import Any
 
 from asmopt.errors import InputError
@@ -221,7 +222,7 @@ class CompilerSearchPolicy:
 
     def _time_variants(
         self,
-        baseline: Any,
+        baseline: Path,
         correct: list[tuple[Tried, str, CheckResult]],
         sel_program: Program,
         start: float,

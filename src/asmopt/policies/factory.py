@@ -7,6 +7,7 @@ flags and nothing else), is checked when it is made, and `make_policy` turns it 
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
@@ -18,6 +19,8 @@ from asmopt.policies.llm import ANSWER_TOKENS, LLMPolicy, PolicyError, SamplingP
 from asmopt.policies.prompts import load_template
 
 if TYPE_CHECKING:
+    from asmopt.policies.hf_local import HFBackend
+    from asmopt.policies.openai_http import OpenAIBackend
     from asmopt.sandbox.runner import Sandbox
     from asmopt.toolchain import Toolchain
 
@@ -45,7 +48,7 @@ class SpecError(PolicyError, InputError):
         self.template = template
         super().__init__(self._render(lambda name: name))
 
-    def _render(self, spell: Any) -> str:
+    def _render(self, spell: Callable[[str], str]) -> str:
         names = {f: spell(f) for f in PolicySpec.__dataclass_fields__}
         return self.template.format(**names)
 
@@ -176,7 +179,7 @@ def _language_model_policy(spec: PolicySpec) -> Policy:
     if spec.name == "openai":
         from asmopt.policies.openai_http import OpenAIBackend
 
-        backend: Any = OpenAIBackend(
+        backend: OpenAIBackend | HFBackend = OpenAIBackend(
             base_url=str(spec.base_url),
             model=spec.model,
             api=spec.api,

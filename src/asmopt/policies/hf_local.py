@@ -26,9 +26,13 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from asmopt.policies.llm import Completion, PolicyError, SamplingParams
+
+if TYPE_CHECKING:  # torch and transformers are imported when a back-end is built
+    import torch
+    from transformers import PreTrainedConfig, PreTrainedTokenizerBase
 
 WEIGHT_FILES = (
     "model.safetensors",
@@ -102,7 +106,7 @@ class TokenCount(NamedTuple):
     exact: bool
 
 
-def context_length(config: Any, tokenizer: Any) -> int:
+def context_length(config: PreTrainedConfig, tokenizer: PreTrainedTokenizerBase) -> int:
     """The most tokens (prompt and completion together) the model is made for: its
     config's position count, else the tokenizer's declared maximum, else FALLBACK_CONTEXT
     (logged), so that every limit derived from it is finite."""
@@ -117,7 +121,7 @@ def context_length(config: Any, tokenizer: Any) -> int:
     return FALLBACK_CONTEXT
 
 
-def _text_config(config: Any) -> Any:
+def _text_config(config: PreTrainedConfig) -> PreTrainedConfig:
     """The language model's part of a config (itself for a text-only model)."""
     return config.get_text_config() if hasattr(config, "get_text_config") else config
 
@@ -165,7 +169,7 @@ class HFBackend:
         if self.tokenizer.pad_token_id is None:
             self.tokenizer.pad_token = self.tokenizer.eos_token or self.tokenizer.unk_token
         self._byte_level = _is_byte_level(self.tokenizer)
-        torch_dtype: Any = "auto" if dtype == "auto" else getattr(torch, dtype)
+        torch_dtype: str | torch.dtype = "auto" if dtype == "auto" else getattr(torch, dtype)
         try:
             self.model = transformers.AutoModelForCausalLM.from_pretrained(
                 root, local_files_only=True, dtype=torch_dtype
@@ -336,7 +340,9 @@ class HFBackend:
                 high = mid
         return high
 
-    def _logprobs(self, logits: Any, ids: list[int], top: int) -> tuple[TokenLogprob, ...]:
+    def _logprobs(
+        self, logits: torch.Tensor, ids: list[int], top: int
+    ) -> tuple[TokenLogprob, ...]:
         """Each token's log-probability under the model and the `top` most likely tokens at
         its position, from the raw logits of the steps that produced them."""
         logp = logits.float().log_softmax(dim=-1)
@@ -363,13 +369,13 @@ class HFBackend:
         return list(self.generate_prompts([self.render(messages)] * n, params))
 
 
-def _is_byte_level(tokenizer: Any) -> bool:
+def _is_byte_level(tokenizer: PreTrainedTokenizerBase) -> bool:
     """Whether the tokenizer's pieces are written in the byte-level alphabet."""
     backend = getattr(tokenizer, "backend_tokenizer", None)
     return type(getattr(backend, "decoder", None)).__name__ == "ByteLevel"
 
 
-def token_bytes(tokenizer: Any, token_id: int, byte_level: bool) -> bytes:
+def token_bytes(tokenizer: PreTrainedTokenizerBase, token_id: int, byte_level: bool) -> bytes:
     """A token's exact bytes: special tokens by name, byte-level and byte-fallback pieces
     byte for byte, anything else through the decoder."""
     piece = tokenizer.convert_ids_to_tokens(token_id)

@@ -16,10 +16,13 @@ from __future__ import annotations
 import string
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Literal
 
 from asmopt.errors import InputError
 from asmopt.programs.model import ProgramError
+
+if TYPE_CHECKING:  # transformers is imported by whoever loads the tokenizer
+    from transformers import PreTrainedTokenizerBase
 
 TEMPLATE_DIR = Path(__file__).resolve().parent / "templates"
 BUILTIN_TEMPLATES = ("reference", "c_only", "few_shot", "diff")
@@ -126,7 +129,7 @@ def load_template(name_or_path: str) -> PromptTemplate:
     return PromptTemplate(name=path.stem, text=text)
 
 
-def render_prompt(tokenizer: Any, prompt: str | list[dict[str, str]]) -> str:
+def render_prompt(tokenizer: PreTrainedTokenizerBase, prompt: str | list[dict[str, str]]) -> str:
     """The text the model sees, as the local back-end renders it: the chat template with the
     generation prompt when `tokenizer` (a transformers tokenizer) has one, else the message
     texts joined by blank lines (a plain string prompt as it is)."""
@@ -137,7 +140,7 @@ def render_prompt(tokenizer: Any, prompt: str | list[dict[str, str]]) -> str:
     return "\n\n".join(m["content"] for m in prompt)
 
 
-def prompt_token_count(tokenizer: Any, messages: list[dict[str, str]]) -> int:
+def prompt_token_count(tokenizer: PreTrainedTokenizerBase, messages: list[dict[str, str]]) -> int:
     """Tokens of a chat prompt as the policy sees it (`render_prompt`), tokenized without
     added special tokens (a template writes its own): what verl's overlong-prompt filter and
     TRL count."""

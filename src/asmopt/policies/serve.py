@@ -206,7 +206,7 @@ class _Message(BaseModel):
 
     @field_validator("content", mode="before")
     @classmethod
-    def _text(cls, value: Any) -> str:
+    def _text(cls, value: object) -> str:
         """A string, or a list of text parts (joined); images and audio cannot be read."""
         if isinstance(value, str):
             return _text_only(value)
@@ -233,7 +233,7 @@ class _Request(BaseModel):
 
     @field_validator("stop", mode="before")
     @classmethod
-    def _stop(cls, value: Any) -> tuple[str, ...]:
+    def _stop(cls, value: object) -> tuple[str, ...]:
         """A string or a list of up to 4 non-empty strings, as in the OpenAI API."""
         if value is None:
             return ()

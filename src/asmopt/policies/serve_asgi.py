@@ -25,11 +25,13 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import http
 import inspect
 import json
 import logging
 import re
+import socket
 import threading
 from collections.abc import Callable
 from typing import Any, TypeVar, cast
@@ -78,24 +80,19 @@ async def off_loop(work: Callable[[], T]) -> T:
     loop = asyncio.get_running_loop()
     done: asyncio.Future[T] = loop.create_future()
 
-    def settle(result: Any, error: BaseException | None) -> None:
-        if done.done():  # the request's task was cancelled (the server stopped)
-            return
-        if error is None:
-            done.set_result(result)
-        else:
-            done.set_exception(error)
+    def settle(deliver: Callable[[], object]) -> None:
+        if not done.done():  # done: the request's task was cancelled (the server stopped)
+            deliver()
 
     def run() -> None:
-        result: Any = None
-        error: BaseException | None = None
+        deliver: Callable[[], object]
         try:
-            result = work()
+            deliver = functools.partial(done.set_result, work())
         except Exception as exc:  # delivered to the awaiting request, answered there
-            error = exc
+            deliver = functools.partial(done.set_exception, exc)
         # RuntimeError: the loop has closed (the server stopped): nobody waits any more.
         with contextlib.suppress(RuntimeError):
-            loop.call_soon_threadsafe(settle, result, error)
+            loop.call_soon_threadsafe(settle, deliver)
 
     threading.Thread(target=run, name="asmopt-serve-work", daemon=True).start()
     return await done
@@ -533,7 +530,7 @@ class _Server(uvicorn.Server):
     being answered, then their tasks cancelled) also drops the connections still open, so a
     stopped server leaves no socket behind."""
 
-    async def shutdown(self, sockets: Any = None) -> None:
+    async def shutdown(self, sockets: list[socket.socket] | None = None) -> None:
         await super().shutdown(sockets=sockets)
         for connection in list(self.server_state.connections):
             connection.transport.abort()

@@ -301,19 +301,19 @@ class SFTConfig(RunFields, DataFields, ModelFields):
 # --------------------------------------------------------------------------- checks
 
 
-def _positive(cfg: Any, *names: str) -> None:
+def _positive(cfg: TrainerConfig, *names: str) -> None:
     for name in names:
         if getattr(cfg, name) < 1:
             raise InputError(f"{name} must be at least 1, got {show(getattr(cfg, name))}")
 
 
-def _non_negative(cfg: Any, *names: str) -> None:
+def _non_negative(cfg: TrainerConfig, *names: str) -> None:
     for name in names:
         if getattr(cfg, name) < 0:
             raise InputError(f"{name} must be >= 0, got {show(getattr(cfg, name))}")
 
 
-def _validate_common(cfg: Any) -> None:
+def _validate_common(cfg: TrainerConfig) -> None:
     typed_config.check_device(cfg.device)
     _non_negative(
         cfg,
@@ -341,6 +341,8 @@ def _validate_common(cfg: Any) -> None:
 # --------------------------------------------------------------------------- YAML
 
 C = TypeVar("C", PPOConfig, SFTConfig)
+# Either trainer's config, where both are read the same way.
+TrainerConfig = PPOConfig | SFTConfig
 
 
 def field_types(cls: type) -> dict[str, Any]:
@@ -374,7 +376,7 @@ def _renamed(key: Any) -> None:
         raise InputError(f"the key {key!r} is now {new} ({what})")
 
 
-def _build(cls: type[C], data: Any) -> C:
+def _build(cls: type[C], data: object) -> C:
     """`cls` from `data`, checked key by key and then as a whole; errors name the key but
     not the source, which the caller knows."""
     if not isinstance(data, dict):
@@ -391,7 +393,7 @@ def _build(cls: type[C], data: Any) -> C:
     return cfg
 
 
-def _unknown_key(cls: type, key: Any, types_: dict[str, Any]) -> str:
+def _unknown_key(cls: type, key: object, types_: dict[str, Any]) -> str:
     see = f"docs/training.md lists the fields of {cls.__name__}"
     return str(typed_config.unknown_key(key, types_, "key", see=see))
 
@@ -451,11 +453,11 @@ def _check_overrides(cls: type, overrides: dict[str, Any]) -> None:
             raise InputError(f"--set {key}: {exc}") from None
 
 
-def config_to_dict(cfg: Any) -> dict[str, Any]:
+def config_to_dict(cfg: TrainerConfig) -> dict[str, Any]:
     return dataclasses.asdict(cfg)
 
 
-def config_to_yaml(cfg: Any) -> str:
+def config_to_yaml(cfg: TrainerConfig) -> str:
     import yaml
 
     return yaml.safe_dump(config_to_dict(cfg), sort_keys=False, default_flow_style=None)

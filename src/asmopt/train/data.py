@@ -26,15 +26,21 @@ import json
 import warnings
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from asmopt.errors import InputError
+
+if TYPE_CHECKING:  # imported where they are used
+    from transformers import PreTrainedTokenizerBase
+
+    from asmopt.programs.model import Suite
+    from asmopt.toolchain import Toolchain
 
 Row = dict[str, Any]
 TEXT_TASK_SIZES = {"train": 64, "validation": 16, "test": 16}
 
 
-def check_prompt(prompt: Any, where: str) -> None:
+def check_prompt(prompt: object, where: str) -> None:
     """A prompt is a non-empty string or a list of {role, content} messages."""
     if isinstance(prompt, str):
         if not prompt:
@@ -110,11 +116,11 @@ def fenced_diff(baseline: str, target: str, context: int) -> str | None:
 
 
 def rows_from_suite(
-    suite: Any,
+    suite: Suite,
     split: str,
     *,
     template: str = "reference",
-    toolchain: Any = None,
+    toolchain: Toolchain | None = None,
     target_flags: Sequence[str] | None = None,
     diff_context: int = 3,
     allow_unfit: bool = False,
@@ -203,7 +209,7 @@ def load_rows(
     template: str = "reference",
     target_flags: Sequence[str] | None = None,
     need_completion: bool = False,
-    toolchain: Any = None,
+    toolchain: Toolchain | None = None,
     diff_context: int = 3,
     allow_unfit: bool = False,
 ) -> list[Row]:
@@ -240,7 +246,7 @@ def trl_columns(
     template: str = "reference",
     max_prompt_chars: int | None = None,
     max_prompt_tokens: int | None = None,
-    tokenizer: Any = None,
+    tokenizer: PreTrainedTokenizerBase | str | Path | None = None,
     allow_unfit: bool = False,
 ) -> dict[str, list[Any]]:
     """A suite split as TRL dataset columns: `prompt` (chat messages from the prompt

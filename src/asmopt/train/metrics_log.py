@@ -12,15 +12,18 @@ import logging
 import math
 import os
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from asmopt.train.checkpoint import atomic_write_text
+
+if TYPE_CHECKING:  # TensorBoard is optional, imported when it is asked for
+    from torch.utils.tensorboard import SummaryWriter
 
 log = logging.getLogger(__name__)
 METRICS_FILE = "metrics.jsonl"
 
 
-def _clean(value: Any) -> Any:
+def _clean(value: object) -> object:
     if isinstance(value, float) and not math.isfinite(value):
         return None
     return value
@@ -56,7 +59,7 @@ class MetricsLog:
         ]
         atomic_write_text(self.path, "".join(json.dumps(r) + "\n" for r in kept))
         self._file = open(self.path, "a", encoding="utf-8")  # noqa: SIM115 (closed in close())
-        self.writer: Any = None
+        self.writer: SummaryWriter | None = None
         if tensorboard:
             try:
                 from torch.utils.tensorboard import SummaryWriter

@@ -18,7 +18,7 @@ import inspect
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypeAlias
 
 import torch
 from torch import nn
@@ -26,10 +26,20 @@ from torch import nn
 from asmopt.errors import InputError
 from asmopt.typed_config import one_line
 
+if TYPE_CHECKING:  # transformers and peft are imported where they are used
+    from peft import PeftModel
+    from transformers import PreTrainedModel, PreTrainedTokenizerBase
+
+    from asmopt.train.config import ModelFields
+
+    # What the trainers train and sample from: a transformers model, or the peft wrapper
+    # that `prepare_trainable` puts around one for LoRA.
+    CausalLM: TypeAlias = PreTrainedModel | PeftModel
+
 DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
 
 
-def load_tokenizer(path: str | Path) -> Any:
+def load_tokenizer(path: str | Path) -> PreTrainedTokenizerBase:
     """Tokenizer with left padding (batched generation) and a pad token (eos if none)."""
     from transformers import AutoTokenizer
 
@@ -42,7 +52,7 @@ def load_tokenizer(path: str | Path) -> Any:
     return tok
 
 
-def load_causal_lm(path: str | Path, dtype: str, device: torch.device) -> Any:
+def load_causal_lm(path: str | Path, dtype: str, device: torch.device) -> PreTrainedModel:
     """The model of a local directory; its weight files are checked first, so a damaged
     one is named (transformers reports it as a deserialisation error of no file)."""
     import transformers
@@ -85,7 +95,7 @@ def _weights_way_out(model_dir: Path) -> str:
     return "copy the model directory again from where it came from"
 
 
-def prepare_trainable(model: Any, cfg: Any) -> Any:
+def prepare_trainable(model: PreTrainedModel, cfg: ModelFields) -> CausalLM:
     """Gradient checkpointing and LoRA as the config asks; returns the model to train."""
     if cfg.gradient_checkpointing:
         model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
@@ -107,7 +117,7 @@ def prepare_trainable(model: Any, cfg: Any) -> Any:
     return get_peft_model(model, lora)
 
 
-def base_model(model: Any) -> Any:
+def base_model(model: CausalLM) -> PreTrainedModel:
     """The transformers model under a peft wrapper (or the model itself)."""
     return model.get_base_model() if hasattr(model, "get_base_model") else model
 
@@ -135,7 +145,7 @@ class ValueHead(nn.Module):
         return self.summary(hidden.float()).squeeze(-1)
 
 
-def hidden_size_of(model: Any) -> int:
+def hidden_size_of(model: CausalLM) -> int:
     config = base_model(model).config
     size = getattr(config, "hidden_size", None) or getattr(config, "d_model", None)
     if not size:
@@ -146,14 +156,14 @@ def hidden_size_of(model: Any) -> int:
 class HeadInputTap:
     """Keeps the input of the model's output embedding layer: the final hidden states."""
 
-    def __init__(self, model: Any) -> None:
+    def __init__(self, model: CausalLM) -> None:
         head = base_model(model).get_output_embeddings()
         if head is None:
             raise InputError(f"{type(base_model(model)).__name__} has no output embedding layer")
         self.hidden: torch.Tensor | None = None
         self._handle = head.register_forward_hook(self._hook)
 
-    def _hook(self, module: nn.Module, inputs: tuple[Any, ...], output: Any) -> None:
+    def _hook(self, module: nn.Module, inputs: tuple[torch.Tensor, ...], output: object) -> None:
         self.hidden = inputs[0]
 
     def take(self) -> torch.Tensor:
@@ -166,7 +176,7 @@ class HeadInputTap:
         self._handle.remove()
 
 
-def takes_logits_to_keep(model: Any) -> bool:
+def takes_logits_to_keep(model: CausalLM) -> bool:
     params = inspect.signature(type(base_model(model)).forward).parameters
     return "logits_to_keep" in params
 
@@ -218,14 +228,14 @@ def collate(
     )
 
 
-def autocast(amp: str, device: torch.device) -> contextlib.AbstractContextManager[Any]:
+def autocast(amp: str, device: torch.device) -> contextlib.AbstractContextManager[None]:
     if amp == "none":
         return contextlib.nullcontext()
     return torch.autocast(device_type=device.type, dtype=DTYPES[amp])
 
 
 def response_forward(
-    model: Any, batch: Batch, *, tap: HeadInputTap | None = None
+    model: CausalLM, batch: Batch, *, tap: HeadInputTap | None = None
 ) -> tuple[torch.Tensor, torch.Tensor | None]:
     """Logits predicting each response token, [b, R, V], and with a `tap` the final hidden
     states at the same positions, [b, R, H] (the state before the token is chosen)."""
@@ -272,7 +282,7 @@ class Generated:
     finished: bool
 
 
-def stop_ids(model: Any, tokenizer: Any) -> list[int]:
+def stop_ids(model: CausalLM, tokenizer: PreTrainedTokenizerBase) -> list[int]:
     """End-of-sequence ids of the model's generation config and of the tokenizer."""
     ids: set[int] = set()
     gen_eos = getattr(getattr(model, "generation_config", None), "eos_token_id", None)
@@ -286,8 +296,8 @@ def stop_ids(model: Any, tokenizer: Any) -> list[int]:
 
 @torch.no_grad()
 def generate(
-    model: Any,
-    tokenizer: Any,
+    model: CausalLM,
+    tokenizer: PreTrainedTokenizerBase,
     texts: list[str],
     *,
     max_new_tokens: int,
@@ -340,7 +350,7 @@ def generate(
     return out
 
 
-def decode_response(tokenizer: Any, gen: Generated) -> str:
+def decode_response(tokenizer: PreTrainedTokenizerBase, gen: Generated) -> str:
     """The answer text (without the end-of-sequence token)."""
     ids = gen.response[:-1] if gen.finished else gen.response
     return tokenizer.decode(ids, skip_special_tokens=True)

@@ -3,12 +3,17 @@
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import TYPE_CHECKING
 
 import torch
 
+if TYPE_CHECKING:
+    from asmopt.train.config import TrainerConfig
 
-def make_optimizer(params: list[torch.nn.Parameter], lr: float, cfg: Any) -> torch.optim.AdamW:
+
+def make_optimizer(
+    params: list[torch.nn.Parameter], lr: float, cfg: TrainerConfig
+) -> torch.optim.AdamW:
     """AdamW with the config's betas, eps and weight decay."""
     return torch.optim.AdamW(
         params,

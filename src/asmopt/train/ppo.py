@@ -30,7 +30,7 @@ from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import torch
 
@@ -48,6 +48,8 @@ from asmopt.train.checkpoint import (
 from asmopt.train.config import PPOConfig, config_to_yaml
 from asmopt.train.data import Row, RowSampler, load_rows
 from asmopt.train.modeling import (
+    Batch,
+    Generated,
     HeadInputTap,
     ValueHead,
     autocast,
@@ -74,6 +76,11 @@ from asmopt.train.run import (
 )
 from asmopt.train.tiny import resolve_model
 
+if TYPE_CHECKING:  # transformers is imported where a model is loaded
+    from transformers import PreTrainedModel, PreTrainedTokenizerBase
+
+    from asmopt.train.modeling import CausalLM
+
 Echo = Callable[[str], None]
 
 
@@ -88,11 +95,13 @@ def echo_log(text: str) -> None:
 
 @dataclass
 class Models:
-    tokenizer: Any
-    actor: Any
+    tokenizer: PreTrainedTokenizerBase
+    actor: CausalLM
     value_head: ValueHead
-    critic: Any  # a separate critic backbone, or None when the value head sits on the actor
-    ref: Any  # a frozen reference model, or None (no KL, or LoRA: adapters switched off)
+    # a separate critic backbone, or None when the value head sits on the actor
+    critic: CausalLM | None
+    # a frozen reference model, or None (no KL, or LoRA: adapters switched off)
+    ref: PreTrainedModel | None
     actor_tap: HeadInputTap | None
     critic_tap: HeadInputTap | None
 
@@ -160,7 +169,7 @@ def build_models(cfg: PPOConfig, device: torch.device, echo: Echo) -> Models:
 
 
 def prepare_rows(
-    rows: list[Row], tokenizer: Any, cfg: PPOConfig, what: str, echo: Echo
+    rows: list[Row], tokenizer: PreTrainedTokenizerBase, cfg: PPOConfig, what: str, echo: Echo
 ) -> tuple[list[Row], list[str]]:
     """Rows whose rendered prompt fits `max_prompt_len`, with those rendered prompts."""
     kept: list[Row] = []
@@ -249,7 +258,7 @@ def reward_summary(
     return out
 
 
-def generation_summary(gens: list[Any]) -> dict[str, float]:
+def generation_summary(gens: list[Generated]) -> dict[str, float]:
     return {
         "response/length_mean": sum(len(g.response) for g in gens) / len(gens),
         "response/truncated_frac": sum(not g.finished for g in gens) / len(gens),
@@ -307,7 +316,7 @@ class Data:
     val_texts: list[str]
 
 
-def load_data(cfg: PPOConfig, tokenizer: Any, echo: Echo) -> Data:
+def load_data(cfg: PPOConfig, tokenizer: PreTrainedTokenizerBase, echo: Echo) -> Data:
     """Rows whose prompts fit, from `train_data` and (if set) the first `val_max_rows` of
     `val_data`, rendered with the actor's tokenizer exactly as rollouts will see them."""
     suite_args: dict[str, Any] = {
@@ -575,7 +584,9 @@ def ppo_step(
     return metrics
 
 
-def rollout(cfg: PPOConfig, models: Models, b_texts: list[str], device: torch.device) -> list[Any]:
+def rollout(
+    cfg: PPOConfig, models: Models, b_texts: list[str], device: torch.device
+) -> list[Generated]:
     """Phase 1: one sampled answer per prompt text from the current policy (eval mode: no
     dropout while sampling)."""
     with eval_mode(models.actor):
@@ -597,7 +608,7 @@ class Rollout:
     """The whole rollout batch (the `b_` tensors of CleanRL), B sequences x T response
     tokens: filled phase by phase, then read in mini-batches by the update."""
 
-    gens: list[Any]
+    gens: list[Generated]
     scores: torch.Tensor  # [B] the reward of each sequence (0.0 where excluded)
     mask: torch.Tensor  # [B, T] response tokens of sequences that have a reward
     old_logp: torch.Tensor  # [B, T] log-probs under the weights that sampled (phase 3)
@@ -609,7 +620,7 @@ class Rollout:
 
     @classmethod
     def from_scores(
-        cls, gens: list[Any], scores: list[float | None], device: torch.device
+        cls, gens: list[Generated], scores: list[float | None], device: torch.device
     ) -> Rollout:
         """Scores as a tensor; an excluded sample (None) gets a mask of zeros, so that it
         adds nothing to any loss, advantage statistic or diagnostic."""
@@ -635,7 +646,7 @@ class Rollout:
         return len(self.gens)
 
 
-def micro_batch(models: Models, b: Rollout, idx: list[int], device: torch.device) -> Any:
+def micro_batch(models: Models, b: Rollout, idx: list[int], device: torch.device) -> Batch:
     """Sequences `idx` of the rollout laid out for a forward pass (modeling.collate)."""
     return collate(
         [b.gens[i].query for i in idx],
@@ -645,7 +656,7 @@ def micro_batch(models: Models, b: Rollout, idx: list[int], device: torch.device
     )
 
 
-def values_of(models: Models, batch: Any, hidden: torch.Tensor | None) -> torch.Tensor:
+def values_of(models: Models, batch: Batch, hidden: torch.Tensor | None) -> torch.Tensor:
     """The value head on the critic's hidden states: the actor's own (shared critic, read
     from the actor's forward pass, so no second pass) or a separate backbone's."""
     if models.critic is None:  # shared: the value head reads the actor's hidden states

@@ -106,7 +106,9 @@ class TextTaskReward:
             raise InputError("text-task: alphabet must not be empty")
         self.alphabet = frozenset(alphabet)
 
-    def __call__(self, prompts: list[str], completions: list[str], **columns: Any) -> list[float]:
+    def __call__(
+        self, prompts: list[str], completions: list[str], **columns: object
+    ) -> list[float]:
         return [
             sum(ch in self.alphabet for ch in text) / len(text) if text else 0.0
             for text in completions

@@ -34,7 +34,7 @@ from asmopt.train.checkpoint import (
     seed_everything,
     set_rng_state,
 )
-from asmopt.train.config import changed_fields, config_to_dict, config_to_yaml
+from asmopt.train.config import TrainerConfig, changed_fields, config_to_dict, config_to_yaml
 from asmopt.train.data import RowSampler
 from asmopt.train.metrics_log import MetricsLog
 from asmopt.typed_config import DEVICE_TYPES
@@ -154,7 +154,7 @@ def start_run(
     return RunStart(torch_device, out, resume_from, ckpt, explicit)
 
 
-def begin_run(cfg: Any, kind: str) -> RunStart:
+def begin_run(cfg: TrainerConfig, kind: str) -> RunStart:
     """`start_run` for a trainer config (PPOConfig, SFTConfig; `kind` "ppo" or "sft"):
     seeded, resumed as `cfg.resume` says, refused when a field outside RESUMABLE_CHANGES
     differs or the checkpoint lacks a part this trainer restores. All of it before any
@@ -209,7 +209,7 @@ def _check_parts(
 # --------------------------------------------------------------------------- PPO and SFT
 
 
-def open_run_dir(cfg: Any, start: RunStart, step: int) -> MetricsLog:
+def open_run_dir(cfg: TrainerConfig, start: RunStart, step: int) -> MetricsLog:
     """The run directory with the config it runs under, and its metrics log (cut back to
     `step` when resuming, so that the steps after the checkpoint are not logged twice)."""
     start.out.mkdir(parents=True, exist_ok=True)
@@ -228,14 +228,14 @@ def restore_position(ckpt: dict[str, Any], sampler: RowSampler) -> int:
 
 
 def save_trainer_checkpoint(
-    cfg: Any,
+    cfg: TrainerConfig,
     out: Path,
     step: int,
     *,
     kind: str,
-    weights: dict[str, Any],
-    optimizers: dict[str, Any],
-    schedulers: dict[str, Any],
+    weights: dict[str, dict[str, torch.Tensor]],
+    optimizers: dict[str, torch.optim.Optimizer],
+    schedulers: dict[str, torch.optim.lr_scheduler.LRScheduler],
     sampler: RowSampler,
 ) -> None:
     """The checkpoint layout of PPO and SFT: what `restore_position` and the trainers read

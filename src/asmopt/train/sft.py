@@ -14,7 +14,7 @@ from __future__ import annotations
 import math
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import torch
 
@@ -51,11 +51,16 @@ from asmopt.train.run import (
 )
 from asmopt.train.tiny import resolve_model
 
+if TYPE_CHECKING:  # transformers is imported where the model is loaded
+    from transformers import PreTrainedTokenizerBase
+
+    from asmopt.train.modeling import CausalLM
+
 Example = tuple[list[int], list[int]]  # (prompt ids, completion ids)
 
 
 def tokenize_rows(
-    rows: list[Row], tokenizer: Any, cfg: SFTConfig, what: str, echo: Echo
+    rows: list[Row], tokenizer: PreTrainedTokenizerBase, cfg: SFTConfig, what: str, echo: Echo
 ) -> list[Example]:
     """(prompt ids, completion ids [+ eos]) for rows that fit `max_seq_len`."""
     out: list[Example] = []
@@ -81,7 +86,7 @@ def tokenize_rows(
 
 
 def batch_loss(
-    model: Any,
+    model: CausalLM,
     examples: list[Example],
     pad_id: int,
     device: torch.device,
@@ -101,7 +106,7 @@ def batch_loss(
 
 @torch.no_grad()
 def evaluate_loss(
-    model: Any, examples: list[Example], cfg: SFTConfig, pad_id: int, device: torch.device
+    model: CausalLM, examples: list[Example], cfg: SFTConfig, pad_id: int, device: torch.device
 ) -> dict[str, float]:
     total = float(sum(len(e[1]) for e in examples))
     loss_sum = correct = 0.0
@@ -114,7 +119,9 @@ def evaluate_loss(
     return {"loss": loss_sum / total, "token_accuracy": correct / total, "rows": len(examples)}
 
 
-def load_model(cfg: SFTConfig, out: Path, device: torch.device, echo: Echo) -> tuple[Any, Any]:
+def load_model(
+    cfg: SFTConfig, out: Path, device: torch.device, echo: Echo
+) -> tuple[PreTrainedTokenizerBase, CausalLM]:
     """(tokenizer, model prepared for training: gradient checkpointing, LoRA)."""
     model_path = resolve_model(
         cfg.model,
@@ -134,7 +141,7 @@ def load_model(cfg: SFTConfig, out: Path, device: torch.device, echo: Echo) -> t
 
 
 def load_examples(
-    cfg: SFTConfig, tokenizer: Any, echo: Echo
+    cfg: SFTConfig, tokenizer: PreTrainedTokenizerBase, echo: Echo
 ) -> tuple[list[Example], list[Example]]:
     """Training and (first `val_max_rows`) validation examples that fit `max_seq_len`; suite
     rows get their completion from the configured target (`target_flags`)."""
@@ -158,14 +165,14 @@ def load_examples(
 
 
 def sft_step(
-    model: Any,
+    model: CausalLM,
     optimizer: torch.optim.Optimizer,
     scheduler: torch.optim.lr_scheduler.LRScheduler,
     examples: list[Example],
     cfg: SFTConfig,
     pad_id: int,
     device: torch.device,
-) -> dict[str, Any]:
+) -> dict[str, float]:
     """One optimiser step on `examples`, accumulated over micro-batches; every loss is
     divided by the batch's completion tokens, so the step does not depend on the
     micro-batch size. Returns the step's metrics (but `data/epoch` and the step time)."""
@@ -192,7 +199,9 @@ def sft_step(
     }
 
 
-def save_final_model(model: Any, tokenizer: Any, cfg: SFTConfig, path: Path) -> Path:
+def save_final_model(
+    model: CausalLM, tokenizer: PreTrainedTokenizerBase, cfg: SFTConfig, path: Path
+) -> Path:
     """The model as a plain Hugging Face directory (LoRA merged) that PPO and `hf_local`
     load."""
     final = model.merge_and_unload() if cfg.lora_r else model

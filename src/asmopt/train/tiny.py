@@ -11,10 +11,13 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from asmopt.errors import InputError
 from asmopt.train.checkpoint import staged_dir
+
+if TYPE_CHECKING:  # transformers is imported where a model is built
+    from transformers import PreTrainedModel, PreTrainedTokenizerBase, PreTrainedTokenizerFast
 
 TINY_ARCHS = ("llama", "plt")
 CHAT_TEMPLATE = (
@@ -35,7 +38,7 @@ PLT_DEFAULTS: dict[str, Any] = {"plt_num_loops": 2, "plt_window_size": [16, 0]}
 MARKER = "asmopt_tiny.json"
 
 
-def byte_tokenizer() -> Any:
+def byte_tokenizer() -> PreTrainedTokenizerFast:
     """A byte-level fast tokenizer with a chat template; ids 0/1 are `<pad>`/`</s>`."""
     from tokenizers import Tokenizer, decoders, models, pre_tokenizers
     from transformers import PreTrainedTokenizerFast
@@ -86,7 +89,7 @@ def build_tiny_model(
             from asmopt.models.plt import PLTConfig, PLTForCausalLM
 
             fields.setdefault("rope_parameters", {"rope_type": "default", "rope_theta": 10000.0})
-            model: Any = PLTForCausalLM(PLTConfig(**fields))
+            model: PreTrainedModel = PLTForCausalLM(PLTConfig(**fields))
         else:
             model = LlamaForCausalLM(LlamaConfig(**fields))
     marker = {"arch": arch, "overrides": overrides or {}, "seed": seed}
@@ -98,7 +101,9 @@ def build_tiny_model(
     return out
 
 
-def _write_model(out: Path, tokenizer: Any, model: Any, marker: dict[str, Any]) -> None:
+def _write_model(
+    out: Path, tokenizer: PreTrainedTokenizerBase, model: PreTrainedModel, marker: dict[str, Any]
+) -> None:
     """Tokenizer, weights, then the marker: a directory with a marker is complete."""
     out.mkdir(parents=True, exist_ok=True)
     tokenizer.save_pretrained(out)
@@ -140,7 +145,7 @@ def resolve_model(
         raise InputError(str(exc)) from None
 
 
-def _read_marker(marker: Path) -> Any:
+def _read_marker(marker: Path) -> object:
     """What the tiny model of a run directory was built from; a damaged marker is named,
     with the way out (the model is rebuilt from its seed)."""
     try:
