@@ -15,7 +15,7 @@ import asmopt.cli
 from asmopt.adequacy import UnfitProgramError
 from asmopt.data.common import ImportRun
 from asmopt.data.export import export_suite
-from asmopt.data.mutator import fit_inputs, learn_classes, learn_generator
+from asmopt.data.mutator import fit_inputs, learn_classes, learn_generator, parse_lines
 from asmopt.data.plain_dir import import_plain_dir
 from asmopt.data.supercoder import import_supercoder
 from asmopt.programs.generators import derive_seed
@@ -179,6 +179,38 @@ def test_strings_keep_their_alphabet_and_grow_with_the_number_that_states_their_
         assert all(int(lines[0].split()[0]) == len(lines[1]) for lines in drawn), drawn
         assert max(len(lines[1]) for lines in drawn) > 20
         assert all(set(lines[1]) <= set("helo") for lines in drawn)
+
+
+def test_short_codes_of_letters_and_digits_vary_in_both_parts() -> None:
+    """Chess squares (`e4`), seats (`B12`): a letter run and a digit run. Written as seen,
+    a table of them gave nothing to vary and the program no generator; split, the letters
+    are drawn from those the column shows and the digits as an int column."""
+    stdin = b"4\na1 b3\nc2 e3\nh8 g6\nd4 f5\n"
+    p = Program("squares", SUM_C, (TestCase("t", stdin, b""),))
+    gen = learn_generator(p, "full")
+    assert gen is not None
+    letters, digits = set(), set()
+    for _, text in draws(replace_inputs(p, gen), 24):
+        head, *rows = text.strip().split("\n")
+        assert int(head) == len(rows) == 4
+        for row in rows:
+            for square in row.split():
+                letter, number = square[0], square[1:]
+                assert letter in "abcdefgh" and 1 <= int(number) <= 8, row
+                letters.add(letter)
+                digits.add(int(number))
+    assert len(letters) > 4 and len(digits) > 4
+    # A longer code stays one string, and a lone letter or digit is no code.
+    atoms = parse_lines("x9 10a ab12cd q 7 0a\n")[0].values()
+    assert [(a.kind, a.text) for a in atoms] == [
+        ("word", "x"),
+        ("int", "9"),
+        ("int", "10"),
+        ("word", "a"),
+        ("str", "ab12cd"),
+        ("word", "q"),
+        ("int", "7"),
+    ]
 
 
 def test_a_count_beside_the_value_it_bounds_grows_and_the_rows_keep_their_order() -> None:

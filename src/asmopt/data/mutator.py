@@ -211,6 +211,8 @@ _INT = re.compile(r"-?\d+")
 _DEC = re.compile(r"-?\d+\.\d+")
 _WORD = re.compile(r"[A-Za-z]+")
 _NUMBER_PIECE = re.compile(r"(\d+(?:\.\d+)?)")
+_SHORT_CODE = re.compile(r"[A-Za-z]{1,2}[1-9]\d?|[1-9]\d?[A-Za-z]{1,2}")
+_LETTERS_OR_DIGITS = re.compile(r"[A-Za-z]+|\d+")
 
 
 @dataclass
@@ -283,6 +285,14 @@ def _classify(token: str) -> list[Atom]:
         return atoms
     if token.isalnum() and len(token) >= 4:
         return [Atom("str", token)]
+    if _SHORT_CODE.fullmatch(token):
+        # A letter run and a digit run (a chess square `e4`, a seat `B12`, `3a`): the
+        # letters are a word (a column of them draws from the letters seen), the number an
+        # int, so both vary as the column shows.
+        return [
+            Atom("word" if piece[0].isalpha() else "int", piece)
+            for piece in _LETTERS_OR_DIGITS.findall(token)
+        ]
     return [Atom("lit", token)]
 
 
