@@ -58,6 +58,44 @@ from asmopt.reward.service import REWARD_TIMING, RewardService, ScoreConfig, Sco
 SLOWER = 0.10
 FASTER = (0.05, 0.10, 0.20)
 KINDS = ("wrong", "near_copy", "slower", "faster")
+# Test lengths (the baseline's run, ms) whose pairs are set against the floor separately:
+# a short test's per-pair noise is larger, so it needs more pairs for the same decision.
+LENGTH_CLASSES = ((0.0, 2.0, "under 2 ms"), (2.0, 20.0, "2-20 ms"), (20.0, math.inf, "20 ms up"))
+# The engine reports 98% two-sided intervals; a design that knew the noise would use z.
+FLOOR_Z = statistics.NormalDist().inv_cdf(0.99)
+
+
+def pairs_floor(pair_sd: float, ratio: float, target: float, precision: str) -> int:
+    """The statistical floor of one test: the fewest pairs a fixed-size design that knew the
+    per-pair noise and the true ratio would need for the same stop. Target precision:
+    a 98% interval of +-target, n = (z * sd / log(1 + target))^2. Decision precision: that,
+    or an interval that excludes 1.0, whichever comes first, so the half-width needed is the
+    larger of log(1 + target) and |log ratio|. At least 2 (a spread needs two pairs). It
+    leaves out what the engine must also pay for: the rounds that cover the between-sandbox
+    spread, warm-ups, and the trimmed mean's small loss of efficiency."""
+    need = math.log1p(target)
+    if precision == "decision":
+        need = max(need, abs(math.log(ratio)))
+    return max(2, math.ceil((FLOOR_Z * pair_sd / need) ** 2))
+
+
+def floor_rows(raw: dict[str, Any], target: float) -> list[list[str]]:
+    """Per precision and test length class: tests, pairs used, the floor, used / floor."""
+    rows = []
+    for precision, run in raw["runs"].items():
+        for low, high, name in LENGTH_CLASSES:
+            used = floor = tests = 0
+            for answer in run["per_answer"]:
+                for t in answer["cost"].get("per_test", []):
+                    if t["pair_sd"] is None or t["base_ms"] is None:
+                        continue
+                    if low <= t["base_ms"] < high:
+                        tests += 1
+                        used += t["pairs"]
+                        floor += pairs_floor(t["pair_sd"], t["ratio"], target, precision)
+            share = f"**{used / floor:.2f}x**" if floor else "-"
+            rows.append([precision, name, str(tests), str(used), str(floor), share])
+    return rows
 
 
 def _fence(asm: str) -> str:
@@ -361,6 +399,7 @@ def render(raw: dict[str, Any], env_before: str, env_after: str) -> str:
         "",
         kinds,
         "",
+        *_floor_section(raw),
         "Known answers, decision precision (the reward's statistic: the mean of per-test "
         "ratios, with its interval; `called` is what the reward sees):",
         "",
@@ -385,6 +424,28 @@ def render(raw: dict[str, Any], env_before: str, env_after: str) -> str:
         + "_raw.json`.",
     ]
     return "\n".join(lines) + "\n"
+
+
+def _floor_section(raw: dict[str, Any]) -> list[str]:
+    """The pairs-against-floor paragraph and table (none for a report made before the
+    per-test rows were kept)."""
+    target = REWARD_TIMING.target_half_width
+    rows = floor_rows(raw, target)
+    if not any(r[2] != "0" for r in rows):
+        return []
+    return [
+        "**Pairs against the statistical floor**, per test length: the pairs the engine used "
+        "and the fewest a fixed-size design would need that knew each test's per-pair noise "
+        "(the standard deviation of its log-ratios within a sandbox, measured) and its "
+        f"ratio: (z * sd / h)^2 with z = {FLOOR_Z:.3f} (98% two-sided) and h = "
+        f"log(1 + {target:g}), or under decision precision the larger of that and |log "
+        "ratio| (an interval that excludes 1.0 decides). The floor leaves out what the "
+        "engine also pays for: the rounds that cover the between-sandbox spread, warm-ups, "
+        "and the trimmed mean's small loss of efficiency; the goal is at most 1.2x.",
+        "",
+        md_table(["precision", "test length", "tests", "pairs used", "floor", "used/floor"], rows),
+        "",
+    ]
 
 
 def _called(a: dict[str, Any]) -> str:

@@ -46,6 +46,7 @@ FAST_MODULES = frozenset(
         "test_architecture",
         "test_bench_few_row_products",
         "test_bench_plt_decode",
+        "test_bench_reward_throughput",
         "test_canonical",
         "test_compare",
         "test_fault_spread_cache",

@@ -221,6 +221,11 @@ def test_faster_candidate_is_paid(toolchain: Toolchain, baseline: str) -> None:
     assert sum(cost["stopped"].values()) == cost["tests"] == len(PROGRAM.tests)
     assert set(cost["stopped"]) <= {"decided", "target", "pairs", "rounds", "budget"}
     assert cost["tests_faster"] >= 1 and cost["tests_slower"] == 0
+    # Per test: its length, pairs, rounds, why it stopped and its per-pair noise.
+    rows = {row["test"]: row for row in cost["per_test"]}
+    assert set(rows) == {t.name for t in PROGRAM.tests}
+    assert rows["t3"]["base_ms"] > rows["t0"]["base_ms"] and rows["t3"]["low"] > 1.0
+    assert all(r["pairs"] >= 2 and r["pair_sd"] is not None and r["stopped"] for r in rows.values())
     # An answer that is never timed says only what its check cost.
     wrong = score_one(
         PROGRAM, _fence(baseline.replace("\nmain:\n", "\nmain:\n\tret\n")), baseline, FAST

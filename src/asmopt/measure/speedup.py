@@ -152,6 +152,29 @@ class TestSpeedup:
             self.ratio, self.low, self.high, self.n, self.log_mean, self.log_se, self.df, confidence
         )
 
+    @property
+    def pair_sd(self) -> float | None:
+        """The per-pair noise: the standard deviation of the used pairs' log-ratios within
+        their rounds (pooled over rounds, so what shifts a whole sandbox is not counted);
+        None where the raw runs are not kept or too few. What a test of this length costs
+        depends on it: a fixed design needs about (z * pair_sd / half-width)^2 pairs."""
+        raw = self.raw
+        metric = raw.get("metric", "cpu")
+        base, cand = raw.get(f"base_{metric}"), raw.get(f"cand_{metric}")
+        rounds = raw.get("round")
+        if not base or not cand or not rounds or len(base) != len(cand) != len(rounds):
+            return None
+        by_round: dict[Any, list[float]] = {}
+        for b, c, r in zip(base, cand, rounds, strict=True):
+            if b > 0 and c > 0:
+                by_round.setdefault(r, []).append(math.log(b / c))
+        squares, df = 0.0, 0
+        for logs in by_round.values():
+            mean = sum(logs) / len(logs)
+            squares += sum((x - mean) ** 2 for x in logs)
+            df += len(logs) - 1
+        return math.sqrt(squares / df) if df > 0 else None
+
     def to_dict(self, raw: bool = False) -> dict[str, Any]:
         out: dict[str, Any] = {
             "test": self.test,

@@ -662,6 +662,25 @@ def _timing_cost(tests: Sequence[Any]) -> dict[str, Any]:
         "tests": len(tests),
         "tests_faster": sum(t.status == MeasureStatus.MEASURED and t.low > 1.0 for t in tests),
         "tests_slower": sum(t.status == MeasureStatus.MEASURED and t.high < 1.0 for t in tests),
+        # Per test: its baseline run length, pairs and rounds, why it stopped, its ratio and
+        # per-pair noise: what a cost bench sets against the pairs the noise requires.
+        "per_test": [_test_cost(t) for t in tests if t.status == MeasureStatus.MEASURED],
+    }
+
+
+def _test_cost(test: Any) -> dict[str, Any]:
+    """One measured test's row of `per_test` (see _timing_cost)."""
+    sd = test.pair_sd
+    return {
+        "test": test.test,
+        "base_ms": round(test.base_mean * 1e3, 4) if test.base_mean else None,
+        "pairs": test.n,
+        "rounds": test.context.get("rounds"),
+        "stopped": test.context.get("stopped"),
+        "ratio": test.ratio,
+        "low": test.low,
+        "high": test.high,
+        "pair_sd": None if sd is None else round(sd, 6),
     }
 
 
