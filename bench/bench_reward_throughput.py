@@ -79,22 +79,32 @@ def pairs_floor(pair_sd: float, ratio: float, target: float, precision: str) -> 
     return max(2, math.ceil((FLOOR_Z * pair_sd / need) ** 2))
 
 
+# The stops a floor is set against: the test got what its precision asks. A test that ran
+# into a limit (its pairs, rounds or budget) got less, so its pairs are counted apart.
+REACHED = ("decided", "target")
+
+
 def floor_rows(raw: dict[str, Any], target: float) -> list[list[str]]:
-    """Per precision and test length class: tests, pairs used, the floor, used / floor."""
+    """Per precision and test length class: the tests that reached their stop, their pairs
+    used, the floor, used / floor; and the tests that stopped on a limit instead."""
     rows = []
     for precision, run in raw["runs"].items():
         for low, high, name in LENGTH_CLASSES:
-            used = floor = tests = 0
+            used = floor = tests = limited = 0
             for answer in run["per_answer"]:
                 for t in answer["cost"].get("per_test", []):
                     if t["pair_sd"] is None or t["base_ms"] is None:
                         continue
-                    if low <= t["base_ms"] < high:
-                        tests += 1
-                        used += t["pairs"]
-                        floor += pairs_floor(t["pair_sd"], t["ratio"], target, precision)
+                    if not low <= t["base_ms"] < high:
+                        continue
+                    if t["stopped"] not in REACHED:
+                        limited += 1
+                        continue
+                    tests += 1
+                    used += t["pairs"]
+                    floor += pairs_floor(t["pair_sd"], t["ratio"], target, precision)
             share = f"**{used / floor:.2f}x**" if floor else "-"
-            rows.append([precision, name, str(tests), str(used), str(floor), share])
+            rows.append([precision, name, str(tests), str(used), str(floor), share, str(limited)])
     return rows
 
 
@@ -441,9 +451,22 @@ def _floor_section(raw: dict[str, Any]) -> list[str]:
         f"log(1 + {target:g}), or under decision precision the larger of that and |log "
         "ratio| (an interval that excludes 1.0 decides). The floor leaves out what the "
         "engine also pays for: the rounds that cover the between-sandbox spread, warm-ups, "
-        "and the trimmed mean's small loss of efficiency; the goal is at most 1.2x.",
+        "and the trimmed mean's small loss of efficiency; the goal is at most 1.2x. Only "
+        "tests that reached their stop (decided, or at the target) are set against it; a "
+        "test that ran into its pairs, rounds or budget got less than the floor buys.",
         "",
-        md_table(["precision", "test length", "tests", "pairs used", "floor", "used/floor"], rows),
+        md_table(
+            [
+                "precision",
+                "test length",
+                "tests that reached their stop",
+                "their pairs",
+                "floor",
+                "used/floor",
+                "tests stopped on a limit",
+            ],
+            rows,
+        ),
         "",
     ]
 

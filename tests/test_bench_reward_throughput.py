@@ -33,20 +33,26 @@ def test_the_floor_is_the_fixed_design_for_the_stop_the_precision_asks(bench: Mo
 
 
 def test_the_floor_table_sums_each_length_class(bench: ModuleType) -> None:
-    def test(ms: float, pairs: int, sd: float | None) -> dict[str, object]:
-        return {"base_ms": ms, "pairs": pairs, "pair_sd": sd, "ratio": 1.0}
+    def test(ms: float, pairs: int, sd: float | None, stop: str = "target") -> dict[str, object]:
+        return {"base_ms": ms, "pairs": pairs, "pair_sd": sd, "ratio": 1.0, "stopped": stop}
 
-    per_test = [test(1.0, 80, 0.05), test(1.5, 40, 0.05), test(5.0, 10, 0.01), test(9, 4, None)]
+    per_test = [
+        test(1.0, 80, 0.05),
+        test(1.5, 40, 0.05, "decided"),
+        test(1.9, 400, 0.2, "budget"),  # short of its stop: not set against the floor
+        test(5.0, 10, 0.01),
+        test(9, 4, None),  # no noise measured: no row
+    ]
     raw = {"runs": {"target": {"per_answer": [{"cost": {"per_test": per_test}}]}}}
     rows = bench.floor_rows(raw, 0.02)
-    assert rows[0] == ["target", "under 2 ms", "2", "120", "70", "**1.71x**"]
-    assert rows[1] == ["target", "2-20 ms", "1", "10", "2", "**5.00x**"]  # no noise: no row
-    assert rows[2] == ["target", "20 ms up", "0", "0", "0", "-"]
+    assert rows[0] == ["target", "under 2 ms", "2", "120", "70", "**1.71x**", "1"]
+    assert rows[1] == ["target", "2-20 ms", "1", "10", "2", "**5.00x**", "0"]
+    assert rows[2] == ["target", "20 ms up", "0", "0", "0", "-", "0"]
 
 
-def test_a_tests_pair_noise_is_pooled_within_its_rounds() -> None:
+def test_a_tests_pair_noise_is_pooled_within_its_rounds_as_the_trimmed_mean_sees_it() -> None:
     # Two rounds whose levels differ by a factor of e: within them the log-ratios vary by
-    # +-0.1 around 0 and around 1, so the pooled sd is that of {-0.1, 0.1} twice.
+    # +-0.1 around 0 and around 1 (too few to trim), so the pooled figure is their sd.
     logs = [-0.1, 0.1, 0.9, 1.1]
     raw = {
         "metric": "cpu",
@@ -55,5 +61,17 @@ def test_a_tests_pair_noise_is_pooled_within_its_rounds() -> None:
         "cand_cpu": [0.01] * 4,
     }
     t = TestSpeedup("t", MeasureMode.TIME, MeasureStatus.MEASURED, raw=raw)
-    assert t.pair_sd == pytest.approx(math.sqrt((2 * 0.02) / 2))
+    assert t.pair_sd == pytest.approx(math.sqrt(0.02))
     assert TestSpeedup("t", MeasureMode.TIME, MeasureStatus.MEASURED).pair_sd is None
+    # One spike in twenty pairs: the trimmed mean ignores it, and so does its noise.
+    calm = [0.01 * (-1) ** k for k in range(20)]
+    spiky = calm[:-1] + [0.5]
+    for logs, most in ((calm, 0.02), (spiky, 0.02)):
+        raw = {
+            "metric": "cpu",
+            "round": [1] * 20,
+            "base_cpu": [math.exp(x) for x in logs],
+            "cand_cpu": [1.0] * 20,
+        }
+        sd = TestSpeedup("t", MeasureMode.TIME, MeasureStatus.MEASURED, raw=raw).pair_sd
+        assert sd is not None and sd < most

@@ -28,6 +28,7 @@ from asmopt.measure.stats import (
     combine_arithmetic,
     combine_geometric,
     exact_ratio,
+    trimmed_interval,
     with_resolution,
 )
 
@@ -154,26 +155,29 @@ class TestSpeedup:
 
     @property
     def pair_sd(self) -> float | None:
-        """The per-pair noise: the standard deviation of the used pairs' log-ratios within
-        their rounds (pooled over rounds, so what shifts a whole sandbox is not counted);
-        None where the raw runs are not kept or too few. What a test of this length costs
-        depends on it: a fixed design needs about (z * pair_sd / half-width)^2 pairs."""
+        """The per-pair noise as the engine's estimator sees it: within each round, the
+        standard error of the trimmed mean of the used pairs' log-ratios (Yuen's, at the
+        test's trim) times the square root of its pairs, pooled over rounds (so what shifts
+        a whole sandbox is not counted). None where the raw runs are not kept or too few.
+        A fixed design needs about (z * pair_sd / half-width)^2 pairs; a plain standard
+        deviation would count the spikes the trimmed mean ignores."""
         raw = self.raw
         metric = raw.get("metric", "cpu")
-        base, cand = raw.get(f"base_{metric}"), raw.get(f"cand_{metric}")
-        rounds = raw.get("round")
-        if not base or not cand or not rounds or len(base) != len(cand) != len(rounds):
+        base, cand, rounds = raw.get(f"base_{metric}"), raw.get(f"cand_{metric}"), raw.get("round")
+        if not base or not cand or not rounds or not len(base) == len(cand) == len(rounds):
             return None
+        trim = float(self.context.get("config", {}).get("trim", 0.2))
         by_round: dict[Any, list[float]] = {}
         for b, c, r in zip(base, cand, rounds, strict=True):
             if b > 0 and c > 0:
                 by_round.setdefault(r, []).append(math.log(b / c))
-        squares, df = 0.0, 0
+        weighted, df = 0.0, 0.0
         for logs in by_round.values():
-            mean = sum(logs) / len(logs)
-            squares += sum((x - mean) ** 2 for x in logs)
-            df += len(logs) - 1
-        return math.sqrt(squares / df) if df > 0 else None
+            if len(logs) >= 2:
+                part = trimmed_interval(logs, trim=trim)
+                weighted += part.df * len(logs) * part.log_se**2
+                df += part.df
+        return math.sqrt(weighted / df) if df > 0 else None
 
     def to_dict(self, raw: bool = False) -> dict[str, Any]:
         out: dict[str, Any] = {
