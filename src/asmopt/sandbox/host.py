@@ -1,26 +1,21 @@
-"""What a sandbox takes from the host machine, and the staging of a run on the host's disk.
+"""What a sandbox takes from the host machine.
 
 The program profile shows only the loader and the C and math libraries, found by asking
 the loader about a trusted probe built here (`runtime_libraries`); the toolchain profile
-shows the system's program and library trees read-only (`system_tree_binds`). A run is
-staged in a directory of the host's $TMPDIR before any program starts, so a failure there
-is ours, never the program's (`staged`, `RunStagingFailed`). Apart from the `Sandbox`
-(runner.py) because none of it depends on how bubblewrap is started.
+shows the system's program and library trees read-only (`system_tree_binds`). The command
+lines that use them are commands.py's; a run's staging on the host's disk is staging.py's.
 """
 
 from __future__ import annotations
 
-import errno
 import os
 import shutil
 import subprocess
 import tempfile
-from collections.abc import Callable
 from pathlib import Path
-from typing import TypeVar
 
 from asmopt.sandbox.launcher import tool_failure
-from asmopt.sandbox.records import RunStagingFailed, SandboxUnavailable
+from asmopt.sandbox.records import SandboxUnavailable
 
 
 def _probe_step(cmd: list[str], timeout_s: float) -> str:
@@ -86,25 +81,3 @@ def system_tree_binds() -> list[str]:
     ):
         cmd += ["--ro-bind-try", etc, etc]
     return cmd
-
-
-NO_SPACE = "no space left on the device for a sandboxed run's temporary files"
-
-_T = TypeVar("_T")
-
-
-def staged(step: Callable[[], _T]) -> _T:
-    """Run one staging step of a sandboxed run; an OSError there is ours (RunStagingFailed),
-    named with the directory and, for a full disk, the fix."""
-    try:
-        return step()
-    except OSError as exc:
-        if exc.errno in (errno.ENOSPC, errno.EDQUOT):  # name the directory, not a file in it
-            raise RunStagingFailed(
-                f"{NO_SPACE}: {tempfile.gettempdir()}; free disk space or set TMPDIR to "
-                "another file system, and rerun"
-            ) from exc
-        where = exc.filename2 or exc.filename or tempfile.gettempdir()
-        raise RunStagingFailed(
-            f"could not prepare a sandboxed run in {where}: {exc.strerror or exc}"
-        ) from exc

@@ -4,7 +4,8 @@ The launcher's options for what each run executes on which input (`program_args`
 `RunPlan`), the whole sandbox's backstop limits over all its runs (`whole_sandbox_limits`),
 each run's own output split at the run marker (`with_run_context`), and the toolchain run's
 stdin as its sandbox sees it (`toolchain_stdin`). None of it depends on how bubblewrap is
-started, so it lives apart from the `Sandbox` (runner.py) that starts what it describes.
+started, so it lives apart from commands.py, batch.py and toolchain_run.py, which build and
+start what it describes.
 """
 
 from __future__ import annotations

@@ -4,7 +4,7 @@ A sandbox is ended from /proc: the process table, the processes whose command li
 a sandbox's run directory (still found once their parent is gone), the tree under a set
 of roots, and whether any thread of a process still runs. A process is told apart from a
 later one with the same pid by its start time, and SIGKILL goes through a pidfd, so only
-the process that was checked is killed. `Sandbox._end` (runner.py) puts these together;
+the process that was checked is killed. `end_sandbox` (ending.py) puts these together;
 they live apart because none of them knows bubblewrap or the launcher.
 """
 

@@ -3,8 +3,8 @@
 The grader reads a sandbox's stdout, stderr and the launcher's report pipe at once, each
 within its cap, until they end, the whole sandbox's deadline passes or an output goes over
 its cap (`Streams`); then the report and the outputs become one `RunResult`, with what went
-wrong on our side said in it (`result_of`, `explain_failure`). It lives apart from the
-`Sandbox` (runner.py), which starts the sandbox and ends it.
+wrong on our side said in it (`result_of`, `explain_failure`). It lives apart from
+execution.py, which starts the sandbox, and ending.py, which ends it.
 """
 
 from __future__ import annotations
