@@ -233,7 +233,7 @@ class TaskDirs:
 
     def new(self) -> str:
         """A fresh task directory. Searchable by all, as the sandbox's own run directories
-        are (Sandbox._make_run_dir): run as root, the sandbox runs as nobody and must reach
+        are (sandbox/staging.make_run_dir): run as root, the sandbox runs as nobody and must reach
         the run directories inside it."""
         if self._root is None or not os.path.isdir(self._root):
             self._root = tempfile.mkdtemp(prefix="asmopt-reward-")
