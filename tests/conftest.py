@@ -160,7 +160,7 @@ def llama_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The trainers' tiny Llama (`tiny:llama`: byte-level tokenizer), built once; read only."""
     from asmopt.train.tiny import build_tiny_model
 
-    return build_tiny_model(tmp_path_factory.mktemp("llama"), "llama", seed=0)
+    return build_tiny_model(tmp_path_factory.mktemp("llama"), "llama", init_seed=0)
 
 
 @pytest.fixture(scope="session")

@@ -37,7 +37,7 @@ VOLATILE = ("time/", "perf/")  # wall-clock metrics differ between any two runs
 
 @pytest.fixture(scope="module")
 def plt_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return build_tiny_model(tmp_path_factory.mktemp("plt"), "plt", seed=0)
+    return build_tiny_model(tmp_path_factory.mktemp("plt"), "plt", init_seed=0)
 
 
 def small(out: Path, model: Path, **fields: Any) -> PPOConfig:
@@ -348,6 +348,14 @@ def test_the_old_seed_key_is_refused_with_the_name_that_says_which_seed(tmp_path
     # a run saved under the old name resumes under the new one, and a changed seed is named
     assert changed_fields({"seed": 3}, {"train_seed": 3}) == []
     assert changed_fields({"seed": 3}, {"train_seed": 4}) == ["train_seed"]
+
+
+def test_a_tiny_model_names_its_weights_seed(tmp_path: Path) -> None:
+    """`build_tiny_model(seed=)` was renamed init_seed: the old keyword is refused naming
+    it, before anything is built."""
+    with pytest.raises(ValueError, match=r"keyword argument 'seed' is now init_seed \("):
+        build_tiny_model(tmp_path / "m", "llama", seed=3)  # type: ignore[call-arg]
+    assert not (tmp_path / "m").exists()
 
 
 def test_unknown_yaml_key_names_the_key(tmp_path: Path) -> None:

@@ -183,11 +183,11 @@ def test_rows_from_jsonl_and_their_errors(tmp_path: Path) -> None:
 
 @pytest.mark.ml  # the order comes from torch's generator
 def test_row_sampler_position_resumes_the_stream() -> None:
-    a = RowSampler(10, seed=3)
+    a = RowSampler(10, train_seed=3)
     first = a.next(7)
-    b = RowSampler(10, seed=3)
+    b = RowSampler(10, train_seed=3)
     b.load_state_dict(a.state_dict())
     assert a.next(25) == b.next(25)
-    assert sorted(first + RowSampler(10, seed=3).next(10)[7:]) == list(range(10))
+    assert sorted(first + RowSampler(10, train_seed=3).next(10)[7:]) == list(range(10))
     with pytest.raises(ValueError, match="with 10 training rows, now there are 11"):
-        RowSampler(11, seed=3).load_state_dict(a.state_dict())
+        RowSampler(11, train_seed=3).load_state_dict(a.state_dict())

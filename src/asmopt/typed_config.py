@@ -82,6 +82,51 @@ def unknown_key(
     return InputError(f"unknown {what} {prefix + str(key)!r}{hint}{tail}")
 
 
+# Settings that were renamed: old spelling -> (new spelling, what it is). The old spelling
+# is refused by name, never read with its old meaning (a bare `seed` could be taken for
+# another of the seeds), in one message shape for every config and keyword a user writes.
+Renamed = dict[str, tuple[str, str]]
+
+
+def refuse_renamed(key: Any, renamed: Renamed, what: str = "key", where: str = "") -> None:
+    """An InputError if `key` (under `where.`) is the old spelling of a renamed setting,
+    naming the new one: "the key 'seed' is now train_seed (the trainer's seed; ...)"."""
+    if key in renamed:
+        prefix = f"{where}." if where else ""
+        new, meaning = renamed[key]
+        raise InputError(f"the {what} {prefix + str(key)!r} is now {prefix + new} ({meaning})")
+
+
+_Entry = typing.TypeVar("_Entry", bound=Callable[..., Any])
+
+
+def renamed_keywords(renamed: Renamed) -> Callable[[_Entry], _Entry]:
+    """A decorator for a public function, or a class (its `__init__`), that refuses the old
+    spelling of a renamed keyword argument as `refuse_renamed` refuses a config's key:
+    `check_adequacy(seed=3)` is told that the keyword is now input_seed, not only that
+    there is no such keyword."""
+
+    def decorate(entry: _Entry) -> _Entry:
+        name = entry.__name__
+        func = entry.__init__ if isinstance(entry, type) else entry  # type: ignore[misc]
+
+        @functools.wraps(func)
+        def checked(*args: Any, **kwargs: Any) -> Any:
+            for key in kwargs:
+                try:
+                    refuse_renamed(key, renamed, "keyword argument")
+                except InputError as exc:
+                    raise InputError(f"{name}(): {exc}") from None
+            return func(*args, **kwargs)
+
+        if isinstance(entry, type):
+            entry.__init__ = checked  # type: ignore[misc]
+            return entry
+        return checked  # type: ignore[return-value]
+
+    return decorate
+
+
 def coerce(key: str, value: Any, tp: Any, nested: Nested | None = None) -> Any:
     """`value` converted to the field type `tp`, or ValueError naming the key.
 

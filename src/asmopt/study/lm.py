@@ -408,7 +408,7 @@ def _start_training(
     start = start_run(
         device=spec.device,
         num_threads=spec.num_threads,
-        seed=None,  # build_model seeds around construction; batches have their own streams
+        train_seed=None,  # build_model seeds around construction; batches have their own streams
         out=out,
         resume="auto",
         changed=lambda saved: resume_problems(saved, cfg, loops),

@@ -361,7 +361,7 @@ def config_from_dict(cls: type[C], data: dict[str, Any], *, source: str = "confi
 # Keys that were renamed, with their new spelling: refused by name, never read as the old
 # meaning (a `seed` could be taken for the secret input seed).
 # old key -> (new key, what it is).
-RENAMED_KEYS = {
+RENAMED_KEYS: typed_config.Renamed = {
     "seed": (
         "train_seed",
         "the trainer's seed; the secret input seed is reward_options.fresh_inputs.seed, "
@@ -371,9 +371,7 @@ RENAMED_KEYS = {
 
 
 def _renamed(key: Any) -> None:
-    if key in RENAMED_KEYS:
-        new, what = RENAMED_KEYS[key]
-        raise InputError(f"the key {key!r} is now {new} ({what})")
+    typed_config.refuse_renamed(key, RENAMED_KEYS)
 
 
 def _build(cls: type[C], data: object) -> C:

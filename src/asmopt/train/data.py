@@ -304,14 +304,14 @@ def trl_columns(
 class RowSampler:
     """Rows in a fresh seeded permutation each epoch; the position is (epoch, index).
 
-    It draws from its own generator seeded by (seed, epoch), never from the global RNG, so
-    the order does not depend on anything else the trainer does."""
+    It draws from its own generator seeded by (train_seed, epoch), never from the global
+    RNG, so the order does not depend on anything else the trainer does."""
 
-    def __init__(self, num_rows: int, seed: int, *, shuffle: bool = True) -> None:
+    def __init__(self, num_rows: int, train_seed: int, *, shuffle: bool = True) -> None:
         if num_rows < 1:
             raise InputError("no rows to sample from")
         self.num_rows = num_rows
-        self.seed = seed
+        self.train_seed = train_seed
         self.shuffle = shuffle
         self.epoch = 0
         self.index = 0
@@ -322,7 +322,7 @@ class RowSampler:
 
         if not self.shuffle:
             return list(range(self.num_rows))
-        gen = torch.Generator().manual_seed(self.seed * 1_000_003 + epoch)
+        gen = torch.Generator().manual_seed(self.train_seed * 1_000_003 + epoch)
         return torch.randperm(self.num_rows, generator=gen).tolist()
 
     def next(self, k: int) -> list[int]:

@@ -124,7 +124,7 @@ def build_models(cfg: PPOConfig, device: torch.device, echo: Echo) -> Models:
             out,
             overrides=cfg.model_overrides,
             tokenizer_dir=cfg.tokenizer,
-            seed=cfg.train_seed,
+            train_seed=cfg.train_seed,
         )
 
     model_path = path_of(cfg.model)

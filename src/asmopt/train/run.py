@@ -120,23 +120,24 @@ def start_run(
     *,
     device: str,
     num_threads: int,
-    seed: int | None,
+    train_seed: int | None,
     out: Path,
     resume: str,
     changed: ChangedSettings,
     required: tuple[str, ...] = COMMON_KEYS,
 ) -> RunStart:
-    """Threads, quiet library logs, the seed, the device and the checkpoint to resume.
+    """Threads, quiet library logs, the trainer's seed, the device and the checkpoint to
+    resume.
 
-    `seed` None leaves the random generators alone (the study seeds around model
+    `train_seed` None leaves the random generators alone (the study seeds around model
     construction itself); `resume` is the policy of `resolve_resume` ("auto", "never" or a
     checkpoint directory). A checkpoint that cannot be read or lacks a `required` key is a
     CheckpointError naming the file; one for which `changed` names any setting is refused."""
     if num_threads:
         torch.set_num_threads(num_threads)
     quiet_transformers()
-    if seed is not None:
-        seed_everything(seed)
+    if train_seed is not None:
+        seed_everything(train_seed)
     torch_device = resolve_device(device)
     resume_from = resolve_resume(resume, out)
     explicit = resume not in ("auto", "never")
@@ -163,7 +164,7 @@ def begin_run(cfg: TrainerConfig, kind: str) -> RunStart:
     start = start_run(
         device=cfg.device,
         num_threads=cfg.num_threads,
-        seed=cfg.train_seed,
+        train_seed=cfg.train_seed,
         out=Path(cfg.output_dir),
         resume=cfg.resume,
         changed=lambda ckpt: changed_fields(ckpt["config"], current),

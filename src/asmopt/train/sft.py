@@ -128,7 +128,7 @@ def load_model(
         out,
         overrides=cfg.model_overrides,
         tokenizer_dir=cfg.tokenizer,
-        seed=cfg.train_seed,
+        train_seed=cfg.train_seed,
     )
     tokenizer = load_tokenizer(model_path)
     model = prepare_trainable(load_causal_lm(model_path, cfg.dtype, device), cfg)

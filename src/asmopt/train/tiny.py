@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from asmopt.errors import InputError
 from asmopt.train.checkpoint import staged_dir
+from asmopt.typed_config import renamed_keywords
 
 if TYPE_CHECKING:  # transformers is imported where a model is built
     from transformers import PreTrainedModel, PreTrainedTokenizerBase, PreTrainedTokenizerFast
@@ -56,15 +57,17 @@ def byte_tokenizer() -> PreTrainedTokenizerFast:
     return fast
 
 
+@renamed_keywords({"seed": ("init_seed", "the seed of the model's random initial weights")})
 def build_tiny_model(
     out: Path,
     arch: str,
     *,
     overrides: dict[str, Any] | None = None,
     tokenizer_dir: str | None = None,
-    seed: int = 0,
+    init_seed: int = 0,
 ) -> Path:
-    """Writes a random `arch` model and its tokenizer to `out` and returns `out`."""
+    """Writes a random `arch` model, its weights drawn from `init_seed`, and its tokenizer
+    to `out` and returns `out`."""
     import torch
     from transformers import AutoTokenizer, LlamaConfig, LlamaForCausalLM
 
@@ -84,7 +87,7 @@ def build_tiny_model(
         bos_token_id=tokenizer.bos_token_id,
     )
     with torch.random.fork_rng():
-        torch.manual_seed(seed)
+        torch.manual_seed(init_seed)
         if arch == "plt":
             from asmopt.models.plt import PLTConfig, PLTForCausalLM
 
@@ -92,7 +95,7 @@ def build_tiny_model(
             model: PreTrainedModel = PLTForCausalLM(PLTConfig(**fields))
         else:
             model = LlamaForCausalLM(LlamaConfig(**fields))
-    marker = {"arch": arch, "overrides": overrides or {}, "seed": seed}
+    marker = _marker(arch, overrides, init_seed)
     if out.is_dir() and any(out.iterdir()):  # a directory with other files: add to it
         _write_model(out, tokenizer, model, marker)
         return out
@@ -117,16 +120,17 @@ def resolve_model(
     *,
     overrides: dict[str, Any] | None = None,
     tokenizer_dir: str | None = None,
-    seed: int = 0,
+    train_seed: int = 0,
 ) -> Path:
-    """The directory to load for `spec`: itself, or a `tiny:*` model built once per run."""
+    """The directory to load for `spec`: itself, or a `tiny:*` model built once per run,
+    its initial weights drawn from the trainer's seed."""
     from asmopt.policies.hf_local import check_model_dir
     from asmopt.policies.llm import PolicyError
 
     if spec.startswith("tiny:"):
         arch = spec.split(":", 1)[1]
         out = Path(output_dir) / "init-model"
-        wanted = {"arch": arch, "overrides": overrides or {}, "seed": seed}
+        wanted = _marker(arch, overrides, train_seed)
         marker = out / MARKER
         if marker.is_file():
             built = _read_marker(marker)
@@ -137,12 +141,18 @@ def resolve_model(
                 )
             return out
         return build_tiny_model(
-            out, arch, overrides=overrides, tokenizer_dir=tokenizer_dir, seed=seed
+            out, arch, overrides=overrides, tokenizer_dir=tokenizer_dir, init_seed=train_seed
         )
     try:
         return check_model_dir(spec)
     except PolicyError as exc:
         raise InputError(str(exc)) from None
+
+
+def _marker(arch: str, overrides: dict[str, Any] | None, init_seed: int) -> dict[str, Any]:
+    """What a tiny model was built from, as its marker file holds it (its `seed` is the
+    initial weights' seed: the key is kept so that models built before still match)."""
+    return {"arch": arch, "overrides": overrides or {}, "seed": init_seed}
 
 
 def _read_marker(marker: Path) -> object:
