@@ -93,6 +93,24 @@ def test_the_documented_forms_are_accepted() -> None:
 
 
 @pytest.mark.parametrize(
+    ("call", "new"),
+    [
+        (lambda: PolicySpec(seed=3), "sampling_seed"),
+    ],
+    ids=("PolicySpec",),
+)  # fmt: skip
+def test_a_renamed_seed_keyword_is_refused_naming_the_new_one(call, new: str) -> None:
+    """`seed` meant five things; each keyword now says which seed it is, and the old
+    spelling is refused naming the new one before any work (never read as another seed)."""
+    with pytest.raises(InputError, match=rf"\(\): the keyword argument 'seed' is now {new} \("):
+        call()
+
+
+def test_the_sampling_seed_reaches_the_sampler() -> None:
+    assert PolicySpec(sampling_seed=7).sampling().sampling_seed == 7
+
+
+@pytest.mark.parametrize(
     ("call", "named"),
     [
         (lambda p: score(p, 5), "completion"),

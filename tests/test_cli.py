@@ -132,6 +132,23 @@ def test_eval_default_max_tokens_leaves_room_for_a_whole_answer() -> None:
     assert SamplingParams().max_new_tokens == args.max_tokens
 
 
+def test_seed_flags_say_which_seed(capsys: pytest.CaptureFixture[str]) -> None:
+    """`--seed` meant the sampler's seed under `eval`: the flag now says which seed it
+    sets, and the bare `--seed` is no flag of it."""
+    from asmopt.cli.eval import policy_spec
+    from asmopt.cli.main import build_parser
+
+    parser = build_parser()
+    args = parser.parse_args(["eval", "--policy", "openai", "--model", "m", "--base-url",
+                              "http://127.0.0.1:1/v1", "--sampling-seed", "5"])  # fmt: skip
+    assert policy_spec(args).sampling().sampling_seed == 5
+    for argv in (["eval", "--seed", "5"],):
+        with pytest.raises(SystemExit) as exc:
+            parser.parse_args(argv)
+        assert exc.value.code == 2
+        assert "unrecognized arguments: --seed" in capsys.readouterr().err
+
+
 def test_a_bug_is_an_internal_error_not_bad_input(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:

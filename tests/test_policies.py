@@ -153,7 +153,7 @@ def test_hf_backend_batched_and_seeded(tiny_model_dir: Path) -> None:
     from asmopt.policies.hf_local import HFBackend
 
     backend = HFBackend(tiny_model_dir, batch_size=2)
-    params = SamplingParams(temperature=0.8, max_new_tokens=12, seed=3)
+    params = SamplingParams(temperature=0.8, max_new_tokens=12, sampling_seed=3)
     msgs = [{"role": "user", "content": "optimize main"}]
     a = backend.generate(msgs, 3, params)
     b = backend.generate(msgs, 3, params)
@@ -187,7 +187,7 @@ def test_serve_and_openai_policy_end_to_end(server: object) -> None:
     policy = LLMPolicy(
         backend=backend,
         name="openai",
-        params=SamplingParams(temperature=0.7, max_new_tokens=10, seed=1),
+        params=SamplingParams(temperature=0.7, max_new_tokens=10, sampling_seed=1),
     )
     cands = policy.propose(PolicyRequest(PROGRAM, ASM, num_samples=2))
     assert len(cands) == 2

@@ -132,7 +132,16 @@ def add_policy_arguments(p: argparse.ArgumentParser) -> None:
         help=f"max new tokens per answer (default {ANSWER_TOKENS}: a whole assembly file; "
         "answers on the built-in suite run to about 6,300 tokens)",
     )
-    add_bounded(g, "--seed", low=0, high=2**63 - 1, type=int, default=spec.seed)
+    add_bounded(
+        g,
+        "--sampling-seed",
+        low=0,
+        high=2**63 - 1,
+        type=int,
+        default=spec.sampling_seed,
+        help="the language model's sampling seed (an OpenAI request's seed); the inputs' "
+        "seed is --input-seed",
+    )
     add_bounded(
         g,
         "--concurrency",
@@ -192,7 +201,7 @@ def _policy_spec(args: argparse.Namespace) -> PolicySpec:
         temperature=args.temperature,
         top_p=args.top_p,
         max_tokens=args.max_tokens,
-        seed=args.seed,
+        sampling_seed=args.sampling_seed,
         concurrency=args.concurrency,
         device=args.device,
         dtype=args.dtype,

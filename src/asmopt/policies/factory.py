@@ -17,6 +17,7 @@ from asmopt.policies import available_policies, get_policy
 from asmopt.policies.base import Policy
 from asmopt.policies.llm import ANSWER_TOKENS, LLMPolicy, PolicyError, SamplingParams
 from asmopt.policies.prompts import load_template
+from asmopt.typed_config import Renamed, renamed_keywords
 
 if TYPE_CHECKING:
     from asmopt.policies.hf_local import HFBackend
@@ -64,12 +65,22 @@ SPEC_RANGES = (
     ("temperature", 0.0, 2.0),
     ("top_p", 0.0, 1.0),
     ("max_tokens", 1, 1_000_000),
-    ("seed", 0, 2**63 - 1),
+    ("sampling_seed", 0, 2**63 - 1),
     ("concurrency", 1, 1024),
     ("rounds", 1, 100),
 )
 
+# Fields that were renamed: `PolicySpec(seed=...)` is refused naming the new field.
+RENAMED_FIELDS: Renamed = {
+    "seed": (
+        "sampling_seed",
+        "the language model's sampling seed; a grading's secret input seed is "
+        "FreshInputs.seed",
+    ),
+}
 
+
+@renamed_keywords(RENAMED_FIELDS)
 @dataclass(frozen=True)
 class PolicySpec:
     """Which policy, and the options it takes; fields a policy does not use keep defaults.
@@ -88,7 +99,7 @@ class PolicySpec:
     temperature: float = 0.0
     top_p: float = 1.0
     max_tokens: int = ANSWER_TOKENS
-    seed: int = 0
+    sampling_seed: int = 0  # the sampler's seed (an OpenAI request's `seed`)
     concurrency: int = 8
     device: str = "cpu"
     dtype: str = "auto"
@@ -141,7 +152,7 @@ class PolicySpec:
             temperature=self.temperature,
             top_p=self.top_p,
             max_new_tokens=self.max_tokens,
-            seed=self.seed,
+            sampling_seed=self.sampling_seed,
         )
 
 

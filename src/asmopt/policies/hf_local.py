@@ -241,8 +241,8 @@ class HFBackend:
         stops = self.stop if stop is None else tuple(stop)
         out: list[LocalCompletion] = []
         with self._lock:
-            if params.seed is not None:
-                self.torch.manual_seed(params.seed)
+            if params.sampling_seed is not None:
+                self.torch.manual_seed(params.sampling_seed)
             for i in range(0, len(prompts), self.batch_size):
                 chunk = prompts[i : i + self.batch_size]
                 out.extend(self._generate_chunk(chunk, params, stops, top_logprobs))

@@ -41,7 +41,8 @@ class SamplingParams:
     temperature: float = 0.0
     top_p: float = 1.0
     max_new_tokens: int = ANSWER_TOKENS
-    seed: int | None = 0
+    # The sampler's seed (an OpenAI request's `seed`); None leaves the sampler unseeded.
+    sampling_seed: int | None = 0
 
     def __post_init__(self) -> None:
         if self.temperature < 0:

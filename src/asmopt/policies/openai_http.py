@@ -190,15 +190,15 @@ class OpenAIBackend:
 
     # ------------------------------------------------------------------ generation
     def _one(
-        self, messages: list[dict[str, str]], params: SamplingParams, seed: int | None
+        self, messages: list[dict[str, str]], params: SamplingParams, sampling_seed: int | None
     ) -> Completion:
         body: dict[str, Any] = {
             "model": self.model,
             "temperature": params.temperature,
             "top_p": params.top_p,
         }
-        if seed is not None:
-            body["seed"] = seed
+        if sampling_seed is not None:
+            body["seed"] = sampling_seed  # the API's name for the sampling seed
         if self.stop:
             body["stop"] = list(self.stop)
         if self.api == "chat":
@@ -286,14 +286,15 @@ class OpenAIBackend:
     def generate(
         self, messages: list[dict[str, str]], n: int, params: SamplingParams
     ) -> list[Completion]:
-        """n independent requests (not every server supports `n`), seeds seed, seed+1, ..."""
+        """n independent requests (not every server supports `n`), with the sampling seeds
+        sampling_seed, sampling_seed + 1, ..."""
         results: list[Completion | None] = [None] * n
         errors: list[BaseException] = []
 
         def work(i: int) -> None:
             try:
-                seed = None if params.seed is None else params.seed + i
-                results[i] = self._one(messages, params, seed)
+                start = params.sampling_seed
+                results[i] = self._one(messages, params, None if start is None else start + i)
             except BaseException as exc:  # re-raised below in the caller's thread
                 errors.append(exc)
 

@@ -249,7 +249,7 @@ class _Request(BaseModel):
             temperature=1.0 if self.temperature is None else self.temperature,
             top_p=1.0 if self.top_p is None else self.top_p,
             max_new_tokens=max_new_tokens,
-            seed=self.seed,
+            sampling_seed=self.seed,  # the API's `seed` is the sampling seed
         )
 
     def asked_tokens(self) -> tuple[str, int | None]:
