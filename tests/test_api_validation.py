@@ -10,6 +10,7 @@ import typing
 
 import pytest
 
+from asmopt.data import BuildConfig, import_codenet, import_plain_dir, split_for
 from asmopt.errors import InputError
 from asmopt.evaluate import check
 from asmopt.policies.factory import PolicySpec
@@ -96,8 +97,12 @@ def test_the_documented_forms_are_accepted() -> None:
     ("call", "new"),
     [
         (lambda: PolicySpec(seed=3), "sampling_seed"),
+        (lambda: split_for("p", 0.1, 0.0, seed="s"), "split_seed"),
+        (lambda: BuildConfig(seed="s"), "split_seed"),
+        (lambda: import_plain_dir("nowhere", seed="s"), "split_seed"),
+        (lambda: import_codenet("nowhere", seed="s"), "split_seed"),
     ],
-    ids=("PolicySpec",),
+    ids=("PolicySpec", "split_for", "BuildConfig", "import_plain_dir", "import_codenet"),
 )  # fmt: skip
 def test_a_renamed_seed_keyword_is_refused_naming_the_new_one(call, new: str) -> None:
     """`seed` meant five things; each keyword now says which seed it is, and the old

@@ -133,8 +133,8 @@ def test_eval_default_max_tokens_leaves_room_for_a_whole_answer() -> None:
 
 
 def test_seed_flags_say_which_seed(capsys: pytest.CaptureFixture[str]) -> None:
-    """`--seed` meant the sampler's seed under `eval`: the flag now says which seed it
-    sets, and the bare `--seed` is no flag of it."""
+    """`--seed` meant the sampler's seed under `eval` and the split hash under `data`: each
+    flag now says which seed it sets, and the bare `--seed` is no flag of either."""
     from asmopt.cli.eval import policy_spec
     from asmopt.cli.main import build_parser
 
@@ -142,7 +142,9 @@ def test_seed_flags_say_which_seed(capsys: pytest.CaptureFixture[str]) -> None:
     args = parser.parse_args(["eval", "--policy", "openai", "--model", "m", "--base-url",
                               "http://127.0.0.1:1/v1", "--sampling-seed", "5"])  # fmt: skip
     assert policy_spec(args).sampling().sampling_seed == 5
-    for argv in (["eval", "--seed", "5"],):
+    args = parser.parse_args(["data", "import", "dir", "pool", "-o", "out", "--split-seed", "s"])
+    assert args.split_seed == "s"
+    for argv in (["eval", "--seed", "5"], ["data", "import", "dir", "p", "-o", "o", "--seed", "s"]):
         with pytest.raises(SystemExit) as exc:
             parser.parse_args(argv)
         assert exc.value.code == 2

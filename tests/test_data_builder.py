@@ -154,8 +154,8 @@ def test_config_rejects_nonsense() -> None:
 # ---------------------------------------------------------------------------- splits
 def test_split_is_deterministic_problem_disjoint_and_pool_independent() -> None:
     programs = [prog(f"p{i // 4}-s{i % 4}", SUM, problem=f"p{i // 4}") for i in range(4 * 500)]
-    splits = assign_splits(programs, val_frac=0.1, test_frac=0.2, seed="s")
-    assert splits == assign_splits(list(reversed(programs)), 0.1, 0.2, seed="s")
+    splits = assign_splits(programs, val_frac=0.1, test_frac=0.2, split_seed="s")
+    assert splits == assign_splits(list(reversed(programs)), 0.1, 0.2, split_seed="s")
     by_problem: dict[str, set[str]] = {}
     for p in programs:
         by_problem.setdefault(p.meta["problem"], set()).add(splits[p.id])
@@ -164,7 +164,7 @@ def test_split_is_deterministic_problem_disjoint_and_pool_independent() -> None:
     assert 0.05 < counts["validation"] / 500 < 0.15
     assert 0.14 < counts["test"] / 500 < 0.26
     # a problem's split does not depend on which other programs are in the pool
-    half = assign_splits(programs[:1000], 0.1, 0.2, seed="s")
+    half = assign_splits(programs[:1000], 0.1, 0.2, split_seed="s")
     assert all(half[k] == splits[k] for k in half)
     assert split_for("p1", 0.1, 0.2, "other-seed") in ("train", "validation", "test")
     with pytest.raises(DataError):

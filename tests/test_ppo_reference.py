@@ -186,7 +186,7 @@ IMPORTED = {
 
 def _split_seed(names: list[str]) -> str:
     """A split seed under which the pool has two training programs and one validation
-    program (a user picks `--seed` the same way: the split is a hash of it)."""
+    program (a user picks `--split-seed` the same way: the split is a hash of it)."""
     from asmopt.data.common import split_for
 
     for k in range(1000):
@@ -212,7 +212,7 @@ def test_reference_config_trains_on_an_imported_suites_rows(tmp_path: Path) -> N
     seed = _split_seed(sorted(IMPORTED))
     imported = run_cli(
         ["data", "import", "dir", str(pool), "-o", str(suite_dir), "--val-frac", "0.34",
-         "--test-frac", "0", "--seed", seed, "--json"],
+         "--test-frac", "0", "--split-seed", seed, "--json"],
         timeout=900,
     )
     assert imported.returncode == 0, imported.stderr[-4000:]

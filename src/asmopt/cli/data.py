@@ -109,7 +109,7 @@ def _finish(suite: Suite, report: DataReport, args: argparse.Namespace) -> int:
 
 
 def _fractions(args: argparse.Namespace) -> dict[str, Any]:
-    return {"val_frac": args.val_frac, "test_frac": args.test_frac, "seed": args.seed}
+    return {"val_frac": args.val_frac, "test_frac": args.test_frac, "split_seed": args.split_seed}
 
 
 def _run(args: argparse.Namespace) -> ImportRun:
@@ -309,7 +309,12 @@ def _add_mutator(p: argparse.ArgumentParser) -> None:
 def _add_split(p: argparse.ArgumentParser, val: float, test: float) -> None:
     p.add_argument("--val-frac", type=_fraction, default=val, help=f"default {val}")
     p.add_argument("--test-frac", type=_fraction, default=test, help=f"default {test}")
-    p.add_argument("--seed", default="asmopt", help="split hash seed")
+    p.add_argument(
+        "--split-seed",
+        default="asmopt",
+        metavar="TEXT",
+        help="hashed with each problem id to pick its split (default asmopt)",
+    )
 
 
 def register(subparsers: Any, common: argparse.ArgumentParser) -> None:

@@ -43,8 +43,9 @@ from asmopt.programs.model import Program, Suite, TestCase
 from asmopt.sandbox.records import Limits
 from asmopt.sandbox.runner import Sandbox
 from asmopt.toolchain import Toolchain
+from asmopt.typed_config import renamed_keywords
 
-from .common import DataError, ItemError, assign_splits, problem_of
+from .common import RENAMED_KEYWORDS, DataError, ItemError, assign_splits, problem_of
 from .export import flatten_program
 from .normalize import source_key
 from .prompt import build_question, format_answer
@@ -62,6 +63,7 @@ Timer = Callable[[Program, str, Path, TestCase], float]
 _MIN_TIME_S = 1e-6  # guards the speedup division; real runs take far longer
 
 
+@renamed_keywords(RENAMED_KEYWORDS)
 @dataclass(frozen=True)
 class BuildConfig:
     """Every selection rule of the pipeline; the defaults reproduce the reference."""
@@ -79,7 +81,7 @@ class BuildConfig:
     timing_runs: int = 3  # runs per binary when timing; the minimum is used
     val_frac: float = 0.025  # reference: 200 of 8,072 programs are validation
     test_frac: float = 0.0  # the reference has no test split; set e.g. 0.05 for one
-    seed: str = "asmopt"  # split hash seed
+    split_seed: str = "asmopt"  # hashed with each problem id to pick its split
     dedup: bool = True
     jobs: int = 2
 
@@ -271,7 +273,7 @@ class Builder:
         final = self._fit_length(checked, report)  # 6
 
         # 7. split by problem
-        splits = assign_splits(final, cfg.val_frac, cfg.test_frac, cfg.seed)
+        splits = assign_splits(final, cfg.val_frac, cfg.test_frac, cfg.split_seed)
         report.kept = sorted(p.id for p in final)
         report.stats["splits"] = {
             s: sum(1 for v in splits.values() if v == s) for s in ("train", "validation", "test")

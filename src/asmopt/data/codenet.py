@@ -30,8 +30,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from asmopt.programs.model import Program, ProgramError, Suite, TestCase
+from asmopt.typed_config import renamed_keywords
 
 from .common import (
+    RENAMED_KEYWORDS,
     DataError,
     ImportRun,
     ItemError,
@@ -71,6 +73,7 @@ class _Checkout:
     per_problem: int
 
 
+@renamed_keywords(RENAMED_KEYWORDS)
 def import_codenet(
     root: str | Path,
     *,
@@ -81,7 +84,7 @@ def import_codenet(
     problems: list[str] | None = None,
     val_frac: float = 0.025,
     test_frac: float = 0.0,
-    seed: str = "asmopt",
+    split_seed: str = "asmopt",
     name: str = "codenet",
     run: ImportRun | None = None,
 ) -> tuple[Suite, DataReport]:
@@ -111,7 +114,7 @@ def import_codenet(
         _import_problem(checkout, csv_path, programs, report)
     report.kept = sorted(programs)
     report.stats["problems"] = len({p.meta["problem"] for p in programs.values()})
-    splits = assign_splits(programs.values(), val_frac, test_frac, seed)
+    splits = assign_splits(programs.values(), val_frac, test_frac, split_seed)
     suite = Suite(
         name=name,
         programs=programs,

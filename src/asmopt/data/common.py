@@ -21,6 +21,7 @@ from asmopt.programs.model import Program, ProgramError, Suite
 from asmopt.programs.rows import ItemError, json_safe, normalize_split_name, safe_id
 from asmopt.programs.schema import describe_errors
 from asmopt.programs.suite_io import load_program_dir, save_suite
+from asmopt.typed_config import Renamed, renamed_keywords
 
 from .report import DataReport
 
@@ -134,8 +135,20 @@ def problem_of(program: Program) -> str:
     return str(program.meta.get("problem") or program.id)
 
 
-def split_for(problem: str, val_frac: float, test_frac: float, seed: str = "asmopt") -> str:
-    """Deterministic split of a problem from a hash of (seed, problem).
+# Keyword arguments of the importers that were renamed: `seed=` is refused naming the new one.
+RENAMED_KEYWORDS: Renamed = {
+    "seed": (
+        "split_seed",
+        "the text hashed with each problem id to pick its split",
+    ),
+}
+
+
+@renamed_keywords(RENAMED_KEYWORDS)
+def split_for(
+    problem: str, val_frac: float, test_frac: float, split_seed: str = "asmopt"
+) -> str:
+    """Deterministic split of a problem from a hash of (split_seed, problem).
 
     Hashing the problem id (never the program id, never an RNG over the pool) means the
     answer does not depend on which other programs are in the pool or on their order, and
@@ -145,7 +158,7 @@ def split_for(problem: str, val_frac: float, test_frac: float, seed: str = "asmo
             f"split fractions must be in [0, 1] and sum to at most 1 "
             f"(validation {val_frac}, test {test_frac})"
         )
-    digest = hashlib.sha256(f"{seed}\0{problem}".encode()).digest()
+    digest = hashlib.sha256(f"{split_seed}\0{problem}".encode()).digest()
     u = int.from_bytes(digest[:8], "big") / 2.0**64
     if u < test_frac:
         return "test"
@@ -155,9 +168,9 @@ def split_for(problem: str, val_frac: float, test_frac: float, seed: str = "asmo
 
 
 def assign_splits(
-    programs: Iterable[Program], val_frac: float, test_frac: float, seed: str = "asmopt"
+    programs: Iterable[Program], val_frac: float, test_frac: float, split_seed: str = "asmopt"
 ) -> dict[str, str]:
-    return {p.id: split_for(problem_of(p), val_frac, test_frac, seed) for p in programs}
+    return {p.id: split_for(problem_of(p), val_frac, test_frac, split_seed) for p in programs}
 
 
 # ---------------------------------------------------------------------------- writing

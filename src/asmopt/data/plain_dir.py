@@ -28,8 +28,10 @@ from __future__ import annotations
 from pathlib import Path
 
 from asmopt.programs.model import Program, ProgramError, Suite, TestCase
+from asmopt.typed_config import renamed_keywords
 
 from .common import (
+    RENAMED_KEYWORDS,
     DataError,
     ImportRun,
     ItemError,
@@ -50,12 +52,13 @@ def _problem_dirs(root: Path) -> list[Path]:
     return sorted(d for d in root.iterdir() if d.is_dir() and not d.name.startswith("."))
 
 
+@renamed_keywords(RENAMED_KEYWORDS)
 def import_plain_dir(
     root: str | Path,
     *,
     val_frac: float = 0.0,
     test_frac: float = 1.0,
-    seed: str = "asmopt",
+    split_seed: str = "asmopt",
     name: str | None = None,
     run: ImportRun | None = None,
 ) -> tuple[Suite, DataReport]:
@@ -81,7 +84,7 @@ def import_plain_dir(
     suite = Suite(
         name=name or root.resolve().name,
         programs=programs,
-        splits=assign_splits(programs.values(), val_frac, test_frac, seed),
+        splits=assign_splits(programs.values(), val_frac, test_frac, split_seed),
         description=f"programs imported from the plain layout ({root.name})",
     )
     if run.mutator and programs:
