@@ -101,7 +101,7 @@ def program_row(program: Program, toolchain: Any, sandbox: Any, seeds: int, per:
     if program.inputs is not None and "adequacy" not in program.meta:
         # What `data import` marks unless --no-adequacy: probes and mutants, judged on
         # the fixed tests and drawn inputs.
-        adequacy = check_adequacy(program, toolchain, sandbox, seed=0)
+        adequacy = check_adequacy(program, toolchain, sandbox, input_seed=0)
         program = marked_program(program, adequacy, toolchain.identity())
     fit, why = is_reward_fit(program)
     mark = read_mark(program)

@@ -188,7 +188,7 @@ def test_a_single_test_with_a_generator_is_judged_on_its_drawn_inputs(toolchain,
     generator stays unfit by construction."""
     good = good_program()
     program = with_drawn_lists(Program("single", good.source, good.tests[:1]), ("t0",))
-    report = check_adequacy(program, toolchain, sandbox, seed=3)
+    report = check_adequacy(program, toolchain, sandbox, input_seed=3)
     assert report.fit, report.reasons
     assert report.probes["constant_output"] == "wrong_output" and report.mutants_total > 0
     assert ONE_INPUT_REASON not in report.reasons
@@ -268,9 +268,9 @@ def drawn_done_program() -> Program:
 
 def test_drawn_inputs_kill_mutants_the_fixed_tests_miss(toolchain, sandbox) -> None:
     program = weak_program()
-    fixed_only = check_adequacy(program, toolchain, sandbox, seed=5, per_class=0,
+    fixed_only = check_adequacy(program, toolchain, sandbox, input_seed=5, per_class=0,
                                 equivalence_draws=0)
-    drawn = check_adequacy(program, toolchain, sandbox, seed=5, per_class=2,
+    drawn = check_adequacy(program, toolchain, sandbox, input_seed=5, per_class=2,
                            equivalence_draws=0)
     assert fixed_only.checked and drawn.checked, (fixed_only.error, drawn.error)
     assert fixed_only.mutants_total == drawn.mutants_total == 6
@@ -326,7 +326,7 @@ def test_jacobi_heat_mutants_are_killed_on_drawn_inputs(toolchain, sandbox) -> N
     """The fixed tests of jacobi_heat use no grid whose interior width takes the scalar
     remainder path of its vectorised stencil; its generator draws n = 3..12, which do."""
     program = load_suite(builtin_suite_path()).get("jacobi_heat")
-    report = check_adequacy(program, toolchain, sandbox, seed=11)
+    report = check_adequacy(program, toolchain, sandbox, input_seed=11)
     assert report.checked, report.error
     assert report.fit, report.reasons
     assert 2 * len(report.survivors) < report.mutants_total - report.mutants_equivalent

@@ -10,6 +10,7 @@ import typing
 
 import pytest
 
+from asmopt.adequacy.check import check_adequacy, check_programs
 from asmopt.data import BuildConfig, import_codenet, import_plain_dir, split_for
 from asmopt.errors import InputError
 from asmopt.evaluate import check
@@ -101,8 +102,11 @@ def test_the_documented_forms_are_accepted() -> None:
         (lambda: BuildConfig(seed="s"), "split_seed"),
         (lambda: import_plain_dir("nowhere", seed="s"), "split_seed"),
         (lambda: import_codenet("nowhere", seed="s"), "split_seed"),
+        (lambda: check_adequacy(None, None, seed=3), "input_seed"),
+        (lambda: check_programs([], None, None, seed=3), "input_seed"),
     ],
-    ids=("PolicySpec", "split_for", "BuildConfig", "import_plain_dir", "import_codenet"),
+    ids=("PolicySpec", "split_for", "BuildConfig", "import_plain_dir", "import_codenet",
+         "check_adequacy", "check_programs"),
 )  # fmt: skip
 def test_a_renamed_seed_keyword_is_refused_naming_the_new_one(call, new: str) -> None:
     """`seed` meant five things; each keyword now says which seed it is, and the old

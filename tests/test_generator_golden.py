@@ -1,6 +1,6 @@
 """Every built-in program's input generator draws the same bytes as it always has.
 
-A recorded seed must draw the same input again (`asmopt check --seed`, a verdict's drawn
+A recorded seed must draw the same input again (`asmopt check --input-seed`, a verdict's drawn
 input, a stored score), so nothing that checks or bounds a spec may change what an
 accepted spec draws. Each digest covers, for one program, two draws of every light class,
 one of the heavy class and one draw of every light class with its first field drawn again

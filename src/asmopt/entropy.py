@@ -385,7 +385,7 @@ def _measure_outputs(
     limits: Limits,
     *,
     draws: int,
-    seed: int,
+    input_seed: int,
 ) -> tuple[ClassEntropy, list[int], list[tuple[bytes, int] | None]]:
     """The output measures of one class over `draws` draws (distinct outputs, the most
     common one's count, and for a learnt generator the answers right only inside its
@@ -393,7 +393,7 @@ def _measure_outputs(
     gen = program.inputs
     assert gen is not None
     report = ClassEntropy(size_class, gen.entropy_bits(size_class))
-    seeds = [derive_seed(seed, program.id, "entropy", size_class, k) for k in range(draws)]
+    seeds = [derive_seed(input_seed, program.id, "entropy", size_class, k) for k in range(draws)]
     inputs = [gen.draw(size_class, s) for s in seeds]
     outputs = _outputs(program, baseline, sandbox, inputs, limits)
     accepted = [o for o in outputs if o is not None]
@@ -443,7 +443,7 @@ def measure_class(
     *,
     draws: int = DRAWS,
     field_draws: int = FIELD_DRAWS,
-    seed: int = 0,
+    input_seed: int = 0,
 ) -> ClassEntropy:
     """Both measures of one class: `draws` draws for distinct outputs, then `field_draws`
     of them with each field drawn again (and the high half of each 64-bit field, the
@@ -452,7 +452,7 @@ def measure_class(
     if gen is None:
         raise InputError(f"program {program.id!r} has fixed inputs only")
     report, seeds, outputs = _measure_outputs(
-        program, size_class, baseline, sandbox, limits, draws=draws, seed=seed
+        program, size_class, baseline, sandbox, limits, draws=draws, input_seed=input_seed
     )
     base = [(s, o) for s, o in zip(seeds, outputs, strict=True) if o is not None][:field_draws]
     variants = [(name, False) for name in gen.fields(size_class)]
@@ -467,7 +467,9 @@ def measure_class(
         changed_inputs, owners = [], []
         for name, high in todo:
             for k, (s, _) in enumerate(base[start:stop], start=start):
-                other = derive_seed(seed, program.id, "entropy-field", size_class, name, high, k)
+                other = derive_seed(
+                    input_seed, program.id, "entropy-field", size_class, name, high, k
+                )
                 changed_inputs.append(gen.draw_changed(size_class, s, name, other, high))
                 owners.append((name, high, k))
         changed = _outputs(program, baseline, sandbox, changed_inputs, limits)
@@ -499,10 +501,11 @@ def measure_entropy(
     draws: int = DRAWS,
     field_draws: int = FIELD_DRAWS,
     limits: Limits | None = None,
-    seed: int = 0,
+    input_seed: int = 0,
 ) -> EntropyReport:
     """Measure every timed class of `program` with its -O3 baseline (the program's own
-    output is what a table would have to hold). Deterministic in `seed`."""
+    output is what a table would have to hold). Deterministic in `input_seed`, the seed its
+    inputs are drawn from."""
     if draws < 2 or field_draws < 1:
         raise InputError("entropy draws must be at least 2 and field draws at least 1")
     limits = limits or sandbox.limits
@@ -516,13 +519,14 @@ def measure_entropy(
         report.classes.append(
             measure_class(
                 program, size_class, baseline, sandbox, limits,
-                draws=draws, field_draws=field_draws, seed=seed,
+                draws=draws, field_draws=field_draws, input_seed=input_seed,
             )
         )
     for size_class in program.inputs.class_names:
         if size_class not in timed:
             measured, _, _ = _measure_outputs(
-                program, size_class, baseline, sandbox, limits, draws=draws, seed=seed
+                program, size_class, baseline, sandbox, limits,
+                draws=draws, input_seed=input_seed,
             )
             report.checking.append(measured)
     return report

@@ -8,7 +8,7 @@ candidate never sees has no stored answer anywhere. Every correctness check ther
 K drawn inputs per size class beside the fixed tests, and every timed pair runs on its own
 fresh input (measure/timing/executor.py); the baseline's output on that same input is the
 expected output. The seed is recorded in the verdict, so a person can draw every input of
-a verdict again (`asmopt check --seed`); a policy is never told it, nor any drawn byte.
+a verdict again (`asmopt check --input-seed`); a policy is never told it, nor any drawn byte.
 """
 
 from __future__ import annotations

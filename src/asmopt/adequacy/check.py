@@ -28,6 +28,7 @@ from asmopt.programs.model import Program
 from asmopt.sandbox.records import Limits
 from asmopt.sandbox.runner import Sandbox
 from asmopt.toolchain import Toolchain, ToolchainError
+from asmopt.typed_config import Renamed, renamed_keywords
 
 log = logging.getLogger(__name__)
 
@@ -87,6 +88,17 @@ def _mutant_limits(base: Limits, baseline: CheckResult) -> Limits:
     return replace(base, cpu_seconds=cpu, wall_seconds=min(base.wall_seconds, 2.0 * cpu + 3.0))
 
 
+# Keyword arguments that were renamed: `seed=` is refused naming the new one.
+RENAMED_KEYWORDS: Renamed = {
+    "seed": (
+        "input_seed",
+        "the secret seed the mutants' inputs are drawn from; the mutants themselves are "
+        "not drawn",
+    ),
+}
+
+
+@renamed_keywords(RENAMED_KEYWORDS)
 def check_adequacy(
     program: Program,
     toolchain: Toolchain,
@@ -94,14 +106,14 @@ def check_adequacy(
     *,
     mutants: int = DEFAULT_MUTANTS,
     limits: Limits | None = None,
-    seed: int | None = None,
+    input_seed: int | None = None,
     per_class: int = DEFAULT_PER_CLASS,
     equivalence_draws: int = EQUIVALENCE_DRAWS,
 ) -> AdequacyReport:
     """Run the probes and mutants of one program (see the package docstring for the rules).
 
     Mutants are judged on the fixed tests plus `per_class` inputs per size class drawn
-    from `seed` (a fresh secret one when None), as `check_candidate` judges any answer;
+    from `input_seed` (a fresh secret one when None), as `check_candidate` judges any answer;
     `per_class=0` judges them on the fixed tests alone. Survivors are checked for
     equivalence on `equivalence_draws` drawn inputs (0: not checked).
 
@@ -116,7 +128,8 @@ def check_adequacy(
         tests=len(program.tests),
         program_hash=program.content_hash(),
     )
-    fresh = FreshInputs(seed=new_seed() if seed is None else seed, per_class=per_class, timed=False)
+    seed = new_seed() if input_seed is None else input_seed
+    fresh = FreshInputs(seed=seed, per_class=per_class, timed=False)
     try:
         _check(program, toolchain, sandbox, mutants, limits, report, fresh, equivalence_draws)
     except (_Infra, ToolchainError) as exc:
@@ -353,6 +366,7 @@ def equivalent_on_draws(
     return True
 
 
+@renamed_keywords(RENAMED_KEYWORDS)
 def check_programs(
     programs: Iterable[Program],
     toolchain: Toolchain,
@@ -362,16 +376,16 @@ def check_programs(
     progress: bool = True,
     limits: Limits | None = None,
     mutants: int = DEFAULT_MUTANTS,
-    seed: int | None = None,
+    input_seed: int | None = None,
     per_class: int = DEFAULT_PER_CLASS,
     equivalence_draws: int = EQUIVALENCE_DRAWS,
 ) -> list[AdequacyReport]:
     """`check_adequacy` over many programs in parallel; reports in program order. One
-    seed (a fresh secret one when None) serves the whole check: each program's and each
+    input seed (a fresh secret one when None) serves the whole check: each program's and each
     mutant's draws are labelled apart. Wide because it takes `check_adequacy`'s keyword
     options one for one, beside the parallel run's own (jobs, progress)."""
     programs = list(programs)
-    seed = new_seed() if seed is None else seed
+    input_seed = new_seed() if input_seed is None else input_seed
 
     def one(program: Program) -> AdequacyReport:
         return check_adequacy(
@@ -380,7 +394,7 @@ def check_programs(
             sandbox,
             mutants=mutants,
             limits=limits,
-            seed=seed,
+            input_seed=input_seed,
             per_class=per_class,
             equivalence_draws=equivalence_draws,
         )
