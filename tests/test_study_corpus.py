@@ -147,3 +147,23 @@ def test_study_config_is_strict() -> None:
         load_study_config("no_such_config")
     for name in ("cpu_seeds", "cpu_small", "gpu", "toy"):
         load_study_config(name)
+
+
+def test_the_old_seed_key_is_refused_naming_init_seed(tmp_path: Path) -> None:
+    """`train.seed` was renamed `train.init_seed` (the initial weights' seed, beside
+    `train.data_seed`): the old key is refused naming the new one, in a file and on the
+    command line, while a model or study.json saved under it is still read."""
+    from asmopt.study.config import TrainSpec, renamed_in_saved
+    from asmopt.study.findings import first_seed
+
+    assert load_study_config("toy", ["train.init_seed=3"]).train.init_seed == 3
+    with pytest.raises(ValueError, match=r"--set train\.seed: .*is now train\.init_seed"):
+        load_study_config("toy", ["train.seed=3"])
+    config = tmp_path / "old.yaml"
+    config.write_text("train:\n  seed: 3\n")
+    refused = r"old\.yaml: the key 'train\.seed' is now train\.init_seed"
+    with pytest.raises(ValueError, match=refused):
+        load_study_config(str(config))
+    assert renamed_in_saved(TrainSpec, {"seed": 3, "lr": 0.1}) == {"init_seed": 3, "lr": 0.1}
+    assert first_seed({"config": {"train": {"seed": 4}}}) == 4
+    assert first_seed({"config": {"train": {"init_seed": 5}}}) == 5

@@ -159,7 +159,7 @@ def test_study_with_three_seeds_aggregates_resumes_and_redraws(
     cfg = load_study_config("toy", [f"output_dir={out}"])
     prepared = prepare(cfg, progress=False)
     one = lm.seed_config(cfg, 1)
-    assert lm.seed_config(cfg, cfg.train.seed) == cfg
+    assert lm.seed_config(cfg, cfg.train.init_seed) == cfg
     w1 = lm.build_model(one, 1, prepared.tokenizer).state_dict()
     w2 = lm.build_model(one, 2, prepared.tokenizer).state_dict()
     w0 = lm.build_model(cfg, 1, prepared.tokenizer).state_dict()

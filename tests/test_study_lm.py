@@ -57,6 +57,19 @@ def test_every_loop_count_starts_from_the_same_weights(tmp_path: Path) -> None:
     assert all("plt_gate" in k for k in set(three) - shared)
 
 
+def test_a_model_saved_under_the_old_seed_key_is_still_the_same_recipe(tmp_path: Path) -> None:
+    """A finished model or checkpoint saved when the weights' seed was `train.seed` is
+    compared under its new name, train.init_seed: reused when it matches, named when not."""
+    from asmopt.study.config import to_dict
+
+    cfg = toy_config(tmp_path, "train.init_seed=2")
+    saved = to_dict(cfg)
+    saved["train"]["seed"] = saved["train"].pop("init_seed")
+    assert lm.same_settings(saved, cfg, lm.RESUMABLE) == []
+    saved["train"]["seed"] = 3
+    assert lm.same_settings(saved, cfg, lm.RESUMABLE) == ["train.init_seed"]
+
+
 def test_schedule_and_data_order(tmp_path: Path) -> None:
     cfg = toy_config(tmp_path, "train.max_steps=10", "train.warmup_steps=2", "train.lr=1.0")
     spec = cfg.train

@@ -351,7 +351,7 @@ def parse_override(raw: str, label: str) -> Any:
 
 def bad_scalar(text: str) -> str | None:
     """Where and why the first value of a YAML text that Python cannot convert fails
-    ('line 3, train.seed: an integer of 5000 digits ...'), or None if none does."""
+    ('line 3, train.init_seed: an integer of 5000 digits ...'), or None if none does."""
     import yaml
 
     loader = yaml.SafeLoader(text)

@@ -154,8 +154,8 @@ def test_huge_integer_on_the_command_line_names_the_option(group: str) -> None:
         args = ["train", "ppo", "--config", "ppo_tiny", "--set", f"total_steps={BIG}"]
         key = "total_steps"
     else:
-        args = ["train", "lm", "--config", "toy", "--loops", "1", "--set", f"train.seed={BIG}"]
-        key = "train.seed"
+        args = ["train", "lm", "--config", "toy", "--loops", "1", "--set", f"train.init_seed={BIG}"]
+        key = "train.init_seed"
     line = _one_line(run_asmopt(*args, "--print-config"))
     assert line.startswith(f"asmopt: error: --set {key}: an integer of 5000 digits"), line
 

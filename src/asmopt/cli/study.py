@@ -270,7 +270,7 @@ def register(subparsers: Any, common: argparse.ArgumentParser) -> None:
         nargs="+",
         default=None,
         help="train every R once per seed (initial weights and data order); a ranking of R "
-        "is stated only from 3 seeds (default: the config's train.seed only)",
+        "is stated only from 3 seeds (default: the config's train.init_seed only)",
     )
     p.add_argument("--report", default=None, help="Markdown file (default: OUTPUT_DIR/report.md)")
     p.add_argument("--notes", default=None, help="Markdown to include as the discussion")

@@ -92,8 +92,9 @@ class TrainSpec:
     beta1: float = 0.9
     beta2: float = 0.95
     grad_clip: float = 1.0
-    # Initial weights (the same for every R: gates start at zero and draw no random numbers).
-    seed: int = 0
+    # The seed of the initial weights (the same for every R: gates start at zero and draw no
+    # random numbers).
+    init_seed: int = 0
     # Window positions of step s come from a generator seeded with (data_seed, s): every R
     # sees the same tokens in the same order, and a resumed run sees what it would have seen.
     data_seed: int = 1234
@@ -179,6 +180,25 @@ def config_path(name: str) -> Path:
     return typed_config.config_path(name, CONFIG_DIR, "study config")
 
 
+# Keys that were renamed, per section: refused by name, never read with the old meaning.
+RENAMED_KEYS: dict[type, typed_config.Renamed] = {
+    TrainSpec: {
+        "seed": (
+            "init_seed",
+            "the seed of the initial weights; train.data_seed orders the data, and --seeds "
+            "sets both",
+        ),
+    },
+}
+
+
+def renamed_in_saved(section: type, saved: dict[str, Any]) -> dict[str, Any]:
+    """A saved section (a finished model's or a checkpoint's config) under today's names:
+    a run saved before a rename is compared as it was meant."""
+    renamed = RENAMED_KEYS.get(section, {})
+    return {renamed[k][0] if k in renamed else k: v for k, v in saved.items()}
+
+
 def from_dict(cls: type, data: Any, where: str = "") -> Any:
     """`cls(**data)` with every key and value checked; nested sections are dataclasses."""
     if not isinstance(data, dict):
@@ -187,6 +207,7 @@ def from_dict(cls: type, data: Any, where: str = "") -> Any:
     names = [f.name for f in dataclasses.fields(cls)]
     values = {}
     for key, value in data.items():
+        typed_config.refuse_renamed(key, RENAMED_KEYS.get(cls, {}), where=where)
         full = f"{where}.{key}" if where else str(key)
         if key not in names:
             see = "docs/study.md lists the fields"

@@ -87,7 +87,13 @@ def first_seed(result: dict[str, Any]) -> int:
     listed = result.get("seed_list")
     if listed:
         return int(listed[0])
-    return int(result.get("config", {}).get("train", {}).get("seed", 0))
+    return init_seed_of(result.get("config", {}).get("train", {}))
+
+
+def init_seed_of(train: dict[str, Any]) -> int:
+    """The initial weights' seed of a study.json's `train` section (`init_seed`, or `seed`
+    in files written before it was renamed)."""
+    return int(train.get("init_seed", train.get("seed", 0)))
 
 
 def seed_runs(result: dict[str, Any]) -> dict[int, dict[int, dict[str, Any]]]:

@@ -3,7 +3,7 @@
 One function, `train_lm(cfg, loops)`, trains the model with R = `loops` of a study config.
 Everything but R is shared by the models of a study:
 
-- the same initial weights for every shared parameter (`train.seed`; the PLT gates start at
+- the same initial weights for every shared parameter (`train.init_seed`; the PLT gates start at
   zero and draw no random numbers, so R does not shift the random stream);
 - the same tokens in the same order: the windows of step s are drawn from a generator seeded
   with (`train.data_seed`, s), independent of R and of any earlier step, which also makes a
@@ -36,7 +36,14 @@ import torch.nn.functional as F
 
 from asmopt.errors import InputError
 from asmopt.provenance import stamp
-from asmopt.study.config import ModelSpec, StudyConfig, TrainSpec, to_dict, to_yaml
+from asmopt.study.config import (
+    ModelSpec,
+    StudyConfig,
+    TrainSpec,
+    renamed_in_saved,
+    to_dict,
+    to_yaml,
+)
 from asmopt.study.data import Prepared, TokenSplit, prepare
 from asmopt.study.tokenizer import EOT, PAD
 
@@ -66,13 +73,13 @@ def model_dir(cfg: StudyConfig, loops: int, seed: int | None = None) -> Path:
 def seed_config(cfg: StudyConfig, seed: int) -> StudyConfig:
     """The config of training run `seed`: its own initial weights and its own token order.
 
-    `train.seed` becomes `seed` and `train.data_seed` moves by the same offset from the
+    `train.init_seed` becomes `seed` and `train.data_seed` moves by the same offset from the
     config's, so the config's own seed gives the config unchanged (and its finished models),
     while another seed changes both sources of run-to-run variation. Within one seed,
     every R still shares weights and token order: only R differs."""
     seeded = copy.deepcopy(cfg)
-    seeded.train.seed = seed
-    seeded.train.data_seed = cfg.train.data_seed + (seed - cfg.train.seed)
+    seeded.train.init_seed = seed
+    seeded.train.data_seed = cfg.train.data_seed + (seed - cfg.train.init_seed)
     return seeded
 
 
@@ -109,7 +116,7 @@ def build_model(cfg: StudyConfig, loops: int, tokenizer: Any) -> Any:
 
     config = plt_config(cfg.model, loops, len(tokenizer), cfg.train.seq_len, tokenizer)
     with torch.random.fork_rng(devices=[]):
-        torch.manual_seed(cfg.train.seed)
+        torch.manual_seed(cfg.train.init_seed)
         return PLTForCausalLM(config)
 
 
@@ -287,12 +294,14 @@ def same_settings(saved: dict[str, Any], current: StudyConfig, skip: set[str]) -
     """Settings that differ between a saved config dict and `current` (dotted names).
 
     A field missing from `saved` (added to the config after the run) counts as unchanged when
-    `current` holds its default, so adding an option does not invalidate finished models."""
+    `current` holds its default, so adding an option does not invalidate finished models,
+    and a key saved under its old name (config.RENAMED_KEYS) is read under its new one."""
     defaults = to_dict(StudyConfig())
     now = to_dict(current)
     changed = []
     for section in ("corpus", "tokenizer", "model", "train"):
-        old = saved.get(section, {})
+        kind = type(getattr(current, section))
+        old = renamed_in_saved(kind, saved.get(section, {}))
         for key, value in now[section].items():
             if key in skip:
                 continue
@@ -361,8 +370,10 @@ def train_lm(
     data work."""
     if loops < 1:
         raise InputError(f"loops must be at least 1, got {loops}")
-    if seed is not None and cfg.train.seed != seed:
-        raise InputError(f"seed {seed} given with a config of train.seed {cfg.train.seed}")
+    if seed is not None and cfg.train.init_seed != seed:
+        raise InputError(
+            f"seed {seed} given with a config of train.init_seed {cfg.train.init_seed}"
+        )
     done = finished_summary(cfg, loops, seed)
     if done is not None:
         if progress:

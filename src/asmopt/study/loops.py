@@ -158,7 +158,7 @@ def read_curve(path: Path) -> list[dict[str, Any]]:
 def check_seeds(cfg: StudyConfig, seeds: list[int] | None) -> list[int]:
     """The seeds of a study: the config's own when none are given; distinct and >= 0."""
     if not seeds:
-        return [cfg.train.seed]
+        return [cfg.train.init_seed]
     if len(set(seeds)) != len(seeds) or min(seeds) < 0:
         raise InputError(f"--seeds must be distinct seeds >= 0, got {seeds}")
     return list(seeds)
@@ -166,7 +166,7 @@ def check_seeds(cfg: StudyConfig, seeds: list[int] | None) -> list[int]:
 
 def seed_dir(cfg: StudyConfig, seed: int) -> int | None:
     """The run-directory tag of `seed` (`model_dir`): none for the config's own seed."""
-    return None if seed == cfg.train.seed else seed
+    return None if seed == cfg.train.init_seed else seed
 
 
 def run_model(
@@ -225,7 +225,7 @@ def run_study(
 ) -> dict[str, Any]:
     """The whole study; returns what `study.json` holds and writes the report.
 
-    `seeds` (default: the config's `train.seed` only) are the independent training runs per
+    `seeds` (default: the config's `train.init_seed` only) are the independent training runs per
     R. Seeds are the outer loop, so an interrupted study has whole seeds done. study.json
     keeps the first seed's models under `models` (the diagnostics tables and plots show
     them, and single-seed files look as they always did) and the other seeds' under
@@ -312,7 +312,7 @@ def study_result(
         "task_programs": [p.id for p in task_set],
         "periodic_eval_windows": PERIODIC_EVAL_WINDOWS,
         # Independent training runs per R behind these numbers, and which seeds they are
-        # (seed s: train.seed = s, train.data_seed shifted by s - config seed).
+        # (seed s: train.init_seed = s, train.data_seed shifted by s - config seed).
         "seeds": len(seeds),
         "seed_list": seeds,
         "models": {str(r): m for r, m in models.items()},

@@ -30,6 +30,7 @@ from asmopt.study.findings import (
     FAMILY_ALPHA,
     MIN_SEEDS_FOR_RANKING,
     first_seed,
+    init_seed_of,
     seed_runs,
 )
 
@@ -393,7 +394,7 @@ def _setup(result: dict[str, Any], seeds: list[int]) -> dict[str, Any]:
         "steps": m0["steps"],
         "batch_sequences": train["batch_size"] * train["grad_accum"],
         "tokens_per_model": f"{m0['tokens_seen'] / 1e6:.2f}",
-        "data_seeds": [train["data_seed"] + s - train["seed"] for s in seeds],
+        "data_seeds": [train["data_seed"] + s - init_seed_of(train) for s in seeds],
         "documents": _counts(corpus["stats"]["documents"]),
         "by_origin": _counts(corpus["stats"]["by_origin"]),
         "levels": " ".join(cfg["corpus"]["levels"]),
