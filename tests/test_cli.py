@@ -65,7 +65,7 @@ def test_check_identity_and_corrupted(tmp_path: Path) -> None:
         (("baseline", "no_such_program"), "no program 'no_such_program'"),
         (("check", PROGRAM, "/nonexistent/cand.s"), "assembly file not found"),
         (("check", PROGRAM, "/"), "is a directory"),
-        (("eval", "--policy", "identty"), "did you mean identity"),
+        (("eval", "--policy", "identty"), "did you mean 'identity'"),
         (("eval", "--jobs", "0"), "--jobs must be at least 1"),
         (("eval", "--split", "dev"), "unknown split 'dev'"),
         (("suite", "list", "--suite", "/nonexistent-suite"), "suite not found"),

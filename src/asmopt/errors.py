@@ -12,6 +12,9 @@ that caught the built-in classes before keeps working.
 
 from __future__ import annotations
 
+import difflib
+from collections.abc import Iterable
+
 
 class AsmoptError(Exception):
     """A failure the user can fix: the message names the problem and, where known, the fix."""
@@ -23,3 +26,13 @@ class InputError(AsmoptError, ValueError):
 
 class EnvironmentProblem(AsmoptError, RuntimeError):
     """The machine lacks something a job needs (a sandbox, a compiler, valgrind, a library)."""
+
+
+def did_you_mean(name: str, known: Iterable[str], *, most: int = 1, prefix: str = "") -> str:
+    """"; did you mean 'x'?" for the known names nearest to a misspelt `name` (at most
+    `most`, each under `prefix`), or "" when none is near: the one way every lookup of a
+    name (a config key, a policy, a reward, a program) suggests what was meant."""
+    close = difflib.get_close_matches(name, list(known), n=most)
+    if not close:
+        return ""
+    return f"; did you mean {', '.join(repr(prefix + c) for c in close)}?"

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import collections.abc
 import dataclasses
-import difflib
 import functools
 import sys
 import types
@@ -22,7 +21,7 @@ from typing import Annotated, Any, Literal
 import pydantic
 from pydantic_core import PydanticCustomError
 
-from asmopt.errors import InputError
+from asmopt.errors import InputError, did_you_mean
 
 # Builds a nested dataclass section: nested(cls, value, key).
 Nested = Callable[[type, Any, str], Any]
@@ -76,8 +75,7 @@ def unknown_key(
     the nearest known name spelt the same way, and where the fields are listed. One
     message shape for every config a user writes."""
     prefix = f"{where}." if where else ""
-    close = difflib.get_close_matches(str(key), list(names), n=1)
-    hint = f"; did you mean {prefix + close[0]!r}?" if close else ""
+    hint = did_you_mean(str(key), names, prefix=prefix)
     tail = f" ({see})" if see else ""
     return InputError(f"unknown {what} {prefix + str(key)!r}{hint}{tail}")
 

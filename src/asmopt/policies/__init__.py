@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from asmopt.errors import InputError
+from asmopt.errors import InputError, did_you_mean
 from asmopt.policies.base import Candidate, IdentityPolicy, Policy, PolicyRequest
 
 
@@ -31,12 +31,9 @@ def available_policies() -> list[str]:
 def get_policy(name: str, **options: object) -> Policy:
     """Build a policy by name; an unknown name lists the known ones."""
     if name not in _REGISTRY:
-        import difflib
-
-        close = difflib.get_close_matches(name, _REGISTRY, n=3)
-        hint = f" (did you mean {', '.join(close)}?)" if close else ""
+        hint = did_you_mean(name, _REGISTRY, most=3)
         raise InputError(
-            f"unknown policy {name!r}{hint}; available: {', '.join(available_policies())}"
+            f"unknown policy {name!r}{hint} (available: {', '.join(available_policies())})"
         )
     return _REGISTRY[name](**options)
 

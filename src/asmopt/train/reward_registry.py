@@ -25,7 +25,6 @@ A config may also name a factory directly as `module:attribute`.
 
 from __future__ import annotations
 
-import difflib
 import importlib
 import inspect
 import math
@@ -33,7 +32,7 @@ import numbers
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from asmopt.errors import InputError
+from asmopt.errors import InputError, did_you_mean
 
 RewardFn = Callable[..., Sequence[float | None]]
 RewardFactory = Callable[..., RewardFn]
@@ -80,11 +79,9 @@ def make_reward(name: str, options: dict[str, Any] | None = None) -> RewardFn:
     elif ":" in name:
         factory = _import(name)
     else:
-        close = difflib.get_close_matches(name, list(_REGISTRY), n=1)
-        hint = f"did you mean {close[0]!r}? " if close else ""
         raise InputError(
-            f"unknown reward {name!r}; {hint}available: {', '.join(available_rewards())} "
-            "(or give module:attribute)"
+            f"unknown reward {name!r}{did_you_mean(name, _REGISTRY)} (available: "
+            f"{', '.join(available_rewards())}, or give module:attribute)"
         )
     fn = factory(**(options or {}))
     if not callable(fn):
