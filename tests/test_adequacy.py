@@ -30,8 +30,10 @@ from asmopt.adequacy.mutants import (
 from asmopt.adequacy.probes import constant_output_assembly
 from asmopt.adequacy.report import AdequacyReport, Mutation
 from asmopt.adequacy.summary import kill_depth, kill_rate_at, kill_rate_lines, summarize_reports
+from asmopt.errors import InputError
 from asmopt.evaluate import baseline_binary, check_candidate
 from asmopt.fresh import FreshInputs
+from asmopt.judge import Verdict
 from asmopt.programs.generators import InputGenerator
 from asmopt.programs.model import Program, Suite, TestCase
 from asmopt.programs.suite_io import builtin_suite_path, load_suite, save_suite
@@ -301,6 +303,17 @@ def test_a_survivor_that_never_differs_on_drawn_inputs_is_equivalent(toolchain, 
     assert not equivalent_on_draws(program, build.output, toolchain, sandbox, limits, fresh, 1, 40)
     assert light_classes(program) == ("edge", "small")
     assert light_classes(Program("x", GOOD_C, program.tests)) == ()
+
+
+def test_a_stored_reports_probe_verdicts_are_members_and_a_bad_one_is_named() -> None:
+    stored = {"program": "p", "fit": False, "probes": {"return0": "pass"}}
+    report = AdequacyReport.from_dict(stored)
+    assert report.probes == {"return0": Verdict.PASS}
+    assert report.probes["return0"] is Verdict.PASS
+    assert json.dumps(report.to_dict()["probes"]) == '{"return0": "pass"}'
+    bad = "adequacy report of p: probe return0: unknown verdict 'pas'"
+    with pytest.raises(InputError, match=bad):
+        AdequacyReport.from_dict({**stored, "probes": {"return0": "pas"}})
 
 
 def test_kill_rates_count_equivalent_mutants_apart() -> None:

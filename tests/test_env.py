@@ -68,8 +68,12 @@ def test_multi_round_refinement_carries_feedback_and_replays(
     restored = reward_env.AsmOptEnv(program_ids=[program.id], reward="robust", max_rounds=2)
     obs2 = restored.set_state(state)
     assert obs2 == obs
+    assert restored.get_state() == state  # the history's verdicts written back as names
     with pytest.raises(ValueError, match="version"):
         restored.set_state({**state, "version": 99})
+    bad = {**state, "history": [{**state["history"][0], "verdict": "asemble_error"}]}
+    with pytest.raises(ValueError, match=r"history\[0\]: unknown verdict 'asemble_error'"):
+        restored.set_state(bad)
 
 
 def test_bad_configuration() -> None:

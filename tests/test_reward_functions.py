@@ -6,6 +6,7 @@ import math
 
 import pytest
 
+from asmopt.judge import Verdict
 from asmopt.reward import RewardInput, get_reward
 
 D1 = get_reward("supercoder-design1")
@@ -73,6 +74,15 @@ def test_robust_penalties_are_configurable() -> None:
     assert fn(ri(s=2.0, lo=1.9, hi=2.1)) == pytest.approx(2 * math.log(2.0))
     with pytest.raises(ValueError, match="unknown failure classes"):
         get_reward("robust", penalties={"oops": 1.0})
+    with pytest.raises(ValueError, match=r"\['wrong_outptu'\]; did you mean 'wrong_output'\?"):
+        get_reward("robust", penalties={"wrong_outptu": -1.0})
+    with pytest.raises(ValueError, match=r"unknown failure classes: \['infra_error'\]"):
+        get_reward("robust", penalties={"infra_error": 0.0})  # ours: never penalised
+
+
+def test_a_verdict_given_by_name_is_read_as_the_member() -> None:
+    assert RewardInput(verdict="timeout").verdict is Verdict.TIMEOUT
+    assert RewardInput(verdict=Verdict.CRASH).verdict is Verdict.CRASH
 
 
 def test_bad_reward_inputs() -> None:

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from asmopt.errors import InputError
 from asmopt.evaluate import CheckResult, MeasureOptions, SampleOutcome
 from asmopt.judge import TestVerdict, Verdict
 from asmopt.measure.speedup import MeasureMode, MeasureStatus, ProgramSpeedup, TestSpeedup
@@ -141,6 +142,28 @@ def test_round_trip_and_exports(tmp_path: Path) -> None:
     pq = pytest.importorskip("pyarrow.parquet")
     write_parquet(records, tmp_path / "r.parquet")
     assert pq.read_table(tmp_path / "r.parquet").num_rows == 2
+
+
+def test_stored_verdicts_read_back_as_members_and_a_bad_one_is_named(tmp_path: Path) -> None:
+    """A verdict is written as its name and read back as the `Verdict` it names; a stored
+    name that is none fails naming the database, the row and the value."""
+    with ResultStore(tmp_path) as store:
+        store.begin_run({"suite": "s", "policy": "p", "measure": "time"}, {})
+        store.record(_outcome("a", 0, 1.25))
+        [loaded] = store.load_outcomes()
+        [record] = export_records(store)
+    assert loaded.check.verdict is Verdict.PASS and loaded.check.tests[0].verdict is Verdict.PASS
+    assert '"verdict": "pass"' in json.dumps(record)
+    conn = sqlite3.connect(tmp_path / "results.db")
+    with conn:
+        conn.execute("UPDATE tests SET verdict = 'wrong_outptu'")
+    conn.close()
+    bad = r"program a sample 0, test t1: unknown verdict 'wrong_outptu'; did you mean 'wrong_o"
+    with ResultStore(tmp_path, create=False) as store:
+        with pytest.raises(InputError, match=bad):
+            store.load_outcomes()
+        with pytest.raises(InputError, match=bad):
+            export_records(store)
 
 
 def test_a_different_run_in_the_same_directory_is_refused(tmp_path: Path) -> None:

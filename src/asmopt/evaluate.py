@@ -477,7 +477,7 @@ class SampleOutcome:
         return Answer(
             program_id=self.program_id,
             sample=self.sample,
-            verdict=str(self.check.verdict),
+            verdict=self.check.verdict,
             built=self.check.built,
             correct=self.check.correct,
             is_copy=self.is_copy,
@@ -690,23 +690,22 @@ class Measurer:
     def _fail(
         check: CheckResult,
         test: str,
-        verdict: str,
+        verdict: Verdict,
         message: str,
         drawn: dict[str, Any] | None = None,
     ) -> None:
         """A run during timing failed: the answer is not correct after all (a flaky answer,
         or one that behaves differently when run repeatedly, or wrong on a fresh input)."""
-        v = Verdict(verdict)
         for i, tv in enumerate(check.tests):
             if tv.test == test:
                 check.tests[i] = TestVerdict(
                     test=test,
-                    verdict=v,
+                    verdict=verdict,
                     message=message,
                     size_class=drawn["class"] if drawn else tv.size_class,
                     drawn=drawn,
                 )
-        check.verdict = v
+        check.verdict = verdict
         check.message = f"test {test}: {message}"
         check.speedup = None
 

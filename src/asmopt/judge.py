@@ -4,6 +4,10 @@ One enum for every verdict (docs/verdicts.md) and the groups rewards and rates u
 taxonomy is written down once. `classify_run` maps one sandboxed run of one test to a test
 verdict, in a fixed order of precedence. `infra_error` is kept apart from every candidate
 verdict: when our side fails the candidate is not blamed, and summaries count it separately.
+Code carries a verdict as its member from here to where it is written (a StrEnum is
+written as its value, "wrong_output", so stored and exported text is what it always was);
+one read back from storage is parsed with `Verdict.parse`, which refuses a value that names
+no verdict, naming it.
 
 It sits below measure/ (timing judges every timed run with it) and above the sandbox.
 """
@@ -17,6 +21,7 @@ from enum import StrEnum
 from typing import Any
 
 from asmopt.compare import compare_output, difference_kind
+from asmopt.errors import InputError, did_you_mean
 from asmopt.programs.model import TestCase
 from asmopt.sandbox.records import Limits, RunResult
 
@@ -33,6 +38,20 @@ class Verdict(StrEnum):
     SANDBOX_VIOLATION = "sandbox_violation"
     INFRA_ERROR = "infra_error"
     EXTRACTION_ERROR = "extraction_error"
+
+    @classmethod
+    def parse(cls, value: object, where: str) -> Verdict:
+        """The verdict a value read back names (a results database's row, a stored JSON
+        record): one that names none fails here, naming the value and `where` it was read,
+        rather than going on as text that no comparison with a member matches."""
+        try:
+            return cls(value)
+        except ValueError:
+            names = [v.value for v in cls]
+            hint = did_you_mean(str(value), names)
+            raise InputError(
+                f"{where}: unknown verdict {value!r}{hint} (known: {', '.join(names)})"
+            ) from None
 
     @property
     def is_candidate_failure(self) -> bool:

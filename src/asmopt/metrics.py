@@ -77,7 +77,7 @@ class Answer:
 
     program_id: str
     sample: int = 0
-    verdict: str = "pass"
+    verdict: Verdict = Verdict.PASS
     built: bool = True
     correct: bool = True
     is_copy: bool = False
@@ -154,7 +154,7 @@ class Metrics:
     measured: int = 0
     unreliable: int = 0
     unmeasurable: int = 0
-    counts: dict[str, int] = field(default_factory=dict)
+    counts: dict[Verdict, int] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -177,7 +177,7 @@ class Metrics:
             "measured": self.measured,
             "unreliable": self.unreliable,
             "unmeasurable": self.unmeasurable,
-            "counts": dict(self.counts),
+            "counts": {str(v): n for v, n in self.counts.items()},
         }
 
 
@@ -188,7 +188,7 @@ def compute_metrics(answers: Sequence[Answer]) -> Metrics:
     correct = [a for a in judged if a.correct]
     with_speedup = [a for a in correct if a.has_speedup and a.speedup is not None]
     measured = [a for a in correct if a.measure_status == "measured"]
-    counts: dict[str, int] = {}
+    counts: dict[Verdict, int] = {}
     for a in judged:
         counts[a.verdict] = counts.get(a.verdict, 0) + 1
     return Metrics(

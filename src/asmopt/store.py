@@ -189,6 +189,10 @@ _INSERT_TIMING = (
     "log_mean, log_se, df, raw, context) "
     "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
 )
+# The samples that need no more work: neither judged nor measured by an infra error of
+# ours (those are judged again on a rerun), with the two values it binds.
+_FINISHED = "WHERE verdict != ? AND COALESCE(measure_status, '') != ?"
+_OURS = (Verdict.INFRA_ERROR.value, MeasureStatus.INFRA_ERROR.value)
 
 
 def _candidate_row(assembly: str) -> tuple[Any, ...]:
@@ -535,19 +539,13 @@ class ResultStore:
     # ------------------------------------------------------------------ samples
     def finished(self) -> set[tuple[str, int]]:
         """(program, sample) pairs that need no more work: judged, and not by an infra error."""
-        rows = self._rows(
-            "SELECT program_id, sample FROM samples WHERE verdict != 'infra_error' "
-            "AND COALESCE(measure_status, '') != 'infra_error'"
-        )
+        rows = self._rows(f"SELECT program_id, sample FROM samples {_FINISHED}", _OURS)
         return {(r["program_id"], r["sample"]) for r in rows}
 
     def finished_inputs(self) -> dict[tuple[str, int], dict[str, str]]:
         """Finished samples with the input hashes they were judged under ({} when stored by an
         asmopt that did not record them: such samples count as stale)."""
-        rows = self._rows(
-            "SELECT program_id, sample, inputs FROM samples WHERE verdict != 'infra_error' "
-            "AND COALESCE(measure_status, '') != 'infra_error'"
-        )
+        rows = self._rows(f"SELECT program_id, sample, inputs FROM samples {_FINISHED}", _OURS)
         return {(r["program_id"], r["sample"]): json.loads(r["inputs"] or "{}") for r in rows}
 
     def record(self, outcome: SampleOutcome, inputs: dict[str, str] | None = None) -> None:
@@ -574,10 +572,19 @@ class ResultStore:
                 raise self.fault(exc) from None
 
     def sample_rows(self) -> list[dict[str, Any]]:
-        return self._rows("SELECT * FROM samples ORDER BY program_id, sample")
+        """Every stored sample, its verdict read back as the `Verdict` it names."""
+        return self._verdicts(self._rows("SELECT * FROM samples ORDER BY program_id, sample"))
 
     def test_rows(self) -> list[dict[str, Any]]:
-        return self._rows("SELECT * FROM tests ORDER BY program_id, sample, test")
+        """Every stored test run, its verdict read back as the `Verdict` it names."""
+        return self._verdicts(self._rows("SELECT * FROM tests ORDER BY program_id, sample, test"))
+
+    def _verdicts(self, rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        """`rows` with each verdict parsed: a value that names none fails here, naming the
+        database, the row and the value, instead of reading as a verdict no code expects."""
+        for r in rows:
+            r["verdict"] = Verdict.parse(r["verdict"], f"{self.path}: {_row_name(r)}")
+        return rows
 
     def timing_rows(self) -> list[dict[str, Any]]:
         rows = self._rows("SELECT * FROM timings ORDER BY program_id, sample, test")
@@ -604,7 +611,7 @@ class ResultStore:
             key = (r["program_id"], r["sample"])
             check = CheckResult(
                 program_id=r["program_id"],
-                verdict=Verdict(r["verdict"]),
+                verdict=r["verdict"],
                 message=r["message"],
                 tests=tests.get(key, []),
                 build_seconds=r["build_seconds"] or 0.0,
@@ -630,10 +637,16 @@ def _or(value: Any, default: Any) -> Any:
     return default if value is None else value
 
 
+def _row_name(r: dict[str, Any]) -> str:
+    """Which stored row `r` is, for an error about it: its sample, and test if it has one."""
+    test = f", test {r['test']}" if "test" in r else ""
+    return f"program {r['program_id']} sample {r['sample']}{test}"
+
+
 def _test_from_row(r: dict[str, Any]) -> TestVerdict:
     return TestVerdict(
         test=r["test"],
-        verdict=Verdict(r["verdict"]),
+        verdict=r["verdict"],
         message=r["message"],
         exit_code=r["exit_code"],
         signal=r["signal"],

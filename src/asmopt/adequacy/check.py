@@ -217,12 +217,12 @@ def _probe_trivial_answers(
     graded_alone = len(program.tests) == 1 and program.inputs is None
     for name, asm in probes.items():
         result = _run(bench, asm, limits, name, fresh=fresh)
-        report.probes[name] = str(result.verdict)
+        report.probes[name] = result.verdict
     for name in TRIVIAL_PROBES:
         if name not in probes:
             report.probes[name] = report.probes[same_as(name, probes)]
     for name in probes:
-        if report.probes[name] == str(Verdict.PASS) and not (
+        if report.probes[name] == Verdict.PASS and not (
             graded_alone and name == "constant_output"
         ):
             report.reasons.append(f"{name}: {_PROBE_EXPLANATIONS[name]}")

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from asmopt.errors import InputError
+from asmopt.judge import Verdict
 
 # A survivor that agrees with the baseline on this many drawn inputs of the light classes
 # is reported as equivalent (EQUIVALENT_NOTE) and left out of the kill rate.
@@ -60,7 +61,7 @@ class AdequacyReport:
     program_id: str
     fit: bool
     reasons: list[str] = field(default_factory=list)
-    probes: dict[str, str] = field(default_factory=dict)
+    probes: dict[str, Verdict] = field(default_factory=dict)
     mutants_killed: int = 0
     mutants_total: int = 0
     survivors: list[Mutation] = field(default_factory=list)
@@ -120,7 +121,7 @@ class AdequacyReport:
             "program": self.program_id,
             "fit": self.fit,
             "reasons": list(self.reasons),
-            "probes": dict(self.probes),
+            "probes": {name: str(v) for name, v in self.probes.items()},
             "mutants_killed": self.mutants_killed,
             "mutants_total": self.mutants_total,
             "survivors": [m.to_dict() for m in self.survivors],
@@ -149,7 +150,7 @@ class AdequacyReport:
             program_id=str(data["program"]),
             fit=bool(data["fit"]),
             reasons=[str(r) for r in data.get("reasons", [])],
-            probes={str(k): str(v) for k, v in dict(data.get("probes", {})).items()},
+            probes=_probes(data),
             mutants_killed=int(data.get("mutants_killed", 0)),
             mutants_total=int(data.get("mutants_total", 0)),
             survivors=[Mutation.from_dict(m) for m in data.get("survivors", [])],
@@ -169,3 +170,12 @@ class AdequacyReport:
         if self.error:
             raise InputError(f"{self.program_id}: an unchecked report is not a mark ({self.error})")
         return {**self.to_dict(), "checked_with": toolchain_identity}
+
+
+def _probes(data: dict[str, Any]) -> dict[str, Verdict]:
+    """A stored report's probe verdicts, each read back as the `Verdict` it names."""
+    where = f"adequacy report of {data['program']}"
+    return {
+        str(k): Verdict.parse(v, f"{where}: probe {k}")
+        for k, v in dict(data.get("probes", {})).items()
+    }

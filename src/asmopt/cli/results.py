@@ -107,7 +107,7 @@ def cmd_results_compare(args: argparse.Namespace) -> int:
         oa, ob = by_a[key], by_b[key]
         sa, _, na = speedup_cells(oa.check.speedup)
         sb, _, nb = speedup_cells(ob.check.speedup)
-        changed = str(oa.check.verdict) != str(ob.check.verdict) or na != nb
+        changed = oa.check.verdict != ob.check.verdict or na != nb
         rows.append(
             (*key, oa.check.verdict, sa, na, ob.check.verdict, sb, nb, "*" if changed else "")
         )

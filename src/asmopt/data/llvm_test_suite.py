@@ -526,7 +526,7 @@ def collect_llvm_programs(
     return programs, report
 
 
-def _verify_hint(level: str, verdict: str, cpu_seconds: int) -> str:
+def _verify_hint(level: str, verdict: Verdict, cpu_seconds: int) -> str:
     """What a failed verification most likely means and what to do about it."""
     if verdict == Verdict.TIMEOUT:
         return (
@@ -576,8 +576,8 @@ def verify_and_filter(
             kept.append(program)
         else:
             level, check = ("-O0", outcome.o0) if not outcome.o0.correct else ("-O3", outcome.o3)
-            reason = "infra_error" if str(check.verdict) == "infra_error" else "verify_failed"
-            hint = _verify_hint(level, str(check.verdict), cpu_seconds)
+            reason = "infra_error" if check.verdict == Verdict.INFRA_ERROR else "verify_failed"
+            hint = _verify_hint(level, check.verdict, cpu_seconds)
             report.drop(program.id, reason, f"{level}: {check.verdict}: {check.message}{hint}")
     return kept
 

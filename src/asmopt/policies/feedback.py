@@ -60,7 +60,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from asmopt.compare import DIFFERENCE_KIND
-from asmopt.judge import Verdict
+from asmopt.judge import ALL_VERDICTS, Verdict
 from asmopt.measure.speedup import INTERVAL_NAME
 
 if TYPE_CHECKING:
@@ -73,22 +73,22 @@ MAX_FEEDBACK_CHARS = 1200
 SPEEDUP_DIGITS = 2
 
 # Verdicts whose message is the candidate's own text or diagnostics, never test data.
-_BUILD_VERDICTS = frozenset({"extraction_error", "assemble_error", "link_error"})
+_BUILD_VERDICTS = frozenset({Verdict.EXTRACTION_ERROR, Verdict.ASSEMBLE_ERROR, Verdict.LINK_ERROR})
 
-_GENERIC = {
-    "timeout": "a time limit was exceeded",
-    "crash": "the program was killed by a signal",
-    "nonzero_exit": "the program exited with an unexpected exit code",
-    "wrong_output": "the output differs from the expected output",
-    "output_limit": "the program wrote more output than allowed",
-    "sandbox_violation": "the program was stopped by the sandbox",
+_GENERIC: dict[Verdict | None, str] = {
+    Verdict.TIMEOUT: "a time limit was exceeded",
+    Verdict.CRASH: "the program was killed by a signal",
+    Verdict.NONZERO_EXIT: "the program exited with an unexpected exit code",
+    Verdict.WRONG_OUTPUT: "the output differs from the expected output",
+    Verdict.OUTPUT_LIMIT: "the program wrote more output than allowed",
+    Verdict.SANDBOX_VIOLATION: "the program was stopped by the sandbox",
 }
 # (pattern, fixed text): a message starting with one of our phrases is told as the fixed
 # text beside it, which keeps the kind of what happened and drops every number and name in
 # the phrase (an exit code, a signal, a deadline derived from the candidate's own run, the
 # stream that overflowed: values the candidate chose, see the module docstring).
-_SAFE: dict[str, tuple[tuple[re.Pattern[str], str], ...]] = {
-    "timeout": (
+_SAFE: dict[Verdict | None, tuple[tuple[re.Pattern[str], str], ...]] = {
+    Verdict.TIMEOUT: (
         (re.compile(r"exceeded the CPU time limit"), "exceeded the CPU time limit"),
         (re.compile(r"exceeded the wall-clock limit"), "exceeded the wall-clock limit"),
         (
@@ -102,10 +102,10 @@ _SAFE: dict[str, tuple[tuple[re.Pattern[str], str], ...]] = {
     ),
     # Decided by the binary before it reads any input, so it says nothing of a test; the
     # errno after it is left out all the same.
-    "crash": (
+    Verdict.CRASH: (
         (re.compile(r"the binary could not be executed"), "the binary could not be executed"),
     ),
-    "output_limit": (
+    Verdict.OUTPUT_LIMIT: (
         (
             re.compile(r"(?:stdout|stderr) exceeded \d+ bytes; the program was stopped"),
             "its output exceeded the output cap; the program was stopped",
@@ -119,7 +119,7 @@ _SAFE: dict[str, tuple[tuple[re.Pattern[str], str], ...]] = {
             "it wrote more than its share of the batch's output cap",
         ),
     ),
-    "sandbox_violation": (
+    Verdict.SANDBOX_VIOLATION: (
         (
             re.compile(r"the program interfered with the sandbox's launcher"),
             "the program interfered with the sandbox's launcher",
@@ -164,7 +164,7 @@ _TIMED = re.compile(
 # past the expected end, it is the expected output's length).
 _KIND_LINE = re.compile(r" \(line \d+\)| from line \d+")
 # Verdict names a timed run's failure may carry (the baseline's, said in a few words).
-_VERDICT_NAMES = frozenset({*_GENERIC, "infra_error"})
+_VERDICT_NAMES = frozenset({*_GENERIC, Verdict.INFRA_ERROR})
 _CHARGED = "; the baseline alone passes this test in a fresh sandbox"
 _KIND_PREFIX = re.compile(rf"(?:{DIFFERENCE_KIND.pattern})(?=; |$)")
 
@@ -193,7 +193,7 @@ def _two_digits(value: float) -> str:
 
 
 def format_feedback(
-    verdict: str,
+    verdict: Verdict,
     detail: str = "",
     speedup: float | None = None,
     low: float | None = None,
@@ -227,11 +227,12 @@ def format_feedback(
     return _cut("\n".join(lines))
 
 
-def safe_failure(verdict: str, message: str, difference: str = "") -> str:
+def safe_failure(verdict: Verdict | None, message: str, difference: str = "") -> str:
     """What a policy may be told about one failing test run: `message` (a person's, quoting
     anything) reduced to the fixed text of the phrase it starts with, `difference` (the kind
     of a wrong output, without its line) when it is one, else the verdict's generic phrase.
-    A timed run's failure says that it was one, never which."""
+    A timed run's failure says that it was one, never which (None: a verdict the timed
+    run's message does not name, told as a failure and no more)."""
     timed = _TIMED.match(message)
     if timed is not None:
         who, fresh, inner = timed.groups()
@@ -245,7 +246,7 @@ def safe_failure(verdict: str, message: str, difference: str = "") -> str:
                     "passes alone in a fresh sandbox, so the failure is charged to this answer"
                 )
             return f"the baseline failed {where} ({kind})"
-        return f"{where}: {safe_failure(inner, rest)}"
+        return f"{where}: {safe_failure(_named_verdict(inner), rest)}"
     if verdict == Verdict.WRONG_OUTPUT:
         if DIFFERENCE_KIND.fullmatch(difference):
             return _KIND_LINE.sub("", difference)
@@ -278,7 +279,12 @@ def _test_line(name: str, size_class: str | None, detail: str) -> str:
     return f"{where}: {detail}"
 
 
-def _not_ours(verdict: str) -> str:
+def _named_verdict(name: str) -> Verdict | None:
+    """The verdict a word of one of our messages names, or None where it names none."""
+    return Verdict(name) if name in ALL_VERDICTS else None
+
+
+def _not_ours(verdict: Verdict) -> str:
     return (
         "the grader failed on our side (not your answer's fault); this attempt is not counted"
         if verdict == Verdict.INFRA_ERROR
@@ -290,7 +296,7 @@ def failure_feedback(test: TestVerdict, program: Program | None = None) -> str:
     """One failing test as a policy may see it: name (a drawn input's class only), size
     class, and the safe description of what went wrong (the full message only for a test
     the program marks as an example)."""
-    verdict = str(test.verdict)
+    verdict = test.verdict
     generic = _GENERIC.get(verdict, "the attempt failed")
     if _quotable(test.test, test.message, program):
         return _test_line(test.test, test.size_class, test.message or generic)
@@ -309,14 +315,14 @@ def check_feedback(
     is_copy: bool = False,
 ) -> str:
     """Feedback on a judged candidate (`evaluate.CheckResult`), fit for a policy."""
-    verdict = str(check.verdict)
+    verdict = check.verdict
     if verdict == Verdict.PASS:
         return format_feedback(verdict, "", speedup, low, high, is_copy)
     if verdict in _BUILD_VERDICTS:
         return format_feedback(verdict, check.message)
     if verdict == Verdict.INFRA_ERROR:
         return format_feedback(verdict, _not_ours(verdict))
-    failing = next((t for t in check.tests if str(t.verdict) == verdict), None)
+    failing = next((t for t in check.tests if t.verdict == verdict), None)
     if failing is None:
         failing = next((t for t in check.tests if t.verdict.is_candidate_failure), None)
     if failing is None:  # no test to name: the message is a person's, so say only the verdict
@@ -348,7 +354,7 @@ def _named_test(message: str, program: Program | None) -> tuple[str, str | None]
 
 
 def message_feedback(
-    verdict: str,
+    verdict: Verdict,
     message: str,
     program: Program | None,
     *,

@@ -41,7 +41,7 @@ def _timed_failure(program: Program, test: TestCase, failure: RunFailure) -> str
     (policies/feedback.py: that it was a timed run, never which), not "all tests passed"."""
     verdict = TestVerdict(
         test=test.name,
-        verdict=Verdict(failure.verdict),
+        verdict=failure.verdict,
         message=failure.message,
         difference=failure.difference,
         size_class=program.size_class(test.name),
@@ -93,7 +93,7 @@ class RefinePolicy:
         """(score on the selection split, feedback text) for one attempt."""
         if cand.assembly is None:
             why = cand.extra.get("extraction_error", "no assembly in the answer")
-            return (-2, 0.0), format_feedback("extraction_error", why)
+            return (-2, 0.0), format_feedback(Verdict.EXTRACTION_ERROR, why)
         selection = tuple(selection_split(program.tests))
         check = self._check(program, cand.assembly, selection)
         if not check.correct or check.binary is None:
@@ -110,10 +110,10 @@ class RefinePolicy:
                 if out.failure is None and out.speedup.status == MeasureStatus.MEASURED:
                     parts.append(out.speedup.interval)
         if not parts:
-            return (len(selection), 0.0), format_feedback("pass")
+            return (len(selection), 0.0), format_feedback(Verdict.PASS)
         iv = combine_geometric(parts)
         return (len(selection), math.log(iv.ratio)), format_feedback(
-            "pass", speedup=iv.ratio, low=iv.low, high=iv.high
+            Verdict.PASS, speedup=iv.ratio, low=iv.low, high=iv.high
         )
 
     def propose(self, request: PolicyRequest) -> list[Candidate]:

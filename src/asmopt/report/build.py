@@ -144,7 +144,7 @@ def answer_row(o: SampleOutcome) -> dict[str, Any]:
     return {
         "program": o.program_id,
         "sample": o.sample,
-        "verdict": str(o.check.verdict),
+        "verdict": o.check.verdict,
         "tests": f"{o.check.passed}/{o.check.total}",
         "speedup": sp.ratio if sp and sp.has_ratio else None,
         "low": sp.low if sp is not None and measured else None,

@@ -18,6 +18,7 @@ from typing import Any
 from jinja2 import Environment, PackageLoader, StrictUndefined, select_autoescape
 from markupsafe import Markup
 
+from asmopt.judge import Verdict
 from asmopt.measure.speedup import INTERVAL_NAME
 from asmopt.report.build import ReportData, Win
 from asmopt.report.search import ProgramSearch, budget_hits, search_heading, variant_rows
@@ -97,7 +98,7 @@ class AnswerView:
 
     program: str
     sample: int
-    verdict: str
+    verdict: Verdict
     failed: bool
     tests: str
     speedup: str
@@ -119,7 +120,7 @@ def answer_view(row: dict[str, Any]) -> AnswerView:
         program=row["program"],
         sample=row["sample"],
         verdict=row["verdict"],
-        failed=row["verdict"] != "pass",
+        failed=row["verdict"] != Verdict.PASS,
         tests=row["tests"],
         speedup=fmt_ratio(row["speedup"]),
         speedup_class=sig if sig in ("faster", "slower") else "",

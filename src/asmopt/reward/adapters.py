@@ -335,7 +335,7 @@ class TRLReward:
         ]
         log_extra = columns.get("log_extra")
         if callable(log_extra):
-            log_extra("verdict", [r.verdict for r in self.last_results])
+            log_extra("verdict", [str(r.verdict) for r in self.last_results])  # plain text
         log_metric = columns.get("log_metric")
         if callable(log_metric):
             for verdict in {r.verdict for r in self.last_results}:
@@ -401,7 +401,7 @@ def _baseline_of(program: Program) -> str:
     return default_toolchain().baseline_assembly(program)
 
 
-def require_dry_run_pass(verdict: str, message: str, what: str) -> None:
+def require_dry_run_pass(verdict: Verdict, message: str, what: str) -> None:
     """A dry run's real answer must pass; anything else stops the job before it starts,
     naming what failed (our `infra_error`: the sandbox or toolchain cannot run here)."""
     if verdict == Verdict.PASS:
@@ -458,7 +458,7 @@ def dry_run_verl(row: Any = None, **reward_kwargs: Any) -> dict[str, Any]:
     out = compute_score(source, answer, truth, extra, **reward_kwargs)
     if not isinstance(out, dict) or "score" not in out:
         raise AssertionError("compute_score returned no 'score'")
-    if out.get("verdict") != "pass":  # once more for a person's message (verl's has none)
+    if out.get("verdict") != Verdict.PASS:  # once more for a person's message (verl's has none)
         [result], _ = _score_rows([(source, answer, truth, extra)], dict(reward_kwargs))
         where = f"the -O3 baseline of row {extra.get('program_id', extra.get('index', 0))}"
         require_dry_run_pass(result.verdict, result.message, where)

@@ -48,6 +48,7 @@ from asmopt import typed_config
 from asmopt.errors import InputError
 from asmopt.evaluate import RunBudget
 from asmopt.fresh import draw_count
+from asmopt.judge import Verdict
 from asmopt.programs.model import Program
 from asmopt.sandbox.records import TOOLCHAIN_LIMITS, Limits
 
@@ -197,25 +198,27 @@ def last_phase(task_dir: str | None) -> str | None:
     return phase if isinstance(phase, str) else None
 
 
-def deadline_verdict(task_dir: str | None, known_good: Callable[[], str | None]) -> tuple[str, str]:
-    """(verdict, why) for a task ended at its deadline: "timeout" where it was in the
+def deadline_verdict(
+    task_dir: str | None, known_good: Callable[[], str | None]
+) -> tuple[Verdict, str]:
+    """(verdict, why) for a task ended at its deadline: `timeout` where it was in the
     candidate's own build or runs and `known_good` (a known-good program in a fresh
     sandbox, under the sample's limits: None when it runs fine) says the sandbox works;
-    else "infra_error" (the time went to our side, or our side is failing)."""
+    else `infra_error` (the time went to our side, or our side is failing)."""
     phase = last_phase(task_dir)
     if phase not in CANDIDATE_PHASES:
         where = f"in our own work ({phase})" if phase else "before its check began"
-        return "infra_error", f"{where}: excluded, the machine may be overloaded"
+        return Verdict.INFRA_ERROR, f"{where}: excluded, the machine may be overloaded"
     what = "build" if phase == "build" else "runs"
     try:
         probe = known_good()
     except Exception as exc:  # the probe itself could not run: ours
         probe = f"{type(exc).__name__}: {exc}"
     if probe is not None:
-        return "infra_error", (
+        return Verdict.INFRA_ERROR, (
             f"during the candidate's {what}, but a known-good program fails too ({probe}): excluded"
         )
-    return "timeout", (
+    return Verdict.TIMEOUT, (
         f"during the candidate's own {what}, and a known-good program runs fine in a fresh "
         "sandbox: the time was the candidate's"
     )

@@ -53,6 +53,7 @@ from gymnasium.vector.utils import (
 from asmopt.adequacy import require_fit
 from asmopt.errors import InputError
 from asmopt.gym_registration import ENV_ID, register
+from asmopt.judge import Verdict
 from asmopt.policies.feedback import coarse_speedup, message_feedback
 from asmopt.policies.prompts import answer_form_mismatch, load_template
 from asmopt.programs import load_builtin_suite, load_suite
@@ -378,7 +379,7 @@ class AsmOptEnv(gym.Env[dict[str, Any], str]):
             "max_rounds": self.max_rounds,
             "template": self.template.name,
             "score_config": self.score_config.to_dict(),
-            "history": [dict(h) for h in self._history],
+            "history": [{**h, "verdict": str(h["verdict"])} for h in self._history],
         }
 
     def set_state(self, state: dict[str, Any]) -> dict[str, Any]:
@@ -390,7 +391,10 @@ class AsmOptEnv(gym.Env[dict[str, Any], str]):
             )
         self._program = self.suite.get(state["program_id"])
         self._seed = state.get("seed")
-        self._history = [dict(h) for h in state["history"]]
+        self._history = [
+            {**h, "verdict": Verdict.parse(h.get("verdict"), f"episode state: history[{i}]")}
+            for i, h in enumerate(state["history"])
+        ]
         self._round = len(self._history)
         self._feedback = self._history[-1]["feedback"] if self._history else ""
         return self._obs()

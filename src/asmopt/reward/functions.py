@@ -18,7 +18,7 @@ import math
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from asmopt.errors import InputError
+from asmopt.errors import InputError, did_you_mean
 from asmopt.judge import ALL_VERDICTS, BUILD_FAILURES, RUNTIME_FAILURES, Verdict
 
 
@@ -28,9 +28,11 @@ class RewardInput:
 
     `speedup` is the reference's s: the mean over tests of t_baseline / t_candidate.
     `speedup_low`/`speedup_high` bound its 98% interval (None when not measured).
-    `identical` is a verbatim copy; `is_copy` a copy after canonicalisation."""
+    `identical` is a verbatim copy; `is_copy` a copy after canonicalisation. `verdict` may
+    be given as a verdict's name ("wrong_output"): it is read as the `Verdict` it names, and
+    one that names none is refused."""
 
-    verdict: str
+    verdict: Verdict
     passed: int = 0
     total: int = 0
     speedup: float | None = None
@@ -42,6 +44,7 @@ class RewardInput:
     def __post_init__(self) -> None:
         if self.verdict not in ALL_VERDICTS:
             raise InputError(f"unknown verdict {self.verdict!r}")
+        object.__setattr__(self, "verdict", Verdict(self.verdict))
         if self.passed < 0 or self.total < 0 or self.passed > self.total:
             raise InputError(f"bad test counts passed={self.passed} total={self.total}")
         if self.speedup is not None and not (self.speedup > 0 and math.isfinite(self.speedup)):
@@ -94,18 +97,24 @@ class SupercoderDesign2:
         return x.speedup if x.speedup > 1.0 else 0.0
 
 
+# The failures a penalty may be set for (`RobustReward.penalties`): every candidate failure.
+PENALISED = BUILD_FAILURES | RUNTIME_FAILURES | {Verdict.WRONG_OUTPUT}
+
+
 def _default_penalties() -> dict[str, float]:
-    return {
-        "extraction_error": -1.0,
-        "assemble_error": -1.0,
-        "link_error": -1.0,
-        "sandbox_violation": -1.0,
-        "crash": -0.5,
-        "nonzero_exit": -0.5,
-        "timeout": -0.5,
-        "output_limit": -0.5,
-        "wrong_output": -0.25,
+    """Keyed by the verdicts' values, as a configuration file writes them."""
+    defaults = {
+        Verdict.EXTRACTION_ERROR: -1.0,
+        Verdict.ASSEMBLE_ERROR: -1.0,
+        Verdict.LINK_ERROR: -1.0,
+        Verdict.SANDBOX_VIOLATION: -1.0,
+        Verdict.CRASH: -0.5,
+        Verdict.NONZERO_EXIT: -0.5,
+        Verdict.TIMEOUT: -0.5,
+        Verdict.OUTPUT_LIMIT: -0.5,
+        Verdict.WRONG_OUTPUT: -0.25,
     }
+    return {v.value: p for v, p in defaults.items()}
 
 
 @dataclass(frozen=True)
@@ -124,9 +133,13 @@ class RobustReward:
     penalties: dict[str, float] = field(default_factory=_default_penalties)
 
     def __post_init__(self) -> None:
-        unknown = set(self.penalties) - (BUILD_FAILURES | RUNTIME_FAILURES | {"wrong_output"})
+        unknown = sorted(str(k) for k in set(self.penalties) - PENALISED)
         if unknown:
-            raise InputError(f"penalties for unknown failure classes: {sorted(unknown)}")
+            known = sorted(v.value for v in PENALISED)
+            raise InputError(
+                f"penalties for unknown failure classes: {unknown}"
+                f"{did_you_mean(unknown[0], known)} (known: {', '.join(known)})"
+            )
 
     def __call__(self, x: RewardInput) -> float | None:
         if x.verdict == Verdict.INFRA_ERROR:

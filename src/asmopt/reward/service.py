@@ -249,7 +249,7 @@ class ScoreResult:
     """A reward plus everything needed to understand it."""
 
     reward: float | None
-    verdict: str
+    verdict: Verdict
     message: str = ""
     passed: int = 0
     total: int = 0
@@ -288,7 +288,8 @@ class ScoreResult:
         return self.reward is None
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        """The result as plain data (the verdict as its value, "pass"), as JSON writes it."""
+        return {**asdict(self), "verdict": str(self.verdict)}
 
 
 # ---------------------------------------------------------------------------- in a worker
@@ -487,7 +488,7 @@ def _grader_error(program: Program, exc: Exception, start: float) -> ScoreResult
     log.error("scoring %s failed: %s", program.id, traceback.format_exc())
     return ScoreResult(
         reward=None,
-        verdict="infra_error",
+        verdict=Verdict.INFRA_ERROR,
         message=f"grader error: {type(exc).__name__}: {exc}",
         seconds=time.monotonic() - start,
     )
@@ -547,7 +548,7 @@ def _check(
         )
     result = ScoreResult(
         None,
-        str(check.verdict),
+        check.verdict,
         message=check.message,
         passed=check.passed,
         total=max(total, check.total),  # the fixed tests and the drawn ones
@@ -577,7 +578,7 @@ def _stops_at(config: ScoreConfig) -> bool | frozenset[Verdict]:
 
 def _refused(message: str, total: int, config: ScoreConfig, start: float) -> ScoreResult:
     """An answer with nothing to build: the model's extraction_error."""
-    refused = ScoreResult(None, "extraction_error", message=message, total=total)
+    refused = ScoreResult(None, Verdict.EXTRACTION_ERROR, message=message, total=total)
     return _finish(refused, config, start)
 
 
@@ -585,7 +586,7 @@ def _time(program: Program, job: TimingJob, config: ScoreConfig, start: float) -
     toolchain, sandbox = _worker_parts()
     build = toolchain.assemble_and_link(job.assembly, program.ldflags)
     if not build.ok or build.output is None:  # it built for the check: ours
-        job.result.verdict = "infra_error"
+        job.result.verdict = Verdict.INFRA_ERROR
         job.result.message = f"rebuild for timing: {build.message}"
         return _finish(job.result, config, start)
     job.check.binary = build.output
@@ -613,14 +614,14 @@ def _measure(
     )
     measurer = Measurer(program, job.baseline_asm, toolchain, sandbox, options, config.limits)
     measurer.measure(check, job.copy)
-    result.verdict = str(check.verdict)  # a flaky answer can fail during timing
+    result.verdict = check.verdict  # a flaky answer can fail during timing
     result.message = check.message
     result.passed = check.passed
     sp = check.speedup
     if sp is not None and sp.tests:
         result.cost.update(_timing_cost(sp.tests))
     if sp is not None and sp.status == MeasureStatus.INFRA_ERROR:
-        result.verdict, result.message = "infra_error", f"measurement: {sp.message}"
+        result.verdict, result.message = Verdict.INFRA_ERROR, f"measurement: {sp.message}"
     elif sp is not None and sp.has_ratio:
         # The reference's s is the arithmetic mean of per-test ratios, reported with
         # the interval of that same statistic; the geometric mean keeps its own.
@@ -945,7 +946,7 @@ class RewardService:
         penalty, where the task was in the candidate's own build or runs and a known-good
         program runs fine right after (reward/deadline.py); else our infra_error."""
         self.stats["deadline_hits"] += 1
-        verdict = "infra_error"
+        verdict = Verdict.INFRA_ERROR
         why = "during its timing (waiting for a timing core included): excluded, the machine "
         why += "may be overloaded"
         if task.kind == "check":
@@ -962,7 +963,7 @@ class RewardService:
         from asmopt.evaluate import CheckResult
         from asmopt.policies.feedback import check_feedback
 
-        check = CheckResult(req.program.id, Verdict(verdict), result.message)
+        check = CheckResult(req.program.id, verdict, result.message)
         result.feedback = check_feedback(check, req.program)
         return _finish(result, self.config, time.monotonic() - task.deadline_s)
 
@@ -1143,7 +1144,7 @@ class RewardService:
     def _worker_failed(req: ScoreRequest, what: str, exc: Exception) -> ScoreResult:
         return ScoreResult(
             reward=None,
-            verdict="infra_error",
+            verdict=Verdict.INFRA_ERROR,
             total=len(req.program.tests),
             message=f"{what}: {type(exc).__name__}: {exc}",
         )

@@ -349,11 +349,12 @@ class SharedSandboxExecutor:
             i = min(len(segments), len(order) - 1)
             return batch.key(i), RunFailure(
                 order[i] != 0,
-                f"{batch.who(i)} failed in timing run {i + 1} of {len(order)}: output_limit: "
+                f"{batch.who(i)} failed in timing run {i + 1} of {len(order)}: "
+                f"{Verdict.OUTPUT_LIMIT}: "
                 "it wrote more than its share of the batch's output cap",
                 None,
                 i,
-                "output_limit",
+                Verdict.OUTPUT_LIMIT,
             )
         runs = result.each_run()
         for i, single in enumerate(runs):
@@ -390,7 +391,7 @@ class SharedSandboxExecutor:
                     f"{verdict.verdict}: {verdict.message}",
                     single,
                     i,
-                    str(verdict.verdict),
+                    verdict.verdict,
                     stdin=test.stdin if fresh else None,
                     difference=verdict.difference,
                     serial=batch.serials.get(batch.feed[i]) if fresh else None,
@@ -561,17 +562,17 @@ def _unfinished_run(batch: _Batch, result: RunResult, i: int) -> tuple[Candidate
     whether that is plainly the candidate's fault (a stop we cannot explain is not; then
     time_candidates decides by running the baseline alone)."""
     if result.timed_out:
-        why, verdict_name = "exceeded the whole batch's wall-clock limit", "timeout"
+        why, verdict = "exceeded the whole batch's wall-clock limit", Verdict.TIMEOUT
     elif result.launcher_lost:
-        why, verdict_name = "the program interfered with the launcher", "sandbox_violation"
+        why, verdict = "the program interfered with the launcher", Verdict.SANDBOX_VIOLATION
     else:
-        why, verdict_name = "the sandbox stopped early", "infra_error"
+        why, verdict = "the sandbox stopped early", Verdict.INFRA_ERROR
     return batch.key(i), RunFailure(
-        batch.order[i] != 0 and verdict_name != "infra_error",
-        f"{batch.who(i)} failed in timing run {i + 1} of {len(batch.order)}: {verdict_name}: {why}",
+        batch.order[i] != 0 and verdict != Verdict.INFRA_ERROR,
+        f"{batch.who(i)} failed in timing run {i + 1} of {len(batch.order)}: {verdict}: {why}",
         None,
         i,
-        verdict_name,
+        verdict,
     )
 
 

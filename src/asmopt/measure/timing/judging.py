@@ -207,7 +207,7 @@ class _CandidateJudge:
             found = _inconsistency(speedups, reference, digests, self.executor.fresh_tests)
             if found is not None:
                 index, why = found
-                failure = RunFailure(True, why, None, 0, "sandbox_violation")
+                failure = RunFailure(True, why, None, 0, Verdict.SANDBOX_VIOLATION)
                 failed = self.tests[index].name
         return speedups, failure, failed
 
@@ -240,7 +240,7 @@ def _blame(
             "the failure is charged to the candidate that ran beside it",
             failure.run_result,
             failure.run_index,
-            "sandbox_violation",
+            Verdict.SANDBOX_VIOLATION,
             stdin=failure.stdin,
             difference=failure.difference,
             serial=failure.serial,
@@ -251,7 +251,7 @@ def _blame(
         f"({verdict.verdict}: {verdict.message})",
         failure.run_result,
         failure.run_index,
-        "infra_error",
+        Verdict.INFRA_ERROR,
     )
 
 

@@ -12,6 +12,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
+from asmopt.judge import Verdict
 from asmopt.measure.timing.config import TimingConfig
 from asmopt.measure.timing.requests import CandidateRoundRequest, CandidateTest, RoundRequest
 from asmopt.sandbox.launcher import LaunchRecord
@@ -46,7 +47,7 @@ class RunFailure:
     message: str
     run_result: RunResult | None = None
     run_index: int = 0
-    verdict: str = "infra_error"  # an evaluate.Verdict value, for the candidate's record
+    verdict: Verdict = Verdict.INFRA_ERROR  # for the candidate's record
     # The input of the failing run when it was drawn fresh (blame reruns the baseline on
     # it), and the kind of output difference (judge.TestVerdict.difference), never data.
     stdin: bytes | None = None
