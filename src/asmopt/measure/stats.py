@@ -192,8 +192,13 @@ def log_ratio_interval(log_ratios: Sequence[float], confidence: float = 0.95) ->
     if n == 1:
         return RatioInterval(math.exp(mean), 0.0, math.inf, 1, mean, math.inf, 0.0, confidence)
     var = sum((x - mean) ** 2 for x in log_ratios) / (n - 1)
-    se = math.sqrt(var / n)
-    t = t_quantile(0.5 + confidence / 2.0, n - 1)
+    return _log_interval(mean, math.sqrt(var / n), float(n - 1), n, confidence)
+
+
+def _log_interval(mean: float, se: float, df: float, n: int, confidence: float) -> RatioInterval:
+    """exp(mean ± t * se), t Student's at `confidence` with `df` degrees of freedom: an
+    interval on the log scale, read back as ratios."""
+    t = t_quantile(0.5 + confidence / 2.0, df)
     return RatioInterval(
         ratio=math.exp(mean),
         low=math.exp(mean - t * se),
@@ -201,7 +206,7 @@ def log_ratio_interval(log_ratios: Sequence[float], confidence: float = 0.95) ->
         n=n,
         log_mean=mean,
         log_se=se,
-        df=float(n - 1),
+        df=df,
         confidence=confidence,
     )
 
@@ -233,17 +238,7 @@ def trimmed_interval(
     wmean = sum(wins) / n
     sw2 = sum((x - wmean) ** 2 for x in wins) / (n - 1)
     se = math.sqrt((n - 1) * sw2 / (h * (h - 1)))
-    t = t_quantile(0.5 + confidence / 2.0, h - 1)
-    return RatioInterval(
-        ratio=math.exp(mean),
-        low=math.exp(mean - t * se),
-        high=math.exp(mean + t * se),
-        n=n,
-        log_mean=mean,
-        log_se=se,
-        df=float(h - 1),
-        confidence=confidence,
-    )
+    return _log_interval(mean, se, float(h - 1), n, confidence)
 
 
 def between_variance(parts: Sequence[RatioInterval]) -> float:
@@ -379,17 +374,7 @@ def random_effects(
         df = (within + between) ** 2 / (
             (within**2 / within_df if within_df > 0 else 0.0) + between**2 / between_df
         )
-    t = t_quantile(0.5 + confidence / 2.0, df)
-    return RatioInterval(
-        ratio=math.exp(mean),
-        low=math.exp(mean - t * se),
-        high=math.exp(mean + t * se),
-        n=sum(p.n for p in parts),
-        log_mean=mean,
-        log_se=se,
-        df=df,
-        confidence=confidence,
-    )
+    return _log_interval(mean, se, df, sum(p.n for p in parts), confidence)
 
 
 def pooled_within(parts: Sequence[RatioInterval]) -> list[RatioInterval]:
@@ -472,18 +457,7 @@ def combine_geometric(parts: Sequence[RatioInterval], confidence: float = 0.95) 
         )
     denom = sum(p.log_se**4 / p.df for p in parts if p.log_se > 0 and p.df > 0)
     df = var_sum**2 / denom if denom > 0 else math.inf
-    se = math.sqrt(var_sum) / k
-    t = t_quantile(0.5 + confidence / 2.0, df)
-    return RatioInterval(
-        ratio=math.exp(mean),
-        low=math.exp(mean - t * se),
-        high=math.exp(mean + t * se),
-        n=n_total,
-        log_mean=mean,
-        log_se=se,
-        df=df,
-        confidence=confidence,
-    )
+    return _log_interval(mean, math.sqrt(var_sum) / k, df, n_total, confidence)
 
 
 def combine_arithmetic(parts: Sequence[RatioInterval], confidence: float = 0.95) -> RatioInterval:
