@@ -187,15 +187,10 @@ def policy_feedback(result: ScoreResult, program: Program) -> str:
     )
 
 
-# The result fields verl is given: the verdict, counts, flags and speedups, none of which
-# holds test data. Not `message` (it quotes inputs and outputs: `feedback` replaces it),
-# `grading` (the secret seed the inputs were drawn from), `seconds` (how long the answer ran
-# is the candidate's to choose, a channel for bits of its input: policies/feedback.py), nor
-# any field not listed.
-VERL_FIELDS = (
-    "verdict",
-    "passed",
-    "total",
+# The speedups among the fields verl is given (VERL_SPEEDUPS), given at the precision
+# feedback gives them (coarse_speedup): the score pays the speedup itself, and a finer
+# number would widen the channel a candidate opens by modulating its own run time.
+_SPEEDUP_FIELDS = (
     "speedup",
     "speedup_low",
     "speedup_high",
@@ -203,23 +198,14 @@ VERL_FIELDS = (
     "geomean_speedup",
     "geomean_low",
     "geomean_high",
-    "is_copy",
-    "identical",
 )
-# The speedups among them, given at the precision feedback gives them (coarse_speedup): the
-# score pays the speedup itself, and a finer number would widen the channel a candidate
-# opens by modulating its own run time.
-VERL_SPEEDUPS = frozenset(
-    {
-        "speedup",
-        "speedup_low",
-        "speedup_high",
-        "raw_speedup",
-        "geomean_speedup",
-        "geomean_low",
-        "geomean_high",
-    }
-)
+# The result fields verl is given: the verdict, counts, flags and speedups, none of which
+# holds test data. Not `message` (it quotes inputs and outputs: `feedback` replaces it),
+# `grading` (the secret seed the inputs were drawn from), `seconds` (how long the answer ran
+# is the candidate's to choose, a channel for bits of its input: policies/feedback.py), nor
+# any field not listed.
+VERL_FIELDS = ("verdict", "passed", "total", *_SPEEDUP_FIELDS, "is_copy", "identical")
+VERL_SPEEDUPS = frozenset(_SPEEDUP_FIELDS)
 
 
 def _verl_dict(result: ScoreResult, program: Program) -> dict[str, Any]:

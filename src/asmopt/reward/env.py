@@ -54,10 +54,11 @@ from asmopt.adequacy import require_fit
 from asmopt.errors import InputError
 from asmopt.gym_registration import ENV_ID, register
 from asmopt.judge import Verdict
-from asmopt.policies.feedback import coarse_speedup, message_feedback
+from asmopt.policies.feedback import coarse_speedup
 from asmopt.policies.prompts import answer_form_mismatch, load_template
 from asmopt.programs import load_builtin_suite, load_suite
 from asmopt.programs.model import ProgramError
+from asmopt.reward.adapters import policy_feedback
 from asmopt.reward.service import ScoreConfig, fitness, score_one
 
 STATE_VERSION = 2
@@ -317,15 +318,7 @@ class AsmOptEnv(gym.Env[dict[str, Any], str]):
         self._round += 1
         # The service's feedback names no test data; a result without one (extraction
         # error, excluded) gets it rebuilt from the message's fixed phrases.
-        self._feedback = result.feedback or message_feedback(
-            result.verdict,
-            result.message,
-            self._program,
-            speedup=result.speedup,
-            low=result.speedup_low,
-            high=result.speedup_high,
-            is_copy=result.is_copy,
-        )
+        self._feedback = policy_feedback(result, self._program)
         excluded = result.reward is None
         reward = 0.0 if excluded else float(result.reward)  # type: ignore[arg-type]
         text = action if isinstance(action, str) else action.decode("utf-8", "replace")
