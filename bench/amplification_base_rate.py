@@ -119,22 +119,32 @@ def rung_rows(out: Path, suite_dir: Path, rung: int) -> Path:
     return dest.parent
 
 
-def warm_start(out: Path, suite_dir: Path, rung: int, quick: bool) -> Path:
+def warm_start(out: Path, suite_dir: Path, rung: int, quick: bool, threads: int = 0) -> Path:
     """The rung's SFT warm start (`sft.yaml`, the discovery tokenizer), trained once."""
     tokenizer = run.build_tokenizer(out / "tokenizer", suite_dir, EDITS)
     root = rung_rows(out, suite_dir, rung)
-    meta = root / "sft" / run.RUN_META
-    if not meta.is_file():
-        from asmopt.provenance import git_commit
+    record_start(root / "sft")
+    return run.run_sft(root, tokenizer, quick, threads)
 
-        meta.parent.mkdir(parents=True, exist_ok=True)
-        record = {
-            "commit": git_commit(),
-            "command": " ".join(["bench/amplification_base_rate.py", *sys.argv[1:]]),
-            "started": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
-        }
-        meta.write_text(json.dumps(record) + "\n", encoding="utf-8")
-    return run.run_sft(root, tokenizer, quick)
+
+def record_start(out: Path) -> None:
+    """Which commit and command started the warm start's training (`run_meta.json`, read
+    by the report), and every later command that resumed it before it finished."""
+    from asmopt.provenance import git_commit
+
+    meta = out / run.RUN_META
+    if (out / "final" / "config.json").is_file():
+        return
+    record = {
+        "commit": git_commit(),
+        "command": " ".join(["bench/amplification_base_rate.py", *sys.argv[1:]]),
+        "started": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
+    }
+    if meta.is_file():
+        first = json.loads(meta.read_text(encoding="utf-8"))
+        record = {**first, "resumed": [*first.get("resumed", []), record]}
+    out.mkdir(parents=True, exist_ok=True)
+    meta.write_text(json.dumps(record) + "\n", encoding="utf-8")
 
 
 # --------------------------------------------------------------------------- base rate
@@ -242,6 +252,17 @@ def examples(rows: list[dict[str, Any]]) -> dict[str, list[str]]:
     }
 
 
+def cut_at(rows: list[dict[str, Any]]) -> dict[str, int]:
+    """The line at which cut answers were cut, as far as it was written: the five most
+    common, with their counts."""
+    lines: dict[str, int] = {}
+    for r in rows:
+        if r["applies"] is None:
+            last = r["answer"].split("\n")[-1]
+            lines[last] = lines.get(last, 0) + 1
+    return dict(sorted(lines.items(), key=lambda kv: -kv[1])[:5])
+
+
 def save_results(
     root: Path, rung: int, per_t: dict[float, list[dict[str, Any]]], dest: Path
 ) -> dict[str, Any]:
@@ -254,12 +275,19 @@ def save_results(
     sft_meta = root / "sft" / run.RUN_META
     summary = {
         "rung": rung,
+        "command": " ".join(["bench/amplification_base_rate.py", *sys.argv[1:]]),
         "near_rows": amp.LADDER[rung],
         "sft_rows": warm_start_data(root),
         "sft": json.loads(sft_meta.read_text(encoding="utf-8")) if sft_meta.is_file() else {},
+        "sft_log": sft_log(root / "sft" / "metrics.jsonl"),
         "exploration": exploration_record(root),
         "temperatures": {
-            str(t): {**amp.summarize(rows), "seed": amp.sample_seed(t), "examples": examples(rows)}
+            str(t): {
+                **amp.summarize(rows),
+                "seed": amp.sample_seed(t),
+                "cut_at": cut_at(rows),
+                "examples": examples(rows),
+            }
             for t, rows in per_t.items()
         },
         "timings_s": json.loads((root / "timings.json").read_text(encoding="utf-8")),
@@ -268,6 +296,20 @@ def save_results(
         json.dumps(summary, indent=1) + "\n", encoding="utf-8"
     )
     return summary
+
+
+def sft_log(path: Path) -> dict[str, Any]:
+    """The warm start's training log in brief: steps, the summed step times of the steps
+    kept (a resumed run logs again the steps after its checkpoint), and how many steps were
+    logged twice."""
+    train = [r for r in amp.read_jsonl(path) if r.get("kind") == "train"] if path.is_file() else []
+    last = {r["step"]: r for r in train}
+    return {
+        "steps": len(last),
+        "step_time_s": round(sum(r.get("time/step_s", 0.0) for r in last.values()), 1),
+        "steps_redone_after_resume": len(train) - len(last),
+        "final_train_loss": train[-1]["loss"] if train else None,
+    }
 
 
 def exploration_record(root: Path) -> dict[str, Any]:
@@ -298,7 +340,10 @@ def measure_rung(args: argparse.Namespace) -> None:
     suite_dir = timed(root, "suite", out / "suite", lambda: run.build_suite(out))
     final = root / "sft" / "final"
     model = timed(
-        root, "tokenizer, rows, SFT", final, lambda: warm_start(out, suite_dir, rung, args.quick)
+        root,
+        "tokenizer, rows, SFT",
+        final,
+        lambda: warm_start(out, suite_dir, rung, args.quick, args.threads),
     )
     if args.stop_after == "sft":
         return
@@ -327,6 +372,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out-dir", type=Path, default=None, help="default: runs/amplification")
     parser.add_argument("--rung", type=int, default=0, choices=range(len(amp.LADDER)))
     parser.add_argument("--quick", action="store_true", help="plumbing: 4 SFT steps, 1 answer")
+    parser.add_argument(
+        "--threads", type=int, default=0, help="torch threads (default: the configs')"
+    )
     parser.add_argument("--stop-after", choices=["sft"], help="end after the warm start")
     parser.add_argument("--render-only", action="store_true", help="the report from results")
     parser.add_argument("--results", type=Path, default=RESULTS)
@@ -337,6 +385,10 @@ def main(argv: list[str] | None = None) -> int:
     if args.render_only:
         learning_common.publish(render(args.results, None), args.report, lambda d: None)
         return 0
+    if args.threads:
+        import torch
+
+        torch.set_num_threads(args.threads)
     measure_rung(args)
     return 0
 

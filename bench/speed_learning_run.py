@@ -150,11 +150,14 @@ def sft_rows(
 
 
 # --------------------------------------------------------------------------- training
-def run_sft(root: Path, tokenizer: Path, quick: bool) -> Path:
+def run_sft(root: Path, tokenizer: Path, quick: bool, threads: int = 0) -> Path:
+    """The warm start (`sft.yaml`); `threads` > 0 replaces its thread count, which a run
+    may change when it resumes (a loaded machine trains faster on fewer threads)."""
     from asmopt.train.config import SFTConfig, load_config
     from asmopt.train.sft import train_sft
 
     cfg = load_config(SFTConfig, CONFIG_DIR / "sft.yaml")
+    cfg.num_threads = threads or cfg.num_threads
     cfg.output_dir = str(root / "sft")
     cfg.tokenizer = str(tokenizer)
     cfg.train_data = str(root / "data" / "sft_train.jsonl")

@@ -51,6 +51,18 @@ def applying(r: dict[str, Any]) -> str:
     return "-" if rest == 0 else f"{pct(r['applies'] / rest, 1)} of {rest}"
 
 
+def cut_lines(rungs: list[dict[str, Any]]) -> list[str]:
+    """Where answers were cut, as written when cut (a line is cut at its first characters
+    that no kept line starts with)."""
+    out = []
+    for s in rungs:
+        for t, r in s["temperatures"].items():
+            at = r.get("cut_at", {})
+            cuts = ", ".join(f"`{json.dumps(line)[1:-1]}` {n}" for line, n in at.items())
+            out.append(f"- Rung {s['rung']}, T = {t}: {cuts or 'none cut'}.")
+    return out
+
+
 def implication(s: dict[str, Any]) -> str:
     """What the rung's p0 implies for the PPO arms' length (20 / p0 rollouts per seed)."""
     parts = []
@@ -100,13 +112,38 @@ def provenance(rungs: list[dict[str, Any]]) -> list[str]:
     for s in rungs:
         sft = s.get("sft", {})
         times = ", ".join(f"{k} {v / 60:.1f} min" for k, v in s["timings_s"].items())
+        seeds = ", ".join(f"T = {t}: {r['seed']}" for t, r in s["temperatures"].items())
         lines.append(
             f"- Rung {s['rung']}: warm start trained at commit {sft.get('commit', '?')} by "
-            f"`{sft.get('command', '?')}`, started {sft.get('started', '?')}; sampling seeds "
-            + ", ".join(f"T = {t}: {r['seed']}" for t, r in s["temperatures"].items())
-            + f". Wall time: {times}."
+            f"`{sft.get('command', '?')}`, started {sft.get('started', '?')}"
+            + resumed_words(sft)
+            + f". Answers sampled by `{s.get('command', '?')}`, seeds {seeds}. Wall time per "
+            f"phase, as logged by the invocation that ran it (a resumed SFT: its resumed part "
+            f"only): {times}."
+            + sft_words(s.get("sft_log", {}))
         )
     return lines
+
+
+def resumed_words(sft: dict[str, Any]) -> str:
+    resumed = sft.get("resumed", [])
+    return "".join(
+        f", resumed at commit {r['commit']} by `{r['command']}`, {r['started']}"
+        + (f" ({r['note']})" if r.get("note") else "")
+        for r in resumed
+    )
+
+
+def sft_words(log: dict[str, Any]) -> str:
+    if not log.get("steps"):
+        return ""
+    redone = log["steps_redone_after_resume"]
+    again = f"; {redone} steps logged twice (resumed from a checkpoint)" if redone else ""
+    return (
+        f" SFT: {log['steps']} steps, their logged step times summing to "
+        f"{log['step_time_s'] / 60:.1f} min{again}; final training loss "
+        f"{log['final_train_loss']:.3f}."
+    )
 
 
 def example_lines(rungs: list[dict[str, Any]]) -> list[str]:
@@ -147,6 +184,13 @@ def report(results: Path, load: tuple[float, ...] | None) -> str:
         "## Base rate per rung and temperature",
         "",
         *rung_table(rungs),
+        "",
+        "Cut answers by the line they were cut at, as far as it was written (an added line is "
+        "cut at its first characters that neither the fast line nor a baseline line starts "
+        "with; a deleted line at its first characters that the call line does not start "
+        "with, so `cut_deletes_other` holds deletions cut before their kind shows):",
+        "",
+        *cut_lines(rungs),
         "",
         "## The ladder",
         "",
