@@ -28,6 +28,7 @@ from asmopt.measure.stats import (
     combine_arithmetic,
     combine_geometric,
     exact_ratio,
+    pooled_pair_variance,
     trimmed_interval,
     with_resolution,
 )
@@ -171,13 +172,9 @@ class TestSpeedup:
         for b, c, r in zip(base, cand, rounds, strict=True):
             if b > 0 and c > 0:
                 by_round.setdefault(r, []).append(math.log(b / c))
-        weighted, df = 0.0, 0.0
-        for logs in by_round.values():
-            if len(logs) >= 2:
-                part = trimmed_interval(logs, trim=trim)
-                weighted += part.df * len(logs) * part.log_se**2
-                df += part.df
-        return math.sqrt(weighted / df) if df > 0 else None
+        parts = [trimmed_interval(logs, trim=trim) for logs in by_round.values() if len(logs) >= 2]
+        s2 = pooled_pair_variance(parts)
+        return None if s2 is None else math.sqrt(s2)
 
     def to_dict(self, raw: bool = False) -> dict[str, Any]:
         out: dict[str, Any] = {

@@ -377,6 +377,17 @@ def random_effects(
     return _log_interval(mean, se, df, sum(p.n for p in parts), confidence)
 
 
+def pooled_pair_variance(parts: Sequence[RatioInterval]) -> float | None:
+    """The per-pair variance the rounds share: the df-weighted mean of n_j se_j^2 over the
+    rounds with a spread (None where none has one). What shifts a whole round is not in
+    it: each se_j is about its own round's pairs."""
+    usable = [p for p in parts if p.df > 0 and math.isfinite(p.log_se)]
+    total_df = sum(p.df for p in usable)
+    if total_df <= 0:
+        return None
+    return sum(p.df * p.n * p.log_se**2 for p in usable) / total_df
+
+
 def pooled_within(parts: Sequence[RatioInterval]) -> list[RatioInterval]:
     """Rounds whose standard errors are at least what the rounds' pooled per-pair variance
     gives their size: se_j = max(se_j, sqrt(s2 / n_j)), s2 = the df-weighted mean of
@@ -388,11 +399,9 @@ def pooled_within(parts: Sequence[RatioInterval]) -> list[RatioInterval]:
     was asked). The rounds of one test measure the same two binaries on the same input, so
     their per-pair spread is one quantity; a round that was noisier (a burst of load)
     keeps its own, larger, error and its smaller weight."""
-    usable = [p for p in parts if p.df > 0 and math.isfinite(p.log_se)]
-    total_df = sum(p.df for p in usable)
-    if total_df <= 0:
+    s2 = pooled_pair_variance(parts)
+    if s2 is None:
         return list(parts)
-    s2 = sum(p.df * p.n * p.log_se**2 for p in usable) / total_df
     return [
         RatioInterval(
             p.ratio,
