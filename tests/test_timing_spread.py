@@ -5,6 +5,7 @@ real timing) check the properties; one test measures the real machine."""
 
 from __future__ import annotations
 
+import itertools
 import json
 import math
 import random
@@ -85,6 +86,23 @@ def test_the_spread_interpolates_on_a_log_scale_and_holds_beyond_its_ends() -> N
         SandboxSpread(((0.01, 0.01), (0.001, 0.02)), 9, "x")
     with pytest.raises(ValueError, match="positive seconds"):
         SandboxSpread(((0.0, 0.01),), 9, "x")
+
+
+def test_the_worst_of_several_cores_never_falls_for_shorter_runs() -> None:
+    """Interpolating one core's points at another's lengths can land a last bit below the
+    next shorter point; the combined spread is still non-increasing in run length."""
+    rng = random.Random(7)
+    for _ in range(300):
+        cores = []
+        for _ in range(rng.randint(1, 3)):
+            lengths = sorted(rng.sample([0.001, 0.002, 0.005, 0.0125, 0.016, 0.05], 3))
+            taus = sorted((rng.uniform(0.001, 0.05) for _ in lengths), reverse=True)
+            if rng.random() < 0.5:  # a flat stretch, as the never-falling rule leaves
+                taus[-1] = taus[-2]
+            cores.append(SandboxSpread(tuple(zip(lengths, taus, strict=True)), 5, "x"))
+        taus = [t for _, t in SandboxSpread.worst_of(cores, "cores").points]
+        assert all(a >= b for a, b in itertools.pairwise(taus))
+        assert all(cores[0].tau(s) == t for s, t in cores[0].points)
 
 
 def test_the_measured_spread_is_an_upper_bound_that_never_falls_for_shorter_runs() -> None:

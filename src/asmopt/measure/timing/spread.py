@@ -81,7 +81,9 @@ class SandboxSpread:
         if run_s >= pts[-1][0]:
             return pts[-1][1]
         for (s0, t0), (s1, t1) in itertools.pairwise(pts):
-            if s0 <= run_s <= s1:
+            if run_s == s1:  # t0 + (t1 - t0) need not be t1 to the last bit
+                return t1
+            if s0 <= run_s < s1:
                 f = math.log(run_s / s0) / math.log(s1 / s0)
                 return t0 + f * (t1 - t0)
         return pts[-1][1]  # unreachable: the points are sorted
@@ -102,8 +104,8 @@ class SandboxSpread:
         """One spread for several timing cores: the largest tau at each length, so a test
         that may land on any of them is never given less allowance than its core needs."""
         lengths = sorted({s for sp in spreads for s, _ in sp.points})
-        points = tuple((s, max(sp.tau(s) for sp in spreads)) for s in lengths)
-        return cls(points, min(sp.df for sp in spreads), source)
+        points = [(s, max(sp.tau(s) for sp in spreads)) for s in lengths]
+        return cls(_never_falling_as_runs_shorten(points), min(sp.df for sp in spreads), source)
 
 
 # Where nothing was measured (a mock executor, calibration impossible): figures at the high
@@ -135,12 +137,21 @@ def spread_from_rounds(
         upper = between_variance_upper(parts, UPPER_BOUND_LEVEL)
         points.append((run_s, math.sqrt(max(upper, _detection_floor(parts)))))
         rounds_used.append(len(parts))
-    # tau must not fall as runs get shorter (a noisy estimate can): shorter runs share every
-    # source of sandbox variation that longer ones have.
-    fixed = []
+    return SandboxSpread(
+        _never_falling_as_runs_shorten(points), float(min(rounds_used) - 1), source
+    )
+
+
+def _never_falling_as_runs_shorten(
+    points: Sequence[tuple[float, float]],
+) -> tuple[tuple[float, float], ...]:
+    """tau must not fall as runs get shorter (a noisy estimate can, and so can the last bit
+    of an interpolation between two cores' points): shorter runs share every source of
+    sandbox variation that longer ones have. Points in increasing run length."""
+    fixed: list[tuple[float, float]] = []
     for s, t in reversed(points):
         fixed.append((s, max(t, fixed[-1][1]) if fixed else t))
-    return SandboxSpread(tuple(reversed(fixed)), float(min(rounds_used) - 1), source)
+    return tuple(reversed(fixed))
 
 
 def _detection_floor(parts: Sequence[RatioInterval]) -> float:
