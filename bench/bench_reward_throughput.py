@@ -86,16 +86,21 @@ REACHED = ("decided", "target")
 
 def floor_rows(raw: dict[str, Any], target: float) -> list[list[str]]:
     """Per precision and test length class: the tests that reached their stop, their pairs
-    used, the floor, used / floor; and the tests that stopped on a limit instead."""
+    used, the floor, used / floor; the tests that stopped on a limit instead, and those the
+    program's settled verdict stopped (decisions.program_decided: set against the program's
+    floor, `program_floor_rows`)."""
     rows = []
     for precision, run in raw["runs"].items():
         for low, high, name in LENGTH_CLASSES:
-            used = floor = tests = limited = 0
+            used = floor = tests = limited = by_program = 0
             for answer in run["per_answer"]:
                 for t in answer["cost"].get("per_test", []):
                     if t["pair_sd"] is None or t["base_ms"] is None:
                         continue
                     if not low <= t["base_ms"] < high:
+                        continue
+                    if t["stopped"] == "program":
+                        by_program += 1
                         continue
                     if t["stopped"] not in REACHED:
                         limited += 1
@@ -104,7 +109,60 @@ def floor_rows(raw: dict[str, Any], target: float) -> list[list[str]]:
                     used += t["pairs"]
                     floor += pairs_floor(t["pair_sd"], t["ratio"], target, precision)
             share = f"**{used / floor:.2f}x**" if floor else "-"
-            rows.append([precision, name, str(tests), str(used), str(floor), share, str(limited)])
+            rows.append(
+                [
+                    precision,
+                    name,
+                    str(tests),
+                    str(used),
+                    str(floor),
+                    share,
+                    str(limited),
+                    str(by_program),
+                ]
+            )
+    return rows
+
+
+def program_pairs_floor(tests: list[dict[str, Any]], target: float) -> int:
+    """The statistical floor of one answer under the decision precision: the fewest pairs,
+    over all its tests, a fixed design that knew each test's per-pair noise sd_i and ratio
+    r_i would need for the reward's decision on the mean of the ratios m. Its variance is
+    sum(r_i^2 sd_i^2 / n_i) / k^2 to first order; the interval must exclude 1.0 or be
+    within +-target of m, so the half-width needed is H = max(target * m, |m - 1|); the
+    allocation n_i proportional to r_i sd_i minimises the total, (z sum(r_i sd_i) / (k H))^2,
+    and each test takes at least 2 pairs."""
+    k = len(tests)
+    mean = sum(t["ratio"] for t in tests) / k
+    need = max(target * mean, abs(mean - 1.0))
+    weights = [t["ratio"] * t["pair_sd"] for t in tests]
+    if sum(weights) == 0:
+        return 2 * k
+    total = (FLOOR_Z * sum(weights) / (k * need)) ** 2
+    return sum(max(2, math.ceil(total * w / sum(weights))) for w in weights)
+
+
+def program_floor_rows(raw: dict[str, Any], target: float) -> list[list[str]]:
+    """Decision precision, per kind of timed answer: the answers set against their
+    program's floor (every test with its noise measured), their pairs, the floor, and
+    used / floor."""
+    rows = []
+    run = raw["runs"].get("decision")
+    if run is None:
+        return rows
+    for kind in KINDS[1:]:
+        answers = used = floor = 0
+        for answer in run["per_answer"]:
+            tests = answer["cost"].get("per_test", []) if answer.get("cost") else []
+            if answer["kind"] != kind or not tests:
+                continue
+            if any(t["pair_sd"] is None for t in tests):
+                continue
+            answers += 1
+            used += sum(t["pairs"] for t in tests)
+            floor += program_pairs_floor(tests, target)
+        share = f"**{used / floor:.2f}x**" if floor else "-"
+        rows.append([kind, str(answers), str(used), str(floor), share])
     return rows
 
 
@@ -464,9 +522,31 @@ def _floor_section(raw: dict[str, Any]) -> list[str]:
                 "floor",
                 "used/floor",
                 "tests stopped on a limit",
+                "tests stopped by the program",
             ],
             rows,
         ),
+        "",
+        *_program_floor_section(raw, target),
+    ]
+
+
+def _program_floor_section(raw: dict[str, Any], target: float) -> list[str]:
+    """The answer-level floor of the decision precision (none before it was recorded)."""
+    rows = program_floor_rows(raw, target)
+    if not any(r[1] != "0" for r in rows):
+        return []
+    return [
+        "**Pairs against the answer's floor** (decision precision): the reward reads the "
+        "mean of an answer's test ratios, and the engine stops an answer's unfinished tests "
+        "once both program statistics are settled (`stopped` = program). The floor of an "
+        "answer is the fewest pairs over all its tests that a fixed design knowing each "
+        "test's noise and ratio would need for that decision on the mean m: half-width "
+        f"max({target:g} m, |m - 1|) at z = {FLOOR_Z:.3f}, pairs allocated to tests in "
+        "proportion to ratio x noise (bench_reward_throughput.program_pairs_floor). Like "
+        "the per-test floor it leaves out the between-sandbox rounds.",
+        "",
+        md_table(["answer", "answers", "their pairs", "floor", "used/floor"], rows),
         "",
     ]
 

@@ -42,12 +42,48 @@ def test_the_floor_table_sums_each_length_class(bench: ModuleType) -> None:
         test(1.9, 400, 0.2, "budget"),  # short of its stop: not set against the floor
         test(5.0, 10, 0.01),
         test(9, 4, None),  # no noise measured: no row
+        test(1.2, 30, 0.05, "program"),  # the program's verdict stopped it: counted apart
     ]
     raw = {"runs": {"target": {"per_answer": [{"cost": {"per_test": per_test}}]}}}
     rows = bench.floor_rows(raw, 0.02)
-    assert rows[0] == ["target", "under 2 ms", "2", "120", "70", "**1.71x**", "1"]
-    assert rows[1] == ["target", "2-20 ms", "1", "10", "2", "**5.00x**", "0"]
-    assert rows[2] == ["target", "20 ms up", "0", "0", "0", "-", "0"]
+    assert rows[0] == ["target", "under 2 ms", "2", "120", "70", "**1.71x**", "1", "1"]
+    assert rows[1] == ["target", "2-20 ms", "1", "10", "2", "**5.00x**", "0", "0"]
+    assert rows[2] == ["target", "20 ms up", "0", "0", "0", "-", "0", "0"]
+
+
+def test_an_answers_floor_allocates_pairs_by_ratio_times_noise(bench: ModuleType) -> None:
+    z = bench.FLOOR_Z
+    # Two tests at 2.0x and 1.0x, noise 0.1 and 0.05: the mean is 1.5, so an interval of
+    # half-width 0.5 decides; weights 0.2 and 0.05 share (z * 0.25 / (2 * 0.5))^2 pairs.
+    tests = [{"ratio": 2.0, "pair_sd": 0.1}, {"ratio": 1.0, "pair_sd": 0.05}]
+    total = (z * 0.25 / (2 * 0.5)) ** 2
+    assert total < 1  # each test still takes its two pairs
+    assert bench.program_pairs_floor(tests, 0.02) == 4
+    # Copies: the mean must be known to +-2%, so the floor is the per-test design's
+    # (z * sd / 0.02)^2 spread over both tests by their noise.
+    copies = [{"ratio": 1.0, "pair_sd": 0.09}, {"ratio": 1.0, "pair_sd": 0.03}]
+    total = (z * 0.12 / (2 * 0.02)) ** 2
+    assert bench.program_pairs_floor(copies, 0.02) == math.ceil(0.75 * total) + math.ceil(
+        0.25 * total
+    )
+    # Pooling lets the noisy test lean on the quiet one: fewer pairs than two per-test floors.
+    per_test = sum(bench.pairs_floor(t["pair_sd"], 1.0, 0.02, "decision") for t in copies)
+    assert bench.program_pairs_floor(copies, 0.02) < per_test
+    raw = {
+        "runs": {
+            "decision": {
+                "per_answer": [
+                    {"kind": "near_copy", "cost": {"per_test": [
+                        {**t, "pairs": 100} for t in copies]}},
+                    {"kind": "faster", "cost": None},
+                ]
+            }
+        }
+    }
+    rows = bench.program_floor_rows(raw, 0.02)
+    floor = bench.program_pairs_floor(copies, 0.02)
+    assert rows[0] == ["near_copy", "1", "200", str(floor), f"**{200 / floor:.2f}x**"]
+    assert rows[2] == ["faster", "0", "0", "0", "-"]
 
 
 def test_a_tests_pair_noise_is_pooled_within_its_rounds_as_the_trimmed_mean_sees_it() -> None:

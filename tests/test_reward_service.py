@@ -219,7 +219,7 @@ def test_faster_candidate_is_paid(toolchain: Toolchain, baseline: str) -> None:
     cost = result.cost
     assert cost["check_s"] > 0 and cost["timing_s"] > 0 and cost["timed_runs"] >= 4 * 2 * 2
     assert sum(cost["stopped"].values()) == cost["tests"] == len(PROGRAM.tests)
-    assert set(cost["stopped"]) <= {"decided", "target", "pairs", "rounds", "budget"}
+    assert set(cost["stopped"]) <= {"decided", "program", "target", "pairs", "rounds", "budget"}
     assert cost["tests_faster"] >= 1 and cost["tests_slower"] == 0
     # Per test: its length, pairs, rounds, why it stopped and its per-pair noise.
     rows = {row["test"]: row for row in cost["per_test"]}

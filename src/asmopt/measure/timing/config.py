@@ -110,6 +110,13 @@ class TimingConfig:
     # copy-like answer needs no +-2% interval to be paid nothing).
     precision: Literal["target", "decision"] = "target"
     equivalence_margin: float = 0.03
+    # Under the decision precision, the same sequential question is also asked of the
+    # program (decisions.program_decided): the reward reads the mean of an answer's test
+    # ratios, not each test, so once both program statistics are settled (clear of every
+    # decision point, or equivalent to 1.0) the answer's unfinished tests stop where they
+    # stand (`stopped` = "program"). A 1 ms test at 9% noise a pair then no longer holds
+    # the timing core for an answer its heavy tests have already decided.
+    program_stop: bool = True
 
     def __post_init__(self) -> None:
         if not 0 < self.target_half_width < 1:

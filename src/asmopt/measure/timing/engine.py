@@ -24,6 +24,12 @@ from asmopt.measure.speedup import (
 )
 from asmopt.measure.stats import RatioInterval, t_quantile
 from asmopt.measure.timing.config import TimingConfig
+from asmopt.measure.timing.decisions import (
+    EQUIVALENCE_ALPHA,
+    decided,
+    far_from_decisions,
+    program_decided,
+)
 from asmopt.measure.timing.requests import CandidateRoundRequest, CandidateTest, RoundRequest
 from asmopt.measure.timing.rounds import (
     BatchExecutor,
@@ -70,46 +76,6 @@ class TimingOutcome:
 
 
 # ---------------------------------------------------------------------------- engine
-def _decided(stat: RatioInterval, config: TimingConfig, resolution: float) -> bool:
-    """The sequential rule (see TimingConfig.early_stop): the answer to every decision the
-    metrics make from this interval is already settled, at a corrected level; or, with
-    `precision="decision"`, the answer is equivalent to the baseline (_equivalent)."""
-    if not config.early_stop or stat.df <= 0 or math.isinf(stat.log_se):
-        return False
-    if config.precision == "decision" and _equivalent(stat, config):
-        return True
-    if stat.half_width > config.early_stop_half_width:
-        return False
-    alpha = (1.0 - config.confidence) / config.max_rounds
-    t = t_quantile(1.0 - alpha / 2.0, stat.df)
-    low = math.exp(stat.log_mean - t * stat.log_se) / (1.0 + resolution)
-    high = math.exp(stat.log_mean + t * stat.log_se) * (1.0 + resolution)
-    return all(not (low <= point <= high) for point in config.decision_points)
-
-
-# The equivalence test of the decision precision: two one-sided tests at this level each
-# (the 90% interval inside the margin). Stopping there wrongly costs a missed reward for a
-# speedup under the margin's size, never a reward paid for nothing, so it needs no
-# correction for repeated looks; an interval that excludes 1.0 is judged at the corrected
-# level as always.
-EQUIVALENCE_ALPHA = 0.05
-
-
-def _equivalent(stat: RatioInterval, config: TimingConfig) -> bool:
-    """Whether the ratio lies within +-equivalence_margin of 1.0 (TOST at 5% per side)."""
-    t = t_quantile(1.0 - EQUIVALENCE_ALPHA, stat.df)
-    bound = math.log1p(config.equivalence_margin)
-    return abs(stat.log_mean) + t * stat.log_se <= bound
-
-
-def _far_from_decisions(stat: RatioInterval, config: TimingConfig) -> bool:
-    """Whether the interval, widened threefold, still excludes every decision point."""
-    if stat.df <= 0 or math.isinf(stat.log_se):
-        return False
-    spread = 3.0 * (math.log(stat.high) - stat.log_mean)
-    return all(abs(math.log(p) - stat.log_mean) > spread for p in config.decision_points)
-
-
 def _warmup(state: _TestState, config: TimingConfig) -> int:
     """Warm-up pairs for the test's next round (see TimingConfig.warmup_pairs)."""
     return 0 if state.slow or state.rounds else config.warmup_pairs
@@ -154,7 +120,7 @@ def _advance(state: _TestState, config: TimingConfig, warnings: Sequence[TimingW
     short_of_rounds = state.rounds_used < config.rounds_needed
     enough = n_used >= config.min_pairs and clean and not short_of_rounds and not piloting
     settled = enough and half_width <= state.effective_target
-    decided = enough and not settled and _decided(stat, config, state.resolution)
+    decided_now = enough and not settled and decided(stat, config, state.resolution)
     n = len(state.pairs)
     # The same test as the `too_fast` warning (either side's median run under TOO_FAST_S):
     # a test warned too fast always gets the short-test allowance, and only such a test.
@@ -167,14 +133,14 @@ def _advance(state: _TestState, config: TimingConfig, warnings: Sequence[TimingW
     over_budget = state.spent >= (2.0 if short_of_rounds else 1.0) * config.budget_s
     reasons = [
         (settled, "target"),
-        (decided, "decided"),
+        (decided_now, "decided"),
         (n >= config.max_pairs and not short_of_rounds, "pairs"),
         (len(state.rounds) >= config.max_rounds, "rounds"),
         (over_budget, "budget"),
     ]
     stop = next((why for hit, why in reasons if hit), "")
     if stop:
-        state.done, state.stopped, state.decided = True, stop, decided
+        state.done, state.stopped, state.decided = True, stop, decided_now
         # Summarise again so the record says why it stopped (and drops target_not_met
         # where the sequential rule settled the answer).
         state.speedup, _ = _summarise(state, config, warnings)
@@ -211,7 +177,7 @@ def _pairs_needed(state: _TestState, stat: RatioInterval, config: TimingConfig) 
     # precision, whichever of that and the equivalence test's needs is less.
     df = max(stat.df, 4.0)
     aim = max(config.target_half_width, state.effective_target)
-    if config.early_stop and _far_from_decisions(stat, config):
+    if config.early_stop and far_from_decisions(stat, config):
         aim = max(aim, 0.6 * config.early_stop_half_width)
     aim_se = math.log1p(aim) / t_quantile(0.5 + config.confidence / 2.0, df)
     if config.precision == "decision":
@@ -300,6 +266,7 @@ def measure_candidates(
             if failures[c] is None:
                 _take_round(states[c][i], rounds.get((c, i)), batch, config, warnings)
         _enforce_candidate_budgets(states, config, warnings)
+        _stop_decided_programs(states, failures, config, warnings)
     return [
         (
             [_final(x) for x in states[c]],
@@ -421,6 +388,25 @@ def _enforce_candidate_budgets(
             for st in candidate_states:
                 if not st.done and st.pairs:
                     _stop(st, config, warnings, "candidate_budget")
+
+
+def _stop_decided_programs(
+    states: Sequence[Sequence[_TestState]],
+    failures: Sequence[tuple[RunFailure, str] | None],
+    config: TimingConfig,
+    warnings: Sequence[TimingWarning],
+) -> None:
+    """Stop the unfinished tests of every candidate whose program verdict is settled
+    (decisions.program_decided; TimingConfig.program_stop): they end where they stand,
+    recorded as stopped by the program."""
+    for c, candidate_states in enumerate(states):
+        if failures[c] is not None or all(st.done for st in candidate_states):
+            continue
+        if program_decided(candidate_states, config):
+            for st in candidate_states:
+                if not st.done:
+                    st.decided = True  # settled by the program's rule: no target is missed
+                    _stop(st, config, warnings, "program")
 
 
 def _final(state: _TestState) -> TestSpeedup:

@@ -33,7 +33,7 @@ class _TestState:
     speedup: TestSpeedup | None = None
     done: bool = False
     decided: bool = False  # stopped by the sequential rule before the target
-    stopped: str = ""  # why the test stopped: target, decided, pairs, rounds, budget
+    stopped: str = ""  # why: target, decided, program, pairs, rounds, budget, candidate_budget
     retries: int = 0
     target: float | None = None  # this test's own target half-width, if it has one
     # Its runs are so slow that the budget affords only a few pairs: they come in short
