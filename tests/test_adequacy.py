@@ -425,6 +425,24 @@ def test_is_reward_fit_reads_the_mark() -> None:
     assert fit and "stale" in why
 
 
+def test_a_mark_that_cannot_be_read_makes_the_program_unfit_naming_why() -> None:
+    """A stored mark that was "unfit" and got corrupted must not read as "not checked"
+    (which counts as fit): a bad probe verdict, or `fit` written as a string, is refused."""
+    program = fit_good_program()
+    unfit = _mark(program, False)
+    raw = dict(unfit.meta[MARK_KEY])
+    for corrupt, named in (
+        ({**raw, "probes": {"return0": "pass-ish"}}, "pass-ish"),
+        ({**raw, "fit": "false"}, "'false'"),
+        ({k: v for k, v in raw.items() if k != "fit"}, "'fit'"),
+    ):
+        meta = {**dict(unfit.metadata), MARK_KEY: corrupt}
+        broken = dataclasses.replace(unfit, metadata=tuple(meta.items()))
+        fit, why = is_reward_fit(broken)
+        assert not fit and why.startswith("unreadable adequacy mark") and named in why, why
+        assert "suite verify --write-marks" in why
+
+
 # ---------------------------------------------------------------------------- refusals
 def _suite(*programs: Program) -> Suite:
     return Suite("adq", {p.id: p for p in programs}, {p.id: "train" for p in programs})

@@ -28,13 +28,18 @@ class UnfitProgramError(InputError):
 
 def read_mark(program: Program) -> AdequacyReport | None:
     """The stored report of `program`, or None when it has none (or an unreadable one)."""
+    try:
+        return _parse_mark(program)
+    except (ValueError, TypeError, KeyError):
+        return None
+
+
+def _parse_mark(program: Program) -> AdequacyReport | None:
+    """The stored report of `program`, None when it has none; an unreadable one raises."""
     raw = program.meta.get(MARK_KEY)
     if raw is None:
         return None
-    try:
-        return AdequacyReport.from_dict(raw)
-    except (ValueError, TypeError, KeyError):
-        return None
+    return AdequacyReport.from_dict(raw)
 
 
 def is_reward_fit(program: Program) -> tuple[bool, str]:
@@ -52,10 +57,11 @@ def is_reward_fit(program: Program) -> tuple[bool, str]:
       checkpoints of a running computation, or a constant, would be paid;
     * its adequacy mark says its tests accept trivial or mutated programs.
 
-    An adequacy mark that is missing, unreadable or stale (the source or tests changed
-    since: `program_hash` differs) means "not checked" and does not make a program unfit:
+    An adequacy mark that is missing or stale (the source or tests changed since:
+    `program_hash` differs) means "not checked" and does not make a program unfit:
     the generator rules above already refuse what a table could pass, and the mark is
-    cheap to add with `asmopt suite verify --write-marks`."""
+    cheap to add with `asmopt suite verify --write-marks`. A mark that is there but cannot
+    be read (a corrupt verdict, `fit` not a boolean) makes it unfit, naming the problem."""
     if program.inputs is None:
         return False, (
             "fixed_inputs: it has no input generator, so every input that grades an answer "
@@ -74,9 +80,17 @@ def is_reward_fit(program: Program) -> tuple[bool, str]:
         )
     if MARK_KEY not in program.meta:
         return True, "not checked"
-    mark = read_mark(program)
+    try:
+        mark = _parse_mark(program)
+    except (ValueError, TypeError, KeyError) as exc:
+        # A mark that is there but cannot be read may have said "unfit": it is never read
+        # as "not checked", which would let such a program through.
+        return False, (
+            f"unreadable adequacy mark ({exc}); check the program again and store a new "
+            "mark: `asmopt suite verify --write-marks`"
+        )
     if mark is None:
-        return True, "not checked (the adequacy mark is unreadable)"
+        return True, "not checked"
     if mark.program_hash and mark.program_hash != program.content_hash():
         return True, "not checked (stale mark: the source or tests changed since the check)"
     if mark.fit:

@@ -146,6 +146,10 @@ class AdequacyReport:
     def from_dict(cls, data: dict[str, Any]) -> AdequacyReport:
         if not isinstance(data, dict) or "fit" not in data or "program" not in data:
             raise InputError("an adequacy report needs at least 'program' and 'fit'")
+        if not isinstance(data["fit"], bool):  # bool("false") is True
+            raise InputError(
+                f"an adequacy report's 'fit' must be true or false, got {data['fit']!r}"
+            )
         return cls(
             program_id=str(data["program"]),
             fit=bool(data["fit"]),
