@@ -441,6 +441,13 @@ def test_a_mark_that_cannot_be_read_makes_the_program_unfit_naming_why() -> None
         fit, why = is_reward_fit(broken)
         assert not fit and why.startswith("unreadable adequacy mark") and named in why, why
         assert "suite verify --write-marks" in why
+    # The same for a corrupt entropy measurement, which may have found a table of answers.
+    from asmopt.entropy import MARK_KEY as ENTROPY_KEY
+
+    for corrupt, named in (([1, 2], "list"), ({"draws": "x"}, "cannot be read")):
+        meta = {**dict(program.metadata), ENTROPY_KEY: corrupt}
+        fit, why = is_reward_fit(dataclasses.replace(program, metadata=tuple(meta.items())))
+        assert not fit and why.startswith("unreadable: ") and named in why, why
 
 
 # ---------------------------------------------------------------------------- refusals

@@ -350,6 +350,22 @@ def read_mark(program: Program) -> EntropyReport | None:
     return report if report.program_hash == program.content_hash() else None
 
 
+def unreadable_mark(program: Program) -> str | None:
+    """Why the stored measurement of `program` cannot be read, or None (no mark, or one
+    that reads). A mark that is there but corrupt may have found problems, so the fitness
+    rule refuses it rather than reading it as absent."""
+    if MARK_KEY not in program.meta:
+        return None
+    raw = program.meta[MARK_KEY]
+    if not isinstance(raw, dict):
+        return f"the entropy mark is a {type(raw).__name__}, not a mapping"
+    try:
+        EntropyReport.from_dict(raw)
+    except (KeyError, TypeError, ValueError) as exc:
+        return f"the entropy mark cannot be read ({exc})"
+    return None
+
+
 def _outputs(
     program: Program, baseline: Any, sandbox: Sandbox, inputs: Sequence[bytes], limits: Limits
 ) -> list[tuple[bytes, int] | None]:

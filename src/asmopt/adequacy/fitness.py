@@ -14,6 +14,7 @@ from dataclasses import replace
 from asmopt.adequacy.report import AdequacyReport
 from asmopt.entropy import declared_problems
 from asmopt.entropy import read_mark as read_entropy_mark
+from asmopt.entropy import unreadable_mark as unreadable_entropy_mark
 from asmopt.errors import InputError
 from asmopt.programs.model import Program
 
@@ -68,6 +69,12 @@ def is_reward_fit(program: Program) -> tuple[bool, str]:
             "is a fixed one and a memorised answer would be paid; give it inputs "
             "(`asmopt data import ... --mutator`, or an `inputs` spec in program.json: "
             "docs/suite_format.md)"
+        )
+    corrupt = unreadable_entropy_mark(program)
+    if corrupt:
+        return False, (
+            f"unreadable: {corrupt}; measure it again and store a new mark (`asmopt suite "
+            "verify --write-marks`)"
         )
     tabulable = declared_problems(program)
     measured = read_entropy_mark(program)
