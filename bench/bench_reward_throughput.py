@@ -51,7 +51,7 @@ from bench_timing_common import (
     write_result,
 )
 
-from asmopt.measure.timing import default_core_lock, machine_spread
+from asmopt.measure.timing import SandboxSpread, default_core_lock, machine_spread
 from asmopt.programs import load_builtin_suite
 from asmopt.reward.service import REWARD_TIMING, RewardService, ScoreConfig, ScoreRequest
 
@@ -79,6 +79,30 @@ def pairs_floor(pair_sd: float, ratio: float, target: float, precision: str) -> 
     return max(2, math.ceil((FLOOR_Z * pair_sd / need) ** 2))
 
 
+def pairs_floor_with_spread(
+    pair_sd: float, ratio: float, target: float, precision: str, tau: float
+) -> int:
+    """The floor of one test for a design that must also cover the between-sandbox spread
+    `tau` (the machine's, at the test's run length), as any valid interval must: R rounds of
+    n pairs give a standard error sqrt((tau^2 + sd^2 / n) / R), so the fewest pairs R * n
+    with R >= 2 and n >= 2 (one sandbox says nothing of what differs between sandboxes;
+    a round's spread needs two pairs) whose error meets the same half-width as
+    `pairs_floor`'s."""
+    need = math.log1p(target)
+    if precision == "decision":
+        need = max(need, abs(math.log(ratio)))
+    best = math.inf
+    for rounds in range(2, 1_000):
+        room = (need / FLOOR_Z) ** 2 * rounds - tau**2
+        if room <= 0:
+            continue
+        per_round = max(2, math.ceil(pair_sd**2 / room))
+        best = min(best, rounds * per_round)
+        if per_round == 2:  # more rounds only add pairs from here on
+            break
+    return int(best)
+
+
 # The stops a floor is set against: the test got what its precision asks. A test that ran
 # into a limit (its pairs, rounds or budget) got less, so its pairs are counted apart.
 REACHED = ("decided", "target")
@@ -90,9 +114,10 @@ def floor_rows(raw: dict[str, Any], target: float) -> list[list[str]]:
     program's settled verdict stopped (decisions.program_decided: set against the program's
     floor, `program_floor_rows`)."""
     rows = []
+    spread = SandboxSpread.from_dict(raw["spread"]) if raw.get("spread") else None
     for precision, run in raw["runs"].items():
         for low, high, name in LENGTH_CLASSES:
-            used = floor = tests = limited = by_program = 0
+            used = floor = spread_floor = tests = limited = by_program = 0
             for answer in run["per_answer"]:
                 for t in answer["cost"].get("per_test", []):
                     if t["pair_sd"] is None or t["base_ms"] is None:
@@ -108,7 +133,10 @@ def floor_rows(raw: dict[str, Any], target: float) -> list[list[str]]:
                     tests += 1
                     used += t["pairs"]
                     floor += pairs_floor(t["pair_sd"], t["ratio"], target, precision)
-            share = f"**{used / floor:.2f}x**" if floor else "-"
+                    tau = spread.tau(t["base_ms"] / 1000.0) if spread else 0.0
+                    spread_floor += pairs_floor_with_spread(
+                        t["pair_sd"], t["ratio"], target, precision, tau
+                    )
             rows.append(
                 [
                     precision,
@@ -116,7 +144,9 @@ def floor_rows(raw: dict[str, Any], target: float) -> list[list[str]]:
                     str(tests),
                     str(used),
                     str(floor),
-                    share,
+                    f"**{used / floor:.2f}x**" if floor else "-",
+                    str(spread_floor) if spread else "-",
+                    f"{used / spread_floor:.2f}x" if spread and spread_floor else "-",
                     str(limited),
                     str(by_program),
                 ]
@@ -511,7 +541,11 @@ def _floor_section(raw: dict[str, Any]) -> list[str]:
         "engine also pays for: the rounds that cover the between-sandbox spread, warm-ups, "
         "and the trimmed mean's small loss of efficiency; the goal is at most 1.2x. Only "
         "tests that reached their stop (decided, or at the target) are set against it; a "
-        "test that ran into its pairs, rounds or budget got less than the floor buys.",
+        "test that ran into its pairs, rounds or budget got less than the floor buys. The "
+        "floor with the spread is the same fixed design made to cover the machine's "
+        "between-sandbox spread at the test's run length, as a valid interval must: at "
+        "least 2 rounds of 2 pairs, R rounds of n pairs erring by sqrt((tau^2 + sd^2/n)/R) "
+        "(pairs_floor_with_spread).",
         "",
         md_table(
             [
@@ -521,6 +555,8 @@ def _floor_section(raw: dict[str, Any]) -> list[str]:
                 "their pairs",
                 "floor",
                 "used/floor",
+                "floor with the spread",
+                "used/that floor",
                 "tests stopped on a limit",
                 "tests stopped by the program",
             ],

@@ -46,9 +46,37 @@ def test_the_floor_table_sums_each_length_class(bench: ModuleType) -> None:
     ]
     raw = {"runs": {"target": {"per_answer": [{"cost": {"per_test": per_test}}]}}}
     rows = bench.floor_rows(raw, 0.02)
-    assert rows[0] == ["target", "under 2 ms", "2", "120", "70", "**1.71x**", "1", "1"]
-    assert rows[1] == ["target", "2-20 ms", "1", "10", "2", "**5.00x**", "0", "0"]
-    assert rows[2] == ["target", "20 ms up", "0", "0", "0", "-", "0", "0"]
+    assert rows[0] == ["target", "under 2 ms", "2", "120", "70", "**1.71x**", "-", "-", "1", "1"]
+    assert rows[1] == ["target", "2-20 ms", "1", "10", "2", "**5.00x**", "-", "-", "0", "0"]
+    assert rows[2] == ["target", "20 ms up", "0", "0", "0", "-", "-", "-", "0", "0"]
+    # With the machine's spread recorded, each test's floor also covers it.
+    raw["spread"] = {"points": [[0.001, 0.03], [0.01, 0.01]], "df": 9, "source": "test"}
+    rows = bench.floor_rows(raw, 0.02)
+    with_spread = sum(
+        bench.pairs_floor_with_spread(0.05, 1.0, 0.02, "target", tau)
+        for tau in (0.03, 0.03 - 0.02 * math.log(1.5) / math.log(10))
+    )
+    assert rows[0][6] == str(with_spread) and rows[0][7] == f"{120 / with_spread:.2f}x"
+
+
+def test_the_floor_with_the_spread_needs_two_rounds_and_pays_for_tau(bench: ModuleType) -> None:
+    z, h = bench.FLOOR_Z, math.log(1.02)
+    # No spread: two rounds of the per-test floor's pairs split in two (or 2 each).
+    assert bench.pairs_floor_with_spread(1e-6, 1.0, 0.02, "target", 0.0) == 4
+    n = bench.pairs_floor(0.05, 1.0, 0.02, "target")
+    assert n <= bench.pairs_floor_with_spread(0.05, 1.0, 0.02, "target", 0.0) <= n + 2
+    # A spread of 1%: the best design is found by brute force over rounds and pairs.
+    best = min(
+        r * k
+        for r in range(2, 200)
+        for k in range(2, 2000)
+        if z * math.sqrt((0.01**2 + 0.05**2 / k) / r) <= h
+    )
+    assert bench.pairs_floor_with_spread(0.05, 1.0, 0.02, "target", 0.01) == best
+    # A spread as large as the half-width needs many rounds, each of two pairs at least.
+    assert bench.pairs_floor_with_spread(0.05, 1.0, 0.02, "target", 0.03) >= 2 * math.ceil(
+        (z * 0.03 / h) ** 2
+    )
 
 
 def test_an_answers_floor_allocates_pairs_by_ratio_times_noise(bench: ModuleType) -> None:
