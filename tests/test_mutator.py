@@ -551,6 +551,52 @@ def test_an_import_drops_a_program_whose_every_fixed_test_is_ill_defined(
     assert suite.programs["sum"].meta["inputs_report"]["dropped_tests"] == {}
 
 
+# Course-style checking: a bad input gets an error message and exit code 1.
+CHECKED_C = r"""#include <stdio.h>
+int main(void)
+{
+    long a, b;
+    printf("Two numbers:\n");
+    if (scanf("%ld %ld", &a, &b) != 2 || a < 0 || b < 0) {
+        printf("Invalid input.\n");
+        return 1;
+    }
+    printf("Sum: %ld\n", a + b);
+    return 0;
+}
+"""
+
+
+def test_a_test_whose_files_give_no_exit_code_takes_the_one_every_build_gives(
+    tmp_path: Path, toolchain, sandbox
+) -> None:
+    """A plain layout has no exit codes, so 0 is assumed; a program that prints its error
+    and exits 1 for a bad input is well defined there, and its test is kept expecting 1
+    (named in the import's notes) instead of being dropped with the program. A test whose
+    output the program does not print still goes."""
+    pool = tmp_path / "pool"
+    (pool / "checked" / "tests").mkdir(parents=True)
+    (pool / "checked" / "checked.c").write_text(CHECKED_C)
+    for name, stdin, out in (
+        ("ok", "2 40\n", "Two numbers:\nSum: 42\n"),
+        ("bad", "2 -4\n", "Two numbers:\nInvalid input.\n"),
+        ("wrong", "x\n", "Two numbers:\nSomething else.\n"),
+    ):
+        (pool / "checked" / "tests" / f"{name}.in").write_text(stdin)
+        (pool / "checked" / "tests" / f"{name}.out").write_text(out)
+    suite, report = import_plain_dir(
+        pool, run=ImportRun(mutator=True, toolchain=toolchain, sandbox=sandbox)
+    )
+    program = suite.programs["checked"]
+    tests = {t.name: t for t in program.tests}
+    assert sorted(tests) == ["bad", "ok"]
+    assert tests["bad"].expected_exit == 1 and tests["ok"].expected_exit == 0
+    inputs_report = program.meta["inputs_report"]
+    assert inputs_report["exit_codes_taken"] == {"bad": 1}
+    assert "wrong" in inputs_report["dropped_tests"]
+    assert any("bad: exit 1" in note for note in report.notes), report.notes
+
+
 PARITY_C = r"""#include <stdio.h>
 int main(void)
 {

@@ -445,6 +445,13 @@ def _drop_ill_defined_tests(program: Program, inputs_report: dict, report: DataR
             f"{program.id}: fixed test(s) {', '.join(relaxed)} compared ignoring whitespace "
             "(their given output differs from the program's only in whitespace)"
         )
+    codes: dict[str, int] = inputs_report.get("exit_codes_taken") or {}
+    if codes:
+        shown = ", ".join(f"{name}: exit {code}" for name, code in codes.items())
+        report.note(
+            f"{program.id}: fixed test(s) expect the exit code every build of the program "
+            f"gives, since their files give none ({shown})"
+        )
     dropped: dict[str, str] = inputs_report.get("dropped_tests") or {}
     if not dropped:
         return True

@@ -52,7 +52,9 @@ Before anything is learnt, every fixed test is judged as a drawn input would be
 (`vet_fixed_tests`): a test on which the -O0, -O3 and sanitizer builds do not all behave
 and agree depends on undefined behaviour, so it is dropped by name (the report's
 `dropped_tests`), and a program left with no test is dropped from the import
-(`ill_defined_tests`).
+(`ill_defined_tests`). A test whose files give no exit code expects 0; where every build
+ends it with the same other code by itself (an error message for a bad input, then
+`exit(1)`), the test expects that code instead (`exit_codes_taken`).
 
 Nine levels, each more conservative than the last, are learnt per test: `keywords` (all
 of the above, with source keywords drawn), `grown` (sizes past the sample: a governing
@@ -1768,6 +1770,16 @@ def vet_fixed_tests(judge: _Judge) -> tuple[tuple[TestCase, ...], dict[str, str]
     dropped: dict[str, str] = {}
     for test in judge.program.tests:
         ok, why = judge.judge(test, [test.stdin])
+        if why is not None and test.expected_exit == 0:
+            # The plain layouts give no exit code, so 0 is only assumed: a program that
+            # prints its error message for a bad input and exits 1 (as course and judge
+            # solutions often do) is well defined where every build agrees on that code.
+            code = _programs_exit_code(judge, test)
+            if code is not None:
+                retry = replace(test, expected_exit=code)
+                ok_retry, why_retry = judge.judge(retry, [retry.stdin])
+                if ok_retry == 1 and why_retry is None:
+                    test, ok, why = retry, ok_retry, why_retry
         if ok == 1 and why is None:
             why, test = _given_output(judge, test)
         if why is None:
@@ -1778,6 +1790,30 @@ def vet_fixed_tests(judge: _Judge) -> tuple[tuple[TestCase, ...], dict[str, str]
 
 
 _WHITESPACE = Comparison("whitespace")
+
+
+def _programs_exit_code(judge: _Judge, test: TestCase) -> int | None:
+    """The non-zero exit code the -O3 build ends the test with by itself (`exit(n)`, not a
+    signal, a limit or the sanitizer's code), or None."""
+    run = judge.sandbox.run_program(
+        judge.builds.o3, argv=test.argv, stdin=test.stdin, limits=judge.limits
+    )
+    if run.infra_error:
+        raise RuntimeError(f"sandbox: {run.infra_error}")
+    rec = run.records[0] if run.records else None
+    if rec is None or rec.signal is not None or rec.killed is not None or rec.exec_errno:
+        return None
+    code = rec.exit_code
+    if code is None or code in (0, _SANITIZER_EXIT):
+        return None
+    return code
+
+
+def exit_codes_taken(program: Program, vetted: Sequence[TestCase]) -> dict[str, int]:
+    """Test name -> exit code, for each vetted test that now expects the exit code its
+    program gives (every build agreeing on it) instead of the 0 its files assumed."""
+    before = {t.name: t.expected_exit for t in program.tests}
+    return {t.name: t.expected_exit for t in vetted if t.expected_exit != before.get(t.name)}
 
 
 def _given_output(judge: _Judge, test: TestCase) -> tuple[str | None, TestCase]:
@@ -1847,6 +1883,9 @@ def accept_generator(
     relaxed = relaxed_tests(program, kept_tests)
     if relaxed:
         report["relaxed_tests"] = relaxed
+    codes = exit_codes_taken(program, kept_tests)
+    if codes:
+        report["exit_codes_taken"] = codes
     program = judge.program = replace(program, tests=kept_tests)
     if all(not t.stdin for t in program.tests):
         return done(None, "no well-defined test has stdin")
@@ -2008,8 +2047,12 @@ def fit_inputs(
     meta["inputs_report"] = report
     dropped = report.get("dropped_tests") or {}
     relaxed = report.get("relaxed_tests") or {}
+    codes = report.get("exit_codes_taken") or {}
     tests = tuple(
-        replace(t, compare=_WHITESPACE) if t.name in relaxed else t
+        replace(
+            replace(t, compare=_WHITESPACE) if t.name in relaxed else t,
+            expected_exit=int(codes.get(t.name, t.expected_exit)),
+        )
         for t in program.tests
         if t.name not in dropped
     ) or program.tests
@@ -2058,6 +2101,7 @@ __all__ = [
     "AcceptConfig",
     "LearntClass",
     "accept_generator",
+    "exit_codes_taken",
     "fit_inputs",
     "learn_classes",
     "learn_generator",
