@@ -18,6 +18,8 @@ from asmopt.data.export import export_suite
 from asmopt.data.mutator import fit_inputs, learn_classes, learn_generator, parse_lines
 from asmopt.data.plain_dir import import_plain_dir
 from asmopt.data.supercoder import import_supercoder
+from asmopt.evaluate import baseline_binary
+from asmopt.fresh import FreshInputs, class_comparison, draw_inputs, expected_tests
 from asmopt.programs.generators import derive_seed
 from asmopt.programs.model import Program, TestCase
 from asmopt.programs.rows import row_to_program
@@ -595,6 +597,18 @@ def test_a_test_whose_files_give_no_exit_code_takes_the_one_every_build_gives(
     assert inputs_report["exit_codes_taken"] == {"bad": 1}
     assert "wrong" in inputs_report["dropped_tests"]
     assert any("bad: exit 1" in note for note in report.notes), report.notes
+    # The error test's class is checked in every grading but timed by no test: its answer
+    # is one message whatever the input, which as a timed class would read as a table.
+    assert inputs_report["checked_not_timed"] == ["bad"]
+    assert program.inputs is not None and program.size_class("bad") is None
+    assert program.size_class("ok") is not None
+    (bad_class,) = [c for c in program.inputs.class_names if c.split(".")[0] == "bad"][:1]
+    assert class_comparison(program, bad_class)[1] == 1
+    drawn = draw_inputs(program, FreshInputs(seed=3, per_class=2), "g")
+    baseline = baseline_binary(program, toolchain)
+    checked = expected_tests(program, baseline, sandbox, [(m["class"], t.stdin) for t, m in drawn])
+    codes = {m["class"]: t.expected_exit for (_, m), t in zip(drawn, checked, strict=True)}
+    assert codes[bad_class] == 1 and codes[program.size_class("ok")] == 0
 
 
 PARITY_C = r"""#include <stdio.h>

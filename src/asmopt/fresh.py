@@ -161,10 +161,14 @@ class Grading:
 
 
 def class_comparison(program: Program, size_class: str) -> tuple[Comparison, int]:
-    """The comparison and expected exit code of a class: those of its first fixed test
-    (the program's first test's where no fixed test stands for it)."""
+    """The comparison and expected exit code of a class: those of its first fixed test.
+    Where no fixed test stands for it (a learnt checking class `<class>.sample`, or a
+    class learnt from a test that ends with an error exit: data/mutator.py), those of the
+    test its name comes from, else the program's first test's."""
+    by_name = {t.name: t for t in program.tests}
     chosen = next(
-        (t for t in program.tests if program.size_class(t.name) == size_class), program.tests[0]
+        (t for t in program.tests if program.size_class(t.name) == size_class),
+        by_name.get(size_class) or by_name.get(size_class.split(".")[0]) or program.tests[0],
     )
     return fresh_comparison(chosen.compare), chosen.expected_exit
 

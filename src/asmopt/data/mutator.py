@@ -54,7 +54,9 @@ and agree depends on undefined behaviour, so it is dropped by name (the report's
 `dropped_tests`), and a program left with no test is dropped from the import
 (`ill_defined_tests`). A test whose files give no exit code expects 0; where every build
 ends it with the same other code by itself (an error message for a bad input, then
-`exit(1)`), the test expects that code instead (`exit_codes_taken`).
+`exit(1)`), the test expects that code instead (`exit_codes_taken`), its class is learnt
+apart from the tests that end normally, and it is checked but not timed
+(`_error_tests_checked_not_timed`).
 
 Nine levels, each more conservative than the last, are learnt per test: `keywords` (all
 of the above, with source keywords drawn), `grown` (sizes past the sample: a governing
@@ -1449,8 +1451,11 @@ def learn_classes(program: Program) -> list[LearntClass]:
     parsed = [p for p in (_parse_test(t) for t in program.tests) if p is not None]
     vocab = keyword_vocabulary(program)
     groups: dict[tuple[Any, ...], list[_Parsed]] = {}
+    # Tests that end with different exit codes (a bad input's error and a good input's
+    # answer) are drawn apart even where they look alike: a class's draws are judged by
+    # the exit code of its test.
     for p in parsed:
-        groups.setdefault(p.skeleton(), []).append(p)
+        groups.setdefault((p.test.expected_exit, p.skeleton()), []).append(p)
     found: dict[str, tuple[list[str], list[tuple[str, dict[str, Any]]]]] = {}
     order: list[str] = []
     for members in groups.values():
@@ -1488,7 +1493,7 @@ def learn_classes(program: Program) -> list[LearntClass]:
                     bodies.append((level, body))
             if not bodies:
                 continue
-            key = json.dumps(bodies, sort_keys=True)
+            key = json.dumps([p.test.expected_exit, bodies], sort_keys=True)
             if key not in found:
                 found[key] = ([], bodies)
                 order.append(key)
@@ -1906,10 +1911,29 @@ def accept_generator(
             )
     if not kept:
         return done(None, "no class passed acceptance")
+    mapping = _error_tests_checked_not_timed(program, mapping, report)
     gen = InputGenerator.from_dict(
         {"version": GENERATOR_VERSION, "classes": kept, "tests": mapping, "origin": "learnt"}
     )
     return done(gen)
+
+
+def _error_tests_checked_not_timed(
+    program: Program, mapping: dict[str, str], report: dict[str, Any]
+) -> dict[str, str]:
+    """The test -> class mapping without the tests that end with an error exit (a bad
+    input's message, then `exit(1)`), where a test that ends normally stands for a class:
+    their classes then stand for no test, so every grading checks their draws and nothing
+    times them (as a checking class's). An error path's answer is one message whatever the
+    input, so as a timed class it would read as a table of answers and make the program
+    unfit; as a checked one it can only make a precomputed answer fail more. A program
+    whose every test ends with an error keeps them: nothing else would be timed."""
+    exits = {t.name: t.expected_exit for t in program.tests}
+    errors = {name for name in mapping if exits.get(name, 0) != 0}
+    if not errors or all(name in errors for name in mapping):
+        return mapping
+    report["checked_not_timed"] = sorted(errors)
+    return {name: klass for name, klass in mapping.items() if name not in errors}
 
 
 def _accept_class(
