@@ -75,6 +75,23 @@ def kernels_for(rows: int, onednn: bool, multi_row: bool = False) -> dict[str, K
 
 
 _PACKED: dict[int, torch.nn.Module] = {}
+# dtype -> why oneDNN's packed kernel was left out (it needs CPU features for some dtypes:
+# bfloat16 wants AVX-512 BW/VL/DQ or AVX-NE-CONVERT), reported with the table.
+LEFT_OUT: dict[str, str] = {}
+
+
+def _onednn_runs(dtype: torch.dtype, in_features: int, weight: torch.Tensor) -> bool:
+    """Whether the packed kernel runs on this CPU for `dtype`; if not, it is left out of
+    that dtype's table and LEFT_OUT says why, instead of the whole run failing."""
+    try:
+        with torch.inference_mode():
+            _onednn_packed(torch.zeros(1, in_features, dtype=dtype), weight)
+    except RuntimeError as exc:
+        reason = str(exc).strip().splitlines()[-1]
+        LEFT_OUT[str(dtype).removeprefix("torch.")] = reason
+        print(f"onednn_packed left out for {dtype}: {reason}", file=sys.stderr, flush=True)
+        return False
+    return True
 
 
 def _onednn_packed(x: torch.Tensor, w: torch.Tensor) -> torch.Tensor:
@@ -112,6 +129,7 @@ def time_shape(
     )
     if onednn:
         pack_for_onednn(weights)
+        onednn = _onednn_runs(dtype, in_features, weights[0])
     samples: dict[str, dict[str, list[float]]] = {}
     with torch.inference_mode():
         for rows in rows_list:
@@ -212,6 +230,7 @@ def main(argv: list[str] | None = None) -> int:
             f"count over cold weights (copies spanning >= {args.cold_mb} MiB)",
             f"- multi-row float32 kernel (`rows`): "
             f"{native.status() if args.native else 'left out (--no-native)'}",
+            *(f"- `onednn_packed` left out for {d}: {why}" for d, why in LEFT_OUT.items()),
             "",
             *table(results),
             "",

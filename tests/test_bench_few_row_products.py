@@ -48,6 +48,13 @@ def test_a_small_run_times_every_kernel_and_reports_ratios_to_one_row(
         assert all(len(s) == 3 for kernels in by_rows.values() for s in kernels.values())
     rows = [line for line in out.read_text().splitlines() if line.startswith("| float")]
     assert len(rows) == 2 and "| 1 |" in rows[0] and "x)" in rows[1]
+    # oneDNN's packed kernel runs where the CPU supports its dtype; where it does not (bf16
+    # without AVX-512 BW/VL/DQ), the run goes on without it and the report says why.
+    for key, by_rows in samples.items():
+        dtype = key.split(" ")[0]
+        assert ("onednn_packed" in by_rows["1"]) != (dtype in bench.LEFT_OUT), key
+        if dtype in bench.LEFT_OUT:
+            assert f"`onednn_packed` left out for {dtype}" in out.read_text()
 
 
 def test_a_wrong_kernel_is_caught_before_timing(
