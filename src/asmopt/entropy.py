@@ -340,14 +340,19 @@ def declared_class_problems(program: Program) -> dict[str, str]:
 
 def read_mark(program: Program) -> EntropyReport | None:
     """The stored measurement of `program` if it is for the program as it is now."""
-    raw = program.meta.get(MARK_KEY)
-    if not isinstance(raw, dict):
+    if not isinstance(program.meta.get(MARK_KEY), dict):
         return None
     try:
-        report = EntropyReport.from_dict(raw)
+        report = _parse_mark(program)
     except (KeyError, TypeError, ValueError):
         return None
     return report if report.program_hash == program.content_hash() else None
+
+
+def _parse_mark(program: Program) -> EntropyReport:
+    """The stored measurement of `program` (its mark must be a mapping); raises when it
+    cannot be read."""
+    return EntropyReport.from_dict(program.meta[MARK_KEY])
 
 
 def unreadable_mark(program: Program) -> str | None:
@@ -360,7 +365,7 @@ def unreadable_mark(program: Program) -> str | None:
     if not isinstance(raw, dict):
         return f"the entropy mark is a {type(raw).__name__}, not a mapping"
     try:
-        EntropyReport.from_dict(raw)
+        _parse_mark(program)
     except (KeyError, TypeError, ValueError) as exc:
         return f"the entropy mark cannot be read ({exc})"
     return None
