@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import importlib.util
 import os
+import shutil
 import sys
 import tempfile
 from collections.abc import Iterator
@@ -66,6 +67,16 @@ FAST_MODULES = frozenset(
         "test_timing_spread",
     }
 )
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    """Remove this session's private cache and temporary directory: every run made two new
+    ones, and a developer's /tmp filled with them. ASMOPT_KEEP_TEST_TMP=1 keeps them, to look
+    at what a failing test left."""
+    if os.environ.get("ASMOPT_KEEP_TEST_TMP"):
+        return
+    for made in (_CACHE, _TMP):
+        shutil.rmtree(made, ignore_errors=True)
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
