@@ -15,13 +15,29 @@ import pytest
 from program_machine import REWARD, MockTest, ProgramMachine
 
 from asmopt.measure.speedup import MeasureMode, ProgramSpeedup, TestSpeedup
+from asmopt.measure.stats import RatioInterval
 from asmopt.measure.timing import TimingConfig, measure_tests
+from asmopt.measure.timing.decisions import program_aims
+from asmopt.measure.timing.state import _TestState
 
 
-def _program(tests: Sequence[MockTest], seed: int, config: TimingConfig):
-    machine = ProgramMachine(tests, seed)
+class _Clocked(ProgramMachine):
+    """The mock machine, adding up the seconds its rounds report (the budget's measure)."""
+
+    seconds = 0.0
+
+    def run_batch(self, requests):  # type: ignore[no-untyped-def]
+        rounds = super().run_batch(requests)
+        self.seconds += sum(r.seconds for r in rounds.values())
+        return rounds
+
+
+def _program(tests: Sequence[MockTest], seed: int, config: TimingConfig, clocked=None):  # type: ignore[no-untyped-def]
+    machine = _Clocked(tests, seed)
     speedups, failure, _ = measure_tests(machine, [f"t{k}" for k in range(len(tests))], config)
     assert failure is None
+    if clocked is not None:
+        clocked.append(machine.seconds)
     return ProgramSpeedup.from_tests(MeasureMode.TIME, speedups), speedups, machine.pairs
 
 
@@ -100,3 +116,60 @@ def test_the_rule_belongs_to_the_decision_precision_only() -> None:
     target = replace(REWARD, precision="target", max_pairs=200, budget_s=20.0)
     _, speedups, _ = _program(tests, 3, target)
     assert "program" not in _stopped(speedups)
+
+
+def _noisy_heavy(true_log: float) -> MockTest:
+    # A 150 ms test beside other work: 10% a pair, so its 10 s budget buys about 33 pairs.
+    return MockTest(true_log, sigma=0.10, base_s=0.15, tau=0.015)
+
+
+def _state(name: str, log_se: float, n: int, spent: float) -> _TestState:
+    stat = RatioInterval(1.0, 0.9, 1.1, n, 0.0, log_se, n - 1.0, 0.95)
+    return _TestState(name, spent=spent, stat=stat, pairs=[None] * n)  # type: ignore[list-item]
+
+
+def test_the_programs_precision_is_shared_out_by_cost() -> None:
+    # Two tests alike but for their cost a pair (100x): the program's variance budget is
+    # spent exactly, and the dear test is asked for less precision (fewer pairs), by the
+    # fourth root of the cost ratio when their per-pair noise is the same.
+    cheap, dear = _state("cheap", 0.02, 25, 0.05), _state("dear", 0.02, 25, 5.0)
+    aims = program_aims([cheap, dear], REWARD)
+    assert aims is not None
+    assert aims[1] / aims[0] == pytest.approx(100**0.25)
+    settle_variance = sum((aim / 2) ** 2 for aim in aims)
+    # A finished test keeps its share; the open one gets what is left of the same budget.
+    dear.done = True
+    left = program_aims([cheap, dear], REWARD)
+    assert left is not None and left[1] == 0.0
+    assert (left[0] / 2) ** 2 == pytest.approx(settle_variance - (0.02 / 2) ** 2)
+    # Without an interval of two pairs on every test there is nothing to plan from.
+    assert program_aims([cheap, _TestState("new")], REWARD) is None
+    assert program_aims([cheap, dear], replace(REWARD, program_stop=False)) is None
+
+
+def test_heavy_noisy_tests_of_copies_stop_with_their_program_not_on_their_budget() -> None:
+    # Copies whose heavy tests are noisy: planned for the program's verdict (small rounds
+    # for the dear tests, looked at after each), they end with the program instead of each
+    # spending its budget on a precision the verdict does not need.
+    mid = MockTest(0.0, sigma=0.05, base_s=0.006, tau=0.02)
+    tests = [_short(0.0), _short(0.0), mid, mid, _noisy_heavy(0.0), _noisy_heavy(0.0)]
+    off = replace(REWARD, program_stop=False)
+    on_s: list[float] = []
+    off_s: list[float] = []
+    budget_stops = 0
+    for seed in range(10):
+        program, speedups, _ = _program(tests, 300 + seed, REWARD, on_s)
+        _program(tests, 300 + seed, off, off_s)
+        assert not program.significantly_faster and not program.significantly_slower
+        budget_stops += _stopped(speedups).count("budget")
+    assert sum(on_s) < 0.7 * sum(off_s)
+    assert budget_stops <= 5  # of 20 heavy tests
+
+
+@pytest.mark.slow
+def test_copies_with_noisy_heavy_tests_are_almost_never_called_faster() -> None:
+    """The same claim as above for 150 programs of copies whose heavy tests are noisy, where
+    the plan makes the dear tests' rounds small and the program is looked at often."""
+    tests = [_short(0.0), _noisy_heavy(0.0), _noisy_heavy(0.0), MockTest(0.0, 0.04, 0.004, 0.02)]
+    faster = sum(_program(tests, 2000 + s, REWARD)[0].mean_low > 1.0 for s in range(150))
+    assert faster <= 3

@@ -115,7 +115,11 @@ class TimingConfig:
     # ratios, not each test, so once both program statistics are settled (clear of every
     # decision point, or equivalent to 1.0) the answer's unfinished tests stop where they
     # stand (`stopped` = "program"). A 1 ms test at 9% noise a pair then no longer holds
-    # the timing core for an answer its heavy tests have already decided.
+    # the timing core for an answer its heavy tests have already decided. The next rounds
+    # are planned for that verdict too (decisions.program_aims): the precision the program
+    # still needs is shared out by cost, and a round takes at most a quarter of a test's
+    # budget, so a heavy noisy test is looked at again instead of spending its budget on a
+    # precision the verdict does not need.
     program_stop: bool = True
 
     def __post_init__(self) -> None:

@@ -9,7 +9,9 @@ each test. A program whose heavy tests are clearly faster is settled although on
 1 ms test is not; its unfinished tests stop where they are, their intervals wide but sound.
 
 The engine (engine.py) asks these after every round; they read a test's state and its
-current summary and never run anything.
+current summary and never run anything. It also plans with the program's question
+(`program_aims`): how precise each unfinished test must still become for the program to
+settle, shared out so that cheap tests take the pairs and heavy tests few.
 """
 
 from __future__ import annotations
@@ -135,3 +137,63 @@ def _program_settled_by(
     if corrected.half_width > config.early_stop_half_width:
         return False
     return _clear_of_decision_points(corrected.low, corrected.high, config, resolution)
+
+
+def program_aims(states: Sequence[_TestState], config: TimingConfig) -> list[float] | None:
+    """The standard error of each test's log ratio that would settle its program's verdict
+    at the least timing cost (see TimingConfig.program_stop); 0.0 for finished tests. None
+    where the program cannot be planned from what is measured: a test without an interval
+    of two pairs, or a statistic so close to a decision point that no precision settles it.
+
+    A program statistic S has variance sum_i w_i^2 se_i^2 (geometric mean: w_i = 1/T on the
+    log scale; arithmetic mean: w_i = r_i / (T mean), relative). It settles at the standard
+    error A (`_settling_se`). Test i, with per-pair standard deviation s_i and c_i seconds
+    a pair, takes n_i pairs; the least sum c_i n_i with sum w_i^2 s_i^2 / n_i <= A^2 has
+    n_i proportional to w_i s_i / sqrt(c_i), that is se_i^2 = A^2 s_i sqrt(c_i) / (w_i
+    sum_j w_j s_j sqrt(c_j)), the finished tests' share taken from A^2 first. Each test
+    takes the smaller of its aims under the two statistics."""
+    if not (config.program_stop and config.early_stop and config.precision == "decision"):
+        return None
+    stats = [st.stat for st in states]
+    if any(s is None or s.n < 2 or s.df <= 0 or not math.isfinite(s.log_se) for s in stats):
+        return None
+    known = [s for s in stats if s is not None]
+    count = len(known)
+    ratios = [math.exp(s.log_mean) for s in known]
+    mean_ratio = sum(ratios) / count
+    per_pair = [s.log_se * math.sqrt(s.n) for s in known]
+    cost = [st.spent / max(1, len(st.pairs)) for st in states]
+    df = max(4.0, combine_geometric(known).df)
+    resolution = sum(st.resolution for st in states) / count
+    statistics = (
+        (sum(s.log_mean for s in known) / count, [1.0 / count] * count),
+        (math.log(mean_ratio), [r / (count * mean_ratio) for r in ratios]),
+    )
+    aims = [math.inf] * count
+    for centre, weights in statistics:
+        settle = _settling_se(centre, df, config, resolution)
+        left = settle**2 - sum(
+            (w * s.log_se) ** 2 for w, s, st in zip(weights, known, states, strict=True) if st.done
+        )
+        open_tests = [i for i, st in enumerate(states) if not st.done]
+        total = sum(weights[i] * per_pair[i] * math.sqrt(cost[i]) for i in open_tests)
+        if settle <= 0 or left <= 0 or total <= 0:
+            return None
+        for i in open_tests:
+            share = per_pair[i] * math.sqrt(cost[i]) / (weights[i] * total)
+            aims[i] = min(aims[i], math.sqrt(left * share))
+    return [0.0 if st.done else aims[i] for i, st in enumerate(states)]
+
+
+def _settling_se(centre: float, df: float, config: TimingConfig, resolution: float) -> float:
+    """The standard error at which a program statistic centred at `centre` (log scale)
+    settles as `_program_settled_by` asks: equivalent to 1.0, or clear of the nearest
+    decision point at the corrected level within `early_stop_half_width`, whichever asks
+    less; aimed a fifth short, since the centre itself moves as pairs come."""
+    equivalent_at = (math.log1p(config.equivalence_margin) - abs(centre)) / t_quantile(
+        1.0 - EQUIVALENCE_ALPHA, df
+    )
+    nearest = min(abs(math.log(p) - centre) for p in config.decision_points)
+    clear = min(nearest - math.log1p(resolution), math.log1p(config.early_stop_half_width))
+    clear_at = clear / t_quantile(0.5 + corrected_confidence(config) / 2.0, df)
+    return 0.8 * max(equivalent_at, clear_at)

@@ -28,6 +28,7 @@ from asmopt.measure.timing.decisions import (
     EQUIVALENCE_ALPHA,
     decided,
     far_from_decisions,
+    program_aims,
     program_decided,
 )
 from asmopt.measure.timing.requests import CandidateRoundRequest, CandidateTest, RoundRequest
@@ -110,6 +111,7 @@ def _advance(state: _TestState, config: TimingConfig, warnings: Sequence[TimingW
     if state.target is not None:
         config = replace(config, target_half_width=state.target)
     speedup, stat = _summarise(state, config, warnings)
+    state.stat = stat
     half_width = stat.half_width
     n_used = speedup.n
     clean = str(TimingWarning.MANY_OUTLIERS) not in speedup.warnings
@@ -183,6 +185,8 @@ def _pairs_needed(state: _TestState, stat: RatioInterval, config: TimingConfig) 
     if config.precision == "decision":
         room = math.log1p(config.equivalence_margin) - abs(stat.log_mean)
         aim_se = max(aim_se, room / t_quantile(1.0 - EQUIVALENCE_ALPHA, df))
+    # What the program's verdict asks of this test, where that is less (program_aims).
+    aim_se = max(aim_se, state.program_aim_se)
     have = 1.0 / stat.log_se**2
     more = 1.0 / aim_se**2 - have
     if more <= 0:  # precise enough already: the round is for the rounds rule
@@ -267,6 +271,7 @@ def measure_candidates(
                 _take_round(states[c][i], rounds.get((c, i)), batch, config, warnings)
         _enforce_candidate_budgets(states, config, warnings)
         _stop_decided_programs(states, failures, config, warnings)
+        _plan_for_programs(states, failures, config)
     return [
         (
             [_final(x) for x in states[c]],
@@ -407,6 +412,29 @@ def _stop_decided_programs(
                 if not st.done:
                     st.decided = True  # settled by the program's rule: no target is missed
                     _stop(st, config, warnings, "program")
+
+
+def _plan_for_programs(
+    states: Sequence[Sequence[_TestState]],
+    failures: Sequence[tuple[RunFailure, str] | None],
+    config: TimingConfig,
+) -> None:
+    """Size every unfinished test's next round for what its program's verdict still needs
+    (decisions.program_aims), where that is fewer pairs than the test's own target asks."""
+    for c, candidate_states in enumerate(states):
+        if failures[c] is not None:
+            continue
+        aims = program_aims(candidate_states, config)
+        for k, st in enumerate(candidate_states):
+            st.program_aim_se = aims[k] if aims else 0.0
+            if st.done or st.stat is None or st.program_aim_se <= 0:
+                continue
+            own = config if st.target is None else replace(config, target_half_width=st.target)
+            # A round of at most a quarter of the budget, so that the program is looked at
+            # again before a heavy test spends the rest on one sandbox's estimate.
+            per_pair = st.spent / max(1, len(st.pairs))
+            quarter = int(config.budget_s / (4 * per_pair)) if per_pair > 0 else st.want
+            st.want = max(2, min(st.want, _pairs_needed(st, st.stat, own), quarter))
 
 
 def _final(state: _TestState) -> TestSpeedup:

@@ -47,3 +47,8 @@ class _TestState:
     rounds_used: int = 0
     parts: list[RatioInterval] = field(default_factory=list)
     tau: float = 0.0
+    # The raw statistic of the last summary (what the planner sizes the next round from),
+    # and the standard error of the test's log ratio that its program's verdict asks of it
+    # (decisions.program_aims; 0: none, the test's own rules plan it).
+    stat: RatioInterval | None = None
+    program_aim_se: float = 0.0
