@@ -1545,7 +1545,7 @@ class AcceptConfig:
     per_class: int = PER_CLASS
     cpu_seconds: int = CPU_SECONDS
     sanitize_factor: int = 4
-    seed: int = 0
+    input_seed: int = 0
 
 
 @dataclass
@@ -1974,7 +1974,7 @@ def _try_body(
             {"version": GENERATOR_VERSION, "classes": {name: body}, "origin": "learnt"}
         )
         draws = [
-            gen.draw(name, derive_seed(config.seed, judge.program.id, name, label, k))
+            gen.draw(name, derive_seed(config.input_seed, judge.program.id, name, label, k))
             for k in range(config.per_class)
         ]
     except GeneratorError as exc:

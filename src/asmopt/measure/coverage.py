@@ -116,7 +116,7 @@ def measure_coverage(
     sandbox: Sandbox,
     *,
     per_class: int = DRAWS_PER_CLASS,
-    seed: int = 0,
+    input_seed: int = 0,
     limits: Limits | None = None,
 ) -> Coverage | None:
     """Blocks reached by the fixed tests against those reached by `per_class` draws of
@@ -137,7 +137,8 @@ def measure_coverage(
     draws = 0
     for size_class in program.inputs.class_names:
         for k in range(per_class):
-            stdin = program.inputs.draw(size_class, derive_seed(seed, "coverage", size_class, k))
+            seed = derive_seed(input_seed, "coverage", size_class, k)
+            stdin = program.inputs.draw(size_class, seed)
             drawn |= blocks_reached(binary, sandbox, stdin, argv, limits)
             draws += 1
     return Coverage(fixed=len(fixed), drawn=len(drawn), missed=len(fixed - drawn), draws=draws)
