@@ -13,6 +13,7 @@ the import report instead of silently importing wrong flags.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -159,23 +160,21 @@ class _Interpreter:
         tokens = [_VAR_REF.sub(lambda m: self.lookup(m.group(1)) or "", t) for t, _ in raw]
         pos = 0
 
-        def parse_or() -> bool:
+        def chain(op: str, operand: Callable[[], bool]) -> list[bool]:
+            """`operand` parsed once and again after each `op`: every operand is parsed, none
+            skipped as a short-circuit would, so that `pos` ends past the whole chain."""
             nonlocal pos
-            left = parse_and()
-            while pos < len(tokens) and tokens[pos] == "OR":
+            values = [operand()]
+            while pos < len(tokens) and tokens[pos] == op:
                 pos += 1
-                right = parse_and()
-                left = left or right
-            return left
+                values.append(operand())
+            return values
+
+        def parse_or() -> bool:
+            return any(chain("OR", parse_and))
 
         def parse_and() -> bool:
-            nonlocal pos
-            left = parse_not()
-            while pos < len(tokens) and tokens[pos] == "AND":
-                pos += 1
-                right = parse_not()
-                left = left and right
-            return left
+            return all(chain("AND", parse_not))
 
         def parse_not() -> bool:
             nonlocal pos
