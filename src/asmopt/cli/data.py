@@ -123,12 +123,29 @@ def _run(args: argparse.Namespace) -> ImportRun:
 
 
 # ---------------------------------------------------------------------------- import
-def cmd_import_codenet(args: argparse.Namespace) -> int:
+Imported = tuple[Suite, DataReport]
+
+
+def _import_command(
+    read: Callable[[argparse.Namespace], Imported],
+) -> Callable[[argparse.Namespace], int]:
+    """An `asmopt data import` command: the output is checked before any work (an import can
+    run for hours and should not end by refusing to write), then `read` imports and the suite
+    is finished (`_finish`), all of it stoppable by Ctrl-C and SIGTERM (`_stoppable`)."""
+
+    @functools.wraps(read)
+    def command(args: argparse.Namespace) -> int:
+        check_output(Path(args.output), args.force)
+        suite, report = read(args)
+        return _finish(suite, report, args)
+
+    return _stoppable(command, "the import")
+
+
+def _import_codenet(args: argparse.Namespace) -> Imported:
     from asmopt.data.codenet import import_codenet
 
-    check_output(Path(args.output), args.force)  # before any work
-
-    suite, report = import_codenet(
+    return import_codenet(
         args.path,
         per_problem=args.per_problem,
         io_dir=args.io_dir,
@@ -137,29 +154,23 @@ def cmd_import_codenet(args: argparse.Namespace) -> int:
         run=_run(args),
         **_fractions(args),
     )
-    return _finish(suite, report, args)
 
 
-def cmd_import_supercoder(args: argparse.Namespace) -> int:
+def _import_supercoder(args: argparse.Namespace) -> Imported:
     from asmopt.data.supercoder import import_supercoder
 
-    check_output(Path(args.output), args.force)  # before any work
-
-    suite, report = import_supercoder(
+    return import_supercoder(
         args.paths,
         prefix=args.prefix,
         name=args.name or "supercoder",
         run=_run(args),
     )
-    return _finish(suite, report, args)
 
 
-def cmd_import_llvm(args: argparse.Namespace) -> int:
+def _import_llvm(args: argparse.Namespace) -> Imported:
     from asmopt.data.llvm_test_suite import import_llvm_test_suite, suite_name_for
 
-    check_output(Path(args.output), args.force)  # before any work
-
-    suite, report = import_llvm_test_suite(
+    return import_llvm_test_suite(
         args.paths,
         size=args.size,
         verify=not args.no_verify,
@@ -167,18 +178,12 @@ def cmd_import_llvm(args: argparse.Namespace) -> int:
         name=args.name or suite_name_for(args.paths),
         run=_run(args),
     )
-    return _finish(suite, report, args)
 
 
-def cmd_import_dir(args: argparse.Namespace) -> int:
+def _import_dir(args: argparse.Namespace) -> Imported:
     from asmopt.data.plain_dir import import_plain_dir
 
-    check_output(Path(args.output), args.force)  # before any work
-
-    suite, report = import_plain_dir(
-        args.path, name=args.name, run=_run(args), **_fractions(args)
-    )
-    return _finish(suite, report, args)
+    return import_plain_dir(args.path, name=args.name, run=_run(args), **_fractions(args))
 
 
 # ---------------------------------------------------------------------------- build
@@ -349,7 +354,7 @@ def _register_imports(imp_sub: Any, common: argparse.ArgumentParser) -> None:
     _add_split(p, 0.025, 0.0)
     _add_output(p)
     _add_mutator(p)
-    p.set_defaults(func=_stoppable(cmd_import_codenet, "the import"))
+    p.set_defaults(func=_import_command(_import_codenet))
 
     p = imp_sub.add_parser(
         "supercoder", parents=[common], help="SuperCoder / verl rows (parquet or JSONL)"
@@ -358,7 +363,7 @@ def _register_imports(imp_sub: Any, common: argparse.ArgumentParser) -> None:
     p.add_argument("--prefix", default="supercoder", help="program id prefix")
     _add_output(p)
     _add_mutator(p)
-    p.set_defaults(func=_stoppable(cmd_import_supercoder, "the import"))
+    p.set_defaults(func=_import_command(_import_supercoder))
 
     p = imp_sub.add_parser(
         "llvm-test-suite", parents=[common], help="llvm-test-suite SingleSource directories"
@@ -388,7 +393,7 @@ def _register_imports(imp_sub: Any, common: argparse.ArgumentParser) -> None:
     add_jobs_option(p, 2)
     _add_output(p)
     _add_mutator(p)
-    p.set_defaults(func=_stoppable(cmd_import_llvm, "the import"))
+    p.set_defaults(func=_import_command(_import_llvm))
 
     p = imp_sub.add_parser(
         "dir", parents=[common], help="the plain layout: NAME/NAME.c + NAME/tests/*.in, *.out"
@@ -397,7 +402,7 @@ def _register_imports(imp_sub: Any, common: argparse.ArgumentParser) -> None:
     _add_split(p, 0.0, 1.0)
     _add_output(p)
     _add_mutator(p)
-    p.set_defaults(func=_stoppable(cmd_import_dir, "the import"))
+    p.set_defaults(func=_import_command(_import_dir))
 
 
 def _register_build(data_sub: Any, common: argparse.ArgumentParser) -> None:
