@@ -44,7 +44,8 @@ def test_register_adds_the_data_group() -> None:
         ["data", "import", "llvm-test-suite", "a", "b", "-o", "out", "--size", "large"]
     )
     assert args.paths == ["a", "b"] and args.size == "large"
-    assert args.func.__wrapped__ is data_cli.cmd_import_llvm  # run with signals handled
+    # run with signals handled, the output checked first (_import_command)
+    assert args.func.__wrapped__.__wrapped__ is data_cli._import_llvm
     args = parser.parse_args(
         ["data", "export", "S", "--format", "jsonl", "-o", "x.jsonl", "--json"]
     )
