@@ -172,6 +172,33 @@ def program_pairs_floor(tests: list[dict[str, Any]], target: float) -> int:
     return sum(max(2, math.ceil(total * w / sum(weights))) for w in weights)
 
 
+# The fewest pairs a valid interval rests on: two rounds (sandboxes) of two pairs.
+LEAST_PAIRS = 4
+
+
+def pair_seconds(test: dict[str, Any]) -> float:
+    """Seconds of runs one pair of a test takes: the baseline's run and the answer's
+    (the baseline's over the ratio)."""
+    return test["base_ms"] / 1000.0 * (1.0 + 1.0 / test["ratio"])
+
+
+def program_seconds_floor(tests: list[dict[str, Any]], target: float) -> float:
+    """The floor of one answer in seconds of runs, for the same decision as
+    `program_pairs_floor`: a fixed design that also knew each test's cost a pair c_i
+    spends the least with n_i proportional to r_i sd_i / sqrt(c_i), which costs
+    (z sum(r_i sd_i sqrt(c_i)) / (k H))^2 seconds; each test takes at least LEAST_PAIRS,
+    the least a valid interval rests on (the engine now plans by cost the same way)."""
+    k = len(tests)
+    mean = sum(t["ratio"] for t in tests) / k
+    need = max(target * mean, abs(mean - 1.0))
+    costs = [pair_seconds(t) for t in tests]
+    weights = [t["ratio"] * t["pair_sd"] / math.sqrt(c) for t, c in zip(tests, costs, strict=True)]
+    scale = (FLOOR_Z / (k * need)) ** 2 * sum(
+        t["ratio"] * t["pair_sd"] * math.sqrt(c) for t, c in zip(tests, costs, strict=True)
+    )
+    return sum(c * max(LEAST_PAIRS, scale * w) for c, w in zip(costs, weights, strict=True))
+
+
 def program_floor_rows(raw: dict[str, Any], target: float) -> list[list[str]]:
     """Decision precision, per kind of timed answer: the answers set against their
     program's floor (every test with its noise measured), their pairs, the floor, and
@@ -182,17 +209,24 @@ def program_floor_rows(raw: dict[str, Any], target: float) -> list[list[str]]:
         return rows
     for kind in KINDS[1:]:
         answers = used = floor = 0
+        used_s = floor_s = 0.0
         for answer in run["per_answer"]:
             tests = answer["cost"].get("per_test", []) if answer.get("cost") else []
             if answer["kind"] != kind or not tests:
                 continue
-            if any(t["pair_sd"] is None for t in tests):
+            if any(t["pair_sd"] is None or t["base_ms"] is None for t in tests):
                 continue
             answers += 1
             used += sum(t["pairs"] for t in tests)
             floor += program_pairs_floor(tests, target)
+            used_s += sum(t["pairs"] * pair_seconds(t) for t in tests)
+            floor_s += program_seconds_floor(tests, target)
         share = f"**{used / floor:.2f}x**" if floor else "-"
-        rows.append([kind, str(answers), str(used), str(floor), share])
+        share_s = f"**{used_s / floor_s:.2f}x**" if floor_s else "-"
+        rows.append(
+            [kind, str(answers), str(used), str(floor), share, f"{used_s:.1f} s",
+             f"{floor_s:.1f} s", share_s]
+        )
     return rows
 
 
@@ -580,9 +614,19 @@ def _program_floor_section(raw: dict[str, Any], target: float) -> list[str]:
         "test's noise and ratio would need for that decision on the mean m: half-width "
         f"max({target:g} m, |m - 1|) at z = {FLOOR_Z:.3f}, pairs allocated to tests in "
         "proportion to ratio x noise (bench_reward_throughput.program_pairs_floor). Like "
-        "the per-test floor it leaves out the between-sandbox rounds.",
+        "the per-test floor it leaves out the between-sandbox rounds. Since pairs of a 1 ms "
+        "test and of a 150 ms test cost differently, the same is also set out in seconds "
+        "of runs (a pair's run seconds: the baseline's run and the answer's): the engine's "
+        "pairs at each test's cost against the least a design that also knew each test's "
+        "cost would spend, n_i proportional to ratio x noise / sqrt(cost), each test at "
+        f"least {LEAST_PAIRS} pairs, two rounds of two, the least a valid interval rests on "
+        "(program_seconds_floor).",
         "",
-        md_table(["answer", "answers", "their pairs", "floor", "used/floor"], rows),
+        md_table(
+            ["answer", "answers", "their pairs", "floor", "used/floor", "their run seconds",
+             "floor in seconds", "used/floor (seconds)"],
+            rows,
+        ),
         "",
     ]
 

@@ -102,7 +102,7 @@ def test_an_answers_floor_allocates_pairs_by_ratio_times_noise(bench: ModuleType
             "decision": {
                 "per_answer": [
                     {"kind": "near_copy", "cost": {"per_test": [
-                        {**t, "pairs": 100} for t in copies]}},
+                        {**t, "pairs": 100, "base_ms": 1.0} for t in copies]}},
                     {"kind": "faster", "cost": None},
                 ]
             }
@@ -110,8 +110,33 @@ def test_an_answers_floor_allocates_pairs_by_ratio_times_noise(bench: ModuleType
     }
     rows = bench.program_floor_rows(raw, 0.02)
     floor = bench.program_pairs_floor(copies, 0.02)
-    assert rows[0] == ["near_copy", "1", "200", str(floor), f"**{200 / floor:.2f}x**"]
-    assert rows[2] == ["faster", "0", "0", "0", "-"]
+    assert rows[0][:5] == ["near_copy", "1", "200", str(floor), f"**{200 / floor:.2f}x**"]
+    # 200 pairs of 2 ms of runs each (two 1 ms runs)
+    assert rows[0][5] == "0.4 s"
+    assert rows[2] == ["faster", "0", "0", "0", "-", "0.0 s", "0.0 s", "-"]
+
+
+def test_an_answers_floor_in_seconds_gives_dear_tests_fewer_pairs(bench: ModuleType) -> None:
+    z = bench.FLOOR_Z
+    # Copies: a 1 ms test and a 100 ms one, the same noise. The design that knows their cost
+    # gives the dear test sqrt(100) = 10 times fewer pairs than the cheap one.
+    copies = [
+        {"ratio": 1.0, "pair_sd": 0.05, "base_ms": 1.0},
+        {"ratio": 1.0, "pair_sd": 0.05, "base_ms": 100.0},
+    ]
+    cheap_s, dear_s = 0.002, 0.2
+    scale = (z / (2 * 0.02)) ** 2 * 0.05 * (math.sqrt(cheap_s) + math.sqrt(dear_s))
+    cheap_n, dear_n = scale * 0.05 / math.sqrt(cheap_s), scale * 0.05 / math.sqrt(dear_s)
+    assert cheap_n == pytest.approx(10 * dear_n) and dear_n > bench.LEAST_PAIRS
+    floor = bench.program_seconds_floor(copies, 0.02)
+    assert floor == pytest.approx(cheap_s * cheap_n + dear_s * dear_n)
+    # Cheaper than the pairs floor's allocation (equal pairs here) at the same variance.
+    pairs = bench.program_pairs_floor(copies, 0.02)
+    assert floor < pairs / 2 * (cheap_s + dear_s)
+    # A clear effect needs almost nothing: each test its least pairs.
+    faster = [{**t, "ratio": 2.0} for t in copies]
+    least = sum(bench.LEAST_PAIRS * t["base_ms"] / 1000 * 1.5 for t in faster)
+    assert bench.program_seconds_floor(faster, 0.02) == pytest.approx(least)
 
 
 def test_a_tests_pair_noise_is_pooled_within_its_rounds_as_the_trimmed_mean_sees_it() -> None:
