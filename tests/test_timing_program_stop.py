@@ -144,6 +144,7 @@ def test_the_programs_precision_is_shared_out_by_cost() -> None:
     assert (left[0] / 2) ** 2 == pytest.approx(settle_variance - (0.02 / 2) ** 2)
     # Without an interval of two pairs on every test there is nothing to plan from.
     assert program_aims([cheap, _TestState("new")], REWARD) is None
+    assert program_aims([], REWARD) is None
     assert program_aims([cheap, dear], replace(REWARD, program_stop=False)) is None
 
 

@@ -152,7 +152,9 @@ def program_aims(states: Sequence[_TestState], config: TimingConfig) -> list[flo
     n_i proportional to w_i s_i / sqrt(c_i), that is se_i^2 = A^2 s_i sqrt(c_i) / (w_i
     sum_j w_j s_j sqrt(c_j)), the finished tests' share taken from A^2 first. Each test
     takes the smaller of its aims under the two statistics."""
-    if not (config.program_stop and config.early_stop and config.precision == "decision"):
+    if not states or not (
+        config.program_stop and config.early_stop and config.precision == "decision"
+    ):
         return None
     stats = [st.stat for st in states]
     if any(s is None or s.n < 2 or s.df <= 0 or not math.isfinite(s.log_se) for s in stats):
