@@ -201,26 +201,20 @@ def test_eval_stores_and_resumes(toolchain: Toolchain, sandbox: Sandbox, tmp_pat
     policy = get_policy("identity")
     options = MeasureOptions(mode=MeasureMode.TIME)
     with ResultStore(tmp_path) as store:
-        first = evaluate_programs(
-            programs,
-            policy,
-            toolchain,
-            sandbox,
-            samples=2,
-            progress=False,
-            measure=options,
-            hooks=RunHooks(store=store),
-        )
-        again = evaluate_programs(
-            programs,
-            policy,
-            toolchain,
-            sandbox,
-            samples=2,
-            progress=False,
-            measure=options,
-            hooks=RunHooks(store=store),
-        )
+        # The same evaluation twice into one store: the second resumes the first.
+        first, again = [
+            evaluate_programs(
+                programs,
+                policy,
+                toolchain,
+                sandbox,
+                samples=2,
+                progress=False,
+                measure=options,
+                hooks=RunHooks(store=store),
+            )
+            for _ in range(2)
+        ]
     assert len(first) == len(again) == 6
     assert not any(o.resumed for o in first) and all(o.resumed for o in again)
     assert all(o.is_copy and o.check.speedup is not None for o in again)
