@@ -13,6 +13,7 @@ from asmopt.adequacy import UnfitProgramError
 from asmopt.data.common import DataError
 from asmopt.data.export import export_suite, flatten_program, verl_schema
 from asmopt.data.prompt import extract_fenced_assembly
+from asmopt.data.report import DataReport
 from asmopt.data.supercoder import import_supercoder
 from asmopt.programs.model import Comparison, Program, Suite, TestCase
 
@@ -172,6 +173,26 @@ def test_round_trip_through_the_supercoder_importer(tmp_path: Path, baseline_fn)
     assert back.splits["supercoder-test-00000"] == "test"
 
 
+def _export_prompts(
+    suite: Suite,
+    out: Path,
+    asm: dict[str, str],
+    max_prompt_tokens: int | None = None,
+    tokenizer: str | None = None,
+) -> tuple[list[Path], DataReport]:
+    """`suite` as verl parquet at `out`, each program's baseline taken from `asm`. ECHO has
+    fixed inputs: only the prompts' lengths matter to these tests, hence allow_unfit."""
+    return export_suite(
+        suite,
+        out,
+        "verl-parquet",
+        baseline_fn=lambda p: asm[p.id],
+        max_prompt_tokens=max_prompt_tokens,
+        tokenizer=tokenizer,
+        allow_unfit=True,
+    )
+
+
 def test_max_prompt_tokens_drops_and_names_long_prompts(tmp_path: Path) -> None:
     """Rows over the limit are dropped with their count (a trainer's own length filter
     would drop them silently); row indices stay contiguous; the longest kept is reported."""
@@ -191,14 +212,7 @@ def test_max_prompt_tokens_drops_and_names_long_prompts(tmp_path: Path) -> None:
     )
     asm = {"short": GIVEN_ASM, "long": long_asm, "short2": GIVEN_ASM}
     count = TokenCounter()  # the character estimate; a tokenizer path works the same way
-    # ECHO has fixed inputs: only the prompts' lengths matter here
-    (full,), _ = export_suite(
-        suite,
-        tmp_path / "all.parquet",
-        "verl-parquet",
-        baseline_fn=lambda p: asm[p.id],
-        allow_unfit=True,
-    )
+    (full,), _ = _export_prompts(suite, tmp_path / "all.parquet", asm)
     lengths = {
         r["reward_model"]["ground_truth"]: count.count(r["prompt"][0]["content"])
         for r in pq.read_table(full).to_pylist()
@@ -206,14 +220,7 @@ def test_max_prompt_tokens_drops_and_names_long_prompts(tmp_path: Path) -> None:
     short_len, long_len = lengths[GIVEN_ASM], lengths[long_asm]
     assert short_len < long_len
     limit = (short_len + long_len) // 2
-    (out,), report = export_suite(
-        suite,
-        tmp_path / "cut.parquet",
-        "verl-parquet",
-        baseline_fn=lambda p: asm[p.id],
-        max_prompt_tokens=limit,
-        allow_unfit=True,
-    )
+    (out,), report = _export_prompts(suite, tmp_path / "cut.parquet", asm, max_prompt_tokens=limit)
     rows = pq.read_table(out).to_pylist()
     assert [r["extra_info"]["index"] for r in rows] == [0, 1]
     assert all(r["reward_model"]["ground_truth"] == GIVEN_ASM for r in rows)
@@ -248,14 +255,7 @@ def test_max_prompt_tokens_counts_the_chat_template_as_the_trainer_does(tmp_path
         {"p": "train", "long": "train"},
     )
     asm = {"p": GIVEN_ASM, "long": long_asm}
-    # ECHO has fixed inputs: only the prompts' lengths matter here
-    (full,), _ = export_suite(
-        suite,
-        tmp_path / "all.parquet",
-        "verl-parquet",
-        baseline_fn=lambda p: asm[p.id],
-        allow_unfit=True,
-    )
+    (full,), _ = _export_prompts(suite, tmp_path / "all.parquet", asm)
     by_id = {r["reward_model"]["ground_truth"]: r for r in pq.read_table(full).to_pylist()}
     messages = [{"role": m["role"], "content": m["content"]} for m in by_id[GIVEN_ASM]["prompt"]]
     text = hf.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
@@ -267,14 +267,12 @@ def test_max_prompt_tokens_counts_the_chat_template_as_the_trainer_does(tmp_path
     assert prompt_token_count(hf, messages) == templated  # trl_columns' count
 
     def export_at(limit: int) -> list[str]:
-        _, report = export_suite(
+        _, report = _export_prompts(
             suite,
             tmp_path / f"cut{limit}.parquet",
-            "verl-parquet",
-            baseline_fn=lambda p: asm[p.id],
+            asm,
             max_prompt_tokens=limit,
             tokenizer=str(tok_dir),
-            allow_unfit=True,
         )
         assert "with its chat template" in report.stats["prompt_tokens"]["counted_by"]
         return sorted(d.item for d in report.dropped if d.reason == "prompt_too_long")
