@@ -91,29 +91,24 @@ def test_fault7_damaged_store_refused_by_eval_and_compare(
     assert proc.returncode == 0, proc.stderr
 
 
-def _in_read_only(path: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    """`asmopt ARGS` with `path` mounted read-only (a real read-only file system)."""
+def _in_bwrap(
+    mounts: list[str], command: list[str], child_env: dict[str, str], timeout: float
+) -> subprocess.CompletedProcess[str]:
+    """`command` under bubblewrap: the host's file system as it is (a new /dev and /proc)
+    with `mounts` on top."""
     assert BWRAP is not None
     return subprocess.run(
-        [
-            BWRAP,
-            "--bind",
-            "/",
-            "/",
-            "--ro-bind",
-            str(path),
-            str(path),
-            "--dev",
-            "/dev",
-            "--proc",
-            "/proc",
-            *asmopt_cmd(*args),
-        ],
+        [BWRAP, "--bind", "/", "/", "--dev", "/dev", "--proc", "/proc", *mounts, *command],
         capture_output=True,
         text=True,
-        timeout=300,
-        env=env(),
+        timeout=timeout,
+        env=child_env,
     )
+
+
+def _in_read_only(path: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    """`asmopt ARGS` with `path` mounted read-only (a real read-only file system)."""
+    return _in_bwrap(["--ro-bind", str(path), str(path)], asmopt_cmd(*args), env(), timeout=300)
 
 
 @needs_bwrap
@@ -137,6 +132,14 @@ def test_fault8_read_only_run_is_shown_and_reported(finished_run: Path, tmp_path
     )
     assert str(run) in line and "writable" in line
     assert sorted(p.name for p in run.iterdir()) == listing
+
+
+def _on_a_small_disk(
+    disk: Path, size: int, script: str, child_env: dict[str, str], timeout: float
+) -> subprocess.CompletedProcess[str]:
+    """`sh -c SCRIPT` with a tmpfs of `size` bytes mounted at `disk` (a disk that fills)."""
+    mounts = ["--size", str(size), "--tmpfs", str(disk)]
+    return _in_bwrap(mounts, ["sh", "-c", script], child_env, timeout)
 
 
 FULL_SCRIPT = """
@@ -178,30 +181,7 @@ def test_fault9_full_disk_mid_eval(tmp_path: Path) -> None:
         TMPDIR=str(tmp),
         ASMOPT_CACHE_DIR=str(disk / "cache"),
     )
-    assert BWRAP is not None
-    proc = subprocess.run(
-        [
-            BWRAP,
-            "--bind",
-            "/",
-            "/",
-            "--dev",
-            "/dev",
-            "--proc",
-            "/proc",
-            "--size",
-            "4000000",
-            "--tmpfs",
-            str(disk),
-            "sh",
-            "-c",
-            FULL_SCRIPT,
-        ],
-        capture_output=True,
-        text=True,
-        timeout=600,
-        env=child_env,
-    )
+    proc = _on_a_small_disk(disk, 4_000_000, FULL_SCRIPT, child_env, timeout=600)
     out = proc.stdout
     assert "rc=2" in out, (out, proc.stderr)
     errors = [ln for ln in proc.stderr.splitlines() if ln.startswith("asmopt: error:")]
@@ -277,30 +257,7 @@ def test_fault9_full_disk_while_writing_a_suite_leaves_no_temporary_files(
     disk = Path(tempfile.mkdtemp(prefix="fault9-suite-"))
     child_env = env()
     child_env.update(PY=sys.executable, POOL=str(pool), DISK=str(disk))
-    assert BWRAP is not None
-    proc = subprocess.run(
-        [
-            BWRAP,
-            "--bind",
-            "/",
-            "/",
-            "--dev",
-            "/dev",
-            "--proc",
-            "/proc",
-            "--size",
-            "100000",
-            "--tmpfs",
-            str(disk),
-            "sh",
-            "-c",
-            SUITE_SCRIPT,
-        ],
-        capture_output=True,
-        text=True,
-        timeout=300,
-        env=child_env,
-    )
+    proc = _on_a_small_disk(disk, 100_000, SUITE_SCRIPT, child_env, timeout=300)
     assert "rc=2" in proc.stdout, (proc.stdout, proc.stderr)
     errors = [ln for ln in proc.stderr.splitlines() if ln.startswith("asmopt: error:")]
     assert len(errors) == 1 and "Traceback" not in proc.stderr, proc.stderr
