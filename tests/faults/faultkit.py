@@ -46,6 +46,12 @@ def run_asmopt(
     )
 
 
+def eval_args(suite: Path, run_dir: Path, *extra: str) -> tuple[str, ...]:
+    """The arguments of `asmopt eval` of `suite` into `run_dir`, correctness only (no
+    measurement), then `extra`."""
+    return ("eval", "--suite", str(suite), "--measure", "none", "--run-dir", str(run_dir), *extra)
+
+
 def write_program(
     root: Path,
     pid: str,

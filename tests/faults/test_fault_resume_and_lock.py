@@ -12,21 +12,11 @@ import time
 from pathlib import Path
 
 import pytest
-from faultkit import ECHO_C, asmopt_cmd, env, error_line, run_asmopt, write_suite
+from faultkit import ECHO_C, asmopt_cmd, env, error_line, eval_args, run_asmopt, write_suite
 
 
 def _eval(suite: Path, run_dir: Path, *extra: str) -> subprocess.CompletedProcess[str]:
-    return run_asmopt(
-        "eval",
-        "--suite",
-        str(suite),
-        "--measure",
-        "none",
-        "--run-dir",
-        str(run_dir),
-        "--json",
-        *extra,
-    )
+    return run_asmopt(*eval_args(suite, run_dir, "--json", *extra))
 
 
 def _verdicts(proc: subprocess.CompletedProcess[str]) -> list[tuple[str, str, bool]]:

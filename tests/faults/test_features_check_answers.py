@@ -9,7 +9,7 @@ import shutil
 from pathlib import Path
 
 import pytest
-from faultkit import error_line, run_asmopt, write_suite
+from faultkit import error_line, eval_args, run_asmopt, write_suite
 
 
 def _baseline(suite: Path, pid: str, flags: str = "-O3") -> str:
@@ -45,6 +45,13 @@ def _answers(path: Path, rows: list[dict[str, object]]) -> Path:
     return path
 
 
+def _eval_answers_args(suite: Path, run: Path, answers: Path, *extra: str) -> tuple[str, ...]:
+    """`asmopt eval` of two samples per program, taken from the answers file `answers`."""
+    return eval_args(
+        suite, run, "--policy", "answers", "--answers", str(answers), "--samples", "2", *extra
+    )
+
+
 def test_eval_answers_file_is_judged_stored_and_resumed(tmp_path: Path) -> None:
     suite = write_suite(tmp_path / "s", ["a", "b"])
     asm_a, asm_b = _baseline(suite, "a"), _baseline(suite, "b")
@@ -56,22 +63,7 @@ def test_eval_answers_file_is_judged_stored_and_resumed(tmp_path: Path) -> None:
     ]
     answers = _answers(tmp_path / "answers.jsonl", rows)
     run = tmp_path / "run"
-    args = (
-        "eval",
-        "--suite",
-        str(suite),
-        "--measure",
-        "none",
-        "--run-dir",
-        str(run),
-        "--policy",
-        "answers",
-        "--answers",
-        str(answers),
-        "--samples",
-        "2",
-        "--json",
-    )
+    args = _eval_answers_args(suite, run, answers, "--json")
     proc = run_asmopt(*args)
     assert proc.returncode == 0, proc.stderr
     got = {(r["program"], r["sample"]): r["verdict"] for r in json.loads(proc.stdout)["results"]}
@@ -113,21 +105,5 @@ def test_eval_answers_file_errors_name_line_and_field(
         )
     answers = tmp_path / "answers.jsonl"
     answers.write_text(content)
-    line = error_line(
-        run_asmopt(
-            "eval",
-            "--suite",
-            str(suite),
-            "--measure",
-            "none",
-            "--run-dir",
-            str(tmp_path / "run"),
-            "--policy",
-            "answers",
-            "--answers",
-            str(answers),
-            "--samples",
-            "2",
-        )
-    )
+    line = error_line(run_asmopt(*_eval_answers_args(suite, tmp_path / "run", answers)))
     assert needle in line
