@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING
 
 import pytest
 from conftest import lazy
+from fresh_interpreter import run_fresh
 
 from asmopt.programs import Program, load_builtin_suite
 from asmopt.toolchain import Toolchain
@@ -100,48 +101,28 @@ def test_score_config_as_a_mapping_with_nested_timing(program: Program) -> None:
         reward_env.AsmOptEnv(program_ids=[program.id], score_config={"timing_max_pairs": 9})
 
 
-def _fresh_python(code: str) -> str:
-    """Run `code` in a new interpreter on this tree's sources (no module cached from here)."""
-    import os
-    import subprocess
-    import sys
-    from pathlib import Path
-
-    src = str(Path(__file__).resolve().parents[1] / "src")
-    proc = subprocess.run(
-        [sys.executable, "-c", code],
-        capture_output=True,
-        text=True,
-        timeout=300,
-        check=False,
-        env={**os.environ, "PYTHONPATH": src},
-    )
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    return proc.stdout
-
-
 def test_gymnasium_make_works_after_a_plain_import_asmopt(program: Program) -> None:
     """Gymnasium 1.x loads no entry points, so `import asmopt` itself must register the
     environment; and must not import Gymnasium (or the sandbox) to do it."""
     pytest.importorskip("gymnasium")
-    out = _fresh_python(
+    out = run_fresh(
         "import sys, asmopt\n"
         "print('gym before:', 'gymnasium' in sys.modules, 'asmopt.reward.env' in sys.modules)\n"
         "import gymnasium\n"
         f"env = gymnasium.make('asmopt/AsmOpt-v0', program_ids=[{program.id!r}])\n"
         "obs, info = env.reset(seed=0)\n"
         "print('made:', info['program_id'], type(env.unwrapped).__name__)\n"
-    )
+    ).stdout
     assert "gym before: False False" in out
     assert f"made: {program.id} AsmOptEnv" in out
 
 
 def test_gymnasium_imported_first_then_asmopt_also_registers() -> None:
     pytest.importorskip("gymnasium")
-    out = _fresh_python(
+    out = run_fresh(
         "import gymnasium, asmopt\n"
         "print('registered:', 'asmopt/AsmOpt-v0' in gymnasium.registry)\n"
-    )
+    ).stdout
     assert "registered: True" in out
 
 
@@ -149,14 +130,14 @@ def test_probing_for_gymnasium_before_importing_it_keeps_the_registration() -> N
     """Libraries probe optional packages with find_spec without importing them; the
     registration must survive that and happen at the real import."""
     pytest.importorskip("gymnasium")
-    out = _fresh_python(
+    out = run_fresh(
         "import importlib.util, sys, asmopt\n"
         "assert importlib.util.find_spec('gymnasium') is not None\n"
         "assert 'gymnasium' not in sys.modules\n"
         "import gymnasium\n"
         "print('registered:', 'asmopt/AsmOpt-v0' in gymnasium.registry)\n"
         "print('hooks left:', sum(type(h).__name__ == '_GymnasiumHook' for h in sys.meta_path))\n"
-    )
+    ).stdout
     assert "registered: True" in out and "hooks left: 0" in out
 
 

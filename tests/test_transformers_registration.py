@@ -9,14 +9,12 @@ The directories are tiny models of each type, saved by the model code's own
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 import pytest
 from conftest import lazy
+from fresh_interpreter import run_fresh
 from tiny_model import tiny_plt_config
 
 if TYPE_CHECKING:
@@ -29,7 +27,6 @@ else:
     safetensors_torch = lazy("safetensors.torch")
     plt = lazy("asmopt.models.plt")
 
-SRC = Path(__file__).resolve().parents[1] / "src"
 TYPES = ("asmopt_plt", "iquestpltcoder", "iquestloopcoder")
 CLASSES = {
     "asmopt_plt": "PLTForCausalLM",
@@ -52,15 +49,7 @@ LOAD = (
 def fresh_python(code: str) -> str:
     """Run `code` in a new interpreter on this tree's sources; its stdout. A registration
     that failed would only warn, so a warning from us fails the test too."""
-    proc = subprocess.run(
-        [sys.executable, "-c", code],
-        capture_output=True,
-        text=True,
-        timeout=300,
-        check=False,
-        env={**os.environ, "PYTHONPATH": str(SRC)},
-    )
-    assert proc.returncode == 0, proc.stderr[-4000:]
+    proc = run_fresh(code)
     assert "could not register" not in proc.stderr, proc.stderr[-4000:]
     return proc.stdout
 
