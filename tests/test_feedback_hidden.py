@@ -17,12 +17,13 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 from conftest import lazy
+from scripted_policy import ScriptedPolicy
 
 from asmopt.compare import DIFFERENCE_KIND, compare_output, difference_kind
 from asmopt.evaluate import CheckResult, check_candidate
 from asmopt.fresh import FreshInputs
 from asmopt.judge import TestVerdict, Verdict
-from asmopt.policies.base import Candidate, PolicyRequest
+from asmopt.policies.base import PolicyRequest
 from asmopt.policies.feedback import (
     check_feedback,
     failure_feedback,
@@ -453,25 +454,11 @@ def test_build_errors_cannot_quote_a_test_file(
 
 
 # ---------------------------------------------------------------------------- refinement
-class _Scripted:
-    """Answers from a list, recording the feedback each round was given."""
-
-    name = "scripted"
-
-    def __init__(self, answers: list[str]) -> None:
-        self.answers = answers
-        self.feedback: list[str | None] = []
-
-    def propose(self, request: PolicyRequest) -> list[Candidate]:
-        self.feedback.append(request.feedback)
-        return [Candidate(assembly=self.answers[len(self.feedback) - 1], completion_tokens=1)]
-
-
 def test_refinement_prompts_hide_the_data(
     toolchain: Toolchain, sandbox: Sandbox, program: Program, asm: dict[str, str]
 ) -> None:
     order = ["echo", "hash", "wrong", "stderr"]
-    inner = _Scripted([asm[n] for n in order])
+    inner = ScriptedPolicy([asm[n] for n in order])
     policy = RefinePolicy(inner, rounds=4, toolchain=toolchain, sandbox=sandbox)
     baseline = toolchain.baseline_assembly(program)
     [cand] = policy.propose(PolicyRequest(program, baseline))
@@ -490,7 +477,7 @@ def test_refinement_prompts_hide_the_data(
 def test_refinement_quotes_an_example_test(
     toolchain: Toolchain, sandbox: Sandbox, shown: Program, asm: dict[str, str]
 ) -> None:
-    inner = _Scripted([asm["wrong"], asm["wrong"]])
+    inner = ScriptedPolicy([asm["wrong"], asm["wrong"]])
     policy = RefinePolicy(inner, rounds=2, toolchain=toolchain, sandbox=sandbox)
     policy.propose(PolicyRequest(shown, toolchain.baseline_assembly(shown)))
     # t2 (31415926 + 27182818) is an example: its lines may be quoted.
