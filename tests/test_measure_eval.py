@@ -5,41 +5,23 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from waste_program import WastePolicy, waste_program
 
 from asmopt.evaluate import MeasureOptions, SampleOutcome
 from asmopt.judge import Verdict
 from asmopt.measure.speedup import MeasureMode, MeasureStatus
 from asmopt.measure.timing import TimingConfig
-from asmopt.policies.base import Candidate, PolicyRequest
 from asmopt.programs.model import Program, TestCase
 from asmopt.run import RunHooks, evaluate_programs, summarize
 from asmopt.sandbox import Sandbox
 from asmopt.store import ResultStore
 from asmopt.toolchain import Toolchain
 
-# The volatile loop does not change the output: an answer may drop it (a real speedup).
-SOURCE = r"""
-#include <stdio.h>
-int main(void) {
-    long n; if (scanf("%ld", &n) != 1) return 1;
-    volatile unsigned long waste = 0;
-    for (long i = 0; i < WORK * n; i++) waste += i;
-    unsigned long s = 0;
-    for (long i = 0; i < n; i++) s += (unsigned long)i * i % 7;
-    printf("%lu\n", s);
-    return 0;
-}
-"""
-
 
 def _program() -> Program:
-    return Program(
-        id="waste",
-        source=SOURCE.replace("WORK", "2"),
-        tests=(
-            TestCase("t1", b"1000000\n", b"1999998\n"),
-            TestCase("t2", b"1500000\n", b"2999999\n"),
-        ),
+    return waste_program(
+        TestCase("t1", b"1000000\n", b"1999998\n"),
+        TestCase("t2", b"1500000\n", b"2999999\n"),
     )
 
 
@@ -49,26 +31,19 @@ def _slowed(asm: str, iterations: int) -> str:
     return asm.replace("main:\n", spin, 1)
 
 
-class VariantPolicy:
+class VariantPolicy(WastePolicy):
     """copy (with comments), faster (no wasted loop), slower (extra spin), wrong output."""
 
     name = "variants"
 
-    def __init__(self, toolchain: Toolchain) -> None:
-        self.toolchain = toolchain
-
-    def propose(self, request: PolicyRequest) -> list[Candidate]:
-        base = request.baseline_asm
-        lean = Program(id="lean", source=SOURCE.replace("WORK", "0"), tests=())
-        faster = self.toolchain.baseline_assembly(lean)
+    def answers(self, base: str, faster: str) -> list[str]:
         wrong = base.replace("$7", "$5", 1) if "$7" in base else base.replace("ret", "ud2", 1)
-        answers = [
+        return [
             base.replace("\tret\n", "\tret # the end\n"),
             faster,
             _slowed(base, 6_000_000),
             wrong,
         ]
-        return [Candidate(a) for a in answers][: request.num_samples]
 
 
 @pytest.fixture(scope="module")

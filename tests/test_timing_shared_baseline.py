@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from waste_program import WastePolicy, waste_program
 
 from asmopt import evaluate
 from asmopt.evaluate import MeasureOptions, SampleOutcome
@@ -36,7 +37,6 @@ from asmopt.measure.timing import (
     time_candidates,
     time_tests,
 )
-from asmopt.policies.base import Candidate, PolicyRequest
 from asmopt.programs.model import Program, TestCase
 from asmopt.run import evaluate_programs
 from asmopt.sandbox import Sandbox
@@ -426,44 +426,22 @@ def test_real_failing_candidate_is_removed_and_the_other_measured(
 
 
 # ---------------------------------------------------------------------------- eval
-WASTE_C = r"""
-#include <stdio.h>
-int main(void) {
-    long n; if (scanf("%ld", &n) != 1) return 1;
-    volatile unsigned long waste = 0;
-    for (long i = 0; i < WORK * n; i++) waste += i;
-    unsigned long s = 0;
-    for (long i = 0; i < n; i++) s += (unsigned long)i * i % 7;
-    printf("%lu\n", s);
-    return 0;
-}
-"""
-
-
-class FivePolicy:
+class FivePolicy(WastePolicy):
     """faster, slower, faster again (the same text), a copy, a wrong answer."""
 
     name = "five"
 
-    def __init__(self, toolchain: Toolchain) -> None:
-        self.toolchain = toolchain
-
-    def propose(self, request: PolicyRequest) -> list[Candidate]:
-        base = request.baseline_asm
-        lean = Program(id="lean", source=WASTE_C.replace("WORK", "0"), tests=())
-        faster = self.toolchain.baseline_assembly(lean)
+    def answers(self, base: str, faster: str) -> list[str]:
         slower = base.replace(
             "main:\n", "main:\n\tmovq\t$3000000, %r11\n.Lx:\n\tdecq\t%r11\n\tjnz\t.Lx\n", 1
         )
         wrong = base.replace("ret", "ud2", 1)
-        return [Candidate(a) for a in (faster, slower, faster, base + "\n# copy\n", wrong)]
+        return [faster, slower, faster, base + "\n# copy\n", wrong]
 
 
 def _eval_five(toolchain: Toolchain, sandbox: Sandbox) -> list[SampleOutcome]:
-    program = Program(
-        id="waste",
-        source=WASTE_C.replace("WORK", "2"),
-        tests=(TestCase("t1", b"300000\n", b"599998\n"), TestCase("t2", b"400000\n", b"800001\n")),
+    program = waste_program(
+        TestCase("t1", b"300000\n", b"599998\n"), TestCase("t2", b"400000\n", b"800001\n")
     )
     cfg = TimingConfig(min_pairs=3, max_pairs=12, max_rounds=3, budget_s=5)
     return evaluate_programs(
