@@ -16,7 +16,7 @@ import pytest
 from conftest import lazy
 from packaging.specifiers import SpecifierSet
 from packaging.version import Version
-from tiny_model import PLT_VOCAB as VOCAB
+from tiny_model import PUBLISHED_SHAPE as SHAPE
 from tiny_model import randomize_gates
 
 if TYPE_CHECKING:
@@ -33,19 +33,6 @@ else:
 
 pytestmark = pytest.mark.ml
 REPO_ROOT = Path(__file__).resolve().parents[1]
-
-SHAPE: dict[str, Any] = {
-    "vocab_size": VOCAB,
-    "hidden_size": 32,
-    "intermediate_size": 64,
-    "num_hidden_layers": 2,
-    "num_attention_heads": 4,
-    "num_key_value_heads": 2,
-    "head_dim": 8,
-    "max_position_embeddings": 128,
-    "rms_norm_eps": 1e-5,
-    "tie_word_embeddings": False,
-}
 
 
 def random_model(config: plt.PLTConfig) -> plt.PLTForCausalLM:

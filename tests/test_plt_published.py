@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 from conftest import lazy
-from tiny_model import PLT_VOCAB as VOCAB
+from tiny_model import PUBLISHED_SHAPE as SHAPE
 from tiny_model import randomize_gates
 
 if TYPE_CHECKING:
@@ -33,18 +33,6 @@ else:
 
 pytestmark = pytest.mark.ml
 
-SHAPE: dict[str, Any] = {
-    "vocab_size": VOCAB,
-    "hidden_size": 32,
-    "intermediate_size": 64,
-    "num_hidden_layers": 2,
-    "num_attention_heads": 4,
-    "num_key_value_heads": 2,
-    "head_dim": 8,
-    "max_position_embeddings": 128,
-    "rms_norm_eps": 1e-5,
-    "tie_word_embeddings": False,
-}
 THETA = 500000.0
 # RoPE angles are computed in float32 (as Llama does), so float64 models agree to ~1e-8.
 TOL = 1e-6

@@ -14,6 +14,21 @@ if TYPE_CHECKING:
 
 PLT_VOCAB = 99
 
+# A tiny two-layer model's fields as a published LoopCoder `config.json` spells them (an
+# explicit head_dim, rms_norm_eps, untied embeddings); each test adds the loop fields.
+PUBLISHED_SHAPE: dict[str, Any] = {
+    "vocab_size": PLT_VOCAB,
+    "hidden_size": 32,
+    "intermediate_size": 64,
+    "num_hidden_layers": 2,
+    "num_attention_heads": 4,
+    "num_key_value_heads": 2,
+    "head_dim": 8,
+    "max_position_embeddings": 128,
+    "rms_norm_eps": 1e-5,
+    "tie_word_embeddings": False,
+}
+
 CORPUS = [
     "\t.text\n\t.globl main\nmain:\n\tmovl $0, %eax\n\tret\n",
     "```assembly\n\taddq %rsi, %rdi\n\tmovq %rdi, %rax\n```\n",
