@@ -14,17 +14,21 @@ if TYPE_CHECKING:
 
 PLT_VOCAB = 99
 
-# A tiny two-layer model's fields as a published LoopCoder `config.json` spells them (an
-# explicit head_dim, rms_norm_eps, untied embeddings); each test adds the loop fields.
-PUBLISHED_SHAPE: dict[str, Any] = {
+# The tiny two-layer PLT's size, shared by the in-memory config and the published form.
+TINY_SHAPE: dict[str, Any] = {
     "vocab_size": PLT_VOCAB,
     "hidden_size": 32,
     "intermediate_size": 64,
     "num_hidden_layers": 2,
     "num_attention_heads": 4,
     "num_key_value_heads": 2,
-    "head_dim": 8,
     "max_position_embeddings": 128,
+}
+# Its fields as a published LoopCoder `config.json` spells them (an explicit head_dim,
+# rms_norm_eps, untied embeddings); each test adds the loop fields.
+PUBLISHED_SHAPE: dict[str, Any] = {
+    **TINY_SHAPE,
+    "head_dim": 8,
     "rms_norm_eps": 1e-5,
     "tie_word_embeddings": False,
 }
@@ -82,13 +86,7 @@ def tiny_plt_config(**overrides: Any) -> PLTConfig:
     from asmopt.models.plt import PLTConfig
 
     fields: dict[str, Any] = {
-        "vocab_size": PLT_VOCAB,
-        "hidden_size": 32,
-        "intermediate_size": 64,
-        "num_hidden_layers": 2,
-        "num_attention_heads": 4,
-        "num_key_value_heads": 2,
-        "max_position_embeddings": 128,
+        **TINY_SHAPE,
         "plt_num_loops": 2,
         "plt_window_size": [3, 0],
         "pad_token_id": 0,
