@@ -164,7 +164,7 @@ def program_aims(states: Sequence[_TestState], config: TimingConfig) -> list[flo
     ratios = [math.exp(s.log_mean) for s in known]
     mean_ratio = sum(ratios) / count
     per_pair = [s.log_se * math.sqrt(s.n) for s in known]
-    cost = [st.spent / max(1, len(st.pairs)) for st in states]
+    cost = [st.used_pair_seconds for st in states]
     df = max(4.0, combine_geometric(known).df)
     resolution = sum(st.resolution for st in states) / count
     statistics = (

@@ -149,7 +149,7 @@ def _advance(state: _TestState, config: TimingConfig, warnings: Sequence[TimingW
         return
     state.speedup = speedup
     needed = _pairs_needed(state, stat, config)
-    per_pair = state.spent / max(1, sum(len(r.pairs) + len(r.warmups) for r in state.rounds))
+    per_pair = state.pair_seconds
     warmup = _warmup(state, config)
     left = config.budget_s - state.spent
     by_time = int(left / per_pair) - warmup if per_pair > 0 else config.round_pairs
@@ -432,7 +432,7 @@ def _plan_for_programs(
             own = config if st.target is None else replace(config, target_half_width=st.target)
             # A round of at most a quarter of the budget, so that the program is looked at
             # again before a heavy test spends the rest on one sandbox's estimate.
-            per_pair = st.spent / max(1, len(st.pairs))
+            per_pair = st.used_pair_seconds
             quarter = int(config.budget_s / (4 * per_pair)) if per_pair > 0 else st.want
             st.want = max(2, min(st.want, _pairs_needed(st, st.stat, own), quarter))
 

@@ -52,3 +52,16 @@ class _TestState:
     # (decisions.program_aims; 0: none, the test's own rules plan it).
     stat: RatioInterval | None = None
     program_aim_se: float = 0.0
+
+    @property
+    def pair_seconds(self) -> float:
+        """Seconds of the budget one pair has cost so far (warm-ups counted as pairs, since
+        the budget pays for them too); 0.0 before the first round."""
+        runs = sum(len(r.pairs) + len(r.warmups) for r in self.rounds)
+        return self.spent / max(1, runs)
+
+    @property
+    def used_pair_seconds(self) -> float:
+        """Seconds spent so far for each pair that counts (warm-ups and round starts
+        spread over them): what another pair of this test costs the program's plan."""
+        return self.spent / max(1, len(self.pairs))
