@@ -16,7 +16,7 @@ from program_machine import REWARD, MockTest, ProgramMachine
 
 from asmopt.measure.speedup import MeasureMode, ProgramSpeedup, TestSpeedup
 from asmopt.measure.stats import RatioInterval
-from asmopt.measure.timing import TimingConfig, measure_tests
+from asmopt.measure.timing import Round, RoundRequest, TimingConfig, measure_tests
 from asmopt.measure.timing.decisions import program_aims
 from asmopt.measure.timing.state import _TestState
 
@@ -26,13 +26,19 @@ class _Clocked(ProgramMachine):
 
     seconds = 0.0
 
-    def run_batch(self, requests):  # type: ignore[no-untyped-def]
+    def run_batch(self, requests: Sequence[RoundRequest]) -> dict[int, Round]:
         rounds = super().run_batch(requests)
         self.seconds += sum(r.seconds for r in rounds.values())
         return rounds
 
 
-def _program(tests: Sequence[MockTest], seed: int, config: TimingConfig, clocked=None):  # type: ignore[no-untyped-def]
+def _program(
+    tests: Sequence[MockTest],
+    seed: int,
+    config: TimingConfig,
+    clocked: list[float] | None = None,
+) -> tuple[ProgramSpeedup, list[TestSpeedup], int]:
+    """The program's speedup, its tests' and the pairs run; `clocked` gets the seconds."""
     machine = _Clocked(tests, seed)
     speedups, failure, _ = measure_tests(machine, [f"t{k}" for k in range(len(tests))], config)
     assert failure is None
