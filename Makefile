@@ -15,10 +15,12 @@ demo: setup
 	$(VENV)/bin/asmopt eval --policy compiler-search --split test --run-dir runs/demo-compiler-search
 	$(VENV)/bin/asmopt report runs/demo-compiler-search
 
-# Everything but the tests marked slow (see [tool.pytest.ini_options] in pyproject.toml);
+# Everything but the tests marked slow (see [tool.pytest.ini_options] in pyproject.toml), in
+# TEST_WORKERS processes (pytest-xdist; 0 runs them in this process, one after another);
 # -rs prints the reason of every skipped test, so none is skipped silently.
+TEST_WORKERS ?= 2
 test: setup
-	$(PY) -m pytest -q -rs --durations=15
+	$(PY) -m pytest -q -rs -n $(TEST_WORKERS) --durations=15
 
 # The sandbox-free tests alone, under a minute: what to run first while changing code.
 test-fast: setup

@@ -169,10 +169,11 @@ def test_a_clearly_faster_test_keeps_the_mean_of_ratios_above_one() -> None:
     ("truths", "sd", "pairs"),
     [
         ([1.0] * 4, 0.05, 4),
-        ([1.0, 1.0, 1.0, 30.0], 0.3, 4),
-        ([1.0, 1.0, 1.0, 30.0], 0.6, 4),
-        ([1.0] * 9 + [30.0], 0.2, 4),
-        ([1.2, 0.8, 1.0, 1.0], 0.1, 8),
+        # The skewed and mixed cases are sweeps of their own (6-13 s each): slow tests.
+        pytest.param([1.0, 1.0, 1.0, 30.0], 0.3, 4, marks=pytest.mark.slow),
+        pytest.param([1.0, 1.0, 1.0, 30.0], 0.6, 4, marks=pytest.mark.slow),
+        pytest.param([1.0] * 9 + [30.0], 0.2, 4, marks=pytest.mark.slow),
+        pytest.param([1.2, 0.8, 1.0, 1.0], 0.1, 8, marks=pytest.mark.slow),
     ],
 )
 def test_the_mean_of_ratios_covers_at_its_confidence(

@@ -126,7 +126,11 @@ def test_the_measured_spread_is_an_upper_bound_that_never_falls_for_shorter_runs
     assert sp.tau(0.001) == sp.tau(0.01) > 0.01
 
 
-@pytest.mark.parametrize("tau, sigma", [(0.005, 0.03), (0.01, 0.01), (0.02, 0.03)])
+@pytest.mark.parametrize(
+    "tau, sigma",
+    [(0.005, 0.03), pytest.param(0.01, 0.01, marks=pytest.mark.slow),
+     pytest.param(0.02, 0.03, marks=pytest.mark.slow)],
+)
 def test_the_stored_spread_covers_the_true_one_at_its_stated_level(tau, sigma) -> None:
     # 200 calibrations on mock machines with a known sandbox effect: the stored figure is a
     # 95% upper bound, so at most 5% of them (a little more for Monte Carlo error) may fall
@@ -198,8 +202,17 @@ def test_a_round_that_looks_tight_by_chance_gets_the_pooled_per_pair_error() -> 
 TAUS = [0.0, 0.005, 0.01, 0.02, 0.04]
 
 
-@pytest.mark.parametrize("tau", TAUS)
-@pytest.mark.parametrize("precision", ["target", "decision"])
+def _sweep(precisions: list[str], taus: list[float], default_up_to: float) -> list[object]:
+    """(precision, tau) pairs; those past `default_up_to` run with the slow tests only (a
+    sweep of 200 simulated answers each: the default suite keeps the small effects)."""
+    return [
+        pytest.param(p, t, marks=[pytest.mark.slow] if t > default_up_to else [])
+        for p in precisions
+        for t in taus
+    ]
+
+
+@pytest.mark.parametrize(("precision", "tau"), _sweep(["target", "decision"], TAUS, 0.005))
 def test_aa_intervals_cover_and_are_almost_never_faster_whatever_the_sandbox_effect(
     tau: float, precision: str
 ) -> None:
@@ -214,8 +227,9 @@ def test_aa_intervals_cover_and_are_almost_never_faster_whatever_the_sandbox_eff
     assert all(sp.context["rounds_used"] >= 2 for sp in results)
 
 
-@pytest.mark.parametrize("tau", [0.0, 0.005, 0.01])
-@pytest.mark.parametrize("precision", ["target", "decision"])
+@pytest.mark.parametrize(
+    ("precision", "tau"), _sweep(["target", "decision"], [0.0, 0.005, 0.01], 0.0)
+)
 def test_a_true_three_percent_speedup_is_still_found(tau: float, precision: str) -> None:
     config = TimingConfig(spread=_calibrated(tau), precision=precision)  # type: ignore[arg-type]
     results = [
