@@ -1,7 +1,8 @@
-"""Two yes/no problems about a structure, one answer per test case, with samples that show
-it: a lapindrome (are a word's halves anagrams of each other?) and a queue (did anyone
-move more than two places, and if not how many bribes?). A uniform draw answers them one
-way nearly always, so the import tests and the exploit tests both use them to show that
+"""Yes/no problems about a structure, one answer per test case, with samples that show it:
+a lapindrome (are a word's halves anagrams of each other?), a queue (did anyone move more
+than two places, and if not how many bribes?) and a line of seats (does everyone sit at
+least four places from the next person?). A uniform draw answers them one way nearly
+always, so the import tests and the exploit tests both use them to show that
 the learnt generator plants the structure (data/shapes.py)."""
 
 LAPINDROMES_C = r"""#include <stdio.h>
@@ -38,6 +39,29 @@ int main(void)
     return 0;
 }
 """
+SPACING_C = r"""#include <stdio.h>
+int main(void)
+{
+    int t, n, seat;
+    if (scanf("%d", &t) != 1) return 1;
+    while (t--) {
+        if (scanf("%d", &n) != 1 || n < 1) return 2;
+        int last = -1000000, apart = 1;
+        for (int i = 0; i < n; i++) {
+            if (scanf("%d", &seat) != 1) return 3;
+            if (seat) { if (i - last < 4) apart = 0; last = i; }
+        }
+        puts(apart ? "APART" : "CLOSE");
+    }
+    return 0;
+}
+"""
+# Two sample files; only the first shows people kept apart (a uniform line of ten seats
+# keeps them four apart with chance 36/1024), and both files' lines are drawn that way.
+SPACING_SAMPLES = (
+    "2\n10\n1 0 0 0 1 0 0 0 1 0\n5\n1 1 0 0 0\n",
+    "4\n5\n1 1 0 0 0\n7\n0 0 1 0 0 1 0\n6\n0 0 0 0 0 1\n8\n1 0 1 0 0 0 0 0\n",
+)
 SAMPLES = {
     "lapindromes": "6\ngaga\nabcde\nrotor\nxyzxy\nabbaab\nabcab\n",
     "queue": "3\n5\n2 1 5 3 4\n5\n2 5 1 3 4\n8\n1 2 5 3 4 7 8 6\n",

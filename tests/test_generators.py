@@ -284,6 +284,21 @@ def test_planted_shapes_are_drawn_in_their_share_and_count_only_their_own_bits()
         ({"ints": {"count": 3, "range": [1, 9], "order": "asc", "plant": {"shape": "near"}}},
          "a sorted list has no shape to plant"),
         ({"ints": {"count": 3, "range": [1, 9], "plant": "near"}}, "expected an object"),
+        ({"ints": {"count": 3, "range": [0, 1], "plant": {"shape": "spaced", "gap": 3}}},
+         "mark: expected the integer kept apart"),
+        ({"ints": {"count": 3, "range": [0, 1], "plant": {"shape": "spaced", "mark": 1}}},
+         "gap: expected an integer in [2,"),
+        ({"ints": {"count": 3, "range": [0, 1],
+                   "plant": {"shape": "spaced", "mark": 1, "gap": 1}}},
+         "gap: expected an integer in [2,"),
+        ({"ints": {"count": 3, "range": [0, 1], "plant": {"shape": "near", "gap": 3}}},
+         "'mark' and 'gap' belong to the spaced shape only"),
+        ({"ints": {"count": 3, "range": [3, 9],
+                   "plant": {"shape": "spaced", "mark": 1, "gap": 2}}},
+         "1 is outside the range [3, 9]"),
+        ({"ints": {"count": 3, "range": [1, 9], "distinct": True,
+                   "plant": {"shape": "spaced", "mark": 1, "gap": 2}}},
+         "a spaced list repeats its mark"),
     ],
 )
 def test_a_malformed_plant_is_refused_by_name(body: dict, needle: str) -> None:
@@ -292,3 +307,84 @@ def test_a_malformed_plant_is_refused_by_name(body: dict, needle: str) -> None:
             {"version": 1, "classes": {"c": {"template": "{x}", "vars": {"x": body}}}}
         )
     assert needle in str(err.value)
+
+
+def _spaced_gaps(xs: list[int], mark: int) -> list[int]:
+    from itertools import pairwise
+
+    at = [i for i, x in enumerate(xs) if x == mark]
+    return [b - a for a, b in pairwise(at)]
+
+
+def test_a_spaced_list_keeps_its_mark_apart_or_bends_one_gap_to_the_boundary() -> None:
+    """A queue whose people must stand six apart: planted draws keep every two marks at
+    least `gap` apart (often exactly `gap`), bent ones have exactly one gap of gap - 1 and
+    the rest at least `gap`; uniform draws almost never keep them apart. Other places take
+    the range's other values."""
+    spaced = _one_list({"count": 300, "range": [0, 1],
+                        "plant": {"shape": "spaced", "share": 0.5, "mark": 1, "gap": 6}})
+    kinds = {"apart": 0, "bent": 0, "dense": 0}
+    exactly_gap = 0
+    for seed in range(400):
+        xs = [int(x) for x in spaced.draw("c", seed).split()]
+        assert len(xs) == 300 and set(xs) <= {0, 1}
+        gaps = sorted(_spaced_gaps(xs, 1))
+        if gaps and gaps[0] >= 6:
+            kinds["apart"] += 1
+            exactly_gap += gaps[0] == 6
+        elif len(gaps) >= 2 and gaps[0] == 5 and gaps[1] >= 6:
+            kinds["bent"] += 1
+        else:
+            kinds["dense"] += 1
+    assert 60 <= kinds["apart"] <= 140 and 60 <= kinds["bent"] <= 140, kinds
+    assert exactly_gap >= 0.9 * kinds["apart"]  # the boundary itself is drawn
+    wide = _one_list({"count": 50, "range": [0, 9],
+                      "plant": {"shape": "spaced", "share": 1, "mark": 9, "gap": 4}})
+    lists = [[int(x) for x in wide.draw("c", s).split()] for s in range(100)]
+    assert {x for xs in lists for x in xs} == set(range(10))
+    assert all(min(_spaced_gaps(xs, 9) or [9], default=9) >= 3 for xs in lists)
+
+
+def _spaced_law(n: int, gap: int) -> dict[tuple[int, ...], float]:
+    """The exact distribution of a two-valued spaced draw's mark places (share 1), by
+    following every coin of the procedure (an independent reading of its documentation)."""
+    unbent: dict[tuple[int, ...], float] = {}
+
+    def walk(i: int, marks: tuple[int, ...], p: float) -> None:
+        if i == n:
+            unbent[marks] = unbent.get(marks, 0.0) + p
+            return
+        if not marks or i - marks[-1] >= gap:
+            walk(i + 1, (*marks, i), p / 2)
+            walk(i + 1, marks, p / 2)
+        else:
+            walk(i + 1, marks, p)
+
+    walk(0, (), 1.0)
+    law: dict[tuple[int, ...], float] = {}
+    for marks, p in unbent.items():
+        law[marks] = law.get(marks, 0.0) + p / 2
+        if len(marks) < 2:
+            law[marks] = law.get(marks, 0.0) + p / 2
+            continue
+        for j in range(1, len(marks)):
+            bent = list(marks)
+            bent[j] = bent[j - 1] + gap - 1
+            key = tuple(bent)
+            law[key] = law.get(key, 0.0) + p / 2 / (len(marks) - 1)
+    return law
+
+
+@pytest.mark.parametrize(("n", "gap"), [(8, 3), (12, 2), (13, 4), (16, 6)])
+def test_a_spaced_lists_declared_bits_are_at_most_its_exact_min_entropy(n: int, gap: int) -> None:
+    import math
+
+    law = _spaced_law(n, gap)
+    assert sum(law.values()) == pytest.approx(1.0)
+    exact = -math.log2(max(law.values()))
+    spaced = _one_list({"count": n, "range": [0, 1],
+                        "plant": {"shape": "spaced", "share": 1, "mark": 1, "gap": gap}})
+    declared = spaced.entropy_bits("c")
+    assert declared <= exact + 1e-9, (declared, exact)
+    # A bound, not a throwaway: within the bend's log2(n) and its coin's bit of the truth.
+    assert declared >= exact - math.log2(n) - 1 - 1e-9

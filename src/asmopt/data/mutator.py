@@ -103,7 +103,7 @@ from typing import TYPE_CHECKING, Any
 from asmopt.compare import compare_output
 from asmopt.data.checking_classes import MAX_CHECKING_CLASSES, checking_name
 from asmopt.data.checking_classes import variants as checking_variants
-from asmopt.data.shapes import is_near_sorted, text_shape
+from asmopt.data.shapes import is_near_sorted, spaced_shape, text_shape
 from asmopt.errors import InputError
 from asmopt.programs.generators import (
     GENERATOR_VERSION,
@@ -826,12 +826,22 @@ class _Writer:
         return f"v{self.n}"
 
 
+@dataclass(frozen=True)
+class _ListsSeen:
+    """What the lists around a line show (`_list_contract`): `near`, a list of the same
+    input is a few swaps from sorted; `spaced`, (mark, gap) where a list of the program's
+    inputs keeps a value apart (data/shapes.py)."""
+
+    near: bool = False
+    spaced: tuple[int, int] | None = None
+
+
 def _line_pieces(
-    line: Line, rules: list[dict[str, Any] | None], near_seen: bool = False
+    line: Line, rules: list[dict[str, Any] | None], seen: _ListsSeen = _ListsSeen()
 ) -> list[str | tuple[str, dict[str, Any]]]:
     """A line as literal text and value rules, with runs of three or more values of one
-    rule and one separator folded into one `ints` / `repeat` rule. `near_seen`: a list of
-    the same input is a few swaps from sorted (`_list_contract`)."""
+    rule and one separator folded into one `ints` / `repeat` rule, with what the lists
+    around it show (`seen`)."""
     out: list[str | tuple[str, dict[str, Any]]] = []
     atoms = line.atoms
     i = 0
@@ -857,7 +867,7 @@ def _line_pieces(
             if "int" in rule:
                 lo, hi = rule["int"]
                 numbers = [int(atoms[k].text) for k in range(i, j + 1, 2)]
-                contract = _list_contract(numbers, near_seen)
+                contract = _list_contract(numbers, seen, (lo, hi))
                 ints = {"count": count, "range": [lo, hi], "sep": sep, **contract}
                 if ints.get("distinct"):  # a permutation of 1..count
                     ints["range"] = [1, count]
@@ -889,17 +899,25 @@ Piece = str | tuple[str, dict[str, Any]]
 MIN_ORDERED = 5
 
 
-def _list_contract(numbers: list[int], near_seen: bool = False) -> dict[str, Any]:
+def _list_contract(
+    numbers: list[int], seen: _ListsSeen = _ListsSeen(), span: tuple[int, int] = (0, 0)
+) -> dict[str, Any]:
     """What a list's values show about its contract, as `ints` options: a permutation of
     1..n (`distinct`, drawn as one), a sorted list (`order`, kept sorted), a list a few
     adjacent swaps from sorted (`near`, planted in half the draws: data/shapes.py); a
     permutation is planted `near` also where another list of its input is (the samples of
-    a queue problem mix lists that are and are not). Nothing for lists too short for it
-    to be more than chance."""
+    a queue problem mix lists that are and are not). A list of two values (its rule's
+    range `span`) is planted `spaced` where a list of the program's inputs keeps one of
+    them apart, whether or not this one does (the lists of a record take one rule).
+    Nothing for lists too short for it to be more than chance."""
     n = len(numbers)
     near = {"plant": {"shape": "near", "share": PLANTED_SHARE}}
+    if seen.spaced is not None and span[1] - span[0] == 1 and seen.spaced[0] in span:
+        mark, gap = seen.spaced
+        plant = {"shape": "spaced", "share": PLANTED_SHARE, "mark": mark, "gap": gap}
+        return {"plant": plant}
     if n >= 4 and sorted(numbers) == list(range(1, n + 1)) and numbers != sorted(numbers):
-        near_here = near_seen or is_near_sorted(tuple(numbers))
+        near_here = seen.near or is_near_sorted(tuple(numbers))
         return {"distinct": True, **(near if near_here else {})}
     if n < MIN_ORDERED or len(set(numbers)) < 2:
         return {}
@@ -959,9 +977,10 @@ def _line_shapes(
     keyword_cols: set[Any],
     level: str,
     vocab: frozenset[str],
+    spaced: tuple[int, int] | None = None,
 ) -> tuple[list[tuple[str, list[Piece]]], bool]:
     """Each line's pieces (with a key that says which lines share a shape), and whether
-    anything varies."""
+    anything varies; `spaced`: the (mark, gap) the program's lists show (`_ListsSeen`)."""
     shapes: list[tuple[str, list[Piece]]] = []
     varies = False
     # A keyword the input shows on lines of another shape (`add 3` beside `query`) heads
@@ -970,7 +989,7 @@ def _line_shapes(
     for line in parsed.lines:
         for a in line.values():
             seen_on.setdefault(a.text, set()).add(line.signature())
-    near_seen = any(is_near_sorted(_ints_of(line)) for line in parsed.lines)
+    seen = _ListsSeen(any(is_near_sorted(_ints_of(line)) for line in parsed.lines), spaced)
     for line in parsed.lines:
         here = line.signature()
         line_vocab = frozenset(w for w in vocab if here in seen_on.get(w, {here}))
@@ -981,7 +1000,7 @@ def _line_shapes(
             for a in line.atoms
         ]
         varies = varies or any(r is not None for r in rules)
-        pieces = _line_pieces(line, rules, near_seen)
+        pieces = _line_pieces(line, rules, seen)
         if line.newline:
             pieces.append(line.newline)
         shapes.append((json.dumps(pieces, sort_keys=True), pieces))
@@ -1397,9 +1416,10 @@ def _class_body(
     keyword_cols: set[Any],
     level: str,
     vocab: frozenset[str] = frozenset(),
+    spaced: tuple[int, int] | None = None,
 ) -> dict[str, Any] | None:
     """The class of one test at one level, or None when nothing would vary."""
-    shapes, varies = _line_shapes(parsed, columns, keyword_cols, level, vocab)
+    shapes, varies = _line_shapes(parsed, columns, keyword_cols, level, vocab, spaced)
     grow = level in _GROWN
     later_runs = _grow_counts(parsed, shapes, level) if grow else {}
     if not varies and not grow:
@@ -1456,6 +1476,9 @@ def learn_classes(program: Program) -> list[LearntClass]:
     # the exit code of its test.
     for p in parsed:
         groups.setdefault((p.test.expected_exit, p.skeleton()), []).append(p)
+    # A value kept apart in one test's lists is the problem's structure: every test's
+    # lists of the same two values plant it (one sample in three says "YES").
+    spaced = spaced_shape([_ints_of(line) for p in parsed for line in p.lines])
     found: dict[str, tuple[list[str], list[tuple[str, dict[str, Any]]]]] = {}
     order: list[str] = []
     for members in groups.values():
@@ -1483,7 +1506,7 @@ def learn_classes(program: Program) -> list[LearntClass]:
         for p in members:
             bodies: list[tuple[str, dict[str, Any]]] = []
             for level in LEVELS:
-                body = _class_body(p, columns, keyword_cols, level, vocab)
+                body = _class_body(p, columns, keyword_cols, level, vocab, spaced)
                 if body is None:
                     continue
                 if bodies and bodies[-1][1] == body:  # named by the plainest level giving it

@@ -11,8 +11,9 @@ shows it with probability under `MAX_CHANCE`, the learnt rule plants it in half 
 the planted branch's bits only (the likelier branch bounds the mixture).
 
 Only structures the generator can draw are looked for: a string that is a palindrome or
-whose second half is a shuffle of its first (`halves`), and a list that is a few adjacent
-swaps from sorted (`near`).
+whose second half is a shuffle of its first (`halves`), a list that is a few adjacent
+swaps from sorted (`near`), and a list in which one value never comes twice within a few
+places (`spaced`: people in a queue at least six places apart).
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ import random
 from collections import Counter
 from collections.abc import Sequence
 from functools import cache, lru_cache
+from itertools import pairwise
 
 # A structure counts as shown by a sample only if a uniform draw of the sample's length
 # shows it by chance with at most this probability: a five-letter palindrome over two
@@ -114,3 +116,55 @@ def is_near_sorted(numbers: tuple[int, ...]) -> bool:
     if n < MIN_LENGTH + 1 or list(numbers) == sorted(numbers):
         return False
     return inversions(numbers) <= n * (n - 1) / 8
+
+
+# `spaced` is read only from lists this long at most (a longer list's prefix shows the same
+# gap, by chance less often): the count of spaced strings is exact in integers.
+SPACED_PREFIX = 256
+
+
+@cache
+def spaced_chance(length: int, gap: int) -> float:
+    """How often a uniform list of `length` values over two values has no two of one of
+    them (the mark) closer than `gap` places: f(L) / 2^L, where f(L) = f(L - 1) + f(L - gap)
+    counts the strings (the last place empty, or marked with the gap - 1 before it empty)."""
+    counts = [1]
+    for size in range(1, length + 1):
+        counts.append(counts[size - 1] + counts[max(0, size - gap)])
+    return counts[length] / 2**length
+
+
+def least_gap(numbers: Sequence[int], mark: int) -> int | None:
+    """The fewest places between two `mark`s of a list (None: fewer than two)."""
+    at = [i for i, v in enumerate(numbers) if v == mark]
+    if len(at) < 2:
+        return None
+    return min(b - a for a, b in pairwise(at))
+
+
+def spaced_shape(lists: Sequence[Sequence[int]]) -> tuple[int, int] | None:
+    """(mark, gap) where a sample list of two values keeps one of them (the mark) at least
+    `gap` places apart, with gap >= 2 and a chance under MAX_CHANCE that a uniform draw of
+    its length would: the widest such gap over the samples (the sample that answers
+    "spaced" where the narrower ones do not) and its mark; None where none shows it. The
+    lists read are those over the pair of values most lists of two values take."""
+    pairs = Counter(
+        frozenset(numbers)
+        for numbers in lists
+        if len(numbers) >= MIN_LENGTH and len(set(numbers)) == 2
+    )
+    if not pairs:
+        return None
+    pair = pairs.most_common(1)[0][0]
+    best: tuple[int, int] | None = None
+    for numbers in lists:
+        if len(numbers) < MIN_LENGTH or not set(numbers) <= pair:
+            continue
+        head = numbers[:SPACED_PREFIX]
+        for mark in sorted(pair):
+            gap = least_gap(numbers, mark)
+            if gap is None or gap < 2 or least_gap(head, mark) is None:
+                continue
+            if spaced_chance(len(head), gap) <= MAX_CHANCE and (best is None or gap > best[1]):
+                best = (mark, gap)
+    return best

@@ -43,7 +43,11 @@ never hits, so that a program whose answer turns on it (is each half an anagram 
 other? did anyone move more than two places?) sees both answers: `text` takes `halves`
 (the second half a shuffle of the first) or `palindrome`; `ints` takes `near` (the list
 sorted ascending, then a few adjacent pairs swapped: `ceil((N - 1) / 32)` to
-`ceil((N - 1) / 16)` of them, at distinct places, in a random order).
+`ceil((N - 1) / 16)` of them, at distinct places, in a random order) or `spaced` (with
+`"mark": m, "gap": g`: the value m never twice within g places, every other place one of
+the range's other values: each place where a mark may stand takes one with probability
+1/2; in half of these draws one mark then moves to g - 1 places after the one before it,
+so that both sides of a "g apart" rule are drawn, and the boundary itself).
 
 Every bound, count, length and rate may be a number or an expression over earlier vars
 (`"n * (n - 1) // 2"`, `"min(n, 5)"`; + - * // % and min/max/abs only). Drawing is
@@ -65,7 +69,7 @@ import re
 from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from asmopt.errors import InputError
 
@@ -98,12 +102,14 @@ MAX_EXPR_CHARS = 200
 # on fewer combinations, in time that grows with its size (not with 3^vars).
 MAX_CHECKED_CASES = 256
 MAX_CHECKED_VALUES = 1024
+# The most places a `spaced` plant keeps its mark apart (a wider gap is a list of one mark).
+MAX_SPACED_GAP = 1_000_000
 _NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,63}$")
 _CLASS_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.\-]{0,63}$")
 _PLACEHOLDER = re.compile(r"\{\{|\}\}|\{([A-Za-z_][A-Za-z0-9_]*)\}|[{}]")
 _RULES = ("int", "float", "choice", "text", "mutate", "ints", "repeat", "value")
 TEXT_SHAPES = ("halves", "palindrome")
-INTS_SHAPES = ("near",)
+INTS_SHAPES = ("near", "spaced")
 _MASK = 0xFFFFFFFFFFFFFFFF
 
 
@@ -557,6 +563,7 @@ def _parse_bulk(
         args["plant"] = _plant(body.get("plant"), INTS_SHAPES, f"{where}.plant")
         if args["plant"] is not None and order is not None:
             raise GeneratorError(f"{where}.plant: a sorted list has no shape to plant")
+        _check_spaced(args, where)
     else:  # repeat
         _keys(body, {"count", "template", "vars", "sep"}, where)
         args["count"] = _Num.parse(body.get("count", 0), f"{where}.count", known)
@@ -565,19 +572,57 @@ def _parse_bulk(
     return args
 
 
-def _plant(value: Any, shapes: tuple[str, ...], where: str) -> tuple[str, float] | None:
-    """A `plant` option: (shape, share of the draws that take it), or None where absent."""
+def _check_spaced(args: dict[str, Any], where: str) -> None:
+    """A `spaced` list keeps its mark apart among other values: a range of numbers must
+    hold the mark and another value, and the list's values need not be distinct."""
+    plant = args["plant"]
+    if plant is None or plant.shape != "spaced":
+        return
+    if args["distinct"]:
+        raise GeneratorError(f"{where}.plant: a spaced list repeats its mark: not distinct")
+    lo, hi = args["range"]
+    if lo.const is not None and hi.const is not None and not lo.const <= plant.mark <= hi.const:
+        raise GeneratorError(
+            f"{where}.plant.mark: {plant.mark} is outside the range [{lo.const}, {hi.const}]"
+        )
+    if lo.const is not None and lo.const == hi.const:
+        raise GeneratorError(f"{where}.plant: a spaced list needs a range of two values or more")
+
+
+class _Plant(NamedTuple):
+    """A `plant` option: the shape, the share of the draws that take it, and for `spaced`
+    the value kept apart (`mark`) and the fewest places between two of it (`gap`)."""
+
+    shape: str
+    share: float
+    mark: int | None = None
+    gap: int | None = None
+
+
+def _plant(value: Any, shapes: tuple[str, ...], where: str) -> _Plant | None:
+    """A `plant` option, or None where absent."""
     if value is None:
         return None
     if not isinstance(value, dict):
         raise GeneratorError(f"{where}: expected an object with 'shape' and 'share'")
-    _keys(value, {"shape", "share"}, where)
+    _keys(value, {"shape", "share", "mark", "gap"}, where)
     shape, share = value.get("shape"), value.get("share", 0.5)
     if shape not in shapes:
         raise GeneratorError(f"{where}.shape: expected one of {', '.join(shapes)}, got {shape!r}")
     if not _is_number(share) or not 0 <= share <= 1:
         raise GeneratorError(f"{where}.share: expected a number in [0, 1]")
-    return shape, float(share)
+    if shape != "spaced":
+        if "mark" in value or "gap" in value:
+            raise GeneratorError(f"{where}: 'mark' and 'gap' belong to the spaced shape only")
+        return _Plant(shape, float(share))
+    mark, gap = value.get("mark"), value.get("gap")
+    if not isinstance(mark, int) or isinstance(mark, bool) or _number_problem(mark):
+        raise GeneratorError(f"{where}.mark: expected the integer kept apart, got {mark!r}")
+    if not isinstance(gap, int) or isinstance(gap, bool) or not 2 <= gap <= MAX_SPACED_GAP:
+        raise GeneratorError(
+            f"{where}.gap: expected an integer in [2, {MAX_SPACED_GAP}], got {gap!r}"
+        )
+    return _Plant(shape, float(share), mark, gap)
 
 
 def _string(value: Any, where: str) -> str:
@@ -699,8 +744,11 @@ def _draw_ints(var: _Var, rng: Rng, env: dict[str, Any], budget: list[int]) -> s
     _fits(n)
     _step(budget, n)
     sep, per_line = var.arg("sep"), var.arg("per_line")
-    near = _planted(var, rng) == "near"
-    if distinct:
+    shape = _planted(var, rng)
+    near = shape == "near"
+    if shape == "spaced":
+        numbers = _spaced_ints(rng, lo, hi, n, var.arg("plant"), var.name)
+    elif distinct:
         numbers = _distinct_ints(rng, lo, hi, n)
     else:
         numbers = [rng.between(lo, hi) for _ in range(n)]
@@ -732,8 +780,35 @@ def _planted(var: _Var, rng: Rng) -> str | None:
     plant = var.arg("plant")
     if plant is None:
         return None
-    shape, share = plant
-    return shape if rng.unit() < share else None
+    return plant.shape if rng.unit() < plant.share else None
+
+
+def _spaced_ints(rng: Rng, lo: int, hi: int, n: int, plant: _Plant, where: str) -> list[int]:
+    """n values of [lo, hi] with `plant.mark` never twice within `plant.gap` places: each
+    place a mark may take (gap or more after the last) takes it with probability 1/2; in
+    half the draws one mark (not the first) then moves to gap - 1 after the one before it,
+    which leaves every other gap at gap or more. The other places are the range's other
+    values, uniform."""
+    mark, gap = plant.mark, plant.gap
+    assert mark is not None and gap is not None  # _plant sets both for `spaced`
+    if not lo <= mark <= hi or lo == hi:
+        raise GeneratorError(
+            f"{where}: a spaced list needs its mark {mark} and another value in [{lo}, {hi}]"
+        )
+    marks: list[int] = []
+    for i in range(n):
+        if (not marks or i - marks[-1] >= gap) and rng.unit() < 0.5:
+            marks.append(i)
+    if rng.unit() < 0.5 and len(marks) >= 2:
+        j = 1 + rng.below(len(marks) - 1)
+        marks[j] = marks[j - 1] + gap - 1
+    numbers = []
+    for _ in range(n):
+        other = rng.between(lo, hi - 1)
+        numbers.append(other + 1 if other >= mark else other)
+    for i in marks:
+        numbers[i] = mark
+    return numbers
 
 
 def near_swaps(n: int) -> tuple[int, int] | None:
@@ -1204,6 +1279,21 @@ def _near_bits(n: int, values: int, distinct: bool) -> float:
     return bits
 
 
+def _spaced_bits(n: int, values: int, gap: int) -> float:
+    """The min-entropy of a `spaced` list of n values over `values` values. Unbent, a list
+    costs one coin per place a mark may take (at least ceil(n / gap) of them: a mark
+    closes the gap - 1 places after it) and log2(values - 1) per other value, and the
+    fewest coins come with the most marks, ceil(n / gap), so the likeliest list has
+    m = ceil(n / gap) marks: m + (n - m) log2(values - 1) bits. A bent list comes from at
+    most n unbent ones (the moved mark's old place), so a list is at most n times as
+    likely as the likeliest unbent one: log2(n) bits less."""
+    if n <= 0 or values <= 1:
+        return 0.0
+    marks = math.ceil(n / gap)
+    bits = marks + (n - marks) * math.log2(values - 1) - math.log2(n)
+    return max(0.0, bits)
+
+
 def _log2_binomial(n: int, k: int) -> float:
     return (math.lgamma(n + 1) - math.lgamma(k + 1) - math.lgamma(n - k + 1)) / math.log(2)
 
@@ -1263,6 +1353,8 @@ def _var_bits(var: _Var, env: dict[str, _Interval]) -> tuple[float, _Interval]:
         bits = _ints_bits(int(n), values, distinct, var.arg("order"))
         if "near" in _branches(var):
             bits = min(bits, _near_bits(int(n), values, distinct))
+        if "spaced" in _branches(var):
+            bits = min(bits, _spaced_bits(int(n), values, var.arg("plant").gap))
         return bits, _UNBOUNDED
     if var.kind == "repeat":
         n = max(0.0, _num_interval(var.arg("count"), env)[0])
