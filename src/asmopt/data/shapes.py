@@ -144,8 +144,8 @@ def least_gap(numbers: Sequence[int], mark: int) -> int | None:
 
 def spaced_shape(lists: Sequence[Sequence[int]]) -> tuple[int, int] | None:
     """(mark, gap) where a sample list of two values keeps one of them (the mark) at least
-    `gap` places apart, with gap >= 2 and a chance under MAX_CHANCE that a uniform draw of
-    its length would: the widest such gap over the samples (the sample that answers
+    `gap` places apart, with gap >= 2 and a chance of at most MAX_CHANCE that a uniform
+    draw of its length would: the widest such gap over the samples (the sample that answers
     "spaced" where the narrower ones do not) and its mark; None where none shows it. The
     lists read are those over the pair of values most lists of two values take."""
     pairs = Counter(
