@@ -1159,6 +1159,11 @@ def test_a_value_one_sample_keeps_apart_is_planted_apart_in_every_tests_lists() 
         rule.get("plant") == {"shape": "spaced", "share": 0.5, "mark": 1, "gap": 4}
         for rule in planted
     ), planted
+    # The plant names its two values: lists of another pair (`1 2 2 2 1`) are not planted.
+    from asmopt.data.shapes import spaced_shape
+
+    shown = spaced_shape([[1, 0, 0, 0, 1, 0, 0, 0, 1, 0], [2, 1, 1, 2, 2]])
+    assert shown is not None and (shown.mark, shown.gap, shown.values) == (1, 4, (0, 1))
     dense = Program(
         id="dense",
         source=SPACING_C,

@@ -103,7 +103,7 @@ from typing import TYPE_CHECKING, Any
 from asmopt.compare import compare_output
 from asmopt.data.checking_classes import MAX_CHECKING_CLASSES, checking_name
 from asmopt.data.checking_classes import variants as checking_variants
-from asmopt.data.shapes import is_near_sorted, spaced_shape, text_shape
+from asmopt.data.shapes import Spaced, is_near_sorted, spaced_shape, text_shape
 from asmopt.errors import InputError
 from asmopt.programs.generators import (
     GENERATOR_VERSION,
@@ -829,11 +829,11 @@ class _Writer:
 @dataclass(frozen=True)
 class _ListsSeen:
     """What the lists around a line show (`_list_contract`): `near`, a list of the same
-    input is a few swaps from sorted; `spaced`, (mark, gap) where a list of the program's
-    inputs keeps a value apart (data/shapes.py)."""
+    input is a few swaps from sorted; `spaced`, where a list of the program's inputs keeps
+    a value apart (data/shapes.py)."""
 
     near: bool = False
-    spaced: tuple[int, int] | None = None
+    spaced: Spaced | None = None
 
 
 def _line_pieces(
@@ -907,13 +907,14 @@ def _list_contract(
     adjacent swaps from sorted (`near`, planted in half the draws: data/shapes.py); a
     permutation is planted `near` also where another list of its input is (the samples of
     a queue problem mix lists that are and are not). A list of two values (its rule's
-    range `span`) is planted `spaced` where a list of the program's inputs keeps one of
-    them apart, whether or not this one does (the lists of a record take one rule).
+    range `span`, the very two the samples' lists take) is planted `spaced` where a list
+    of the program's inputs keeps one of them apart, whether or not this one does (the
+    lists of a record take one rule).
     Nothing for lists too short for it to be more than chance."""
     n = len(numbers)
     near = {"plant": {"shape": "near", "share": PLANTED_SHARE}}
-    if seen.spaced is not None and span[1] - span[0] == 1 and seen.spaced[0] in span:
-        mark, gap = seen.spaced
+    if seen.spaced is not None and tuple(span) == seen.spaced.values:
+        mark, gap = seen.spaced.mark, seen.spaced.gap
         plant = {"shape": "spaced", "share": PLANTED_SHARE, "mark": mark, "gap": gap}
         return {"plant": plant}
     if n >= 4 and sorted(numbers) == list(range(1, n + 1)) and numbers != sorted(numbers):
@@ -977,10 +978,10 @@ def _line_shapes(
     keyword_cols: set[Any],
     level: str,
     vocab: frozenset[str],
-    spaced: tuple[int, int] | None = None,
+    spaced: Spaced | None = None,
 ) -> tuple[list[tuple[str, list[Piece]]], bool]:
     """Each line's pieces (with a key that says which lines share a shape), and whether
-    anything varies; `spaced`: the (mark, gap) the program's lists show (`_ListsSeen`)."""
+    anything varies; `spaced`: the value the program's lists keep apart (`_ListsSeen`)."""
     shapes: list[tuple[str, list[Piece]]] = []
     varies = False
     # A keyword the input shows on lines of another shape (`add 3` beside `query`) heads
@@ -1416,7 +1417,7 @@ def _class_body(
     keyword_cols: set[Any],
     level: str,
     vocab: frozenset[str] = frozenset(),
-    spaced: tuple[int, int] | None = None,
+    spaced: Spaced | None = None,
 ) -> dict[str, Any] | None:
     """The class of one test at one level, or None when nothing would vary."""
     shapes, varies = _line_shapes(parsed, columns, keyword_cols, level, vocab, spaced)

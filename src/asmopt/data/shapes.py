@@ -23,6 +23,7 @@ from collections import Counter
 from collections.abc import Sequence
 from functools import cache, lru_cache
 from itertools import pairwise
+from typing import NamedTuple
 
 # A structure counts as shown by a sample only if a uniform draw of the sample's length
 # shows it by chance with at most this probability: a five-letter palindrome over two
@@ -142,8 +143,17 @@ def least_gap(numbers: Sequence[int], mark: int) -> int | None:
     return min(b - a for a, b in pairwise(at))
 
 
-def spaced_shape(lists: Sequence[Sequence[int]]) -> tuple[int, int] | None:
-    """(mark, gap) where a sample list of two values keeps one of them (the mark) at least
+class Spaced(NamedTuple):
+    """A value kept apart in lists of two values: the mark, the fewest places between two
+    of it, and the two values (lowest first) the lists take."""
+
+    mark: int
+    gap: int
+    values: tuple[int, int]
+
+
+def spaced_shape(lists: Sequence[Sequence[int]]) -> Spaced | None:
+    """Where a sample list of two values keeps one of them (the mark) at least
     `gap` places apart, with gap >= 2 and a chance of at most MAX_CHANCE that a uniform
     draw of its length would: the widest such gap over the samples (the sample that answers
     "spaced" where the narrower ones do not) and its mark; None where none shows it. The
@@ -156,7 +166,8 @@ def spaced_shape(lists: Sequence[Sequence[int]]) -> tuple[int, int] | None:
     if not pairs:
         return None
     pair = pairs.most_common(1)[0][0]
-    best: tuple[int, int] | None = None
+    low, high = sorted(pair)
+    best: Spaced | None = None
     for numbers in lists:
         if len(numbers) < MIN_LENGTH or not set(numbers) <= pair:
             continue
@@ -165,6 +176,6 @@ def spaced_shape(lists: Sequence[Sequence[int]]) -> tuple[int, int] | None:
             gap = least_gap(numbers, mark)
             if gap is None or gap < 2 or least_gap(head, mark) is None:
                 continue
-            if spaced_chance(len(head), gap) <= MAX_CHANCE and (best is None or gap > best[1]):
-                best = (mark, gap)
+            if spaced_chance(len(head), gap) <= MAX_CHANCE and (best is None or gap > best.gap):
+                best = Spaced(mark, gap, (low, high))
     return best
