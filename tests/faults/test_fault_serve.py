@@ -604,7 +604,12 @@ def test_serve_limits_a_client_that_stops_reading_its_answer_is_dropped(
         while _health(srv)["generating"] == 1 and time.monotonic() < deadline:
             time.sleep(0.05)
         assert _health(srv)["generating"] == 0, "the answer was still being generated"
-        time.sleep(3)  # the answer is being written: the read timeout runs out meanwhile
+        # Then the 10 MB answer is built, which beside other work takes seconds more: wait
+        # for its first bytes without reading them (select consumes nothing), so that the
+        # server's writes block and its read timeout runs out meanwhile.
+        ready, _, _ = select.select([sock], [], [], 300)
+        assert ready, "no byte of the answer was written"
+        time.sleep(3)
         with pytest.raises((http.client.IncompleteRead, ConnectionResetError)):
             _answer(sock)
     assert _health(srv)["status"] == "ok"
