@@ -837,7 +837,7 @@ class _ListsSeen:
 
 
 def _line_pieces(
-    line: Line, rules: list[dict[str, Any] | None], seen: _ListsSeen = _ListsSeen()
+    line: Line, rules: list[dict[str, Any] | None], seen: _ListsSeen
 ) -> list[str | tuple[str, dict[str, Any]]]:
     """A line as literal text and value rules, with runs of three or more values of one
     rule and one separator folded into one `ints` / `repeat` rule, with what the lists
@@ -899,9 +899,7 @@ Piece = str | tuple[str, dict[str, Any]]
 MIN_ORDERED = 5
 
 
-def _list_contract(
-    numbers: list[int], seen: _ListsSeen = _ListsSeen(), span: tuple[int, int] = (0, 0)
-) -> dict[str, Any]:
+def _list_contract(numbers: list[int], seen: _ListsSeen, span: tuple[int, int]) -> dict[str, Any]:
     """What a list's values show about its contract, as `ints` options: a permutation of
     1..n (`distinct`, drawn as one), a sorted list (`order`, kept sorted), a list a few
     adjacent swaps from sorted (`near`, planted in half the draws: data/shapes.py); a
@@ -978,7 +976,7 @@ def _line_shapes(
     keyword_cols: set[Any],
     level: str,
     vocab: frozenset[str],
-    spaced: Spaced | None = None,
+    spaced: Spaced | None,
 ) -> tuple[list[tuple[str, list[Piece]]], bool]:
     """Each line's pieces (with a key that says which lines share a shape), and whether
     anything varies; `spaced`: the value the program's lists keep apart (`_ListsSeen`)."""
@@ -1416,8 +1414,8 @@ def _class_body(
     columns: dict[Any, _Column],
     keyword_cols: set[Any],
     level: str,
-    vocab: frozenset[str] = frozenset(),
-    spaced: Spaced | None = None,
+    vocab: frozenset[str],
+    spaced: Spaced | None,
 ) -> dict[str, Any] | None:
     """The class of one test at one level, or None when nothing would vary."""
     shapes, varies = _line_shapes(parsed, columns, keyword_cols, level, vocab, spaced)

@@ -573,20 +573,24 @@ def _parse_bulk(
 
 
 def _check_spaced(args: dict[str, Any], where: str) -> None:
-    """A `spaced` list keeps its mark apart among other values: a range of numbers must
-    hold the mark and another value, and the list's values need not be distinct."""
+    """A `spaced` list repeats its mark, so its values cannot be distinct (its range is
+    checked where every range is: `_spaced_range`, on the class's extremes at load)."""
     plant = args["plant"]
+    if plant is not None and plant.shape == "spaced" and args["distinct"]:
+        raise GeneratorError(f"{where}.plant: a spaced list repeats its mark: not distinct")
+
+
+def _spaced_range(plant: _Plant | None, lo: int, hi: int, where: str) -> None:
+    """A `spaced` list keeps its mark apart among other values: its range must hold the
+    mark and another value (checked at load on the class's extremes, and at every draw)."""
     if plant is None or plant.shape != "spaced":
         return
-    if args["distinct"]:
-        raise GeneratorError(f"{where}.plant: a spaced list repeats its mark: not distinct")
-    lo, hi = args["range"]
-    if lo.const is not None and hi.const is not None and not lo.const <= plant.mark <= hi.const:
+    if plant.mark is None or not lo <= plant.mark <= hi:
         raise GeneratorError(
-            f"{where}.plant.mark: {plant.mark} is outside the range [{lo.const}, {hi.const}]"
+            f"{where}: a spaced list's mark {plant.mark} is outside the range [{lo}, {hi}]"
         )
-    if lo.const is not None and lo.const == hi.const:
-        raise GeneratorError(f"{where}.plant: a spaced list needs a range of two values or more")
+    if lo == hi:
+        raise GeneratorError(f"{where}: a spaced list needs a range of two values or more")
 
 
 class _Plant(NamedTuple):
@@ -791,10 +795,7 @@ def _spaced_ints(rng: Rng, lo: int, hi: int, n: int, plant: _Plant, where: str) 
     values, uniform."""
     mark, gap = plant.mark, plant.gap
     assert mark is not None and gap is not None  # _plant sets both for `spaced`
-    if not lo <= mark <= hi or lo == hi:
-        raise GeneratorError(
-            f"{where}: a spaced list needs its mark {mark} and another value in [{lo}, {hi}]"
-        )
+    _spaced_range(plant, lo, hi, where)
     marks: list[int] = []
     for i in range(n):
         if (not marks or i - marks[-1] >= gap) and rng.unit() < 0.5:
@@ -965,7 +966,8 @@ def _extremes(var: _Var, env: dict[str, Any], at: str) -> list[Any]:
         var.arg("rate").get(env, f"{at}.mutate.rate")
     elif var.kind == "ints":
         n = _count(var.arg("count"), env, f"{at}.ints.count")
-        _int_range(var.arg("range"), env, f"{at}.ints.range", n, var.arg("distinct"))
+        lo, hi = _int_range(var.arg("range"), env, f"{at}.ints.range", n, var.arg("distinct"))
+        _spaced_range(var.arg("plant"), lo, hi, f"{at}.ints.plant")
     elif var.kind == "repeat":
         _count(var.arg("count"), env, f"{at}.repeat.count")
     return [_TEXT]
