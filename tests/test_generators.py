@@ -388,3 +388,81 @@ def test_a_spaced_lists_declared_bits_are_at_most_its_exact_min_entropy(n: int, 
     assert declared <= exact + 1e-9, (declared, exact)
     # A bound, not a throwaway: within the bend's log2(n) and its coin's bit of the truth.
     assert declared >= exact - math.log2(n) - 1 - 1e-9
+
+
+def _ledger(column: dict, count: int | str = "k") -> InputGenerator:
+    """Rows `day, amount` whose day column is the rule given, `k` of them (3 to 6)."""
+    return InputGenerator.from_dict({
+        "version": 1,
+        "classes": {"c": {"template": "{k}\n{rows}", "vars": {
+            "k": {"int": [3, 6]},
+            "rows": {"repeat": {"count": count, "template": "{day}, {amount}\n", "vars": {
+                "day": column, "amount": {"int": [-5, 5]}}}}}}},
+        "tests": {"t": "c"},
+    })
+
+
+def _days(text: bytes) -> list[int]:
+    return [int(line.split(b",")[0]) for line in text.splitlines()[1:]]
+
+
+def test_a_column_kept_in_order_runs_in_order_down_the_records_and_counts_one_sorted_list(
+) -> None:
+    """Days of a ledger, times of a log: a record's int with `across` is one sorted list
+    over the repeat's records, drawn from bounds outside the record; its bits are that
+    list's (`ints` with `order`), not k independent values'."""
+    import math
+
+    up = _ledger({"int": [0, "k * 10"], "across": "asc"})
+    down = _ledger({"int": [1, 40], "across": "desc", "distinct": True})
+    plain = _ledger({"int": [0, 30]})
+    ties = 0
+    for seed in range(40):
+        days = _days(up.draw("c", seed))
+        assert days == sorted(days) and max(days) <= 10 * len(days)
+        ties += len(set(days)) < len(days)
+        strict = _days(down.draw("c", seed))
+        assert strict == sorted(strict, reverse=True) and len(set(strict)) == len(strict)
+    assert ties > 0  # without `distinct` equal days are drawn, as a ledger may show them
+    assert not all(_days(plain.draw("c", s)) == sorted(_days(plain.draw("c", s)))
+                   for s in range(10))
+    amounts = 2 + 3 * math.log2(11)  # k shown (4 values), amounts at the least count, 3
+    # three of [0, 30] sorted: the likeliest list comes from 3! orders
+    assert up.entropy_bits("c") == pytest.approx(amounts + 3 * math.log2(31) - math.log2(6))
+    assert down.entropy_bits("c") == pytest.approx(amounts + math.log2(math.comb(40, 3)))
+    assert plain.entropy_bits("c") == pytest.approx(amounts + 3 * math.log2(31))
+
+
+@pytest.mark.parametrize(
+    "column, count, needle",
+    [
+        ({"int": [0, 9], "across": "up"}, "k", "across: expected \"asc\" or \"desc\""),
+        ({"int": [0, 9], "distinct": True}, "k", "only an int kept in order (`across`)"),
+        ({"int": [1, 9], "across": "asc", "log": True}, "k", "a log-uniform int is not"),
+        ({"int": [0, 4], "across": "asc", "distinct": True}, "k",
+         "6 distinct values cannot be drawn from [0, 4] (when k = 6)"),
+        ({"int": [0, 4], "across": "asc", "distinct": True}, 9,
+         "9 distinct values cannot be drawn from [0, 4]"),
+    ],
+)
+def test_a_malformed_ordered_column_is_refused_by_name(
+    column: dict, count: int | str, needle: str
+) -> None:
+    with pytest.raises(GeneratorError) as err:
+        _ledger(column, count)
+    assert needle in str(err.value)
+
+
+def test_an_ordered_column_stands_only_in_a_record_and_is_bounded_from_outside_it() -> None:
+    record_bound = {
+        "version": 1,
+        "classes": {"c": {"template": "{rows}", "vars": {"rows": {"repeat": {
+            "count": 3, "template": "{a} {day}\n",
+            "vars": {"a": {"int": [1, 9]}, "day": {"int": [0, "a"], "across": "asc"}}}}}}},
+    }
+    with pytest.raises(GeneratorError, match="its range names a of its own record"):
+        InputGenerator.from_dict(record_bound)
+    outside = {"version": 1, "classes": {"c": {"template": "{d}", "vars": {
+        "d": {"int": [0, 9], "across": "asc"}}}}}
+    with pytest.raises(GeneratorError, match="only an int of a repeat's record is kept in order"):
+        InputGenerator.from_dict(outside)

@@ -1227,3 +1227,66 @@ def test_yes_no_records_whose_samples_show_the_structure_draw_both_answers_and_a
         assert len(side) >= 8 * 32, name  # records grew in number past the sample's 3 or 6
         low, high = shares[name]
         assert low <= sum(side) / len(side) <= high, (name, sum(side), len(side))
+
+
+# A ledger: `day, amount` rows up to the one whose amount is 0; a day before the one above
+# it is invalid input (exit 1). The balance earns 1 per 1000 per day it is positive.
+LEDGER_C = r"""#include <stdio.h>
+int main(void)
+{
+    int day, last = 0; long amount, balance = 0, interest = 0;
+    for (;;) {
+        if (scanf("%d, %ld", &day, &amount) != 2 || day < last) {
+            printf("invalid\n");
+            return 1;
+        }
+        if (balance > 0) interest += balance / 1000 * (day - last);
+        balance += amount;
+        last = day;
+        if (amount == 0) break;
+    }
+    printf("%ld %ld\n", balance, interest);
+    return 0;
+}
+"""
+
+
+def test_a_table_that_a_sentinel_row_ends_grows_keeps_its_days_in_order_and_its_sentinel(
+    toolchain, sandbox
+) -> None:
+    """No count states a ledger's length: its last row's amount 0 ends it. The rows before
+    it grow past the sample, its days (in order down the sample's rows) stay in order,
+    and the sentinel row stays last, with its day at the end of the range; every draw is
+    accepted at the `grown` level and carries the 64 bits a timed class needs."""
+    from asmopt.entropy import MIN_ENTROPY_BITS
+
+    stdin = b"3, 2000\n10, -500\n45, 7000\n46, -100\n90, 0\n"
+    p = fit_inputs(Program("ledger", LEDGER_C, (TestCase("t", stdin, b""),)), toolchain, sandbox)
+    assert p.inputs is not None
+    assert p.meta["inputs_report"]["classes"]["t"]["level"] == "grown"
+    sizes = set()
+    for _, text in draws(p, 24):
+        rows = [tuple(int(x) for x in row.split(", ")) for row in text.strip().split("\n")]
+        days = [day for day, _ in rows]
+        assert days == sorted(days) and len(set(days)) == len(days)
+        assert rows[-1][1] == 0 and all(amount != 0 for _, amount in rows[:-1])
+        assert rows[-1][0] == 100  # the day's range [3, 90] widened to the next power of ten
+        sizes.add(len(rows))
+    assert min(sizes) > 5 and len(sizes) > 5
+    assert p.inputs.entropy_bits("t") >= MIN_ENTROPY_BITS
+
+
+def test_a_column_in_order_by_chance_is_drawn_as_before() -> None:
+    """Order is a rule only where a shuffle would rarely show it: three days in order (1 in
+    3 by chance, either way) are drawn freely, and so is a last row of 0 that another row
+    also shows there (no sentinel: the value is one of the column's)."""
+    p = Program("ledger", LEDGER_C, (TestCase("t", b"5, 1\n9, 0\n2, 2\n7, 0\n", b""),))
+    body = learn_generator(p, "grown").to_dict()["classes"]["t"]
+    [rows] = [rule["repeat"] for rule in body["vars"].values() if "repeat" in rule]
+    assert rows["count"] == 4 and not body["template"].endswith(", 0\n")
+    assert not any("across" in rule for rule in rows["vars"].values())
+    few = Program("few", LEDGER_C, (TestCase("t", b"4, 5\n6, 6\n8, 0\n", b""),))
+    body = learn_generator(few, "grown").to_dict()["classes"]["t"]
+    [rows] = [rule["repeat"] for rule in body["vars"].values() if "repeat" in rule]
+    assert rows["count"] == 3 and not body["template"].endswith(", 0\n")
+    assert not any("across" in rule for rule in rows["vars"].values())

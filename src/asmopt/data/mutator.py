@@ -28,7 +28,10 @@ How a test input becomes a class:
 * **Rows keep their relations.** In a table of three or more rows, a column never above
   the next (`l r`) is drawn from that column's value up, and a column never above an
   integer of an earlier line that it reaches at least half of (an index into a list of
-  n) is drawn up to that integer as drawn, less one for indices from 0.
+  n) is drawn up to that integer as drawn, less one for indices from 0. A column in
+  order down four or more rows (a ledger's days; by chance at most 1/8) stays in order
+  (`across`), and a table no count governs whose last row alone holds 0 or -1 in a
+  column (the row that ends the input) grows before that row, which stays last.
 * **Lists keep their order.** A list of five or more values given sorted (either way) is
   drawn sorted the same way; a list that is a shuffle of 1..n is drawn as a permutation of
   1..(its drawn length) (`ints` rules with `order` / `distinct`).
@@ -1163,12 +1166,14 @@ def _assemble(
     writer: _Writer | None = None,
     prefix: str = "",
     later_runs: dict[int, int] | None = None,
+    level: str | None = None,
 ) -> dict[str, Any] | None:
     """Template and vars of a class from its lines' pieces: runs of two or more lines of
     one shape with vars fold into a `repeat` (at the `grown` level, one that a lone count
     before it governs draws its length with that count, as does one that a line's second
-    count governs: `later_runs`, from `_grow_counts`). `writer` and `prefix` keep the
-    names of a record's vars apart from the class's."""
+    count governs: `later_runs`, from `_grow_counts`; a run that no count governs and
+    whose last row ends it, `_sentinel_column`, grows at `level`). `writer` and `prefix`
+    keep the names of a record's vars apart from the class's."""
     writer = writer or _Writer()
     template: list[str] = []
     variables: dict[str, Any] = {}
@@ -1187,18 +1192,28 @@ def _assemble(
                     count = f"{prefix}n{i - 1}"  # the count var line i - 1 was rendered with
                 elif grow and later_runs and i in later_runs:
                     count = f"{prefix}n{later_runs[i]}{_AFTER}"
+                rows = parsed.lines[i:j]
+                end = _sentinel_column(rows, pieces) if isinstance(count, int) else None
+                if end is not None:  # the last row ends the table: the others may grow
+                    count = _sentinel_rows(count - 1, level, f"{prefix}n{i}_rows", variables)
                 inner_names: dict[int, str] = {}
                 inner, inner_vars = _render(pieces, writer, inner_names)
                 if grow:
                     _row_contract(
-                        parsed.lines[i:j], pieces, inner_names, inner_vars, scalars,
+                        rows, pieces, inner_names, inner_vars, scalars,
                         count if isinstance(count, str) else None,
+                        _most_rows(count, variables),
                     )
                 name = writer.name()
                 variables[name] = {
                     "repeat": {"count": count, "template": inner, "vars": inner_vars, "sep": ""}
                 }
                 template.append("{" + name + "}")
+                if end is not None:
+                    last = _sentinel_row(rows[-1], shapes[j - 1][1], end, inner_names, inner_vars)
+                    text, vs = _render(last, writer)
+                    template.append(text)
+                    variables.update(vs)
             else:
                 for k in range(i, j):
                     writer.count_name = f"{prefix}n{k}"
@@ -1212,6 +1227,61 @@ def _assemble(
     except _TooLarge:
         return None
     return {"template": "".join(template), "vars": variables}
+
+
+# The values that end a table no count governs (`amount 0` after a ledger's transactions).
+SENTINELS = ("0", "-1")
+
+
+def _sentinel_column(rows: list[Line], pieces: list[Piece]) -> int | None:
+    """The piece index of a drawn integer column whose value in the table's last row is a
+    sentinel (SENTINELS) that none of the MIN_ROWS_FOR_RELATION or more rows before it
+    holds there: the row that ends the input's table, as `0, 0` ends a ledger."""
+    if len(rows) < MIN_ROWS_FOR_RELATION + 1:
+        return None
+    per_row = [_piece_atoms(row, pieces) for row in rows]
+    for at, atom in sorted(per_row[-1].items()):
+        if isinstance(pieces[at], str) or atom.kind != "int" or atom.text not in SENTINELS:
+            continue
+        if all(at in row and row[at].kind == "int" and row[at].text != atom.text
+               for row in per_row[:-1]):
+            return at
+    return None
+
+
+def _sentinel_rows(
+    seen: int, level: str | None, name: str, variables: dict[str, Any]
+) -> int | str:
+    """The rows before a sentinel row: as many as the test shows, or at a growing level a
+    count var of their own (not shown), drawn past them as a count is (`_grown_count`)."""
+    if level not in GROWTH:
+        return seen
+    variables[name] = _grown_count(seen, level)
+    return name
+
+
+def _sentinel_row(
+    row: Line, pieces: list[Piece], end: int, names: dict[int, str], rules: dict[str, Any]
+) -> list[Piece]:
+    """The pieces of a table's last row: its sentinel as written, and each column kept in
+    order down the rows (`across`) at the end of its range, so that the row follows every
+    drawn one (strictly, for a column with no value twice: the drawn rows then stop one
+    short of that end)."""
+    atoms = _piece_atoms(row, pieces)
+    out = list(pieces)
+    out[end] = atoms[end].text
+    for at, name in names.items():
+        rule = rules.get(name, {})
+        way = rule.get("across")
+        if way is None or at >= len(out) or isinstance(out[at], str):
+            continue
+        side = 1 if way == "asc" else 0
+        bound = rule["int"][side]
+        out[at] = str(bound) if isinstance(bound, int) else ("value", {"value": bound})
+        if rule.get("distinct"):
+            step = -1 if way == "asc" else 1
+            rule["int"][side] = bound + step if isinstance(bound, int) else f"{bound} + {step}"
+    return out
 
 
 def _drawn_ints(line: Line, pieces: list[Piece], names: dict[int, str]) -> list[tuple[str, int]]:
@@ -1236,6 +1306,31 @@ def _rule_of(piece: Piece) -> dict[str, Any]:
 # A relation between a table's columns is taken for its problem's rule only when this many
 # rows show it (3 unordered pairs fall in order by chance with probability 1/8).
 MIN_ROWS_FOR_RELATION = 3
+# A column's order down the rows (days of a ledger, times of a log) is taken for a rule of
+# its problem when a shuffle of its values would fall in that order, or the other, with at
+# most this chance: 4 distinct values, 1/12; 5 with two pairs tied, 1/15.
+MAX_ORDER_CHANCE = 1 / 8
+
+
+def _most_rows(count: int | str, variables: dict[str, Any]) -> int | None:
+    """The most rows a table's count can draw: the count itself, or its var's upper
+    bound where that is a number (None where it is not known)."""
+    if isinstance(count, int):
+        return count
+    bounds = variables.get(count, {}).get("int")
+    return bounds[1] if bounds and isinstance(bounds[1], int) else None
+
+
+def _column_order(values: list[int]) -> str | None:
+    """"asc" or "desc" where the column's order down the rows is a rule by
+    MAX_ORDER_CHANCE, else None."""
+    if len(set(values)) < 2:
+        return None
+    up, down = values == sorted(values), values == sorted(values, reverse=True)
+    way = "asc" if up else "desc" if down else None
+    ties = sum(math.lgamma(m + 1) for m in Counter(values).values())
+    chance = 2 * math.exp(ties - math.lgamma(len(values) + 1))
+    return way if way and chance <= MAX_ORDER_CHANCE else None
 
 
 def _row_contract(
@@ -1245,8 +1340,13 @@ def _row_contract(
     variables: dict[str, Any],
     scalars: list[tuple[str, int]],
     own_count: str | None = None,
+    most_rows: int | None = None,
 ) -> None:
     """What a table's rows show about their contract, written into the row's rules:
+
+    * a column whose values run in order down the rows (`_column_order`: days of a
+      ledger, times of a log) is drawn in that order (`across`), with no value twice where
+      the rows show none twice and its range holds `most_rows` values;
 
     * a column never above the one after it (`l r` queries, `start end` ranges) is drawn
       from the one before it up (its lower bound is that var);
@@ -1291,6 +1391,17 @@ def _row_contract(
             ordered.append((left, right))
             if right in bound_of:  # l <= r <= n: l is bounded as r is
                 bound_of.setdefault(left, bound_of[right])
+    for at in columns:
+        way = _column_order(seen[at])
+        if way is None or any(at == right for _, right in ordered):
+            continue  # a column drawn from the one before it cannot be drawn first
+        rule = variables[names[at]]
+        rule["across"] = way
+        lo, hi = rule["int"]
+        # one value to spare: a sentinel row's, after every drawn one (`_sentinel_row`)
+        wide = most_rows is not None and at not in bound_of and hi - lo >= most_rows
+        if wide and len(set(seen[at])) == len(rows):
+            rule["distinct"] = True
     # Indices from 0 in any column of the rows: every bounded one is an index from 0.
     zero_based = any(min(seen[at]) == 0 for at in columns)
     for at, name in bound_of.items():
@@ -1425,7 +1536,7 @@ def _class_body(
         return None
     size = _records(parsed) if grow else None
     body = _grown_records(parsed, shapes, size, level, later_runs) if size else None
-    body = body or _assemble(parsed, shapes, grow, later_runs=later_runs)
+    body = body or _assemble(parsed, shapes, grow, later_runs=later_runs, level=level)
     if body is None or (not varies and not body["vars"]):
         return None
     return body

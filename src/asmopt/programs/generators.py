@@ -35,7 +35,8 @@ its `vars` are drawn in the order written, each by one rule:
 | `"plant": {"shape": S, "share": p}` on `text` or `ints` | a share p of the draws |
 | | take shape S (below): both sides of a decision a random draw almost never takes |
 | `{"repeat": {"count": N, "template": "...", "vars": {...}, "sep": ""}}` | N records, |
-| | each drawn like a class |
+| | each drawn like a class; a record's `int` with `"across": "asc"` (or "desc", |
+| | `"distinct"` optional) stays in order down the records (drawn first, as one list) |
 | `{"value": X}` | the number or expression X (over earlier vars) |
 
 A planted shape is a structure the program's own tests show and a uniform draw almost
@@ -437,10 +438,15 @@ class _Template:
         env: dict[str, Any],
         budget: list[int],
         perturb: _Perturb | None = None,
+        preset: Mapping[str, Any] | None = None,
     ) -> str:
-        """The template drawn; `budget[0]` is the steps the draw has left (`_step`)."""
+        """The template drawn; `budget[0]` is the steps the draw has left (`_step`);
+        `preset` holds the values of a record's columns drawn with its repeat."""
         _step(budget, 1 + len(self.parts))
         for var in self.vars:
+            if preset is not None and var.name in preset:
+                env[var.name] = preset[var.name]
+                continue
             env[var.name] = _draw_var(var, rng, env, budget)
             if perturb is not None and var.name == perturb.var:
                 env[var.name] = perturb.redraw(var, env[var.name], env)
@@ -468,9 +474,10 @@ def _parse_var(name: str, rule: Any, where: str, known: frozenset[str]) -> _Var:
     body = rule[kind]
     args: dict[str, Any] = {}
     if kind == "int":
-        _keys(rule, {"int", "log"}, where)
+        _keys(rule, {"int", "log", "across", "distinct"}, where)
         args["range"] = _pair(body, f"{where}.int", known)
         args["log"] = bool(rule.get("log", False))
+        args.update(_across(rule, where))
     elif kind == "float":
         _keys(rule, {"float", "digits"}, where)
         args["range"] = _pair(body, f"{where}.float", known)
@@ -495,6 +502,40 @@ def _parse_var(name: str, rule: Any, where: str, known: frozenset[str]) -> _Var:
 def _is_number(value: Any) -> bool:
     """A JSON number: bool is an int in Python, never in a spec."""
     return isinstance(value, int | float) and not isinstance(value, bool)
+
+
+def _across(rule: Mapping[str, Any], where: str) -> dict[str, Any]:
+    """An `int` of a repeat's record kept in order across the records (`"across": "asc"`
+    or `"desc"`, `"distinct": true` for no value twice): days of a ledger, times of a
+    log. Where it may stand is checked with its repeat (`_check_across`)."""
+    across, distinct = rule.get("across"), rule.get("distinct", False)
+    if across not in (None, "asc", "desc"):
+        raise GeneratorError(f"{where}.across: expected \"asc\" or \"desc\", got {across!r}")
+    if not isinstance(distinct, bool):
+        raise GeneratorError(f"{where}.distinct: expected true or false")
+    if distinct and across is None:
+        raise GeneratorError(f"{where}.distinct: only an int kept in order (`across`) has it")
+    if across is not None and rule.get("log"):
+        raise GeneratorError(f"{where}.across: a log-uniform int is not kept in order")
+    return {"across": across, "distinct": distinct} if across is not None else {}
+
+
+def _check_across(template: _Template, where: str, outer: frozenset[str] | None) -> None:
+    """An int kept in order across records stands in a repeat's record (`outer`: the names
+    outside it; None for a class, where none may stand), and its bounds name only vars
+    outside the record: the whole column is drawn before the first record is."""
+    for var in template.vars:
+        if var.kind != "int" or var.arg("across") is None:
+            continue
+        at = f"{where}.vars.{var.name}.across"
+        if outer is None:
+            raise GeneratorError(f"{at}: only an int of a repeat's record is kept in order")
+        inner = _names(var) - outer
+        if inner:
+            raise GeneratorError(
+                f"{at}: its range names {', '.join(sorted(inner))} of its own record; "
+                "a column kept in order is drawn before the records"
+            )
 
 
 def _choice(
@@ -568,6 +609,7 @@ def _parse_bulk(
         _keys(body, {"count", "template", "vars", "sep"}, where)
         args["count"] = _Num.parse(body.get("count", 0), f"{where}.count", known)
         args["record"] = _Template.parse(body, where, known)
+        _check_across(args["record"], where, known)
         args["sep"] = _string(body.get("sep", ""), f"{where}.sep")
     return args
 
@@ -861,12 +903,34 @@ def _draw_repeat(var: _Var, rng: Rng, env: dict[str, Any], budget: list[int]) ->
     _step(budget, n)
     record: _Template = var.arg("record")
     sep = var.arg("sep")
+    columns = {c.name: _ordered_column(c, rng, env, n, budget) for c in _across_vars(record)}
     out, size = [], 0
     for k in range(n):
-        out.append(record.render(rng, dict(env), budget))
+        preset = {name: values[k] for name, values in columns.items()}
+        out.append(record.render(rng, dict(env), budget, preset=preset))
         size += len(out[-1]) + (len(sep) if k else 0)
         _fits(size)
     return sep.join(out)
+
+
+def _across_vars(record: _Template) -> list[_Var]:
+    return [v for v in record.vars if v.kind == "int" and v.arg("across") is not None]
+
+
+def _ordered_column(
+    var: _Var, rng: Rng, env: Mapping[str, Any], n: int, budget: list[int]
+) -> list[int]:
+    """The n values of a record's int kept in order across a repeat's n records: drawn as
+    an `ints` list with `order` (and `distinct`) is, from bounds outside the record."""
+    distinct = var.arg("distinct")
+    lo, hi = _int_range(var.arg("range"), env, var.name, n, distinct)
+    _step(budget, n)
+    if distinct:
+        numbers = _distinct_ints(rng, lo, hi, n)
+    else:
+        numbers = [rng.between(lo, hi) for _ in range(n)]
+    numbers.sort(reverse=var.arg("across") == "desc")
+    return numbers
 
 
 def _mutate(text: str, rng: Rng, rate: float, alphabet: str) -> str:
@@ -969,7 +1033,10 @@ def _extremes(var: _Var, env: dict[str, Any], at: str) -> list[Any]:
         lo, hi = _int_range(var.arg("range"), env, f"{at}.ints.range", n, var.arg("distinct"))
         _spaced_range(var.arg("plant"), lo, hi, f"{at}.ints.plant")
     elif var.kind == "repeat":
-        _count(var.arg("count"), env, f"{at}.repeat.count")
+        n = _count(var.arg("count"), env, f"{at}.repeat.count")
+        for column in _across_vars(var.arg("record")):
+            where = f"{at}.repeat.vars.{column.name}.int"
+            _int_range(column.arg("range"), env, where, n, column.arg("distinct"))
     return [_TEXT]
 
 
@@ -1361,7 +1428,18 @@ def _var_bits(var: _Var, env: dict[str, _Interval]) -> tuple[float, _Interval]:
     if var.kind == "repeat":
         n = max(0.0, _num_interval(var.arg("count"), env)[0])
         record: _Template = var.arg("record")
-        return (n * _template_bits(record, dict(env)) if n else 0.0), _UNBOUNDED
+        if not n:
+            return 0.0, _UNBOUNDED
+        # A column kept in order is one sorted list of n values, shown once per record.
+        columns = _across_vars(record)
+        shown = {part[0] for part in record.parts if not isinstance(part, str)}
+        bits = n * _template_bits(record, dict(env), frozenset(c.name for c in columns))
+        for column in columns:
+            if column.name in shown:
+                width = _least_width(*column.arg("range"), env)
+                values = math.floor(width) + 1 if math.isfinite(width) else 0
+                bits += _ints_bits(int(n), values, column.arg("distinct"), column.arg("across"))
+        return bits, _UNBOUNDED
     if var.kind == "value":
         return 0.0, _num_interval(var.arg("value"), env)
     return 0.0, _UNBOUNDED  # mutate: its randomness is partly undone by what it copies
@@ -1451,6 +1529,7 @@ class InputGenerator:
             if not _CLASS_RE.match(name):
                 raise GeneratorError(f"{where}.classes: invalid class name {name!r}")
             template = _Template.parse(body, f"{where}.classes.{name}")
+            _check_across(template, f"{where}.classes.{name}", None)
             _check_class(template, f"{where}.classes.{name}")
             classes.append((name, template))
         raw_tests = data.get("tests", {})
