@@ -1023,6 +1023,8 @@ def test_a_low_variant_narrows_free_values_and_keeps_counts_bounds_and_permutati
                         "a": {"int": [8, 100]},
                         "b": {"int": ["a", 1000]},
                         "c": {"int": [-1000, 1000]},
+                        "day": {"int": [0, 1000], "across": "asc", "distinct": True},
+                        "hour": {"int": [0, 1000], "across": "asc"},
                     },
                     "sep": "",
                 }
@@ -1039,6 +1041,10 @@ def test_a_low_variant_narrows_free_values_and_keeps_counts_bounds_and_permutati
     assert record["a"]["int"] == [8, 17]
     assert record["b"]["int"] == ["a", "min(1000, (a) + 9)"]  # the row relation stays
     assert record["c"]["int"] == [-4, 5]  # around zero where the range holds it
+    # a column in order with no value twice keeps its range (ten values hold no 32 rows);
+    # one that may repeat narrows like any other
+    assert record["day"] == body["vars"]["rows"]["repeat"]["vars"]["day"]
+    assert record["hour"] == {"int": [0, 9], "across": "asc"}
     assert low["vars"]["k"] == body["vars"]["k"]  # already within ten values
     assert low["vars"]["xs"]["ints"]["range"] == [1, 10] and low["vars"]["xs"]["ints"]["order"]
     assert low["vars"]["perm"] == body["vars"]["perm"]  # a permutation stays one

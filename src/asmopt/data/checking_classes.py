@@ -14,10 +14,11 @@ class accepted at a level that grows, up to two variants:
   counts and ranges as seen), the inputs the fixed tests stand for, drawn afresh;
 * `low`: the accepted class with every drawn integer narrowed to the ten lowest values of
   its range (around zero where the range holds it) and every drawn string to the first two
-  characters of its alphabet; a var that a count or a length names is kept as drawn, so
-  the sizes stay, and a bound that names another var is narrowed from it, so the rows'
-  relations (`l <= r`, an index below n) stay. Ties, equal halves, small sums and zeros
-  then come often.
+  characters of its alphabet (a column kept in order with no value twice keeps its range,
+  which may hold no fewer values than its rows); a var that a count or a length names is
+  kept as drawn, so the sizes stay, and a bound that names another var is narrowed from
+  it, so the rows' relations (`l <= r`, an index below n) stay. Ties, equal halves, small
+  sums and zeros then come often.
 
 Each variant is judged like any level (both builds agree, the sanitizers stay quiet:
 data/mutator.py) and kept only if all its draws pass, draws no class kept before draws,
@@ -96,7 +97,7 @@ def _narrow_vars(vars_: dict[str, Any], named: set[str]) -> None:
             _narrow_vars(rule["repeat"].get("vars") or {}, named)
         elif name in named:
             continue
-        elif "int" in rule:
+        elif "int" in rule and not rule.get("distinct"):  # a column in order, none twice
             rule["int"] = _narrow_range(rule["int"])
         elif "ints" in rule and isinstance(rule["ints"], dict) and not rule["ints"].get("distinct"):
             rule["ints"]["range"] = _narrow_range(rule["ints"].get("range"))
