@@ -3,7 +3,9 @@ a lapindrome (are a word's halves anagrams of each other?), a queue (did anyone 
 than two places, and if not how many bribes?) and a line of seats (does everyone sit at
 least four places from the next person?). A uniform draw answers them one way nearly
 always, so the import tests and the exploit tests both use them to show that
-the learnt generator plants the structure (data/shapes.py)."""
+the learnt generator plants the structure (data/shapes.py). Beside them, a ledger whose
+contract the rows show (days in order, an amount 0 that ends the input), which a learnt
+generator keeps while it grows the rows (data/mutator.py)."""
 
 LAPINDROMES_C = r"""#include <stdio.h>
 #include <string.h>
@@ -62,6 +64,29 @@ SPACING_SAMPLES = (
     "2\n10\n1 0 0 0 1 0 0 0 1 0\n5\n1 1 0 0 0\n",
     "4\n5\n1 1 0 0 0\n7\n0 0 1 0 0 1 0\n6\n0 0 0 0 0 1\n8\n1 0 1 0 0 0 0 0\n",
 )
+# A ledger: `day, amount` rows up to the one whose amount is 0; a day before the one above
+# it is invalid input (exit 1). The balance earns 1 per 1000 per day it is positive.
+LEDGER_C = r"""#include <stdio.h>
+int main(void)
+{
+    int day, last = 0; long amount, balance = 0, interest = 0;
+    for (;;) {
+        if (scanf("%d, %ld", &day, &amount) != 2 || day < last) {
+            printf("invalid\n");
+            return 1;
+        }
+        if (balance > 0) interest += balance / 1000 * (day - last);
+        balance += amount;
+        last = day;
+        if (amount == 0) break;
+    }
+    printf("%ld %ld\n", balance, interest);
+    return 0;
+}
+"""
+# Its sample: four transactions, then the amount 0 that ends them.
+LEDGER_SAMPLE = "3, 2000\n10, -500\n45, 7000\n46, -100\n90, 0\n"
+
 SAMPLES = {
     "lapindromes": "6\ngaga\nabcde\nrotor\nxyzxy\nabbaab\nabcab\n",
     "queue": "3\n5\n2 1 5 3 4\n5\n2 5 1 3 4\n8\n1 2 5 3 4 7 8 6\n",

@@ -9,7 +9,14 @@ from itertools import pairwise
 from pathlib import Path
 
 import pytest
-from structured_programs import LAPINDROMES_C, QUEUE_C, SPACING_C, SPACING_SAMPLES
+from structured_programs import (
+    LAPINDROMES_C,
+    LEDGER_C,
+    LEDGER_SAMPLE,
+    QUEUE_C,
+    SPACING_C,
+    SPACING_SAMPLES,
+)
 from structured_programs import SAMPLES as STRUCTURED_SAMPLES
 
 import asmopt.cli
@@ -1235,26 +1242,6 @@ def test_yes_no_records_whose_samples_show_the_structure_draw_both_answers_and_a
         assert low <= sum(side) / len(side) <= high, (name, sum(side), len(side))
 
 
-# A ledger: `day, amount` rows up to the one whose amount is 0; a day before the one above
-# it is invalid input (exit 1). The balance earns 1 per 1000 per day it is positive.
-LEDGER_C = r"""#include <stdio.h>
-int main(void)
-{
-    int day, last = 0; long amount, balance = 0, interest = 0;
-    for (;;) {
-        if (scanf("%d, %ld", &day, &amount) != 2 || day < last) {
-            printf("invalid\n");
-            return 1;
-        }
-        if (balance > 0) interest += balance / 1000 * (day - last);
-        balance += amount;
-        last = day;
-        if (amount == 0) break;
-    }
-    printf("%ld %ld\n", balance, interest);
-    return 0;
-}
-"""
 
 
 def test_a_table_that_a_sentinel_row_ends_grows_keeps_its_days_in_order_and_its_sentinel(
@@ -1266,7 +1253,7 @@ def test_a_table_that_a_sentinel_row_ends_grows_keeps_its_days_in_order_and_its_
     accepted at the `grown` level and carries the 64 bits a timed class needs."""
     from asmopt.entropy import MIN_ENTROPY_BITS
 
-    stdin = b"3, 2000\n10, -500\n45, 7000\n46, -100\n90, 0\n"
+    stdin = LEDGER_SAMPLE.encode()
     p = fit_inputs(Program("ledger", LEDGER_C, (TestCase("t", stdin, b""),)), toolchain, sandbox)
     assert p.inputs is not None
     assert p.meta["inputs_report"]["classes"]["t"]["level"] == "grown"
