@@ -867,13 +867,16 @@ def test_a_one_record_samples_class_is_folded_into_a_sibling_that_carries_entrop
     tally = suite.programs["tally"]
     assert tally.inputs is not None
     assert timed_classes(tally) == ("2",)
-    assert set(tally.inputs.class_names) - {"2"} <= {"1.sample", "2.sample", "1.low", "2.low"}
+    assert "1" in tally.inputs.class_names  # folded: its draws are checked, not timed
+    assert set(tally.inputs.class_names) - {"1", "2"} <= {"1.sample", "2.sample", "1.low",
+                                                          "2.low"}
     assert tally.size_class("1") == "2" and tally.size_class("2") == "2"
     folded = tally.meta["inputs_report"]["folded"]
     assert list(folded) == ["1"] and "bits" in folded["1"] and "(< 64)" in folded["1"], folded
     assert not declared_problems(tally)
     mark = read_mark(tally)
     assert mark is not None and [c.size_class for c in mark.classes] == ["2"]
+    assert "1" in [c.size_class for c in mark.checking]
     assert is_reward_fit(tally)[0], is_reward_fit(tally)
     # The folded test is still graded on draws: an answer that knows both samples' outputs
     # and prints the first one otherwise fails every grading.
@@ -906,12 +909,18 @@ def test_folding_needs_a_class_to_fold_into() -> None:
     tests = tuple(TestCase(f"t{k}", b"1\n", b"1\n") for k in (1, 2, 3))
     prog = Program(id="p", source="int main(void){return 0;}", tests=tests,
                    inputs=InputGenerator.from_dict(spec))
+    from asmopt.entropy import declared_problems, timed_classes
+
+    assert [p.split(":")[0] for p in declared_problems(prog)] == ["a"]
     folded = fold_classes(prog, {"a": "a: 3.2 bits"})
     assert folded is not None and folded.inputs is not None
-    assert folded.inputs.class_names == ("b", "c")
+    # the weak class stays, checked on every grading and timed by none
+    assert folded.inputs.class_names == ("a", "b", "c")
+    assert timed_classes(folded) == ("b", "c") and not declared_problems(folded)
     assert folded.size_class("t1") == "b"  # the kept class nearest in entropy
-    assert folded.meta["inputs_report"]["folded"] == {"a": "a: 3.2 bits; its test(s) now "
-                                                            "stand for class b"}
+    assert folded.meta["inputs_report"]["folded"] == {
+        "a": "a: 3.2 bits; its test(s) now stand for class b, its draws are checked, not timed"
+    }
     assert fold_classes(prog, {}) is None
     assert fold_classes(prog, {k: "weak" for k in ("a", "b", "c")}) is None
 

@@ -379,7 +379,13 @@ def _measure_learnt_entropy(
     inputs whose outputs are nearly all one (`NEITHER` in 196 of 200 draws), and only
     the measured outputs show it. The mark makes such a program unfit for reward at once
     (`adequacy.is_reward_fit`), not only after a `suite verify --write-marks`."""
-    from asmopt.entropy import MARK_KEY, declared_class_problems, declared_problems, measure_entropy
+    from asmopt.entropy import (
+        MARK_KEY,
+        declared_class_problems,
+        declared_problems,
+        measure_entropy,
+        timed_classes,
+    )
     from asmopt.measure.coverage import measure_coverage
     from asmopt.parallel import parallel_map
 
@@ -405,10 +411,11 @@ def _measure_learnt_entropy(
             report.note(f"{program.id}: drawn outputs not measured ({exc})")
             return program
         folded = fold_classes(program, measured.class_problems())
-        if folded is not None:  # the kept classes' measures stand: each class draws alone
-            program = folded
-            kept = set(program.inputs.class_names) if program.inputs else set()
-            measured.classes = [c for c in measured.classes if c.size_class in kept]
+        if folded is not None:  # each class draws alone: every measure stands, the folded
+            program = folded  # classes' now as checking classes'
+            timed = set(timed_classes(program))
+            measured.checking += [c for c in measured.classes if c.size_class not in timed]
+            measured.classes = [c for c in measured.classes if c.size_class in timed]
             measured.program_hash = program.content_hash()
         try:  # do the draws reach what the samples reach?
             reached = measure_coverage(program, toolchain, sandbox)
