@@ -406,6 +406,7 @@ class _Counts:
         for x in self.nvals:
             self.prefix.append(self.prefix[-1] + x)
         self.last_prefix = {p: k for k, p in enumerate(self.prefix)}
+        self._strings: dict[int, list[tuple[int, int]]] = {}  # id(values) -> (at, length)
 
     def like(self, v: int, k: int, j: int, vals: list[Atom]) -> bool:
         """Whether value v (atom j of line k) counts what follows it: the values after it
@@ -413,7 +414,11 @@ class _Counts:
         run of lines (give or take one), the next lines' values together, the lines left."""
         if v == len(vals) - j - 1 and v > 0:
             return True
-        if any(len(a.text) == v for a in vals[j + 1 :] if a.kind in ("str", "word")):
+        strings = self._strings.get(id(vals))
+        if strings is None:  # once per line: a line of 5,000 numbers has none to scan
+            strings = [(i, len(a.text)) for i, a in enumerate(vals) if a.kind in ("str", "word")]
+            self._strings[id(vals)] = strings
+        if any(length == v for i, length in strings if i > j):
             return True
         return self.after(v, k)
 
@@ -987,13 +992,16 @@ def _line_shapes(
     varies = False
     # A keyword the input shows on lines of another shape (`add 3` beside `query`) heads
     # another kind of record: drawing it here would change the line's arity.
-    seen_on: dict[str, set[tuple[Any, ...]]] = {}
-    for line in parsed.lines:
+    # Each line's signature as a small number, hashed once: a line of 5,000 values has a
+    # signature of 10,000 items, which a set would hash again for every value added.
+    numbered: dict[tuple[Any, ...], int] = {}
+    signatures = [numbered.setdefault(line.signature(), len(numbered)) for line in parsed.lines]
+    seen_on: dict[str, set[int]] = {}
+    for line, signature in zip(parsed.lines, signatures, strict=True):
         for a in line.values():
-            seen_on.setdefault(a.text, set()).add(line.signature())
+            seen_on.setdefault(a.text, set()).add(signature)
     seen = _ListsSeen(any(is_near_sorted(_ints_of(line)) for line in parsed.lines), spaced)
-    for line in parsed.lines:
-        here = line.signature()
+    for line, here in zip(parsed.lines, signatures, strict=True):
         line_vocab = frozenset(w for w in vocab if here in seen_on.get(w, {here}))
         rules = [
             _rule(a, columns[a.col], level, a.col in keyword_cols, line_vocab)
