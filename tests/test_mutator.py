@@ -1281,7 +1281,8 @@ def test_a_table_that_a_sentinel_row_ends_grows_keeps_its_days_in_order_and_its_
 def test_a_column_in_order_by_chance_is_drawn_as_before() -> None:
     """Order is a rule only where a shuffle would rarely show it: three days in order (1 in
     3 by chance, either way) are drawn freely, and so is a last row of 0 that another row
-    also shows there (no sentinel: the value is one of the column's)."""
+    also shows there (no sentinel: the value is one of the column's), or that follows a
+    number equal to the table's length (a count)."""
     p = Program("ledger", LEDGER_C, (TestCase("t", b"5, 1\n9, 0\n2, 2\n7, 0\n", b""),))
     body = learn_generator(p, "grown").to_dict()["classes"]["t"]
     [rows] = [rule["repeat"] for rule in body["vars"].values() if "repeat" in rule]
@@ -1292,3 +1293,7 @@ def test_a_column_in_order_by_chance_is_drawn_as_before() -> None:
     [rows] = [rule["repeat"] for rule in body["vars"].values() if "repeat" in rule]
     assert rows["count"] == 3 and not body["template"].endswith(", 0\n")
     assert not any("across" in rule for rule in rows["vars"].values())
+    # a number before the table that is its length may count it: no sentinel is taken
+    counted = Program("counted", LEDGER_C, (TestCase("t", b"4\n" + LEDGER_SAMPLE.encode(), b""),))
+    body = learn_generator(counted, "grown").to_dict()["classes"]["t"]
+    assert not body["template"].endswith(", 0\n")

@@ -1201,7 +1201,11 @@ def _assemble(
                 elif grow and later_runs and i in later_runs:
                     count = f"{prefix}n{later_runs[i]}{_AFTER}"
                 rows = parsed.lines[i:j]
-                end = _sentinel_column(rows, pieces) if isinstance(count, int) else None
+                # a table no count governs: no integer before it is its length (a count
+                # the rules above did not take is still one)
+                counted = any(v == j - i for _, v in scalars)
+                uncounted = isinstance(count, int) and not counted
+                end = _sentinel_column(rows, pieces) if uncounted else None
                 if end is not None:  # the last row ends the table: the others may grow
                     count = _sentinel_rows(count - 1, level, f"{prefix}n{i}_rows", variables)
                 inner_names: dict[int, str] = {}
