@@ -1359,7 +1359,6 @@ def _row_contract(
     * a column whose values run in order down the rows (`_column_order`: days of a
       ledger, times of a log) is drawn in that order (`across`), with no value twice where
       the rows show none twice and its range holds `most_rows` values;
-
     * a column never above the one after it (`l r` queries, `start end` ranges) is drawn
       from the one before it up (its lower bound is that var);
     * a column never above a drawn integer of an earlier line (an index into a list of n,

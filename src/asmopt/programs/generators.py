@@ -920,8 +920,8 @@ def _across_vars(record: _Template) -> list[_Var]:
 def _ordered_column(
     var: _Var, rng: Rng, env: Mapping[str, Any], n: int, budget: list[int]
 ) -> list[int]:
-    """The n values of a record's int kept in order across a repeat's n records: drawn as
-    an `ints` list with `order` (and `distinct`) is, from bounds outside the record."""
+    """The n values of a record's int kept in order across a repeat's n records, drawn as
+    an `ints` list with `order` (and `distinct`) would be, from bounds outside the record."""
     distinct = var.arg("distinct")
     lo, hi = _int_range(var.arg("range"), env, var.name, n, distinct)
     _step(budget, n)
