@@ -1276,6 +1276,11 @@ def test_a_table_that_a_sentinel_row_ends_grows_keeps_its_days_in_order_and_its_
         sizes.add(len(rows))
     assert min(sizes) > 5 and len(sizes) > 5
     assert p.inputs.entropy_bits("t") >= MIN_ENTROPY_BITS
+    # at the sample's sizes too the days stay in order: its checking variant is kept
+    assert p.meta["inputs_report"]["classes"]["t"]["checking"]["sample"] == "kept"
+    for text in (p.inputs.draw("t.sample", seed).decode() for seed in range(8)):
+        days = [int(row.split(", ")[0]) for row in text.strip().split("\n")]
+        assert days == sorted(days) and len(days) == 5
 
 
 def test_a_column_in_order_by_chance_is_drawn_as_before() -> None:

@@ -97,7 +97,7 @@ import math
 import re
 import time
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field, replace
 from functools import cached_property
 from pathlib import Path
@@ -1216,6 +1216,10 @@ def _assemble(
                         count if isinstance(count, str) else None,
                         _most_rows(count, variables),
                     )
+                else:  # sizes and ranges as seen; the rows' order is still the contract
+                    _order_columns(
+                        rows, pieces, inner_names, inner_vars, _most_rows(count, variables)
+                    )
                 name = writer.name()
                 variables[name] = {
                     "repeat": {"count": count, "template": inner, "vars": inner_vars, "sep": ""}
@@ -1345,6 +1349,43 @@ def _column_order(values: list[int]) -> str | None:
     return way if way and chance <= MAX_ORDER_CHANCE else None
 
 
+def _order_columns(
+    rows: list[Line],
+    pieces: list[Piece],
+    names: dict[int, str],
+    variables: dict[str, Any],
+    most_rows: int | None,
+    after: Collection[int] = (),
+    bounded: Collection[int] = (),
+) -> None:
+    """Each integer column of a table whose values run in order down its rows
+    (`_column_order`: days of a ledger, times of a log) drawn in that order (`across`),
+    with no value twice where the rows show none twice and its range, a pair of numbers
+    no later bound replaces (`bounded`), holds `most_rows` values and one to spare (a
+    sentinel row's, `_sentinel_row`). A contract, not a size: kept at every level. A
+    column drawn from the one before it (`after`) cannot be drawn first, and is not."""
+    if len(rows) < MIN_ROWS_FOR_RELATION:
+        return
+    per_row = [_piece_atoms(row, pieces) for row in rows]
+    for at, name in sorted(names.items()):
+        rule = variables.get(name, {})
+        bounds = rule.get("int")
+        if at in after or not bounds or not all(
+            at in atoms and atoms[at].kind == "int" for atoms in per_row
+        ):
+            continue
+        seen = [int(atoms[at].text) for atoms in per_row]
+        way = _column_order(seen)
+        if way is None or not all(isinstance(b, int | str) for b in bounds):
+            continue
+        rule["across"] = way
+        lo, hi = bounds
+        numbers = isinstance(lo, int) and isinstance(hi, int) and at not in bounded
+        wide = numbers and most_rows is not None and hi - lo >= most_rows
+        if wide and len(set(seen)) == len(rows):
+            rule["distinct"] = True
+
+
 def _row_contract(
     rows: list[Line],
     pieces: list[Piece],
@@ -1402,17 +1443,8 @@ def _row_contract(
             ordered.append((left, right))
             if right in bound_of:  # l <= r <= n: l is bounded as r is
                 bound_of.setdefault(left, bound_of[right])
-    for at in columns:
-        way = _column_order(seen[at])
-        if way is None or any(at == right for _, right in ordered):
-            continue  # a column drawn from the one before it cannot be drawn first
-        rule = variables[names[at]]
-        rule["across"] = way
-        lo, hi = rule["int"]
-        # one value to spare: a sentinel row's, after every drawn one (`_sentinel_row`)
-        wide = most_rows is not None and at not in bound_of and hi - lo >= most_rows
-        if wide and len(set(seen[at])) == len(rows):
-            rule["distinct"] = True
+    after = {right for _, right in ordered}
+    _order_columns(rows, pieces, names, variables, most_rows, after, set(bound_of))
     # Indices from 0 in any column of the rows: every bounded one is an index from 0.
     zero_based = any(min(seen[at]) == 0 for at in columns)
     for at, name in bound_of.items():
