@@ -445,7 +445,11 @@ def test_import_summary_prints_accepted_and_tried(tmp_path: Path, capsys) -> Non
     assert "sum: generator: a 16/16 grown +sample, b 16/16 grown +sample +low folded" in out
     loaded = load_suite(out_dir)
     assert loaded.programs["sum"].inputs is not None and loaded.programs["quiet"].fixed_inputs
-    assert loaded.programs["sum"].inputs.class_names == ("a", "a.sample", "b.sample", "b.low")
+    # `b` folded into `a` (its sample of three values carries too few bits) stays checked
+    assert loaded.programs["sum"].inputs.class_names == (
+        "a", "a.sample", "b", "b.sample", "b.low"
+    )
+    assert loaded.programs["sum"].size_class("b") == "a"
     assert loaded.programs["sum"].meta["inputs_report"]["accepted"] == 16 * 5
     saved = json.loads((out_dir / "data_report.json").read_text())
     assert saved["stats"]["inputs"]["generator"] == 1
