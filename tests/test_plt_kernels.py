@@ -154,7 +154,12 @@ def test_cached_choice_is_used_as_stored(fresh: Path) -> None:
     write_choice(machine="other cpu")
     assert kernels.chosen_kernel(layer.weight, 2) is None
     _calls_until_decided(layer, x)
-    assert kernels.kernel_report()[0].source == "measured"
+    # Timed in this process either way: stored, or refused by the timing's sanity checks
+    # when the machine is too busy to time it (F.linear then, nothing cached, a reason kept).
+    (timed,) = kernels.kernel_report()
+    assert timed.source in ("measured", "refused"), timed.source
+    if timed.source == "refused":
+        assert kernels.refusals()
 
 
 @pytest.mark.parametrize(
