@@ -87,6 +87,33 @@ int main(void)
 # Its sample: four transactions, then the amount 0 that ends them.
 LEDGER_SAMPLE = "3, 2000\n10, -500\n45, 7000\n46, -100\n90, 0\n"
 
+# Pairs `a b` read until the input ends, one answer each (a chicken problem's shape: what
+# is left over, or what is missing). Its sample shows three pairs and no count.
+PAIRS_TO_END_C = r"""#include <stdio.h>
+int main(void)
+{
+    long a, b;
+    while (scanf("%ld %ld", &a, &b) == 2) {
+        if (a < b) printf("left %ld\n", b - a);
+        else printf("short %ld\n", a - b);
+    }
+    return 0;
+}
+"""
+# The same rows, but exactly three of them are read: rows past the third are not its input.
+PAIRS_THREE_C = r"""#include <stdio.h>
+int main(void)
+{
+    long a, b;
+    for (int i = 0; i < 3; i++) {
+        if (scanf("%ld %ld", &a, &b) != 2) return 1;
+        printf("%ld\n", a < b ? b - a : a - b);
+    }
+    return 0;
+}
+"""
+PAIRS_SAMPLE = "20 100\n2 3\n10 1\n"
+
 SAMPLES = {
     "lapindromes": "6\ngaga\nabcde\nrotor\nxyzxy\nabbaab\nabcab\n",
     "queue": "3\n5\n2 1 5 3 4\n5\n2 5 1 3 4\n8\n1 2 5 3 4 7 8 6\n",

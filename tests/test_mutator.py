@@ -13,6 +13,9 @@ from structured_programs import (
     LAPINDROMES_C,
     LEDGER_C,
     LEDGER_SAMPLE,
+    PAIRS_SAMPLE,
+    PAIRS_THREE_C,
+    PAIRS_TO_END_C,
     QUEUE_C,
     SPACING_C,
     SPACING_SAMPLES,
@@ -23,7 +26,13 @@ import asmopt.cli
 from asmopt.adequacy import UnfitProgramError
 from asmopt.data.common import ImportRun
 from asmopt.data.export import export_suite
-from asmopt.data.mutator import fit_inputs, learn_classes, learn_generator, parse_lines
+from asmopt.data.mutator import (
+    fit_inputs,
+    learn_classes,
+    learn_generator,
+    parse_lines,
+    reads_to_end,
+)
 from asmopt.data.plain_dir import import_plain_dir
 from asmopt.data.supercoder import import_supercoder
 from asmopt.evaluate import baseline_binary
@@ -1285,6 +1294,57 @@ def test_a_table_that_a_sentinel_row_ends_grows_keeps_its_days_in_order_and_its_
     for text in (p.inputs.draw("t.sample", seed).decode() for seed in range(8)):
         days = [int(row.split(", ")[0]) for row in text.strip().split("\n")]
         assert days == sorted(days) and len(days) == 5
+
+
+@pytest.mark.parametrize(
+    ("loop", "to_end"),
+    [
+        ('while (scanf("%d %d", &a, &b) == 2) { s += a; }', True),
+        ('while (scanf("%d", &a) != EOF) s += a;', True),
+        ('while (~scanf("%d", &a)) s += a;', True),
+        ("while (fgets(line, sizeof line, stdin)) s++;", True),
+        ("while ((c = getchar()) != EOF) s++;", True),
+        ('for (;;) { if (scanf("%d", &a) != 1) break; s += a; }', True),
+        ('for (;;) { if (scanf("%d", &a) == EOF) { break; } s += a; }', True),
+        # one read's error check, a drain of what is left, a line read to its end
+        ('if (scanf("%d", &a) != 1) { printf("bad input\\n"); return 1; }', False),
+        ("while ((c = getchar()) != EOF);", False),
+        ("while ((c = getchar()) != '\\n') s++;", False),
+        ('for (int i = 0; i < 3; i++) scanf("%d", &a);', False),
+    ],
+)
+def test_a_loop_that_reads_until_the_input_ends_is_told_from_one_that_does_not(
+    loop: str, to_end: bool
+) -> None:
+    source = (
+        "#include <stdio.h>\nint main(void) {\n  int a, b, c; long s = 0; char line[64];\n"
+        f"  {loop}\n  printf(\"%ld\\n\", s);\n  return 0;\n}}\n"
+    )
+    assert reads_to_end(Program("p", source, (TestCase("t", b"1 2\n", b""),))) is to_end
+
+
+def test_rows_no_count_governs_grow_where_the_program_reads_until_its_input_ends(
+    toolchain, sandbox
+) -> None:
+    """Three `a b` pairs and no count: a program that reads pairs until its input ends
+    takes as many as come, so the learnt class draws more rows than the sample (each one
+    more answer) and carries the 64 bits a timed class needs; one that reads exactly three
+    keeps three."""
+    from asmopt.entropy import MIN_ENTROPY_BITS
+
+    stdin = PAIRS_SAMPLE.encode()
+    p = fit_inputs(
+        Program("pairs", PAIRS_TO_END_C, (TestCase("t", stdin, b""),)), toolchain, sandbox
+    )
+    assert p.inputs is not None
+    assert p.meta["inputs_report"]["classes"]["t"]["level"] == "grown"
+    sizes = {len(text.strip().split("\n")) for _, text in draws(p, 16)}
+    assert min(sizes) > 3 and len(sizes) > 3
+    assert p.inputs.entropy_bits("t") >= MIN_ENTROPY_BITS
+    three = Program("three", PAIRS_THREE_C, (TestCase("t", stdin, b""),))
+    body = learn_generator(three, "grown").to_dict()["classes"]["t"]
+    [rows] = [rule["repeat"] for rule in body["vars"].values() if "repeat" in rule]
+    assert rows["count"] == 3
 
 
 def test_a_column_in_order_by_chance_is_drawn_as_before() -> None:

@@ -1175,13 +1175,15 @@ def _assemble(
     prefix: str = "",
     later_runs: dict[int, int] | None = None,
     level: str | None = None,
+    to_end: bool = False,
 ) -> dict[str, Any] | None:
     """Template and vars of a class from its lines' pieces: runs of two or more lines of
     one shape with vars fold into a `repeat` (at the `grown` level, one that a lone count
     before it governs draws its length with that count, as does one that a line's second
-    count governs: `later_runs`, from `_grow_counts`; a run that no count governs and
-    whose last row ends it, `_sentinel_column`, grows at `level`). `writer` and `prefix`
-    keep the names of a record's vars apart from the class's."""
+    count governs: `later_runs`, from `_grow_counts`; a run that no count governs grows at
+    `level` where its last row ends it, `_sentinel_column`, or where it ends the input of
+    a program that reads until its input ends, `to_end`: `reads_to_end`). `writer` and
+    `prefix` keep the names of a record's vars apart from the class's."""
     writer = writer or _Writer()
     template: list[str] = []
     variables: dict[str, Any] = {}
@@ -1207,7 +1209,9 @@ def _assemble(
                 uncounted = isinstance(count, int) and not counted
                 end = _sentinel_column(rows, pieces) if uncounted else None
                 if end is not None:  # the last row ends the table: the others may grow
-                    count = _sentinel_rows(count - 1, level, f"{prefix}n{i}_rows", variables)
+                    count = _grown_rows(count - 1, level, f"{prefix}n{i}_rows", variables)
+                elif uncounted and to_end and j == len(shapes):  # the input's end ends it
+                    count = _grown_rows(count, level, f"{prefix}n{i}_rows", variables)
                 inner_names: dict[int, str] = {}
                 inner, inner_vars = _render(pieces, writer, inner_names)
                 if grow:
@@ -1265,11 +1269,12 @@ def _sentinel_column(rows: list[Line], pieces: list[Piece]) -> int | None:
     return None
 
 
-def _sentinel_rows(
+def _grown_rows(
     seen: int, level: str | None, name: str, variables: dict[str, Any]
 ) -> int | str:
-    """The rows before a sentinel row: as many as the test shows, or at a growing level a
-    count var of their own (not shown), drawn past them as a count is (`_grown_count`)."""
+    """The drawn rows of a table no count governs (those before its sentinel row, or all
+    of one the input's end ends): as many as the test shows, or at a growing level a count
+    var of their own (not shown), drawn past them as a count is (`_grown_count`)."""
     if level not in GROWTH:
         return seen
     variables[name] = _grown_count(seen, level)
@@ -1570,8 +1575,10 @@ def _class_body(
     level: str,
     vocab: frozenset[str],
     spaced: Spaced | None,
+    to_end: bool = False,
 ) -> dict[str, Any] | None:
-    """The class of one test at one level, or None when nothing would vary."""
+    """The class of one test at one level, or None when nothing would vary; `to_end`: the
+    program reads until its input ends (`reads_to_end`)."""
     shapes, varies = _line_shapes(parsed, columns, keyword_cols, level, vocab, spaced)
     grow = level in _GROWN
     later_runs = _grow_counts(parsed, shapes, level) if grow else {}
@@ -1579,7 +1586,9 @@ def _class_body(
         return None
     size = _records(parsed) if grow else None
     body = _grown_records(parsed, shapes, size, level, later_runs) if size else None
-    body = body or _assemble(parsed, shapes, grow, later_runs=later_runs, level=level)
+    body = body or _assemble(
+        parsed, shapes, grow, later_runs=later_runs, level=level, to_end=to_end
+    )
     if body is None or (not varies and not body["vars"]):
         return None
     return body
@@ -1632,6 +1641,7 @@ def learn_classes(program: Program) -> list[LearntClass]:
     # A value kept apart in one test's lists is the problem's structure: every test's
     # lists of the same two values plant it (one sample in three says "YES").
     spaced = spaced_shape([_ints_of(line) for p in parsed for line in p.lines])
+    to_end = reads_to_end(program)
     found: dict[str, tuple[list[str], list[tuple[str, dict[str, Any]]]]] = {}
     order: list[str] = []
     for members in groups.values():
@@ -1659,7 +1669,7 @@ def learn_classes(program: Program) -> list[LearntClass]:
         for p in members:
             bodies: list[tuple[str, dict[str, Any]]] = []
             for level in LEVELS:
-                body = _class_body(p, columns, keyword_cols, level, vocab, spaced)
+                body = _class_body(p, columns, keyword_cols, level, vocab, spaced, to_end)
                 if body is None:
                     continue
                 if bodies and bodies[-1][1] == body:  # named by the plainest level giving it
@@ -1686,6 +1696,54 @@ def reads_stdin(program: Program) -> bool:
     """Whether the source (or a header) names a way of reading standard input."""
     texts = [program.source, *program.header_files.values()]
     return any(_READS_STDIN.search(t) for t in texts)
+
+
+# A loop that reads until the input ends: `while (scanf("%d %d", &a, &b) == 2)`,
+# `!= EOF`, `~scanf(...)`, `while (fgets(...))`, `(c = getchar()) != EOF`, `!feof(stdin)`,
+# or an `if` that leaves a loop when a read fails (`if (scanf(...) != 2) break;`). A
+# `return` there is an error check of one read (`Nespravny vstup`), not the input's end;
+# an empty loop (`while ((c = getchar()) != EOF);`) only drains what is left.
+_LOOP_HEAD = re.compile(r"\b(while|for|if)\s*\(")
+_READ_CALL = re.compile(
+    r"\b(?:scanf|fscanf|fgets|getline|getdelim|getchar|getc|fgetc|fread|read|feof)\s*\("
+)
+_READ_FAILS = re.compile(
+    r"\bEOF\b|(?:==|>=|>|!=|<)\s*[0-9]|~\s*\(?\s*f?scanf|\bfeof\s*\("
+    r"|\b(?:fgets|getline|getdelim)\s*\("
+)
+
+
+def _condition(source: str, at: int) -> tuple[str, int]:
+    """The text inside the parentheses that open at `at` (balanced), and the index past
+    them."""
+    depth, k = 0, at
+    while k < len(source):
+        if source[k] == "(":
+            depth += 1
+        elif source[k] == ")":
+            depth -= 1
+            if depth == 0:
+                return source[at + 1 : k], k + 1
+        k += 1
+    return source[at + 1 :], len(source)
+
+
+def reads_to_end(program: Program) -> bool:
+    """Whether the source reads its input in a loop that stops where the input ends, so a
+    table of rows no count governs at the end of a test may hold more rows than the test
+    shows (`_assemble`): the program itself takes as many as come."""
+    for text in (program.source, *program.header_files.values()):
+        for head in _LOOP_HEAD.finditer(text):
+            condition, past = _condition(text, head.end() - 1)
+            if not _READ_CALL.search(condition) or not _READ_FAILS.search(condition):
+                continue
+            after = text[past:].lstrip()
+            if head.group(1) == "if":
+                if after.lstrip("{ \t\n").startswith("break"):
+                    return True
+            elif not after.startswith(";"):
+                return True
+    return False
 
 
 def learn_generator(program: Program, level: str = LEVELS[0]) -> InputGenerator | None:
