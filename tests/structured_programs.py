@@ -113,6 +113,39 @@ int main(void)
 }
 """
 PAIRS_SAMPLE = "20 100\n2 3\n10 1\n"
+# Cases read until the input ends, each a line that states its own length (`n v1 .. vn`):
+# the least and the most of each. Its sample shows four cases of four lengths.
+CASES_TO_END_C = r"""#include <stdio.h>
+int main(void)
+{
+    int n, k = 0;
+    while (scanf("%d", &n) == 1) {
+        long lo = 0, hi = 0, v;
+        for (int i = 0; i < n; i++) {
+            if (scanf("%ld", &v) != 1) return 1;
+            if (i == 0 || v < lo) lo = v;
+            if (i == 0 || v > hi) hi = v;
+        }
+        printf("Case %d: %ld %ld\n", ++k, lo, hi);
+    }
+    return 0;
+}
+"""
+CASES_SAMPLE = "2 4 10\n9 2 5 6 4 5 9 2 1 4\n7 6 10 1 2 5 10 9\n1 9\n"
+# The same pairs up to a terminator `0 0`; a read that fails is an error (exit 1), so only
+# the terminator says where the rows end.
+PAIRS_UNTIL_ZEROS_C = r"""#include <stdio.h>
+int main(void)
+{
+    long a, b;
+    for (;;) {
+        if (scanf("%ld %ld", &a, &b) != 2) return 1;
+        if (a == 0 && b == 0) break;
+        printf("%ld\n", a < b ? b - a : a - b);
+    }
+    return 0;
+}
+"""
 
 SAMPLES = {
     "lapindromes": "6\ngaga\nabcde\nrotor\nxyzxy\nabbaab\nabcab\n",

@@ -10,12 +10,15 @@ from pathlib import Path
 
 import pytest
 from structured_programs import (
+    CASES_SAMPLE,
+    CASES_TO_END_C,
     LAPINDROMES_C,
     LEDGER_C,
     LEDGER_SAMPLE,
     PAIRS_SAMPLE,
     PAIRS_THREE_C,
     PAIRS_TO_END_C,
+    PAIRS_UNTIL_ZEROS_C,
     QUEUE_C,
     SPACING_C,
     SPACING_SAMPLES,
@@ -1304,6 +1307,7 @@ def test_a_table_that_a_sentinel_row_ends_grows_keeps_its_days_in_order_and_its_
         ('while (~scanf("%d", &a)) s += a;', True),
         ("while (fgets(line, sizeof line, stdin)) s++;", True),
         ("while ((c = getchar()) != EOF) s++;", True),
+        ('while (!feof(stdin)) { if (scanf("%d", &a) == 1) s += a; }', True),
         ('for (;;) { if (scanf("%d", &a) != 1) break; s += a; }', True),
         ('for (;;) { if (scanf("%d", &a) == EOF) { break; } s += a; }', True),
         # one read's error check, a drain of what is left, a line read to its end
@@ -1345,6 +1349,55 @@ def test_rows_no_count_governs_grow_where_the_program_reads_until_its_input_ends
     body = learn_generator(three, "grown").to_dict()["classes"]["t"]
     [rows] = [rule["repeat"] for rule in body["vars"].values() if "repeat" in rule]
     assert rows["count"] == 3
+
+
+def test_cases_that_state_their_own_lengths_grow_in_number_not_in_length(
+    toolchain, sandbox
+) -> None:
+    """Four cases `n v1 .. vn` of lengths 2, 9, 7 and 1, read until the input ends: the
+    class draws more cases than the sample, each of a length the sample's cases span
+    (a case is one more answer; a long case's least and most are nearly always the
+    range's ends), each case's count equal to its values."""
+    from asmopt.entropy import MIN_ENTROPY_BITS
+
+    stdin = CASES_SAMPLE.encode()
+    p = fit_inputs(
+        Program("cases", CASES_TO_END_C, (TestCase("t", stdin, b""),)), toolchain, sandbox
+    )
+    assert p.inputs is not None
+    assert p.meta["inputs_report"]["classes"]["t"]["level"] == "grown"
+    sizes, lengths = set(), set()
+    for _, text in draws(p, 16):
+        rows = [[int(x) for x in line.split()] for line in text.strip().split("\n")]
+        assert all(row[0] == len(row) - 1 for row in rows)
+        sizes.add(len(rows))
+        lengths.update(row[0] for row in rows)
+    assert min(sizes) > 4 and len(sizes) > 3
+    assert lengths == set(range(1, 10))
+    assert p.inputs.entropy_bits("t") >= MIN_ENTROPY_BITS
+
+
+def test_rows_before_a_terminator_of_zeros_grow_and_the_terminator_stays_last(
+    toolchain, sandbox
+) -> None:
+    """`0 0` after the pairs ends them (the program never reads to the input's end: a
+    failed read is an error), so the rows before it grow and it stays the last line."""
+    stdin = (PAIRS_SAMPLE + "0 0\n").encode()
+    p = fit_inputs(
+        Program("zeros", PAIRS_UNTIL_ZEROS_C, (TestCase("t", stdin, b""),)), toolchain, sandbox
+    )
+    assert p.inputs is not None
+    assert p.meta["inputs_report"]["classes"]["t"]["level"] == "grown"
+    sizes = set()
+    for _, text in draws(p, 16):
+        lines = text.strip().split("\n")
+        assert lines[-1] == "0 0" and "0 0" not in lines[:-1]
+        sizes.add(len(lines) - 1)
+    assert min(sizes) > 3 and len(sizes) > 3
+    # a last row of zeros read by a loop of three is a row of the table, no terminator
+    three = Program("three", PAIRS_THREE_C, (TestCase("t", b"20 100\n2 3\n0 0\n", b""),))
+    text = learn_generator(three, "grown").draw("t", 1).decode()
+    assert len(text.strip().split("\n")) == 3
 
 
 def test_a_column_in_order_by_chance_is_drawn_as_before() -> None:

@@ -1175,15 +1175,16 @@ def _assemble(
     prefix: str = "",
     later_runs: dict[int, int] | None = None,
     level: str | None = None,
-    to_end: bool = False,
+    reading: Reading | None = None,
 ) -> dict[str, Any] | None:
     """Template and vars of a class from its lines' pieces: runs of two or more lines of
     one shape with vars fold into a `repeat` (at the `grown` level, one that a lone count
     before it governs draws its length with that count, as does one that a line's second
     count governs: `later_runs`, from `_grow_counts`; a run that no count governs grows at
-    `level` where its last row ends it, `_sentinel_column`, or where it ends the input of
-    a program that reads until its input ends, `to_end`: `reads_to_end`). `writer` and
-    `prefix` keep the names of a record's vars apart from the class's."""
+    `level` where its last row ends it, `_sentinel_column`, where a terminator of zeros
+    follows it, or where it ends the input of a program that reads until its input ends,
+    `reading`: `reading_of`). `writer` and `prefix` keep the names of a record's vars
+    apart from the class's."""
     writer = writer or _Writer()
     template: list[str] = []
     variables: dict[str, Any] = {}
@@ -1210,7 +1211,7 @@ def _assemble(
                 end = _sentinel_column(rows, pieces) if uncounted else None
                 if end is not None:  # the last row ends the table: the others may grow
                     count = _grown_rows(count - 1, level, f"{prefix}n{i}_rows", variables)
-                elif uncounted and to_end and j == len(shapes):  # the input's end ends it
+                elif uncounted and _ends_input(parsed.lines, j, reading or Reading()):
                     count = _grown_rows(count, level, f"{prefix}n{i}_rows", variables)
                 inner_names: dict[int, str] = {}
                 inner, inner_vars = _render(pieces, writer, inner_names)
@@ -1269,12 +1270,30 @@ def _sentinel_column(rows: list[Line], pieces: list[Piece]) -> int | None:
     return None
 
 
+def _ends_input(lines: list[Line], end: int, reading: Reading) -> bool:
+    """Whether a table whose rows stop before line `end` is the last thing its program
+    reads: nothing follows it and the program reads until its input ends, or the input's
+    last line is a terminator of zeros after it (`0 0`, kept as written: `_mark_sentinel`)
+    and the program reads in a loop no count bounds (a matrix's last row of zeros, read
+    by loops of five, is no terminator)."""
+    if end == len(lines):
+        return reading.to_end
+    last = lines[end].values()
+    return (
+        reading.open_loop
+        and end == len(lines) - 1
+        and bool(last)
+        and all(a.fixed and a.kind == "int" and a.text in SENTINELS for a in last)
+    )
+
+
 def _grown_rows(
     seen: int, level: str | None, name: str, variables: dict[str, Any]
 ) -> int | str:
     """The drawn rows of a table no count governs (those before its sentinel row, or all
-    of one the input's end ends): as many as the test shows, or at a growing level a count
-    var of their own (not shown), drawn past them as a count is (`_grown_count`)."""
+    of one a terminator or the input's end ends): as many as the test shows, or at a
+    growing level a count var of their own (not shown), drawn past them as a count is
+    (`_grown_count`)."""
     if level not in GROWTH:
         return seen
     variables[name] = _grown_count(seen, level)
@@ -1568,6 +1587,86 @@ def _grown_records(
     return {"template": template, "vars": {"t": count, "records": {"repeat": records}}}
 
 
+# Rows that each state their own length (`n v1 .. vn`, a case a line) are one table where
+# this many or more, of two or more lengths, end the input (`_own_count_rows`).
+MIN_OWN_COUNT_ROWS = 3
+
+
+def _own_count_row(line: Line) -> tuple[int, list[int], str] | None:
+    """(n, the n integers after it, their separator) of a line that is an integer n >= 1
+    and then exactly n integers, all joined by one whitespace text, else None."""
+    atoms = line.atoms
+    while atoms and not atoms[-1].value and atoms[-1].text.isspace():
+        atoms = atoms[:-1]  # trailing whitespace
+    values, gaps = atoms[0::2], atoms[1::2]
+    if len(values) < 2 or any(a.kind != "int" for a in values):
+        return None
+    if any(a.value or not a.text.isspace() for a in gaps) or len({a.text for a in gaps}) != 1:
+        return None
+    n = int(values[0].text)
+    if n < 1 or len(values) != n + 1:
+        return None
+    return n, [int(a.text) for a in values[1:]], gaps[0].text
+
+
+def _own_count_rows(
+    parsed: _Parsed,
+    shapes: list[tuple[str, list[Piece]]],
+    level: str,
+    reading: Reading,
+    later_runs: dict[int, int],
+) -> dict[str, Any] | None:
+    """At a growing level, an input whose last MIN_OWN_COUNT_ROWS or more lines each state
+    their own length (`2 4 10`, `9 2 5 6 4 5 9 2 1 4`, `1 9`: a case a line, read until
+    the input ends or up to a terminator of zeros, `_ends_input`) and show two or more
+    lengths: the lines before them as `_assemble` draws them, then a table of rows
+    `n v1 .. vn` whose number grows as a count does and whose lengths stay in the range
+    the rows show (each row one more answer), values in the rows' pooled range (widened
+    at the widening levels). None where the input does not end so, or no count-free
+    table is there (a number before the rows that equals their number counts them)."""
+    lines = parsed.lines
+    end = len(lines) - 1 if _ends_input(lines, len(lines) - 1, reading) else len(lines)
+    if not _ends_input(lines, end, reading):
+        return None
+    start = end
+    while start > 0 and _own_count_row(lines[start - 1]) is not None:
+        start -= 1
+    rows = [_own_count_row(line) for line in lines[start:end]]
+    if len(rows) < MIN_OWN_COUNT_ROWS or len({r[0] for r in rows if r}) < 2:
+        return None
+    if any(v == len(rows) for line in lines[:start] for v in _ints_of(line)):
+        return None
+    writer = _Writer()
+    head: dict[str, Any] | None = {"template": "", "vars": {}}
+    if start:
+        runs = {k: line for k, line in later_runs.items() if k < start}
+        before = _Parsed(parsed.test, lines[:start], [])
+        head = _assemble(before, shapes[:start], True, writer, later_runs=runs, level=level)
+    if head is None:
+        return None
+    values = [v for r in rows if r for v in r[1]]
+    lo, hi = min(values), max(values)
+    if level in _WIDENED:
+        lo, hi = _widened(lo, hi)
+    lengths = [r[0] for r in rows if r]
+    length, items, table = writer.name(), writer.name(), writer.name()
+    variables = dict(head["vars"])
+    count = _grown_rows(len(rows), level, f"n{start}_rows", variables)
+    sep = rows[0][2] if rows[0] else " "
+    row_vars = {
+        length: {"int": [min(lengths), max(lengths)]},
+        items: {"ints": {"count": length, "range": [lo, hi], "sep": sep}},
+    }
+    template = "{" + length + "}" + _literal(sep) + "{" + items + "}\n"
+    variables[table] = {
+        "repeat": {"count": count, "template": template, "vars": row_vars, "sep": ""}
+    }
+    tail = ""  # the terminator, as written
+    if end < len(lines):
+        tail = "".join(_literal(p) for p in shapes[end][1] if isinstance(p, str))
+    return {"template": head["template"] + "{" + table + "}" + tail, "vars": variables}
+
+
 def _class_body(
     parsed: _Parsed,
     columns: dict[Any, _Column],
@@ -1575,10 +1674,10 @@ def _class_body(
     level: str,
     vocab: frozenset[str],
     spaced: Spaced | None,
-    to_end: bool = False,
+    reading: Reading | None = None,
 ) -> dict[str, Any] | None:
-    """The class of one test at one level, or None when nothing would vary; `to_end`: the
-    program reads until its input ends (`reads_to_end`)."""
+    """The class of one test at one level, or None when nothing would vary; `reading`: how
+    the program reads its input (`reading_of`)."""
     shapes, varies = _line_shapes(parsed, columns, keyword_cols, level, vocab, spaced)
     grow = level in _GROWN
     later_runs = _grow_counts(parsed, shapes, level) if grow else {}
@@ -1586,8 +1685,10 @@ def _class_body(
         return None
     size = _records(parsed) if grow else None
     body = _grown_records(parsed, shapes, size, level, later_runs) if size else None
+    if grow and body is None:
+        body = _own_count_rows(parsed, shapes, level, reading or Reading(), later_runs)
     body = body or _assemble(
-        parsed, shapes, grow, later_runs=later_runs, level=level, to_end=to_end
+        parsed, shapes, grow, later_runs=later_runs, level=level, reading=reading
     )
     if body is None or (not varies and not body["vars"]):
         return None
@@ -1641,7 +1742,7 @@ def learn_classes(program: Program) -> list[LearntClass]:
     # A value kept apart in one test's lists is the problem's structure: every test's
     # lists of the same two values plant it (one sample in three says "YES").
     spaced = spaced_shape([_ints_of(line) for p in parsed for line in p.lines])
-    to_end = reads_to_end(program)
+    reading = reading_of(program)
     found: dict[str, tuple[list[str], list[tuple[str, dict[str, Any]]]]] = {}
     order: list[str] = []
     for members in groups.values():
@@ -1669,7 +1770,7 @@ def learn_classes(program: Program) -> list[LearntClass]:
         for p in members:
             bodies: list[tuple[str, dict[str, Any]]] = []
             for level in LEVELS:
-                body = _class_body(p, columns, keyword_cols, level, vocab, spaced, to_end)
+                body = _class_body(p, columns, keyword_cols, level, vocab, spaced, reading)
                 if body is None:
                     continue
                 if bodies and bodies[-1][1] == body:  # named by the plainest level giving it
@@ -1744,6 +1845,27 @@ def reads_to_end(program: Program) -> bool:
             elif not after.startswith(";"):
                 return True
     return False
+
+
+# A loop no count bounds: `for (;;)`, `while (1)`, `while (true)`, `do { .. } while (1)`.
+_OPEN_LOOP = re.compile(r"\bfor\s*\(\s*;\s*;\s*\)|\bwhile\s*\(\s*(?:1|true|TRUE)\s*\)")
+
+
+@dataclass(frozen=True)
+class Reading:
+    """How a program's source reads its input: `to_end`, in a loop that stops where the
+    input ends (`reads_to_end`); `open_loop`, that or any loop no count bounds, which a
+    value (a terminator) may end."""
+
+    to_end: bool = False
+    open_loop: bool = False
+
+
+def reading_of(program: Program) -> Reading:
+    """How `program` reads its input, from its source and headers (`Reading`)."""
+    to_end = reads_to_end(program)
+    texts = (program.source, *program.header_files.values())
+    return Reading(to_end, to_end or any(_OPEN_LOOP.search(t) for t in texts))
 
 
 def learn_generator(program: Program, level: str = LEVELS[0]) -> InputGenerator | None:
