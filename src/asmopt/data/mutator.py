@@ -1206,8 +1206,7 @@ def _assemble(
                 rows = parsed.lines[i:j]
                 # a table no count governs: no integer before it is its length (a count
                 # the rules above did not take is still one)
-                counted = any(v == j - i for _, v in scalars)
-                uncounted = isinstance(count, int) and not counted
+                uncounted = isinstance(count, int) and all(v != j - i for _, v in scalars)
                 end = _sentinel_column(rows, pieces) if uncounted else None
                 if end is not None:  # the last row ends the table: the others may grow
                     count = _grown_rows(count - 1, level, f"{prefix}n{i}_rows", variables)
