@@ -1630,8 +1630,8 @@ def _own_count_rows(
     start = end
     while start > 0 and _own_count_row(lines[start - 1]) is not None:
         start -= 1
-    rows = [_own_count_row(line) for line in lines[start:end]]
-    if len(rows) < MIN_OWN_COUNT_ROWS or len({r[0] for r in rows if r}) < 2:
+    rows = [row for line in lines[start:end] if (row := _own_count_row(line)) is not None]
+    if len(rows) < MIN_OWN_COUNT_ROWS or len({n for n, _, _ in rows}) < 2:
         return None
     if any(v == len(rows) for line in lines[:start] for v in _ints_of(line)):
         return None
@@ -1643,15 +1643,15 @@ def _own_count_rows(
         head = _assemble(before, shapes[:start], True, writer, later_runs=runs, level=level)
     if head is None:
         return None
-    values = [v for r in rows if r for v in r[1]]
+    values = [v for _, items, _ in rows for v in items]
     lo, hi = min(values), max(values)
     if level in _WIDENED:
         lo, hi = _widened(lo, hi)
-    lengths = [r[0] for r in rows if r]
+    lengths = [n for n, _, _ in rows]
     length, items, table = writer.name(), writer.name(), writer.name()
     variables = dict(head["vars"])
     count = _grown_rows(len(rows), level, f"n{start}_rows", variables)
-    sep = rows[0][2] if rows[0] else " "
+    sep = rows[0][2]
     row_vars = {
         length: {"int": [min(lengths), max(lengths)]},
         items: {"ints": {"count": length, "range": [lo, hi], "sep": sep}},
