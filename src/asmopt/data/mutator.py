@@ -650,7 +650,7 @@ def keyword_vocabulary(program: Program) -> frozenset[str]:
     names: one token of at most MAX_KEYWORD_LEN characters, no whitespace, escape or
     format directive (`"OCT"`, `"add"`, `"P=NP"`; not `"%d\\n"`)."""
     found: set[str] = set()
-    for text in (program.source, *program.header_files.values()):
+    for text in _source_texts(program):
         for m in _STRING_LITERAL.finditer(text):
             word = m.group(1)
             if 0 < len(word) <= MAX_KEYWORD_LEN and not re.search(r"[\s%\\]", word):
@@ -1167,6 +1167,16 @@ _OWN_COUNT_REF = "@own_count"
 _AFTER = "_after"
 
 
+@dataclass(frozen=True)
+class Reading:
+    """How a program's source reads its input: `to_end`, in a loop that stops where the
+    input ends (`reads_to_end`); `open_loop`, that or any loop no count bounds, which a
+    value (a terminator) may end."""
+
+    to_end: bool = False
+    open_loop: bool = False
+
+
 def _assemble(
     parsed: _Parsed,
     shapes: list[tuple[str, list[Piece]]],
@@ -1175,7 +1185,7 @@ def _assemble(
     prefix: str = "",
     later_runs: dict[int, int] | None = None,
     level: str | None = None,
-    reading: Reading | None = None,
+    reading: Reading = Reading(),
 ) -> dict[str, Any] | None:
     """Template and vars of a class from its lines' pieces: runs of two or more lines of
     one shape with vars fold into a `repeat` (at the `grown` level, one that a lone count
@@ -1210,7 +1220,7 @@ def _assemble(
                 end = _sentinel_column(rows, pieces) if uncounted else None
                 if end is not None:  # the last row ends the table: the others may grow
                     count = _grown_rows(count - 1, level, f"{prefix}n{i}_rows", variables)
-                elif uncounted and _ends_input(parsed.lines, j, reading or Reading()):
+                elif uncounted and _ends_input(parsed.lines, j, reading):
                     count = _grown_rows(count, level, f"{prefix}n{i}_rows", variables)
                 inner_names: dict[int, str] = {}
                 inner, inner_vars = _render(pieces, writer, inner_names)
@@ -1673,7 +1683,7 @@ def _class_body(
     level: str,
     vocab: frozenset[str],
     spaced: Spaced | None,
-    reading: Reading | None = None,
+    reading: Reading = Reading(),
 ) -> dict[str, Any] | None:
     """The class of one test at one level, or None when nothing would vary; `reading`: how
     the program reads its input (`reading_of`)."""
@@ -1685,7 +1695,7 @@ def _class_body(
     size = _records(parsed) if grow else None
     body = _grown_records(parsed, shapes, size, level, later_runs) if size else None
     if grow and body is None:
-        body = _own_count_rows(parsed, shapes, level, reading or Reading(), later_runs)
+        body = _own_count_rows(parsed, shapes, level, reading, later_runs)
     body = body or _assemble(
         parsed, shapes, grow, later_runs=later_runs, level=level, reading=reading
     )
@@ -1792,10 +1802,14 @@ def learn_classes(program: Program) -> list[LearntClass]:
     return classes
 
 
+def _source_texts(program: Program) -> tuple[str, ...]:
+    """The program's source and its headers' texts."""
+    return (program.source, *program.header_files.values())
+
+
 def reads_stdin(program: Program) -> bool:
     """Whether the source (or a header) names a way of reading standard input."""
-    texts = [program.source, *program.header_files.values()]
-    return any(_READS_STDIN.search(t) for t in texts)
+    return any(_READS_STDIN.search(t) for t in _source_texts(program))
 
 
 # A loop that reads until the input ends: `while (scanf("%d %d", &a, &b) == 2)`,
@@ -1832,7 +1846,7 @@ def reads_to_end(program: Program) -> bool:
     """Whether the source reads its input in a loop that stops where the input ends, so a
     table of rows no count governs at the end of a test may hold more rows than the test
     shows (`_assemble`): the program itself takes as many as come."""
-    for text in (program.source, *program.header_files.values()):
+    for text in _source_texts(program):
         for head in _LOOP_HEAD.finditer(text):
             condition, past = _condition(text, head.end() - 1)
             if not _READ_CALL.search(condition) or not _READ_FAILS.search(condition):
@@ -1850,21 +1864,11 @@ def reads_to_end(program: Program) -> bool:
 _OPEN_LOOP = re.compile(r"\bfor\s*\(\s*;\s*;\s*\)|\bwhile\s*\(\s*(?:1|true|TRUE)\s*\)")
 
 
-@dataclass(frozen=True)
-class Reading:
-    """How a program's source reads its input: `to_end`, in a loop that stops where the
-    input ends (`reads_to_end`); `open_loop`, that or any loop no count bounds, which a
-    value (a terminator) may end."""
-
-    to_end: bool = False
-    open_loop: bool = False
-
-
 def reading_of(program: Program) -> Reading:
     """How `program` reads its input, from its source and headers (`Reading`)."""
     to_end = reads_to_end(program)
-    texts = (program.source, *program.header_files.values())
-    return Reading(to_end, to_end or any(_OPEN_LOOP.search(t) for t in texts))
+    open_loop = to_end or any(_OPEN_LOOP.search(t) for t in _source_texts(program))
+    return Reading(to_end, open_loop)
 
 
 def learn_generator(program: Program, level: str = LEVELS[0]) -> InputGenerator | None:
