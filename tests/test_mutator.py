@@ -990,27 +990,33 @@ int main(void)
 """
 
 
+# A sample of 70 pairs: past every growing level's largest target but `grown`'s.
+SEVENTY_PAIRS = b"70\n" + b"".join(b"%d %d\n" % (i % 40 + 1, (7 * i) % 40 + 1) for i in range(70))
+
+
 @pytest.mark.parametrize(
-    ("source", "stdin", "level"),
+    ("source", "stdin", "level", "sample", "most"),
     [
-        (BOUNDED_PAIRS_C, b"6\n1 2\n3 4\n5 6\n7 8\n9 10\n11 12\n", "past"),
+        (BOUNDED_PAIRS_C, b"6\n1 2\n3 4\n5 6\n7 8\n9 10\n11 12\n", "past", 6, 9),
         (BOUNDED_PAIRS_C.replace("n < 11", "n < 41"), b"6\n1 2\n3 4\n5 6\n7 8\n9 10\n9 8\n",
-         "grown4"),
+         "grown4", 6, 24),
+        (BOUNDED_PAIRS_C.replace("n < 11", "n < 76"), SEVENTY_PAIRS, "past", 70, 71),
     ],
-    ids=["just-past", "four-times"],
+    ids=["just-past", "four-times", "past-a-large-sample"],
 )
 def test_a_program_that_refuses_the_grown_sizes_still_grows_past_the_sample(
-    source: str, stdin: bytes, level: str, toolchain, sandbox
+    source: str, stdin: bytes, level: str, sample: int, most: int, toolchain, sandbox
 ) -> None:
     """Its limits are its own (an assertion here; a fixed buffer elsewhere): the `grown`
     sizes are refused, and the class is kept at the largest growth it takes, never at the
-    sample's own size (an answer right only for 6 pairs fails)."""
+    sample's own size (an answer right only for 6 pairs fails), even where the sample is
+    already past the level's largest target (70 pairs at `past`, whose target is 64)."""
     p = fit_inputs(Program("bounded", source, (TestCase("t", stdin, b""),)), toolchain, sandbox)
     entry = p.meta["inputs_report"]["classes"]["t"]
     assert entry["level"] == level
     assert entry["attempts"][0]["level"] == "grown" and "failure" in entry["attempts"][0]
     sizes = {int(text.split("\n", 1)[0]) for _, text in draws(p, 32)}
-    assert min(sizes) > 6 and max(sizes) <= (9 if level == "past" else 24)
+    assert min(sizes) > sample and max(sizes) <= most
 
 
 def test_a_given_output_the_program_does_not_print_is_relaxed_or_dropped_by_name(

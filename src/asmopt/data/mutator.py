@@ -796,9 +796,11 @@ _GROWN_LENGTH = "between"
 
 def _grown_length(n: int, level: str = "grown") -> int:
     """The most a grown size (a count, a string's length) seen as n in the test may be at
-    `level` (GROWTH)."""
+    `level` (GROWTH): at least n + 1, even where n is past the level's largest target, so
+    that no growing level draws only the sample's size (an answer right only for it would
+    pass)."""
     factor, least, most = GROWTH[level]
-    return max(n, min(max(math.ceil(n * factor), least, n + 1), most))
+    return max(n + 1, min(max(math.ceil(n * factor), least), most))
 
 
 def _expanded(name: str, rule: dict[str, Any]) -> dict[str, Any]:
