@@ -146,6 +146,22 @@ int main(void)
     return 0;
 }
 """
+# Reads each line as a string of digits until a line "0" and prints its value modulo a
+# prime: a number too long for any integer type is text to it. Its sample: four numbers.
+DIGITS_C = r"""#include <stdio.h>
+#include <string.h>
+int main(void)
+{
+    static char s[100001];
+    while (scanf("%100000s", s) == 1 && strcmp(s, "0") != 0) {
+        unsigned long long v = 0;
+        for (size_t i = 0; s[i]; i++) v = (v * 10 + (unsigned)(s[i] - '0')) % 1000000007ULL;
+        printf("%llu\n", v);
+    }
+    return 0;
+}
+"""
+DIGITS_SAMPLE = "25114\n1111111111\n3333333333\n1013\n0\n"
 
 SAMPLES = {
     "lapindromes": "6\ngaga\nabcde\nrotor\nxyzxy\nabbaab\nabcab\n",

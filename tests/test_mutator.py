@@ -12,6 +12,8 @@ import pytest
 from structured_programs import (
     CASES_SAMPLE,
     CASES_TO_END_C,
+    DIGITS_C,
+    DIGITS_SAMPLE,
     LAPINDROMES_C,
     LEDGER_C,
     LEDGER_SAMPLE,
@@ -34,6 +36,7 @@ from asmopt.data.mutator import (
     learn_classes,
     learn_generator,
     parse_lines,
+    reads_only_text,
     reads_to_end,
 )
 from asmopt.data.plain_dir import import_plain_dir
@@ -1331,6 +1334,67 @@ def test_a_loop_that_reads_until_the_input_ends_is_told_from_one_that_does_not(
         f"  {loop}\n  printf(\"%ld\\n\", s);\n  return 0;\n}}\n"
     )
     assert reads_to_end(Program("p", source, (TestCase("t", b"1 2\n", b""),))) is to_end
+
+
+@pytest.mark.parametrize(
+    ("reads", "text_only"),
+    [
+        ('scanf("%s", s);', True),
+        ('scanf("%100000s", s);', True),
+        ('fscanf(stdin, "%s %c", s, &c);', True),
+        ('scanf("%[^\\n]", s);', True),
+        ('scanf("%%" "%s", s);', True),
+        # a number read as a number, by a macro's format, or converted after the read
+        ('scanf("%d", &n); scanf("%s", s);', False),
+        ('scanf("%s,%lld", s, &v);', False),
+        ('scanf("%" SCNu8, &t); scanf("%s", s);', False),
+        ('scanf("%s", s); n = atoi(s);', False),
+        ('scanf("%s", s); c = getchar();', False),
+        ('scanf("%c", &c);', False),
+        ('fgets(s, sizeof s, stdin);', False),
+    ],
+)
+def test_a_program_that_reads_only_text_is_told_from_one_that_reads_numbers(
+    reads: str, text_only: bool
+) -> None:
+    source = (
+        "#include <inttypes.h>\n#include <stdio.h>\n#include <stdlib.h>\n"
+        "int main(void) {\n  char s[64]; char c; int n; uint8_t t; long long v;\n"
+        f"  {reads}\n  return 0;\n}}\n"
+    )
+    assert reads_only_text(Program("p", source, (TestCase("t", b"1\n", b""),))) is text_only
+
+
+
+
+def test_numbers_a_program_reads_only_as_text_are_drawn_as_digits_past_any_integer(
+    toolchain, sandbox
+) -> None:
+    """A program that reads `%s` sees the input's numbers as digits: they are drawn as
+    strings of digits whose length grows past the samples' (and past 19 digits, which no
+    integer holds), more rows than the sample's, the terminator `0` kept last. The same
+    program reading `%lld` keeps them integers."""
+    sample = (TestCase("t", DIGITS_SAMPLE.encode(), b""),)
+    p = fit_inputs(Program("digits", DIGITS_C, sample), toolchain, sandbox)
+    assert p.inputs is not None
+    assert p.meta["inputs_report"]["classes"]["t"]["level"] == "grown"
+    longest, rows = 0, set()
+    for _, text in draws(p, 16):
+        lines = text.strip().split("\n")
+        assert lines[-1] == "0" and all(line.isdigit() for line in lines)
+        longest = max(longest, *map(len, lines[:-1]))
+        rows.add(len(lines) - 1)
+    assert longest > 19 and min(rows) > 4
+    numbers = (
+        "#include <stdio.h>\nint main(void) {\n  long long v;\n"
+        '  while (scanf("%lld", &v) == 1 && v != 0) printf("%lld\\n", v % 1000000007);\n'
+        "  return 0;\n}\n"
+    )
+    body = learn_generator(Program("n", numbers, sample), "grown")
+    assert body is not None
+    for seed in range(8):
+        tokens = body.draw("t", seed).decode().split()
+        assert max(map(len, tokens)) <= 19
 
 
 def test_rows_no_count_governs_grow_where_the_program_reads_until_its_input_ends(

@@ -609,7 +609,23 @@ class _Parsed:
         return tuple(b.skeleton() for b in self.blocks)
 
 
-def _parse_test(test: TestCase) -> _Parsed | None:
+def _digits_as_text(lines: list[Line]) -> None:
+    """Every integer of a program that reads only text becomes a string of digits, but a
+    last line of zeros or -1s after others, which still ends the input (`_mark_sentinel`)."""
+    tail = [line for line in lines if line.values()]
+    ends = len(tail) >= 2 and all(
+        a.kind == "int" and a.text in SENTINELS for a in tail[-1].values()
+    )
+    keep = tail[-1] if ends else None
+    for line in lines:
+        if line is keep:
+            continue
+        line.atoms = [Atom("str", a.text) if a.kind == "int" else a for a in line.atoms]
+
+
+def _parse_test(test: TestCase, text_only: bool = False) -> _Parsed | None:
+    """The test's input as lines, blocks and columns; `text_only`: the program reads its
+    input only as strings (`reads_only_text`), so its numbers are digits."""
     if not test.stdin or len(test.stdin) > MAX_LEARN_BYTES:
         return None
     try:
@@ -617,6 +633,8 @@ def _parse_test(test: TestCase) -> _Parsed | None:
     except UnicodeDecodeError:
         return None
     lines = parse_lines(text)
+    if text_only:
+        _digits_as_text(lines)
     blocks = _blocks(lines)
     _mark_fixed(lines, blocks)
     _assign_columns(blocks)
@@ -1173,10 +1191,12 @@ _AFTER = "_after"
 class Reading:
     """How a program's source reads its input: `to_end`, in a loop that stops where the
     input ends (`reads_to_end`); `open_loop`, that or any loop no count bounds, which a
-    value (a terminator) may end."""
+    value (a terminator) may end; `text_only`, only as text (`reads_only_text`), so a
+    number the input shows is a string of digits to the program."""
 
     to_end: bool = False
     open_loop: bool = False
+    text_only: bool = False
 
 
 def _assemble(
@@ -1742,7 +1762,10 @@ class LearntClass:
 def learn_classes(program: Program) -> list[LearntClass]:
     """Every class the program's test inputs give, each with its body per level (no class
     for a test with empty, non-UTF-8 or oversized input, or nothing that can vary)."""
-    parsed = [p for p in (_parse_test(t) for t in program.tests) if p is not None]
+    reading = reading_of(program)
+    parsed = [
+        p for p in (_parse_test(t, reading.text_only) for t in program.tests) if p is not None
+    ]
     vocab = keyword_vocabulary(program)
     groups: dict[tuple[Any, ...], list[_Parsed]] = {}
     # Tests that end with different exit codes (a bad input's error and a good input's
@@ -1753,7 +1776,6 @@ def learn_classes(program: Program) -> list[LearntClass]:
     # A value kept apart in one test's lists is the problem's structure: every test's
     # lists of the same two values plant it (one sample in three says "YES").
     spaced = spaced_shape([_ints_of(line) for p in parsed for line in p.lines])
-    reading = reading_of(program)
     found: dict[str, tuple[list[str], list[tuple[str, dict[str, Any]]]]] = {}
     order: list[str] = []
     for members in groups.values():
@@ -1866,11 +1888,58 @@ def reads_to_end(program: Program) -> bool:
 _OPEN_LOOP = re.compile(r"\bfor\s*\(\s*;\s*;\s*\)|\bwhile\s*\(\s*(?:1|true|TRUE)\s*\)")
 
 
+# Reads whose conversions the format says (`_scanf_conversions`), and every other way a
+# program may read or convert numbers, which leave the input's numbers numbers.
+_SCANF_CALL = re.compile(r"\b(f?scanf)\s*\(")
+_OTHER_READ = re.compile(
+    r"\b(?:getchar|getchar_unlocked|getc|getc_unlocked|fgetc|fgetc_unlocked|fgets|gets|"
+    r"getline|getdelim|fread|read|vscanf|vfscanf|sscanf|atoi|atol|atoll|atof|strtol|strtoll|"
+    r"strtoul|strtoull|strtod|strtof|strtold|strtoimax|strtoumax)\s*\("
+)
+# A format of string literals only (`"%s %s"`, `"%" "s"`), as a call's first argument.
+_FORMAT = re.compile(r'\s*(?:"(?:[^"\\\n]|\\.)*"\s*)+')
+# A conversion of a scanf format (`%*5lld`, `%[^\n]`), or the `%%` that reads a `%`.
+_CONVERSION = re.compile(r"%%|%\*?\d*(?:hh|h|ll|l|L|j|z|t|q)?([a-zA-Z\[])")
+
+
+def _scanf_conversions(arguments: str, stream_first: bool) -> set[str] | None:
+    """The conversion letters of one scanf call's format (`s`, `d`, `[`, ...), or None
+    where the format is not one or more string literals only (a macro such as `SCNu8`,
+    a variable)."""
+    if stream_first:
+        arguments = arguments.partition(",")[2]
+    fmt = _FORMAT.match(arguments)
+    rest = arguments[fmt.end() :].strip() if fmt else ""
+    if fmt is None or (rest and not rest.startswith(",")):
+        return None
+    text = "".join(_STRING_LITERAL.findall(fmt.group(0)))
+    return {m.group(1) for m in _CONVERSION.finditer(text) if m.group(1)}
+
+
+def reads_only_text(program: Program) -> bool:
+    """Whether the program reads its input only as strings: scanf calls whose formats
+    convert only `%s`, `%c` and `%[`, at least one of them a string, and no other read
+    or number conversion. A number the input shows is then text to the program (the
+    digits of a message, a number too long for any integer type), drawn as digits
+    whose length may grow, not as an integer within its samples' range."""
+    conversions: set[str] = set()
+    for text in _source_texts(program):
+        if _OTHER_READ.search(text):
+            return False
+        for call in _SCANF_CALL.finditer(text):
+            arguments, _ = _condition(text, call.end() - 1)
+            found = _scanf_conversions(arguments, call.group(1) == "fscanf")
+            if found is None:
+                return False
+            conversions |= found
+    return bool(conversions & {"s", "["}) and conversions <= {"s", "c", "["}
+
+
 def reading_of(program: Program) -> Reading:
     """How `program` reads its input, from its source and headers (`Reading`)."""
     to_end = reads_to_end(program)
     open_loop = to_end or any(_OPEN_LOOP.search(t) for t in _source_texts(program))
-    return Reading(to_end, open_loop)
+    return Reading(to_end, open_loop, reads_only_text(program))
 
 
 def learn_generator(program: Program, level: str = LEVELS[0]) -> InputGenerator | None:
