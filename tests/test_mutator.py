@@ -1324,6 +1324,9 @@ def test_a_table_that_a_sentinel_row_ends_grows_keeps_its_days_in_order_and_its_
         ("while ((c = getchar()) != EOF);", False),
         ("while ((c = getchar()) != '\\n') s++;", False),
         ('for (int i = 0; i < 3; i++) scanf("%d", &a);', False),
+        # a loop left in a comment (a template's) reads nothing
+        ('// while (scanf("%d", &a) != EOF) s += a;\n  scanf("%d", &a);', False),
+        ('/* for (;;) { if (scanf("%d", &a) != 1) break; } */ scanf("%d", &a);', False),
     ],
 )
 def test_a_loop_that_reads_until_the_input_ends_is_told_from_one_that_does_not(
@@ -1344,6 +1347,7 @@ def test_a_loop_that_reads_until_the_input_ends_is_told_from_one_that_does_not(
         ('fscanf(stdin, "%s %c", s, &c);', True),
         ('scanf("%[^\\n]", s);', True),
         ('scanf("%%" "%s", s);', True),
+        ('scanf("%s", s); // n = atoi(s); scanf("%d", &n);', True),
         # a number read as a number, by a macro's format, or converted after the read
         ('scanf("%d", &n); scanf("%s", s);', False),
         ('scanf("%s,%lld", s, &v);', False),

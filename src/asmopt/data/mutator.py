@@ -91,6 +91,7 @@ runtimes are linked statically, so no library beyond the usual ones is made visi
 
 from __future__ import annotations
 
+import functools
 import itertools
 import json
 import math
@@ -106,6 +107,7 @@ from typing import TYPE_CHECKING, Any
 from asmopt.compare import compare_output
 from asmopt.data.checking_classes import MAX_CHECKING_CLASSES, checking_name
 from asmopt.data.checking_classes import variants as checking_variants
+from asmopt.data.normalize import strip_comments
 from asmopt.data.shapes import Spaced, is_near_sorted, spaced_shape, text_shape
 from asmopt.errors import InputError
 from asmopt.programs.generators import (
@@ -1827,8 +1829,15 @@ def learn_classes(program: Program) -> list[LearntClass]:
 
 
 def _source_texts(program: Program) -> tuple[str, ...]:
-    """The program's source and its headers' texts."""
-    return (program.source, *program.header_files.values())
+    """The program's source and its headers' texts, comments removed: a read left in a
+    comment (`// while (scanf(...) != EOF)` of a template) or a word only a comment names
+    says nothing of how the program reads."""
+    return tuple(_uncommented(t) for t in (program.source, *program.header_files.values()))
+
+
+@functools.lru_cache(maxsize=64)
+def _uncommented(text: str) -> str:
+    return strip_comments(text)
 
 
 def reads_stdin(program: Program) -> bool:
