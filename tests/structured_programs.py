@@ -163,6 +163,29 @@ int main(void)
 """
 DIGITS_SAMPLE = "25114\n1111111111\n3333333333\n1013\n0\n"
 
+# One list of numbers read until the input ends, no count before it: the place of its
+# least value (the first, on a tie) and the sum of its values, each weighted by its place.
+# Its sample shows five values on one line.
+LIST_TO_END_C = r"""#include <stdio.h>
+int main(void)
+{
+    long x, least = 0, s = 0;
+    int i = 0, at = 0;
+    while (scanf("%ld", &x) == 1) {
+        if (i == 0 || x < least) { least = x; at = i; }
+        s += x * (i % 7 + 1);
+        i++;
+    }
+    printf("%d %ld\n", at, s);
+    return 0;
+}
+"""
+# The same list, but exactly five values are read: values past the fifth are not its input.
+LIST_FIVE_C = LIST_TO_END_C.replace(
+    'while (scanf("%ld", &x) == 1) {', 'while (i < 5 && scanf("%ld", &x) == 1) {'
+)
+LIST_SAMPLE = "3 4 1 7 2\n"
+
 SAMPLES = {
     "lapindromes": "6\ngaga\nabcde\nrotor\nxyzxy\nabbaab\nabcab\n",
     "queue": "3\n5\n2 1 5 3 4\n5\n2 5 1 3 4\n8\n1 2 5 3 4 7 8 6\n",

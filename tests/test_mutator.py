@@ -17,6 +17,9 @@ from structured_programs import (
     LAPINDROMES_C,
     LEDGER_C,
     LEDGER_SAMPLE,
+    LIST_FIVE_C,
+    LIST_SAMPLE,
+    LIST_TO_END_C,
     PAIRS_SAMPLE,
     PAIRS_THREE_C,
     PAIRS_TO_END_C,
@@ -196,8 +199,12 @@ def test_strings_keep_their_alphabet_and_grow_with_the_number_that_states_their_
             assert text.endswith("\n") and set(text[:-1]) <= set("helo")
         sizes = {len(text) - 1 for text in seen}
         assert sizes == lengths if lengths else (min(sizes) >= 5 and max(sizes) > 20)
+    # the number is read as a number (a program that reads only `%s` would see digits)
+    reads_n = REVERSE_C.replace(
+        'if (scanf("%127s", s) != 1)', 'int n; if (scanf("%d", &n) != 1 || scanf("%127s", s) != 1)'
+    )
     for head in (b"5", b"5 2"):
-        stated = Program("stated", REVERSE_C, (TestCase("t", head + b"\nhello\n", b""),))
+        stated = Program("stated", reads_n, (TestCase("t", head + b"\nhello\n", b""),))
         gen = learn_generator(stated)
         assert gen is not None
         drawn = [text.split("\n") for _, text in draws(replace_inputs(stated, gen))]
@@ -1324,6 +1331,16 @@ def test_a_table_that_a_sentinel_row_ends_grows_keeps_its_days_in_order_and_its_
         ("while ((c = getchar()) != EOF);", False),
         ("while ((c = getchar()) != '\\n') s++;", False),
         ('for (int i = 0; i < 3; i++) scanf("%d", &a);', False),
+        # a loop a small number also bounds reads at most that many
+        ('while (c < 5 && scanf("%d", &a) == 1) { s += a; c++; }', False),
+        ('for (c = 0; c < 5; c++) { if (scanf("%d", &a) != 1) break; s += a; }', False),
+        ('for (c = 0; c < 5; c++) if (scanf("%d", &a) != 1) break;', False),
+        ('\n#define N 4\n  while (c < N && scanf("%d", &a) == 1) c++;', False),
+        ('\n#define N 100000\n  while (c < N && scanf("%d", &a) == 1) c++;', True),
+        ('for (c = 0; c < 5; c++) s++;\n  for (;;) { if (scanf("%d", &a) != 1) break; }', True),
+        ('while (c < 5) { printf("(}"); c++; }\n  while (scanf("%d", &a) == 1) s++;', True),
+        # a value the loop reads and checks is no count
+        ('while (scanf("%d %d", &a, &b) == 2 && b >= 2 && b <= 36) s += a;', True),
         # a loop left in a comment (a template's) reads nothing
         ('// while (scanf("%d", &a) != EOF) s += a;\n  scanf("%d", &a);', False),
         ('/* for (;;) { if (scanf("%d", &a) != 1) break; } */ scanf("%d", &a);', False),
@@ -1423,6 +1440,30 @@ def test_rows_no_count_governs_grow_where_the_program_reads_until_its_input_ends
     body = learn_generator(three, "grown").to_dict()["classes"]["t"]
     [rows] = [rule["repeat"] for rule in body["vars"].values() if "repeat" in rule]
     assert rows["count"] == 3
+
+
+def test_a_list_no_count_governs_grows_where_the_program_reads_until_its_input_ends(
+    toolchain, sandbox
+) -> None:
+    """One line of five values and no count: a program that reads values until its input
+    ends takes as many as come, so the learnt class draws longer lists (of several
+    lengths) with the 64 bits a timed class needs; one that reads exactly five keeps
+    five."""
+    from asmopt.entropy import MIN_ENTROPY_BITS
+
+    sample = (TestCase("t", LIST_SAMPLE.encode(), b""),)
+    p = fit_inputs(Program("least", LIST_TO_END_C, sample), toolchain, sandbox)
+    assert p.inputs is not None
+    assert p.meta["inputs_report"]["classes"]["t"]["level"] == "grown"
+    sizes = set()
+    for _, text in draws(p, 16):
+        lines = text.strip().split("\n")
+        assert len(lines) == 1
+        sizes.add(len(lines[0].split()))
+    assert min(sizes) > 5 and len(sizes) > 3
+    assert p.inputs.entropy_bits("t") >= MIN_ENTROPY_BITS
+    five = learn_generator(Program("five", LIST_FIVE_C, sample), "grown")
+    assert all(len(five.draw("t", seed).split()) == 5 for seed in range(4))
 
 
 def test_cases_that_state_their_own_lengths_grow_in_number_not_in_length(

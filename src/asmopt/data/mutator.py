@@ -1238,14 +1238,10 @@ def _assemble(
                 elif grow and later_runs and i in later_runs:
                     count = f"{prefix}n{later_runs[i]}{_AFTER}"
                 rows = parsed.lines[i:j]
-                # a table no count governs: no integer before it is its length (a count
-                # the rules above did not take is still one)
-                uncounted = isinstance(count, int) and all(v != j - i for _, v in scalars)
-                end = _sentinel_column(rows, pieces) if uncounted else None
-                if end is not None:  # the last row ends the table: the others may grow
-                    count = _grown_rows(count - 1, level, f"{prefix}n{i}_rows", variables)
-                elif uncounted and _ends_input(parsed.lines, j, reading):
-                    count = _grown_rows(count, level, f"{prefix}n{i}_rows", variables)
+                free = _free_rows(parsed.lines, (i, j), pieces, count, scalars, reading)
+                end = free[1] if free else None
+                if free:  # no count governs them: they grow
+                    count = _grown_rows(free[0], level, f"{prefix}n{i}_rows", variables)
                 inner_names: dict[int, str] = {}
                 inner, inner_vars = _render(pieces, writer, inner_names)
                 if grow:
@@ -1276,7 +1272,10 @@ def _assemble(
                     template.append(text)
                     scalars += _drawn_ints(parsed.lines[k], shapes[k][1], line_names)
                     vs = _resolve_count(vs, f"{prefix}n{k}", _OWN_COUNT_REF)
-                    variables.update(_resolve_count(vs, f"{prefix}n{k - 1}"))
+                    vs = _resolve_count(vs, f"{prefix}n{k - 1}")
+                    if grow and j - i == 1 and _ends_input(parsed.lines, k + 1, reading):
+                        _grown_list(vs, scalars, level, f"{prefix}n{k}_items", variables)
+                    variables.update(vs)
             i = j
     except _TooLarge:
         return None
@@ -1331,6 +1330,58 @@ def _grown_rows(
         return seen
     variables[name] = _grown_count(seen, level)
     return name
+
+
+def _free_rows(
+    lines: list[Line],
+    span: tuple[int, int],
+    pieces: list[Piece],
+    count: int | str,
+    scalars: list[tuple[str, int]],
+    reading: Reading,
+) -> tuple[int, int | None] | None:
+    """Of a table `lines[i:j]` (`span`) whose `count` no count rule took (an int): how
+    many of its rows may grow and the piece index of the column its last row ends it by
+    (`_sentinel_column`), or None where they stay as many as the test shows. Where its
+    last row ends it, the rows before that one grow; where it ends the input of a program
+    that reads until its input ends (`_ends_input`, `reading`), all of them. None where
+    an integer before it is its length (a count the rules did not take is still one)."""
+    i, j = span
+    if not isinstance(count, int) or any(v == j - i for _, v in scalars):
+        return None
+    end = _sentinel_column(lines[i:j], pieces)
+    if end is not None:
+        return j - i - 1, end
+    return (j - i, None) if _ends_input(lines, j, reading) else None
+
+
+def _grown_list(
+    line_vars: dict[str, Any],
+    scalars: list[tuple[str, int]],
+    level: str | None,
+    name: str,
+    variables: dict[str, Any],
+) -> None:
+    """A line's one list (`3 4 1 7 2`) that no count governs, where the line is the last
+    thing its program reads (`_ends_input`): its length becomes a count var of its own
+    (not shown), drawn past the sample's as a count is (`_grown_rows`), since the program
+    takes as many values as come. Not where an integer before it equals its length (a
+    count the rules did not take)."""
+    lists = [
+        body
+        for rule in line_vars.values()
+        for kind in ("ints", "repeat")
+        if isinstance(body := rule.get(kind), dict)
+    ]
+    if len(lists) != 1 or not isinstance(lists[0]["count"], int):
+        return
+    seen = lists[0]["count"]
+    if any(v == seen for _, v in scalars):
+        return
+    count = _grown_rows(seen, level, name, variables)
+    lists[0]["count"] = count
+    if lists[0].get("distinct") and lists[0].get("range") == [1, seen]:
+        lists[0]["range"] = [1, count]  # a permutation: of 1..its drawn length
 
 
 def _sentinel_row(
@@ -1875,20 +1926,73 @@ def _condition(source: str, at: int) -> tuple[str, int]:
     return source[at + 1 :], len(source)
 
 
+# A bound a loop's header sets (`i < 5`, `k <= N` with `#define N 4`), and the `#define`s
+# of a number it may name.
+_BOUND = re.compile(r"\b([A-Za-z_]\w*)\s*<=?\s*([A-Za-z_]\w*|\d+)\b")
+_DEFINE = re.compile(r"^[ \t]*#[ \t]*define[ \t]+([A-Za-z_]\w*)[ \t]+\(?(\d+)\)?[ \t]*$", re.M)
+# A bound at least this large is a buffer's capacity (`i < MAXN && scanf(..) == 1`):
+# reading up to it reads what comes. A smaller one is a count (`i < 5`).
+MIN_CAPACITY = 1000
+
+
+def _bounded(header: str, defines: dict[str, int], text: str) -> bool:
+    """Whether a loop's header bounds it by a number under MIN_CAPACITY: a counter (a
+    variable the source steps up somewhere in `text`: `i++`, `++i`, `i += 1`) kept below
+    it. A value the loop reads and checks (`base <= 36`) is no count."""
+    for m in _BOUND.finditer(header):
+        counter, bound = m.groups()
+        value = int(bound) if bound.isdigit() else defines.get(bound)
+        if value is None or value >= MIN_CAPACITY:
+            continue
+        name = re.escape(counter)
+        if re.search(rf"\b{name}\s*(?:\+\+|\+=)|\+\+\s*{name}\b", text):
+            return True
+    return False
+
+
+_CHAR_LITERAL = re.compile(r"'(?:[^'\\\n]|\\.)*'")
+
+
+def _enclosing_loop(text: str, at: int) -> str | None:
+    """The header (inside its parentheses) of the innermost `for` or `while` loop whose
+    body holds position `at`, or None. Literals are blanked first, so that a brace or a
+    parenthesis inside one (`printf("(")`) leaves the nesting as it is."""
+    blank = _STRING_LITERAL.sub(lambda m: '"' + " " * len(m.group(1)) + '"', text)
+    blank = _CHAR_LITERAL.sub(lambda m: " " * len(m.group(0)), blank)
+    nesting = blank.replace("{", "(").replace("}", ")")  # one kind of bracket, balanced
+    found = None
+    for head in re.finditer(r"\b(?:for|while)\s*\(", blank[:at]):
+        header, past = _condition(blank, head.end() - 1)
+        start = past + len(blank[past:]) - len(blank[past:].lstrip())
+        if blank.startswith("{", start):
+            end = _condition(nesting, start)[1]
+        else:  # one statement: the `if` itself where it follows the header directly
+            end = blank.find(";", at) + 1 if start == at else start
+        if start <= at < end:
+            found = header
+    return found
+
+
 def reads_to_end(program: Program) -> bool:
     """Whether the source reads its input in a loop that stops where the input ends, so a
     table of rows no count governs at the end of a test may hold more rows than the test
-    shows (`_assemble`): the program itself takes as many as come."""
+    shows (`_assemble`): the program itself takes as many as come. A loop that a small
+    number also bounds (`i < 5 && scanf(..) == 1`, or a failed read's `break` inside
+    `for (i = 0; i < 5; i++)`) reads at most that many."""
     for text in _source_texts(program):
+        defines = {m.group(1): int(m.group(2)) for m in _DEFINE.finditer(text)}
         for head in _LOOP_HEAD.finditer(text):
             condition, past = _condition(text, head.end() - 1)
             if not _READ_CALL.search(condition) or not _READ_FAILS.search(condition):
                 continue
             after = text[past:].lstrip()
             if head.group(1) == "if":
-                if after.lstrip("{ \t\n").startswith("break"):
+                loop = _enclosing_loop(text, head.start())
+                if after.lstrip("{ \t\n").startswith("break") and not (
+                    loop is not None and _bounded(loop, defines, text)
+                ):
                     return True
-            elif not after.startswith(";"):
+            elif not after.startswith(";") and not _bounded(condition, defines, text):
                 return True
     return False
 
