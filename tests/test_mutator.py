@@ -1447,8 +1447,8 @@ def test_a_list_no_count_governs_grows_where_the_program_reads_until_its_input_e
 ) -> None:
     """One line of five values and no count: a program that reads values until its input
     ends takes as many as come, so the learnt class draws longer lists (of several
-    lengths) with the 64 bits a timed class needs; one that reads exactly five keeps
-    five."""
+    lengths) with the 64 bits a timed class needs, blank lines after it or not; one that
+    reads exactly five keeps five."""
     from asmopt.entropy import MIN_ENTROPY_BITS
 
     sample = (TestCase("t", LIST_SAMPLE.encode(), b""),)
@@ -1464,6 +1464,10 @@ def test_a_list_no_count_governs_grows_where_the_program_reads_until_its_input_e
     assert p.inputs.entropy_bits("t") >= MIN_ENTROPY_BITS
     five = learn_generator(Program("five", LIST_FIVE_C, sample), "grown")
     assert all(len(five.draw("t", seed).split()) == 5 for seed in range(4))
+    # a blank line after the list still leaves it the last thing the program reads
+    blank = (TestCase("t", (LIST_SAMPLE + "\n").encode(), b""),)
+    after = learn_generator(Program("blank", LIST_TO_END_C, blank), "grown")
+    assert min(len(after.draw("t", seed).split()) for seed in range(4)) > 5
 
 
 def test_cases_that_state_their_own_lengths_grow_in_number_not_in_length(

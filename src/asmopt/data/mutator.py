@@ -1307,7 +1307,9 @@ def _ends_input(lines: list[Line], end: int, reading: Reading) -> bool:
     reads: nothing follows it and the program reads until its input ends, or the input's
     last line is a terminator of zeros after it (`0 0`, kept as written: `_mark_sentinel`)
     and the program reads in a loop no count bounds (a matrix's last row of zeros, read
-    by loops of five, is no terminator)."""
+    by loops of five, is no terminator). Blank lines at the input's end follow nothing."""
+    while len(lines) > end and not "".join(a.text for a in lines[-1].atoms).strip():
+        lines = lines[:-1]
     if end == len(lines):
         return reading.to_end
     last = lines[end].values()
