@@ -186,6 +186,27 @@ LIST_FIVE_C = LIST_TO_END_C.replace(
 )
 LIST_SAMPLE = "3 4 1 7 2\n"
 
+# Pairs `a b` after their count n, at most 75 pairs of values at most 40 (its assertions),
+# folded into one 64-bit hash. Its sample of 70 pairs is already past the largest target
+# of every growing level but `grown`, whose sizes its limits refuse.
+HASHED_PAIRS_C = r"""#include <assert.h>
+#include <stdio.h>
+int main(void)
+{
+    int n; unsigned long a, b, s = 0;
+    if (scanf("%d", &n) != 1) return 1;
+    assert(n > 0 && n < 76);
+    for (int i = 0; i < n; i++) {
+        if (scanf("%lu %lu", &a, &b) != 2) return 2;
+        assert(a <= 40 && b <= 40);
+        s = s * 1000003 + a * 41 + b;
+    }
+    printf("%lu\n", s);
+    return 0;
+}
+"""
+SEVENTY_PAIRS = "70\n" + "".join(f"{i % 40 + 1} {7 * i % 40 + 1}\n" for i in range(70))
+
 SAMPLES = {
     "lapindromes": "6\ngaga\nabcde\nrotor\nxyzxy\nabbaab\nabcab\n",
     "queue": "3\n5\n2 1 5 3 4\n5\n2 5 1 3 4\n8\n1 2 5 3 4 7 8 6\n",
