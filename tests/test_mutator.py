@@ -1322,6 +1322,8 @@ def test_a_table_that_a_sentinel_row_ends_grows_keeps_its_days_in_order_and_its_
         ('while (scanf("%d", &a) != EOF) s += a;', True),
         ('while (~scanf("%d", &a)) s += a;', True),
         ("while (fgets(line, sizeof line, stdin)) s++;", True),
+        ("while (gets(line)) s++;", True),
+        ('while (2 == scanf("%d %d", &a, &b)) s += a;', True),
         ("while ((c = getchar()) != EOF) s++;", True),
         ('while (!feof(stdin)) { if (scanf("%d", &a) == 1) s += a; }', True),
         ('for (;;) { if (scanf("%d", &a) != 1) break; s += a; }', True),

@@ -1905,11 +1905,12 @@ def reads_stdin(program: Program) -> bool:
 # an empty loop (`while ((c = getchar()) != EOF);`) only drains what is left.
 _LOOP_HEAD = re.compile(r"\b(while|for|if)\s*\(")
 _READ_CALL = re.compile(
-    r"\b(?:scanf|fscanf|fgets|getline|getdelim|getchar|getc|fgetc|fread|read|feof)\s*\("
+    r"\b(?:scanf|fscanf|fgets|gets|getline|getdelim|getchar|getchar_unlocked|getc|fgetc|"
+    r"fread|read|feof)\s*\("
 )
 _READ_FAILS = re.compile(
-    r"\bEOF\b|(?:==|>=|>|!=|<)\s*[0-9]|~\s*\(?\s*f?scanf|\bfeof\s*\("
-    r"|\b(?:fgets|getline|getdelim)\s*\("
+    r"\bEOF\b|(?:==|>=|>|!=|<)\s*[0-9]|\b[0-9]+\s*(?:==|!=|<=?|>=?)|~\s*\(?\s*f?scanf"
+    r"|\bfeof\s*\(|\b(?:fgets|gets|getline|getdelim)\s*\("
 )
 
 
