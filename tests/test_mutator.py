@@ -1029,6 +1029,22 @@ def test_a_program_that_refuses_the_grown_sizes_still_grows_past_the_sample(
     assert min(sizes) > sample and max(sizes) <= most
 
 
+def test_words_of_several_lengths_keep_their_longest_as_the_top_where_it_is_past_the_target(
+) -> None:
+    """Four words of 3 to 70 letters: at `past` (largest target 64) their number still grows
+    past four, but the top of their lengths stays 70, the longest sample's: one more, a
+    program whose limit is 70 letters would refuse only the rare draw that reached it, and
+    so pass acceptance by chance. Where the level's target is above it (`grown4`: 256), the
+    top grows."""
+    stdin = ("4\n" + "ab" * 35 + "\nabc\nabab\nbaab\n").encode()
+    [learnt] = learn_classes(Program("words", LAPINDROMES_C, (TestCase("t", stdin, b""),)))
+    bodies = dict(learnt.bodies)
+    for level, top in (("past", 70), ("grown4", 256)):
+        [rows] = [r["repeat"] for r in bodies[level]["vars"].values() if "repeat" in r]
+        assert bodies[level]["vars"][rows["count"]]["int"][0] > 4
+        assert rows["vars"]["v1_len"]["int"] == [3, top]
+
+
 def test_a_given_output_the_program_does_not_print_is_relaxed_or_dropped_by_name(
     toolchain, sandbox
 ) -> None:

@@ -777,8 +777,9 @@ def _rule(
     length: int | dict[str, list[int]] = len(atom.text)
     if level in _GROWN and atom.col[0] == "t" and column.varied_lengths:
         # One rule for every row, so that the rows are a run a count can grow: from the
-        # shortest sample string up, past the longest.
-        most = _grown_text_length(column.longest, len(alphabet), level)[1]
+        # shortest sample string up, past the longest where the level's target is above
+        # it (one more, a program whose limit is the longest refuses only rare draws).
+        most = _widened_text_most(_level_most(column.longest, level), len(alphabet), level)
         length = {_GROWN_LENGTH: [min(map(len, column.texts)), most]}
     elif level in _GROWN and atom.col[0] == "s" and atom.free_length:
         # Past the longest of the column's samples, not only this one's: an answer right
@@ -802,25 +803,38 @@ def _grown_text_length(n: int, letters: int, level: str) -> list[int]:
     the samples' length must fail), from half the most up, as a grown count is drawn; at the
     widening levels the most is raised, within the level's largest target, until the
     shortest draw carries GROWN_TEXT_BITS."""
-    most = _grown_length(n, level)
+    most = _widened_text_most(_grown_length(n, level), letters, level)
+    least = min(max(n + 1, (most + 1) // 2), most)  # half the most, rounded up
+    return [least, most]
+
+
+def _widened_text_most(most: int, letters: int, level: str) -> int:
+    """`most`, raised at the widening levels (within the level's largest target) until a
+    string of that many characters of `letters` letters carries twice GROWN_TEXT_BITS."""
     if level in _WIDENED and letters >= 2:
         needed = math.ceil(2 * GROWN_TEXT_BITS / math.log2(letters))
         most = max(most, min(needed, GROWTH[level][2]))
-    least = min(max(n + 1, (most + 1) // 2), most)  # half the most, rounded up
-    return [least, most]
+    return most
 
 
 # A grown string's length range, drawn by a helper var just before it (`_expanded`).
 _GROWN_LENGTH = "between"
 
 
-def _grown_length(n: int, level: str = "grown") -> int:
-    """The most a grown size (a count, a string's length) seen as n in the test may be at
-    `level` (GROWTH): at least n + 1, even where n is past the level's largest target, so
-    that no growing level draws only the sample's size (an answer right only for it would
-    pass)."""
+def _level_most(n: int, level: str) -> int:
+    """The most a size seen as n in the test may be at `level` (GROWTH): n times the
+    level's factor, at least its least target and one more than n, within its largest
+    target, and never below n."""
     factor, least, most = GROWTH[level]
-    return max(n + 1, min(max(math.ceil(n * factor), least), most))
+    return max(n, min(max(math.ceil(n * factor), least, n + 1), most))
+
+
+def _grown_length(n: int, level: str = "grown") -> int:
+    """The most a grown size (a count, a string alone) seen as n in the test may be at
+    `level`: `_level_most`, but at least n + 1 even where n is past the level's largest
+    target, so that no growing level draws only the sample's size (an answer right only
+    for it would pass)."""
+    return max(n + 1, _level_most(n, level))
 
 
 def _expanded(name: str, rule: dict[str, Any]) -> dict[str, Any]:
