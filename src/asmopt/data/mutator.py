@@ -495,14 +495,22 @@ def _mark_fixed(lines: list[Line], blocks: list[Block]) -> None:
     _mark_sentinel(lines)
 
 
-def _mark_sentinel(lines: list[Line]) -> None:
-    """A last line of zeros (or -1s) after others ends the input: kept as written."""
+def _terminator_line(lines: list[Line]) -> Line | None:
+    """The last line with values, where it holds only zeros (or -1s) and others come before
+    it: the line that ends the input."""
     tail = [line for line in lines if line.values()]
     if len(tail) >= 2 and all(
         a.kind == "int" and int(a.text) in (0, -1) for a in tail[-1].values()
     ):
-        for a in tail[-1].values():
-            a.fixed = True
+        return tail[-1]
+    return None
+
+
+def _mark_sentinel(lines: list[Line]) -> None:
+    """A last line of zeros (or -1s) after others ends the input: kept as written."""
+    last = _terminator_line(lines)
+    for a in last.values() if last is not None else ():
+        a.fixed = True
 
 
 # The widest rows of numbers read as records of fields (`s w1 w2 w3`) rather than as one
@@ -614,11 +622,7 @@ class _Parsed:
 def _digits_as_text(lines: list[Line]) -> None:
     """Every integer of a program that reads only text becomes a string of digits, but a
     last line of zeros or -1s after others, which still ends the input (`_mark_sentinel`)."""
-    tail = [line for line in lines if line.values()]
-    ends = len(tail) >= 2 and all(
-        a.kind == "int" and a.text in SENTINELS for a in tail[-1].values()
-    )
-    keep = tail[-1] if ends else None
+    keep = _terminator_line(lines)
     for line in lines:
         if line is keep:
             continue
@@ -1322,14 +1326,15 @@ def _ends_input(lines: list[Line], end: int, reading: Reading) -> bool:
     last line is a terminator of zeros after it (`0 0`, kept as written: `_mark_sentinel`)
     and the program reads in a loop no count bounds (a matrix's last row of zeros, read
     by loops of five, is no terminator). Blank lines at the input's end follow nothing."""
-    while len(lines) > end and not "".join(a.text for a in lines[-1].atoms).strip():
-        lines = lines[:-1]
-    if end == len(lines):
+    stop = len(lines)
+    while stop > end and not "".join(a.text for a in lines[stop - 1].atoms).strip():
+        stop -= 1
+    if end == stop:
         return reading.to_end
     last = lines[end].values()
     return (
         reading.open_loop
-        and end == len(lines) - 1
+        and end == stop - 1
         and bool(last)
         and all(a.fixed and a.kind == "int" and a.text in SENTINELS for a in last)
     )
